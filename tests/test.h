@@ -1,0 +1,58 @@
+/* tests/test.h - the test runner's registry and checks.
+   Each test file includes this and defines tests with TEST(name) { ... }. Every test is linked into one
+   runner (tests/main.c) against the implementation compiled once (tests/zt_impl.c). A failed CHECK
+   records the failure and returns from the test; other tests still run. */
+#ifndef ZT_TEST_H
+#define ZT_TEST_H
+#include "../zt.h"
+#include <math.h>
+#include <string.h>
+#include <stdlib.h>
+
+typedef void (*zt_test_fn)(void);
+void zt_test_register(const char *name, const char *file, zt_test_fn fn);
+void zt_test_fail(const char *file, int line, const char *fmt, ...) ZT_PRINTF(3, 4);
+int zt_test_failed(void); /* has the running test failed? */
+
+#define TEST(name)                                                                 \
+    static void test_##name(void);                                                 \
+    __attribute__((constructor)) static void test_register_##name(void) {          \
+        zt_test_register(#name, __FILE__, test_##name);                            \
+    }                                                                              \
+    static void test_##name(void)
+
+#define CHECK(c)                                                                   \
+    do {                                                                           \
+        if (!(c)) { zt_test_fail(__FILE__, __LINE__, "CHECK(%s)", #c); return; }  \
+    } while (0)
+#define CHECK_MSG(c, ...)                                                          \
+    do {                                                                           \
+        if (!(c)) { zt_test_fail(__FILE__, __LINE__, __VA_ARGS__); return; }       \
+    } while (0)
+#define CHECK_EQ_INT(a, b)                                                         \
+    do {                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                        \
+        if (a_ != b_) {                                                            \
+            zt_test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_); \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+#define CHECK_NEAR(a, b, tol)                                                      \
+    do {                                                                           \
+        double a_ = (double)(a), b_ = (double)(b);                                 \
+        if (!(fabs(a_ - b_) <= (tol))) {                                           \
+            zt_test_fail(__FILE__, __LINE__, "%s ~ %s: %.9g vs %.9g (tol %g)", #a, #b, a_, b_, \
+                         (double)(tol));                                           \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+#define CHECK_STR_CONTAINS(hay, needle)                                            \
+    do {                                                                           \
+        const char *h_ = (hay), *n_ = (needle);                                    \
+        if (!h_ || !strstr(h_, n_)) {                                              \
+            zt_test_fail(__FILE__, __LINE__, "\"%s\" does not contain \"%s\"", h_ ? h_ : "(null)", n_); \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+
+#endif
