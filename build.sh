@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# build.sh - build, test and run zt. Run it from anywhere; it works in the repository root.
+#
+#   ./build.sh          build every program into build/ (and build/NAME_cuda where nvcc exists)
+#   ./build.sh test     build, then run the compile matrix, the test runner and the header example;
+#                       the last line is "N passed, N failed"
+#   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
+#   ./build.sh run      build and run examples/minimal.c
+#   ./build.sh bench    build and run the benchmarks in bench/
+#
+# Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS.
+# A target is rebuilt when a source, zt.h, this script or its flags are newer than it.
+set -euo pipefail
+shopt -s nullglob
+cd "$(dirname "$0")"
+SELF=build.sh
+
+CC=${CC:-gcc}
+CFLAGS=${CFLAGS:--O3 -march=native -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread}
+LDLIBS="-lm -pthread"
+ASAN_CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+ASAN_CFLAGS+=" -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread"
+NVCC=${NVCC:-$(command -v nvcc || true)}
+[[ -z $NVCC && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
+NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17}
+NVCC_LDLIBS="-lcublas -lcublasLt -lm -lpthread"
+B=build
+HEADERS=(zt.h)
+[[ -f zt_cuda.cuh ]] && HEADERS+=(zt_cuda.cuh)
+
+usage() {
+    sed -n '2,12p' "$SELF" | sed 's/^# \{0,1\}//'
+    exit 2
+}
+
+# ---- building ----------------------------------------------------------------------------------
+# Every function here returns non-zero on the first failure, also where a caller tests it with `if`
+# (which switches off set -e inside it).
+
+# stale TARGET DEPS...: true when TARGET is missing or older than one of DEPS or this script
+stale() {
+    local target=$1 dep
+    shift
+    [[ -e $target ]] || return 0
+    for dep in "$@" "$SELF"; do
+        [[ $dep -nt $target ]] && return 0
+    done
+    return 1
+}
+
+# stamp FILE TEXT: FILE holds TEXT; it is rewritten (and so becomes newer) only when TEXT changes,
+# so a change of flags rebuilds whatever lists FILE as a dependency
+stamp() {
+    [[ -f $1 && "$(<"$1")" == "$2" ]] || printf '%s\n' "$2" >"$1"
+}
+
+# run a command, echoing it first
+run() {
+    echo "  $*"
+    "$@"
+}
+
+check_deps() {
+    if ! command -v "$CC" >/dev/null; then
+        echo "build.sh: no C compiler '$CC' (install gcc, or set CC)" >&2
+        exit 1
+    fi
+    [[ -f /usr/include/jsmn.h && -f /usr/include/stb/stb_ds.h ]] && return 0
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        apt-get update && apt-get install -y libjsmn-dev libstb-dev
+    else
+        echo "build.sh: zt needs jsmn and stb_ds (/usr/include/jsmn.h, /usr/include/stb/stb_ds.h):" >&2
+        echo "  sudo apt-get install libjsmn-dev libstb-dev" >&2
+        exit 1
+    fi
+}
+
+# build_impl DIR FLAGS: DIR/zt.o, the implementation compiled once for this configuration
+build_impl() {
+    local dir=$1 flags=$2
+    mkdir -p "$dir"
+    stamp "$dir/flags" "$CC $flags"
+    if stale "$dir/zt.o" tests/zt_impl.c "${HEADERS[@]}" "$dir/flags"; then
+        run $CC $flags -c tests/zt_impl.c -o "$dir/zt.o" || return
+    fi
+}
+
+# build_program OUT DIR FLAGS SOURCES...: SOURCES linked against DIR/zt.o
+build_program() {
+    local out=$1 dir=$2 flags=$3
+    shift 3
+    if stale "$out" "$@" "${HEADERS[@]}" "$dir/zt.o"; then
+        run $CC $flags -o "$out" "$@" "$dir/zt.o" $LDLIBS || return
+    fi
+}
+
+# build_tests DIR FLAGS: DIR/zt_tests, the runner with every tests/test_*.c
+build_tests() {
+    if stale "$1/zt_tests" tests/main.c tests/test_*.c tests/*.h "${HEADERS[@]}" "$1/zt.o"; then
+        run $CC $2 -o "$1/zt_tests" tests/main.c tests/test_*.c "$1/zt.o" $LDLIBS || return
+    fi
+}
+
+# build/example_main: zt.h's usage example (the lines between //>>example and //<<example)
+build_example() {
+    local body=$B/gen/example_body.inc
+    mkdir -p $B/gen
+    awk '/\/\/<<example/ { on = 0 } on { print } /\/\/>>example/ { on = 1 }' zt.h >"$body.new"
+    if cmp -s "$body.new" "$body"; then rm "$body.new"; else mv "$body.new" "$body"; fi
+    if [[ ! -s $body ]]; then
+        echo "build.sh: zt.h has no lines between //>>example and //<<example" >&2
+        return 1
+    fi
+    if stale $B/example_main tests/example_main.c "$body" zt.h $B/zt.o; then
+        run $CC $CFLAGS -I$B/gen -o $B/example_main tests/example_main.c $B/zt.o $LDLIBS || return
+    fi
+}
+
+# the program built from a source: examples/minimal.c -> build/minimal, bench/ops.c -> build/bench_ops
+program() {
+    local name
+    name=$(basename "$1" .c)
+    [[ $1 == bench/* ]] && name=bench_$name
+    echo "$B/$name"
+}
+
+build_cpu() {
+    local src
+    build_impl $B "$CFLAGS" || return
+    build_tests $B "$CFLAGS" || return
+    build_example || return
+    for src in examples/*.c bench/*.c; do
+        build_program "$(program "$src")" $B "$CFLAGS" "$src" || return
+    done
+}
+
+# every examples/*.c once more as build/NAME_cuda: program and implementation compiled by nvcc
+build_cuda() {
+    local src out
+    [[ -n $NVCC ]] || return 0
+    mkdir -p $B/cuda
+    stamp $B/cuda/flags "$NVCC $NVCCFLAGS"
+    if stale $B/cuda/zt.o tests/zt_impl.c "${HEADERS[@]}" $B/cuda/flags; then
+        run "$NVCC" $NVCCFLAGS -x cu -c tests/zt_impl.c -o $B/cuda/zt.o || return
+    fi
+    for src in examples/*.c; do
+        out=$(program "$src")_cuda
+        if stale "$out" "$src" "${HEADERS[@]}" $B/cuda/zt.o; then
+            run "$NVCC" $NVCCFLAGS -x cu -c "$src" -o "$B/cuda/${out##*/}.o" || return
+            run "$NVCC" -o "$out" "$B/cuda/${out##*/}.o" $B/cuda/zt.o $NVCC_LDLIBS || return
+        fi
+    done
+}
+
+# ---- testing -----------------------------------------------------------------------------------
+
+PASSED=0
+FAILED=0
+pass() { PASSED=$((PASSED + 1)); echo "ok   $1"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $1"; }
+
+# compile_check NAME COMPILER ARGS...: one counted test. The object is kept, so a check whose
+# sources did not change is not compiled again.
+compile_check() {
+    local name=$1 obj=$B/compile/$1.o log=$B/compile/$1.log
+    shift
+    mkdir -p $B/compile
+    if ! stale "$obj" tests/compile/* "${HEADERS[@]}"; then
+        pass "compile $name (unchanged)"
+    elif "$@" -c -o "$obj" >"$log" 2>&1; then
+        pass "compile $name"
+    else
+        rm -f "$obj"
+        fail "compile $name: $*"
+        head -n 40 "$log" | sed 's/^/    /'
+    fi
+}
+
+# the implementation compiled as C11, C++17 and CUDA, and with ZT_STATIC, warnings as errors
+compile_matrix() {
+    local warn="-Wall -Wextra -Werror"
+    compile_check gcc_c11 gcc -std=c11 -O2 $warn tests/compile/compile_c.c
+    compile_check clang_c11 clang -std=c11 -O2 $warn tests/compile/compile_c.c
+    compile_check gxx_cxx17 g++ -x c++ -std=c++17 -O2 $warn tests/compile/compile_cpp.cpp
+    compile_check gcc_c11_static gcc -std=c11 -O2 $warn tests/compile/compile_static.c
+    compile_check gxx_cxx17_static g++ -x c++ -std=c++17 -O2 $warn tests/compile/compile_static.c
+    if [[ -n $NVCC ]]; then
+        compile_check nvcc_cxx17 "$NVCC" -x cu -std=c++17 -Xcompiler -Wall,-Wextra,-Werror \
+            -Werror all-warnings tests/compile/compile_cuda.cu
+    else
+        echo "skip compile nvcc_cxx17 (no nvcc)"
+    fi
+}
+
+# run_runner BINARY: runs the test runner and adds its counts (its own last line is not echoed)
+run_runner() {
+    local bin=$1 rc=0 summary
+    "$bin" 2>&1 | tee "$bin.log" | awk '!/^[0-9]+ passed, [0-9]+ failed$/ { print; fflush() }' || rc=$?
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$bin.log" | tail -n 1 || true)
+    if [[ -n $summary ]]; then
+        echo "runner: $summary"
+        PASSED=$((PASSED + $(cut -d' ' -f1 <<<"$summary")))
+        FAILED=$((FAILED + $(cut -d' ' -f3 <<<"$summary")))
+    fi
+    if [[ $rc != 0 && ($summary == "" || $summary == *" 0 failed") ]]; then
+        fail "$bin exited with status $rc (see $bin.log)"
+    fi
+}
+
+example_check() {
+    local out
+    if out=$($B/example_main 2>&1) && grep -q 'y\[0\] = 1\.50' <<<"$out"; then
+        pass "zt.h header example"
+    else
+        fail "zt.h header example: the output does not contain 'y[0] = 1.50':"
+        sed 's/^/    /' <<<"$out"
+    fi
+}
+
+summary() {
+    echo "$PASSED passed, $FAILED failed"
+    [[ $FAILED == 0 ]]
+}
+
+# ---- commands ----------------------------------------------------------------------------------
+
+cmd_build() {
+    build_cpu
+    build_cuda
+}
+
+cmd_test() {
+    local built=1
+    build_cpu || built=0
+    compile_matrix
+    if [[ $built == 1 ]]; then
+        run_runner $B/zt_tests
+        example_check
+    else
+        fail "build (see the compiler output above)"
+    fi
+    summary
+}
+
+cmd_asan() {
+    if build_impl $B/asan "$ASAN_CFLAGS" && build_tests $B/asan "$ASAN_CFLAGS"; then
+        run_runner $B/asan/zt_tests
+    else
+        fail "asan build (see the compiler output above)"
+    fi
+    summary
+}
+
+cmd_run() {
+    build_impl $B "$CFLAGS"
+    build_program $B/minimal $B "$CFLAGS" examples/minimal.c
+    $B/minimal
+}
+
+cmd_bench() {
+    local src
+    build_impl $B "$CFLAGS"
+    for src in bench/*.c; do
+        build_program "$(program "$src")" $B "$CFLAGS" "$src"
+    done
+    for src in bench/*.c; do
+        "$(program "$src")"
+    done
+}
+
+[[ $# -le 1 ]] || usage
+case ${1:-build} in
+    build | test | asan | run | bench) ;;
+    *) usage ;;
+esac
+check_deps
+"cmd_${1:-build}"

@@ -1,0 +1,449 @@
+/* tests/ref_ops.h - naive double-precision forward and backward of every op in zt.h's >>ops section.
+   Plain loops, written for reading, not speed: the kernels are checked against these, and these are
+   checked against central finite differences (tests/test_ops.c). No zt dependency: ids are int32_t,
+   everything else is double. Backward functions accumulate (+=) like zt's do; shapes in the comment
+   at each function, with leading dimensions flattened into rows as in zt.h. */
+#ifndef ZT_REF_OPS_H
+#define ZT_REF_OPS_H
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every function here is static; one test file rarely uses them all. */
+#define REF static __attribute__((unused))
+
+/* c (M,N) = alpha * op(a) @ op(b) + beta * c + bias; a (M,K) or (K,M) with ta; b (K,N) or (N,K) with
+   tb; bias (N) or NULL */
+REF void ref_gemm(double *c, const double *a, const double *b, int64_t M, int64_t N, int64_t K,
+                     int ta, int tb, double alpha, double beta, const double *bias) {
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double x = ta ? a[k * M + i] : a[i * K + k];
+                double y = tb ? b[j * K + k] : b[k * N + j];
+                acc += x * y;
+            }
+            c[i * N + j] = alpha * acc + beta * c[i * N + j] + (bias ? bias[j] : 0.0);
+        }
+}
+
+/* out (C) += column sums of x (R,C) */
+REF void ref_sum_rows(double *out, const double *x, int64_t R, int64_t C) {
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) out[c] += x[r * C + c];
+}
+
+/* inp (N,C), weight (OC,C), bias (OC) or NULL -> out (N,OC) = inp @ weight^T + bias */
+REF void ref_matmul_forward(double *out, const double *inp, const double *weight,
+                               const double *bias, int64_t N, int64_t C, int64_t OC) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < OC; o++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (int64_t c = 0; c < C; c++) acc += inp[n * C + c] * weight[o * C + c];
+            out[n * OC + o] = acc;
+        }
+}
+
+/* dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout.
+   Any of dinp, dweight, dbias may be NULL. */
+REF void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const double *dout,
+                                const double *inp, const double *weight, int64_t N, int64_t C,
+                                int64_t OC) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t o = 0; o < OC; o++) {
+            double d = dout[n * OC + o];
+            for (int64_t c = 0; c < C; c++) {
+                if (dinp) dinp[n * C + c] += d * weight[o * C + c];
+                if (dweight) dweight[o * C + c] += d * inp[n * C + c];
+            }
+            if (dbias) dbias[o] += d;
+        }
+}
+
+/* ids (N), table (V,C) -> out (N,C) = table[ids], added to out when accumulate */
+REF void ref_embedding_forward(double *out, const int32_t *ids, const double *table, int64_t N,
+                                  int64_t C, int accumulate) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            out[n * C + c] = (accumulate ? out[n * C + c] : 0.0) + table[(int64_t)ids[n] * C + c];
+}
+
+/* dtable (V,C) += dout (N,C) rows scattered by ids (N) */
+REF void ref_embedding_backward(double *dtable, const double *dout, const int32_t *ids, int64_t N,
+                                   int64_t C) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++) dtable[(int64_t)ids[n] * C + c] += dout[n * C + c];
+}
+
+/* inp (N,C), weight, bias (C) -> out (N,C); mean, rstd (N) (either may be NULL).
+   out = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(biased variance + eps) */
+REF void ref_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
+                                  const double *weight, const double *bias, int64_t N, int64_t C,
+                                  double eps) {
+    for (int64_t n = 0; n < N; n++) {
+        const double *x = inp + n * C;
+        double m = 0, var = 0;
+        for (int64_t c = 0; c < C; c++) m += x[c];
+        m /= (double)C;
+        for (int64_t c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+        var /= (double)C;
+        double rs = 1.0 / sqrt(var + eps);
+        for (int64_t c = 0; c < C; c++) out[n * C + c] = (x[c] - m) * rs * weight[c] + bias[c];
+        if (mean) mean[n] = m;
+        if (rstd) rstd[n] = rs;
+    }
+}
+
+/* dinp (N,C) += ..., dweight, dbias (C) += ...; mean and rstd recomputed here in double */
+REF void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, const double *dout,
+                                   const double *inp, const double *weight, int64_t N, int64_t C,
+                                   double eps) {
+    for (int64_t n = 0; n < N; n++) {
+        const double *x = inp + n * C, *dy = dout + n * C;
+        double m = 0, var = 0;
+        for (int64_t c = 0; c < C; c++) m += x[c];
+        m /= (double)C;
+        for (int64_t c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+        var /= (double)C;
+        double rs = 1.0 / sqrt(var + eps);
+        /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * weight */
+        double mg = 0, mgx = 0;
+        for (int64_t c = 0; c < C; c++) {
+            double xhat = (x[c] - m) * rs, g = dy[c] * weight[c];
+            mg += g;
+            mgx += g * xhat;
+        }
+        mg /= (double)C;
+        mgx /= (double)C;
+        for (int64_t c = 0; c < C; c++) {
+            double xhat = (x[c] - m) * rs, g = dy[c] * weight[c];
+            dinp[n * C + c] += rs * (g - mg - xhat * mgx);
+            dweight[c] += dy[c] * xhat;
+            dbias[c] += dy[c];
+        }
+    }
+}
+
+/* inp (N,C), weight (C) -> out (N,C) = x * rstd * weight, rstd (N) = 1 / sqrt(mean(x^2) + eps) */
+REF void ref_rmsnorm_forward(double *out, double *rstd, const double *inp, const double *weight,
+                                int64_t N, int64_t C, double eps) {
+    for (int64_t n = 0; n < N; n++) {
+        const double *x = inp + n * C;
+        double ms = 0;
+        for (int64_t c = 0; c < C; c++) ms += x[c] * x[c];
+        double rs = 1.0 / sqrt(ms / (double)C + eps);
+        for (int64_t c = 0; c < C; c++) out[n * C + c] = x[c] * rs * weight[c];
+        if (rstd) rstd[n] = rs;
+    }
+}
+
+REF void ref_rmsnorm_backward(double *dinp, double *dweight, const double *dout, const double *inp,
+                                 const double *weight, int64_t N, int64_t C, double eps) {
+    for (int64_t n = 0; n < N; n++) {
+        const double *x = inp + n * C, *dy = dout + n * C;
+        double ms = 0;
+        for (int64_t c = 0; c < C; c++) ms += x[c] * x[c];
+        double rs = 1.0 / sqrt(ms / (double)C + eps);
+        /* dx = rstd * (g - xhat * mean(g * xhat)), g = dy * weight */
+        double mgx = 0;
+        for (int64_t c = 0; c < C; c++) mgx += dy[c] * weight[c] * x[c] * rs;
+        mgx /= (double)C;
+        for (int64_t c = 0; c < C; c++) {
+            double xhat = x[c] * rs;
+            dinp[n * C + c] += rs * (dy[c] * weight[c] - xhat * mgx);
+            dweight[c] += dy[c] * xhat;
+        }
+    }
+}
+
+/* GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+REF double ref_gelu(double x) {
+    double s = sqrt(2.0 / 3.14159265358979323846);
+    return 0.5 * x * (1.0 + tanh(s * (x + 0.044715 * x * x * x)));
+}
+REF double ref_gelu_grad(double x) {
+    double s = sqrt(2.0 / 3.14159265358979323846);
+    double t = tanh(s * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * s * (1.0 + 3.0 * 0.044715 * x * x);
+}
+REF void ref_gelu_forward(double *out, const double *inp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = ref_gelu(inp[i]);
+}
+REF void ref_gelu_backward(double *dinp, const double *dout, const double *inp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dinp[i] += dout[i] * ref_gelu_grad(inp[i]);
+}
+
+REF double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+REF double ref_silu(double x) { return x * ref_sigmoid(x); }
+REF double ref_silu_grad(double x) {
+    double sg = ref_sigmoid(x);
+    return sg * (1.0 + x * (1.0 - sg));
+}
+REF void ref_silu_forward(double *out, const double *inp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = ref_silu(inp[i]);
+}
+REF void ref_silu_backward(double *dinp, const double *dout, const double *inp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dinp[i] += dout[i] * ref_silu_grad(inp[i]);
+}
+
+/* inp (N,2H) rows [gate | up] -> out (N,H) = silu(gate) * up */
+REF void ref_swiglu_forward(double *out, const double *inp, int64_t N, int64_t H) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            out[n * H + h] = ref_silu(inp[n * 2 * H + h]) * inp[n * 2 * H + H + h];
+}
+REF void ref_swiglu_backward(double *dinp, const double *dout, const double *inp, int64_t N,
+                                int64_t H) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++) {
+            double g = inp[n * 2 * H + h], u = inp[n * 2 * H + H + h], dy = dout[n * H + h];
+            dinp[n * 2 * H + h] += dy * u * ref_silu_grad(g);
+            dinp[n * 2 * H + H + h] += dy * ref_silu(g);
+        }
+}
+
+/* The rotary angle of position pos, pair i of HD: computed in f32 exactly as transformers does
+   (inv_freq = 1 / theta^(2i/HD) in f32, angle = f32(pos) * inv_freq), then used in double. */
+REF double ref_rope_angle(int32_t pos, int64_t i, int64_t HD, float theta) {
+    float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)HD);
+    float angle = (float)pos * inv_freq;
+    return (double)angle;
+}
+
+/* x (R,H,HD) with R = B*T rows, pos (R) -> out (R,H,HD), rotate-half: for i < HD/2,
+   out[i] = x[i] cos - x[i+HD/2] sin, out[i+HD/2] = x[i+HD/2] cos + x[i] sin. out may alias inp. */
+REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
+                             int64_t HD, float theta) {
+    int64_t half = HD / 2;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < half; i++) {
+            double a = ref_rope_angle(pos[r], i, HD, theta), c = cos(a), s = sin(a);
+            for (int64_t h = 0; h < H; h++) {
+                const double *x = inp + (r * H + h) * HD;
+                double x0 = x[i], x1 = x[i + half];
+                out[(r * H + h) * HD + i] = x0 * c - x1 * s;
+                out[(r * H + h) * HD + i + half] = x1 * c + x0 * s;
+            }
+        }
+}
+
+/* dinp += R^T dout (the rotation by -angle) */
+REF void ref_rope_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
+                              int64_t H, int64_t HD, float theta) {
+    int64_t half = HD / 2;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < half; i++) {
+            double a = ref_rope_angle(pos[r], i, HD, theta), c = cos(a), s = sin(a);
+            for (int64_t h = 0; h < H; h++) {
+                const double *dy = dout + (r * H + h) * HD;
+                dinp[(r * H + h) * HD + i] += dy[i] * c + dy[i + half] * s;
+                dinp[(r * H + h) * HD + i + half] += dy[i + half] * c - dy[i] * s;
+            }
+        }
+}
+
+/* First key query t of batch b may see. */
+REF int64_t ref_attn_start(const int32_t *starts, int64_t b, int64_t t, int64_t T) {
+    return starts ? (int64_t)starts[b * T + t] : 0;
+}
+
+/* q (B,T,NH,HD), k, v (B,T,NKV,HD), starts (B,T) or NULL -> out (B,T,NH,HD), lse (B,NH,T) (may be
+   NULL). Query head h reads key/value head h / (NH/NKV); query t sees keys [starts[t], t]; scores
+   are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. */
+REF void ref_attention_forward(double *out, double *lse, const double *q, const double *k,
+                                  const double *v, const int32_t *starts, int64_t B, int64_t T,
+                                  int64_t NH, int64_t NKV, int64_t HD) {
+    double scale = 1.0 / sqrt((double)HD);
+    int64_t rep = NH / NKV;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < NH; h++)
+            for (int64_t t = 0; t < T; t++) {
+                const double *qr = q + ((b * T + t) * NH + h) * HD;
+                int64_t kh = h / rep, j0 = ref_attn_start(starts, b, t, T);
+                double mx = -INFINITY;
+                for (int64_t j = j0; j <= t; j++) {
+                    const double *kr = k + ((b * T + j) * NKV + kh) * HD;
+                    double sc = 0;
+                    for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
+                    sc *= scale;
+                    if (sc > mx) mx = sc;
+                }
+                double sum = 0;
+                double *o = out + ((b * T + t) * NH + h) * HD;
+                for (int64_t d = 0; d < HD; d++) o[d] = 0;
+                for (int64_t j = j0; j <= t; j++) {
+                    const double *kr = k + ((b * T + j) * NKV + kh) * HD;
+                    const double *vr = v + ((b * T + j) * NKV + kh) * HD;
+                    double sc = 0;
+                    for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
+                    double p = exp(sc * scale - mx);
+                    sum += p;
+                    for (int64_t d = 0; d < HD; d++) o[d] += p * vr[d];
+                }
+                for (int64_t d = 0; d < HD; d++) o[d] /= sum;
+                if (lse) lse[(b * NH + h) * T + t] = mx + log(sum);
+            }
+}
+
+/* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. */
+REF void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout,
+                                   const double *q, const double *k, const double *v,
+                                   const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                   int64_t NKV, int64_t HD) {
+    double scale = 1.0 / sqrt((double)HD);
+    int64_t rep = NH / NKV;
+    double *p = (double *)malloc(sizeof(double) * (size_t)T);
+    double *dp = (double *)malloc(sizeof(double) * (size_t)T);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < NH; h++)
+            for (int64_t t = 0; t < T; t++) {
+                const double *qr = q + ((b * T + t) * NH + h) * HD;
+                const double *dy = dout + ((b * T + t) * NH + h) * HD;
+                int64_t kh = h / rep, j0 = ref_attn_start(starts, b, t, T);
+                double mx = -INFINITY, sum = 0, dsum = 0;
+                for (int64_t j = j0; j <= t; j++) {
+                    const double *kr = k + ((b * T + j) * NKV + kh) * HD;
+                    double sc = 0;
+                    for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
+                    p[j] = sc * scale;
+                    if (p[j] > mx) mx = p[j];
+                }
+                for (int64_t j = j0; j <= t; j++) sum += (p[j] = exp(p[j] - mx));
+                for (int64_t j = j0; j <= t; j++) {
+                    const double *vr = v + ((b * T + j) * NKV + kh) * HD;
+                    p[j] /= sum;
+                    dp[j] = 0;
+                    for (int64_t d = 0; d < HD; d++) dp[j] += dy[d] * vr[d];
+                    dsum += p[j] * dp[j];
+                }
+                /* softmax backward: dscore_j = p_j (dp_j - sum_i p_i dp_i) */
+                for (int64_t j = j0; j <= t; j++) {
+                    double ds = p[j] * (dp[j] - dsum) * scale;
+                    const double *kr = k + ((b * T + j) * NKV + kh) * HD;
+                    double *dkr = dk + ((b * T + j) * NKV + kh) * HD;
+                    double *dvr = dv + ((b * T + j) * NKV + kh) * HD;
+                    double *dqr = dq + ((b * T + t) * NH + h) * HD;
+                    for (int64_t d = 0; d < HD; d++) {
+                        dqr[d] += ds * kr[d];
+                        dkr[d] += ds * qr[d];
+                        dvr[d] += p[j] * dy[d];
+                    }
+                }
+            }
+    free(p);
+    free(dp);
+}
+
+/* logits (N,Vp), only columns [0, vocab) real; targets (N) -> losses (N) = -log softmax[target] (0 for
+   ignore_index rows). dlogits (N,Vp) or NULL is written (not accumulated): (softmax - onehot) *
+   dloss[n], 0 in padding columns and ignored rows. dloss (N) per row, so finite differences can check
+   it with a random weighting; zt's kernel takes one scalar. */
+REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
+                             const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
+                             int64_t vocab, int ignore_index) {
+    for (int64_t n = 0; n < N; n++) {
+        const double *x = logits + n * Vp;
+        double *dx = dlogits ? dlogits + n * Vp : NULL;
+        if (dx)
+            for (int64_t c = 0; c < Vp; c++) dx[c] = 0;
+        if (targets[n] == ignore_index) {
+            losses[n] = 0;
+            continue;
+        }
+        double mx = -INFINITY, sum = 0;
+        for (int64_t c = 0; c < vocab; c++)
+            if (x[c] > mx) mx = x[c];
+        for (int64_t c = 0; c < vocab; c++) sum += exp(x[c] - mx);
+        double lse = mx + log(sum);
+        losses[n] = lse - x[targets[n]];
+        if (dx)
+            for (int64_t c = 0; c < vocab; c++)
+                dx[c] = (exp(x[c] - lse) - (c == targets[n] ? 1.0 : 0.0)) * dloss[n];
+    }
+}
+
+/* The output layer and loss: logits = hidden (N,C) @ weight (Vp,C)^T, then ref_crossentropy.
+   dhidden (N,C) and dweight (Vp,C) += (either may be NULL); dloss (N) per row. */
+REF void ref_output_loss(double *losses, double *dhidden, double *dweight, const double *hidden,
+                            const double *weight, const int32_t *targets, const double *dloss,
+                            int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index) {
+    double *logits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
+    double *dlogits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
+    ref_matmul_forward(logits, hidden, weight, NULL, N, C, Vp);
+    int backward = dhidden || dweight;
+    ref_crossentropy(losses, backward ? dlogits : NULL, logits, targets, dloss, N, Vp, vocab,
+                     ignore_index);
+    if (backward)
+        ref_matmul_backward(dhidden, dweight, NULL, dlogits, hidden, weight, N, C, Vp);
+    free(logits);
+    free(dlogits);
+}
+
+/* One AdamW step (PyTorch's formula), in double: p *= 1 - lr wd; m = b1 m + (1-b1) g;
+   v = b2 v + (1-b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), g = grad * scale */
+REF void ref_adamw(double *p, double *m, double *v, const double *grad, int64_t n, double lr,
+                      double b1, double b2, double eps, double wd, double grad_scale, int64_t step) {
+    double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
+    for (int64_t i = 0; i < n; i++) {
+        double g = grad[i] * grad_scale;
+        p[i] *= 1.0 - lr * wd;
+        m[i] = b1 * m[i] + (1.0 - b1) * g;
+        v[i] = b2 * v[i] + (1.0 - b2) * g * g;
+        p[i] -= lr / bc1 * m[i] / (sqrt(v[i]) / sqrt(bc2) + eps);
+    }
+}
+
+REF double ref_sumsq(const double *x, int64_t n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += x[i] * x[i];
+    return s;
+}
+
+/* Round-to-nearest-even f32 -> bf16 bits, written independently of zt's to check zt's cast. */
+REF uint16_t ref_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+REF float ref_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Round-to-nearest-even f32 -> f16 bits, overflow to infinity, subnormals kept. */
+REF uint16_t ref_f32_to_f16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* quiet NaN */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 (inf included) -> inf */
+    if (a < 0x38800000u) {                                   /* below 2^-14: f16 subnormal or 0 */
+        int e = (int)(a >> 23);
+        if (e < 102) return sign;                            /* below 2^-25: rounds to zero */
+        uint32_t m = (a & 0x7fffffu) | 0x800000u;            /* value = m * 2^(e-150) */
+        int shift = 126 - e;                                 /* in units of 2^-24 */
+        uint32_t q = m >> shift, rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = a - (112u << 23);                           /* rebias the exponent 127 -> 15 */
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+}
+REF float ref_f16_to_f32(uint16_t h) {
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v;
+    if (e == 0) v = ldexp((double)m, -24);
+    else if (e == 31) v = m ? NAN : INFINITY;
+    else v = ldexp((double)(1024 + m), e - 25);
+    return (float)((h & 0x8000) ? -v : v);
+}
+
+#endif

@@ -1,0 +1,669 @@
+/* tests/test_ops.c - every op against a naive double-precision reference (tests/ref_ops.h).
+   ref_fd_*: each reference backward against central finite differences of its reference forward,
+             d(sum(w * out))/d(input) for a fixed random weighting w.
+   ops_*:    each CPU kernel, f32 and bf16, against the reference on the same (rounded) inputs; odd sizes
+             and a grouped-query attention case. Backward kernels accumulate, so their gradient outputs
+             are pre-filled with random values and must come out as prefill + gradient.
+   Thread-count independence and strict mode are in tests/test_threads.c. */
+#include "ops_harness.h"
+
+/* >>finite differences ========================================================================= */
+
+/* Central differences with step FD_H on values of size ~1: truncation error ~FD_H^2 (1e-12) and
+   cancellation ~1e-16 * |f| / FD_H (~1e-9 here), both far below FD_TOL of the gradient's scale. */
+#define FD_H 1e-6
+#define FD_TOL 1e-6
+
+/* A reference forward with its inputs captured in ctx; fd_check perturbs those inputs in place. */
+typedef void (*fd_forward)(void *ctx, double *out);
+typedef struct fd_fn {
+    fd_forward fwd;
+    void *ctx;
+    int64_t n_out;
+    const double *w; /* the weighting: f = sum(w * out) */
+    double *out;     /* scratch for fwd */
+} fd_fn;
+
+static double fd_eval(const fd_fn *f) {
+    f->fwd(f->ctx, f->out);
+    double s = 0;
+    for (int64_t i = 0; i < f->n_out; i++) s += f->w[i] * f->out[i];
+    return s;
+}
+
+/* grad (n) must be d f / d x (n); records a failure naming the first element that is off. */
+static int fd_check_(const char *file, int line, const char *what, const fd_fn *f, double *x, int64_t n,
+                     const double *grad) {
+    double scale = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(grad[i]) > scale) scale = fabs(grad[i]);
+    if (scale < 1e-3) scale = 1e-3;
+    for (int64_t i = 0; i < n; i++) {
+        double x0 = x[i];
+        x[i] = x0 + FD_H;
+        double fp = fd_eval(f);
+        x[i] = x0 - FD_H;
+        double fm = fd_eval(f);
+        x[i] = x0;
+        double fd = (fp - fm) / (2 * FD_H);
+        if (!(fabs(fd - grad[i]) <= FD_TOL * scale)) {
+            zt_test_fail(file, line, "%s: [%lld] backward %.12g, finite difference %.12g (tol %.3g)",
+                         what, (long long)i, grad[i], fd, FD_TOL * scale);
+            return 0;
+        }
+    }
+    return 1;
+}
+#define FD_CHECK(what, f, x, n, grad) fd_check_(__FILE__, __LINE__, what, f, x, n, grad)
+
+static fd_fn fd_make(fd_forward fwd, void *ctx, int64_t n_out, rng *r) {
+    fd_fn f = {fwd, ctx, n_out, drand(r, n_out, -1, 1), dbuf(n_out)};
+    return f;
+}
+
+typedef struct { double *inp, *weight, *bias; int64_t N, C, OC; } fd_matmul_ctx;
+static void fd_matmul_fwd(void *p, double *out) {
+    fd_matmul_ctx *c = (fd_matmul_ctx *)p;
+    ref_matmul_forward(out, c->inp, c->weight, c->bias, c->N, c->C, c->OC);
+}
+TEST(ref_fd_matmul) {
+    rng r = {11};
+    fd_matmul_ctx c = {NULL, NULL, NULL, 5, 7, 6};
+    c.inp = drand(&r, c.N * c.C, -1, 1), c.weight = drand(&r, c.OC * c.C, -1, 1);
+    c.bias = drand(&r, c.OC, -1, 1);
+    fd_fn f = fd_make(fd_matmul_fwd, &c, c.N * c.OC, &r);
+    double *dinp = dbuf(c.N * c.C), *dw = dbuf(c.OC * c.C), *db = dbuf(c.OC);
+    ref_matmul_backward(dinp, dw, db, f.w, c.inp, c.weight, c.N, c.C, c.OC);
+    FD_CHECK("matmul dinp", &f, c.inp, c.N * c.C, dinp);
+    FD_CHECK("matmul dweight", &f, c.weight, c.OC * c.C, dw);
+    FD_CHECK("matmul dbias", &f, c.bias, c.OC, db);
+    bufs_free();
+}
+
+typedef struct { double *table; const int32_t *ids; int64_t N, C; } fd_emb_ctx;
+static void fd_emb_fwd(void *p, double *out) {
+    fd_emb_ctx *c = (fd_emb_ctx *)p;
+    ref_embedding_forward(out, c->ids, c->table, c->N, c->C, 0);
+}
+TEST(ref_fd_embedding) {
+    rng r = {12};
+    static const int32_t ids[7] = {3, 0, 3, 4, 1, 3, 0}; /* repeated ids; id 2 unused */
+    fd_emb_ctx c = {NULL, ids, 7, 5};
+    c.table = drand(&r, 5 * c.C, -1, 1);
+    fd_fn f = fd_make(fd_emb_fwd, &c, c.N * c.C, &r);
+    double *dt = dbuf(5 * c.C);
+    ref_embedding_backward(dt, f.w, ids, c.N, c.C);
+    FD_CHECK("embedding dtable", &f, c.table, 5 * c.C, dt);
+    bufs_free();
+}
+
+typedef struct { double *inp, *weight, *bias; int64_t N, C; double eps; } fd_norm_ctx;
+static void fd_layernorm_fwd(void *p, double *out) {
+    fd_norm_ctx *c = (fd_norm_ctx *)p;
+    ref_layernorm_forward(out, NULL, NULL, c->inp, c->weight, c->bias, c->N, c->C, c->eps);
+}
+TEST(ref_fd_layernorm) {
+    rng r = {13};
+    fd_norm_ctx c = {NULL, NULL, NULL, 4, 9, 1e-5};
+    c.inp = drand(&r, c.N * c.C, -1, 2), c.weight = drand(&r, c.C, 0.5, 1.5);
+    c.bias = drand(&r, c.C, -0.5, 0.5);
+    fd_fn f = fd_make(fd_layernorm_fwd, &c, c.N * c.C, &r);
+    double *dinp = dbuf(c.N * c.C), *dw = dbuf(c.C), *db = dbuf(c.C);
+    ref_layernorm_backward(dinp, dw, db, f.w, c.inp, c.weight, c.N, c.C, c.eps);
+    FD_CHECK("layernorm dinp", &f, c.inp, c.N * c.C, dinp);
+    FD_CHECK("layernorm dweight", &f, c.weight, c.C, dw);
+    FD_CHECK("layernorm dbias", &f, c.bias, c.C, db);
+    bufs_free();
+}
+
+static void fd_rmsnorm_fwd(void *p, double *out) {
+    fd_norm_ctx *c = (fd_norm_ctx *)p;
+    ref_rmsnorm_forward(out, NULL, c->inp, c->weight, c->N, c->C, c->eps);
+}
+TEST(ref_fd_rmsnorm) {
+    rng r = {14};
+    fd_norm_ctx c = {NULL, NULL, NULL, 4, 9, 1e-6};
+    c.inp = drand(&r, c.N * c.C, -1, 2), c.weight = drand(&r, c.C, 0.5, 1.5);
+    fd_fn f = fd_make(fd_rmsnorm_fwd, &c, c.N * c.C, &r);
+    double *dinp = dbuf(c.N * c.C), *dw = dbuf(c.C);
+    ref_rmsnorm_backward(dinp, dw, f.w, c.inp, c.weight, c.N, c.C, c.eps);
+    FD_CHECK("rmsnorm dinp", &f, c.inp, c.N * c.C, dinp);
+    FD_CHECK("rmsnorm dweight", &f, c.weight, c.C, dw);
+    bufs_free();
+}
+
+typedef struct { double *inp; int64_t n, H; } fd_pointwise_ctx;
+static void fd_gelu_fwd(void *p, double *out) {
+    fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
+    ref_gelu_forward(out, c->inp, c->n);
+}
+static void fd_silu_fwd(void *p, double *out) {
+    fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
+    ref_silu_forward(out, c->inp, c->n);
+}
+static void fd_swiglu_fwd(void *p, double *out) {
+    fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
+    ref_swiglu_forward(out, c->inp, c->n, c->H);
+}
+TEST(ref_fd_gelu_silu_swiglu) {
+    rng r = {15};
+    fd_pointwise_ctx c = {NULL, 41, 0};
+    c.inp = drand(&r, c.n, -5, 5);
+    fd_fn f = fd_make(fd_gelu_fwd, &c, c.n, &r);
+    double *d = dbuf(c.n);
+    ref_gelu_backward(d, f.w, c.inp, c.n);
+    FD_CHECK("gelu dinp", &f, c.inp, c.n, d);
+
+    f = fd_make(fd_silu_fwd, &c, c.n, &r);
+    d = dbuf(c.n);
+    ref_silu_backward(d, f.w, c.inp, c.n);
+    FD_CHECK("silu dinp", &f, c.inp, c.n, d);
+
+    fd_pointwise_ctx g = {NULL, 3, 7}; /* n is the row count here */
+    g.inp = drand(&r, g.n * 2 * g.H, -4, 4);
+    f = fd_make(fd_swiglu_fwd, &g, g.n * g.H, &r);
+    d = dbuf(g.n * 2 * g.H);
+    ref_swiglu_backward(d, f.w, g.inp, g.n, g.H);
+    FD_CHECK("swiglu dinp", &f, g.inp, g.n * 2 * g.H, d);
+    bufs_free();
+}
+
+typedef struct { double *inp; const int32_t *pos; int64_t R, H, HD; float theta; } fd_rope_ctx;
+static void fd_rope_fwd(void *p, double *out) {
+    fd_rope_ctx *c = (fd_rope_ctx *)p;
+    ref_rope_forward(out, c->inp, c->pos, c->R, c->H, c->HD, c->theta);
+}
+TEST(ref_fd_rope) {
+    rng r = {16};
+    static const int32_t pos[3] = {0, 5, 9000};
+    fd_rope_ctx c = {NULL, pos, 3, 2, 8, 10000.0f};
+    c.inp = drand(&r, c.R * c.H * c.HD, -1, 1);
+    fd_fn f = fd_make(fd_rope_fwd, &c, c.R * c.H * c.HD, &r);
+    double *d = dbuf(c.R * c.H * c.HD);
+    ref_rope_backward(d, f.w, pos, c.R, c.H, c.HD, c.theta);
+    FD_CHECK("rope dinp", &f, c.inp, c.R * c.H * c.HD, d);
+    /* position 0 is the identity */
+    double *out = dbuf(c.R * c.H * c.HD);
+    ref_rope_forward(out, c.inp, pos, c.R, c.H, c.HD, c.theta);
+    CHECK(EXPECT_EXACT("rope at position 0", out, c.inp, c.H * c.HD));
+    bufs_free();
+}
+
+typedef struct { double *q, *k, *v; const int32_t *starts; int64_t B, T, NH, NKV, HD; } fd_attn_ctx;
+static void fd_attn_fwd(void *p, double *out) {
+    fd_attn_ctx *c = (fd_attn_ctx *)p;
+    ref_attention_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD);
+}
+static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                              int64_t NKV, int64_t HD) {
+    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD};
+    int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
+    c.q = drand(r, nq, -1.5, 1.5), c.k = drand(r, nk, -1.5, 1.5), c.v = drand(r, nk, -1, 1);
+    fd_fn f = fd_make(fd_attn_fwd, &c, nq, r);
+    double *dq = dbuf(nq), *dk = dbuf(nk), *dv = dbuf(nk);
+    ref_attention_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD);
+    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s", (long long)B, (long long)T,
+                            (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "");
+    FD_CHECK(label("%s dq", cfg), &f, c.q, nq, dq);
+    FD_CHECK(label("%s dk", cfg), &f, c.k, nk, dk);
+    FD_CHECK(label("%s dv", cfg), &f, c.v, nk, dv);
+}
+TEST(ref_fd_attention) {
+    rng r = {17};
+    fd_attention_case(&r, NULL, 2, 5, 8, 2, 3); /* grouped-query: 8 heads read 2 */
+    static const int32_t starts[2 * 6] = {0, 0, 0, 3, 3, 3, 0, 1, 1, 1, 4, 4};
+    fd_attention_case(&r, starts, 2, 6, 4, 2, 5);
+    /* the first query sees one key: its output is that value, whatever q and k are */
+    double q[4] = {1, 2, 3, 4}, k[4] = {-1, 0.5, 2, 0}, v[4] = {0.25, -3, 7, 1}, out[4], lse[1];
+    ref_attention_forward(out, lse, q, k, v, NULL, 1, 1, 1, 1, 4);
+    CHECK(EXPECT_EXACT("attention of one key", out, v, 4));
+    CHECK_NEAR(lse[0], (-1 + 1 + 6) / 2.0, 1e-15); /* lse of one score is the score: q.k / sqrt(4) */
+    bufs_free();
+}
+
+typedef struct { double *logits; const int32_t *targets; int64_t N, Vp, vocab; } fd_ce_ctx;
+static void fd_ce_fwd(void *p, double *out) {
+    fd_ce_ctx *c = (fd_ce_ctx *)p;
+    ref_crossentropy(out, NULL, c->logits, c->targets, NULL, c->N, c->Vp, c->vocab, -100);
+}
+TEST(ref_fd_crossentropy) {
+    rng r = {18};
+    static const int32_t targets[5] = {2, -100, 0, 6, 2}; /* row 1 ignored; vocab 7 of 9 columns */
+    fd_ce_ctx c = {NULL, targets, 5, 9, 7};
+    c.logits = drand(&r, c.N * c.Vp, -3, 3);
+    fd_fn f = fd_make(fd_ce_fwd, &c, c.N, &r);
+    double *d = dbuf(c.N * c.Vp), *losses = dbuf(c.N);
+    ref_crossentropy(losses, d, c.logits, targets, f.w, c.N, c.Vp, c.vocab, -100);
+    FD_CHECK("crossentropy dlogits", &f, c.logits, c.N * c.Vp, d);
+    CHECK(losses[1] == 0);
+    /* uniform logits: the loss is log(vocab) */
+    double flat[9] = {0}, l;
+    int32_t t = 3;
+    ref_crossentropy(&l, NULL, flat, &t, NULL, 1, 9, 7, -100);
+    CHECK_NEAR(l, log(7.0), 1e-15);
+    bufs_free();
+}
+
+typedef struct { double *hidden, *weight; const int32_t *targets; int64_t N, C, Vp, vocab; } fd_ol_ctx;
+static void fd_ol_fwd(void *p, double *out) {
+    fd_ol_ctx *c = (fd_ol_ctx *)p;
+    ref_output_loss(out, NULL, NULL, c->hidden, c->weight, c->targets, NULL, c->N, c->C, c->Vp,
+                    c->vocab, -100);
+}
+TEST(ref_fd_output_loss) {
+    rng r = {19};
+    static const int32_t targets[4] = {4, 0, -100, 7};
+    fd_ol_ctx c = {NULL, NULL, targets, 4, 6, 10, 8};
+    c.hidden = drand(&r, c.N * c.C, -1, 1), c.weight = drand(&r, c.Vp * c.C, -1, 1);
+    fd_fn f = fd_make(fd_ol_fwd, &c, c.N, &r);
+    double *dh = dbuf(c.N * c.C), *dw = dbuf(c.Vp * c.C), *losses = dbuf(c.N);
+    ref_output_loss(losses, dh, dw, c.hidden, c.weight, targets, f.w, c.N, c.C, c.Vp, c.vocab, -100);
+    FD_CHECK("output_loss dhidden", &f, c.hidden, c.N * c.C, dh);
+    FD_CHECK("output_loss dweight", &f, c.weight, c.Vp * c.C, dw);
+    bufs_free();
+}
+
+/* The other references have no backward; check them against facts instead. */
+TEST(ref_forward_facts) {
+    /* gemm: 2x2 by hand, every transpose combination gives the same product */
+    double a[4] = {1, 2, 3, 4}, at[4] = {1, 3, 2, 4}, b[4] = {5, 6, 7, 8}, bt[4] = {5, 7, 6, 8};
+    double bias[2] = {0.5, -0.5}, want[4] = {19 * 2 + 1 + 0.5, 22 * 2 + 1 - 0.5, 43 * 2 + 1 + 0.5,
+                                             50 * 2 + 1 - 0.5};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            double c[4] = {2, 2, 2, 2};
+            ref_gemm(c, ta ? at : a, tb ? bt : b, 2, 2, 2, ta, tb, 2.0, 0.5, bias);
+            CHECK(EXPECT_EXACT(label("ref_gemm ta %d tb %d", ta, tb), c, want, 4));
+        }
+    /* gelu_new and silu at known points */
+    CHECK_NEAR(ref_gelu(1.0), 0.8411919906082768, 1e-15);
+    CHECK_NEAR(ref_gelu(-2.0), -0.04540230591222, 1e-13);
+    CHECK_NEAR(ref_silu(1.0), 0.7310585786300049, 1e-15);
+    /* rope's first pair turns by exactly pos radians (inv_freq 1) */
+    CHECK(ref_rope_angle(12345, 0, 64, 10000.0f) == 12345.0);
+    /* adamw step 1 without decay moves each parameter by lr * sign(g) (up to eps) */
+    double p = 1, m = 0, v = 0, g = -0.3;
+    ref_adamw(&p, &m, &v, &g, 1, 0.01, 0.9, 0.999, 0, 0, 1, 1);
+    CHECK_NEAR(p, 1.01, 1e-15);
+    /* the reference conversions at their edges */
+    CHECK(ref_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);          /* tie to even, down */
+    CHECK(ref_f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3f82);      /* tie to even, up */
+    CHECK(ref_f32_to_f16(65504.0f) == 0x7bff && ref_f32_to_f16(65520.0f) == 0x7c00);
+    CHECK(ref_f32_to_f16(0x1p-24f) == 0x0001 && ref_f32_to_f16(0x1p-25f) == 0x0000);
+    CHECK(ref_f32_to_f16(0x1.8p-25f) == 0x0001 && ref_f32_to_f16(1.0f) == 0x3c00);
+    CHECK(ref_f16_to_f32(0x0001) == 0x1p-24f && ref_f16_to_f32(0xc000) == -2.0f);
+}
+
+/* >>kernels vs reference ======================================================================= */
+
+static const char *dt_name(zt_dtype t) { return zt_dtype_name(t); }
+
+/* gemm: every transpose combination, alpha/beta/bias, batched with and without a batch-1 operand */
+static void check_gemm(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {100};
+    const int64_t M = 13, N = 37, K = 29;
+    double tol = tol_for(dt);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int variant = 0; variant < 3; variant++) {
+                /* 0: plain product; 1: alpha, beta and bias; 2: beta 1 (accumulate), no bias */
+                float alpha = variant == 1 ? 0.75f : 1.0f, beta = variant == 0 ? 0.0f : variant == 1 ? 0.5f : 1.0f;
+                double *a = drand(&r, M * K, -1, 1), *b = drand(&r, K * N, -1, 1);
+                double *c = drand(&r, M * N, -1, 1), *bias = drand(&r, N, -1, 1);
+                zt_tensor A = to_dev(&d, dt, ta ? zt_shape2(K, M) : zt_shape2(M, K), a);
+                zt_tensor B = to_dev(&d, dt, tb ? zt_shape2(N, K) : zt_shape2(K, N), b);
+                zt_tensor Cd = to_dev(&d, dt, zt_shape2(M, N), c);
+                zt_tensor Bias = to_dev(&d, dt, zt_shape1(N), bias);
+                zt_gemm(d.s, Cd, A, B, ta, tb, alpha, beta, variant == 1 ? &Bias : NULL);
+                ref_gemm(c, a, b, M, N, K, ta, tb, alpha, beta, variant == 1 ? bias : NULL);
+                EXPECT_CLOSE(label("gemm %s ta %d tb %d alpha %g beta %g%s (M %lld N %lld K %lld): c",
+                                   dt_name(dt), ta, tb, alpha, beta, variant == 1 ? " bias" : "",
+                                   (long long)M, (long long)N, (long long)K),
+                             download(&d, Cd), c, M * N, tol);
+            }
+    /* batched: (batch a, batch b) = (3,3), (1,3), (3,1); one transpose combination each */
+    static const int64_t batches[3][2] = {{3, 3}, {1, 3}, {3, 1}};
+    for (int i = 0; i < 3; i++) {
+        int64_t ba = batches[i][0], bb = batches[i][1], nb = 3;
+        int ta = i == 1, tb = i != 0;
+        float alpha = 1.25f, beta = 0.25f;
+        double *a = drand(&r, ba * M * K, -1, 1), *b = drand(&r, bb * K * N, -1, 1);
+        double *c = drand(&r, nb * M * N, -1, 1), *bias = drand(&r, N, -1, 1);
+        zt_tensor A = to_dev(&d, dt, ta ? zt_shape3(ba, K, M) : zt_shape3(ba, M, K), a);
+        zt_tensor B = to_dev(&d, dt, tb ? zt_shape3(bb, N, K) : zt_shape3(bb, K, N), b);
+        zt_tensor Cd = to_dev(&d, dt, zt_shape3(nb, M, N), c);
+        zt_tensor Bias = to_dev(&d, dt, zt_shape1(N), bias);
+        zt_gemm(d.s, Cd, A, B, ta, tb, alpha, beta, &Bias);
+        for (int64_t z = 0; z < nb; z++)
+            ref_gemm(c + z * M * N, a + (ba == 1 ? 0 : z) * M * K, b + (bb == 1 ? 0 : z) * K * N, M, N,
+                     K, ta, tb, alpha, beta, bias);
+        EXPECT_CLOSE(label("gemm %s batched: a batch %lld, b batch %lld, ta %d tb %d, bias: c",
+                           dt_name(dt), (long long)ba, (long long)bb, ta, tb),
+                     download(&d, Cd), c, nb * M * N, tol);
+    }
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_gemm_f32) { check_gemm(ZT_F32); }
+TEST(ops_gemm_bf16) { check_gemm(ZT_BF16); }
+
+/* beta 0 means c is not read (BLAS semantics): a NaN left in c by earlier work must not survive */
+TEST(ops_gemm_beta0_ignores_c) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {101};
+    double *a = drand(&r, 5 * 3, -1, 1), *b = drand(&r, 3 * 4, -1, 1), *c = dbuf(5 * 4);
+    for (int i = 0; i < 20; i++) c[i] = NAN;
+    zt_tensor A = to_dev(&d, ZT_F32, zt_shape2(5, 3), a), B = to_dev(&d, ZT_F32, zt_shape2(3, 4), b);
+    zt_tensor Cd = to_dev(&d, ZT_F32, zt_shape2(5, 4), c);
+    zt_gemm(d.s, Cd, A, B, 0, 0, 1.0f, 0.0f, NULL);
+    ref_gemm(c, a, b, 5, 4, 3, 0, 0, 1.0, 0.0, NULL);
+    for (int i = 0; i < 20; i++) c[i] = 0; /* the reference computed 0 * NaN: redo with c = 0 */
+    ref_gemm(c, a, b, 5, 4, 3, 0, 0, 1.0, 0.0, NULL);
+    EXPECT_CLOSE("gemm f32 beta 0 over a NaN-filled c: c", download(&d, Cd), c, 20, TOL_F32);
+    cpu_close(&d);
+    bufs_free();
+}
+
+static void check_sum_rows(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {110};
+    const int64_t R = 13, C = 37;
+    double *x = drand(&r, R * C, -1, 1), *out = drand(&r, C, -1, 1);
+    zt_tensor X = to_dev(&d, dt, zt_shape2(R, C), x), O = to_dev(&d, dt, zt_shape1(C), out);
+    zt_sum_rows(d.s, O, X);
+    ref_sum_rows(out, x, R, C);
+    EXPECT_CLOSE(label("sum_rows %s (R %lld, C %lld): out = prefill + sums", dt_name(dt), (long long)R,
+                       (long long)C),
+                 download(&d, O), out, C, tol_for(dt));
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_sum_rows_f32) { check_sum_rows(ZT_F32); }
+TEST(ops_sum_rows_bf16) { check_sum_rows(ZT_BF16); }
+
+/* act: inp, weight, out, dout, dinp; grad: dweight, dbias (f32 gradients of bf16 weights is the
+   mixed-precision case) */
+static void check_matmul(zt_dtype act, zt_dtype grad) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {120};
+    const int64_t N = 13, C = 37, OC = 29;
+    const char *cfg = label("matmul %s (grads %s) N %lld C %lld OC %lld", dt_name(act), dt_name(grad),
+                            (long long)N, (long long)C, (long long)OC);
+    double *inp = drand(&r, N * C, -1, 1), *w = drand(&r, OC * C, -1, 1), *bias = drand(&r, OC, -1, 1);
+    zt_tensor Inp = to_dev(&d, act, zt_shape2(N, C), inp), W = to_dev(&d, act, zt_shape2(OC, C), w);
+    zt_tensor Bias = to_dev(&d, act, zt_shape1(OC), bias);
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        double *out = drand(&r, N * OC, -1, 1); /* garbage: forward writes */
+        zt_tensor Out = to_dev(&d, act, zt_shape2(N, OC), out);
+        zt_matmul_forward(d.s, Out, Inp, W, with_bias ? &Bias : NULL);
+        ref_matmul_forward(out, inp, w, with_bias ? bias : NULL, N, C, OC);
+        EXPECT_CLOSE(label("%s%s: out", cfg, with_bias ? " bias" : ""), download(&d, Out), out, N * OC,
+                     tol_for(act));
+    }
+    /* backward: all three gradients, then each alone (the others NULL) */
+    for (int which = 0; which < 4; which++) {
+        int want_inp = which == 0 || which == 1, want_w = which == 0 || which == 2;
+        int want_b = which == 0 || which == 3;
+        double *dout = drand(&r, N * OC, -1, 1);
+        double *dinp = drand(&r, N * C, -1, 1), *dw = drand(&r, OC * C, -1, 1);
+        double *db = drand(&r, OC, -1, 1);
+        zt_tensor Dout = to_dev(&d, act, zt_shape2(N, OC), dout);
+        zt_tensor Dinp = to_dev(&d, act, zt_shape2(N, C), dinp);
+        zt_tensor Dw = to_dev(&d, grad, zt_shape2(OC, C), dw), Db = to_dev(&d, grad, zt_shape1(OC), db);
+        double *dinp0 = dcopy(dinp, N * C), *dw0 = dcopy(dw, OC * C), *db0 = dcopy(db, OC);
+        zt_matmul_backward(d.s, want_inp ? &Dinp : NULL, want_w ? &Dw : NULL, want_b ? &Db : NULL, Dout,
+                           Inp, W);
+        ref_matmul_backward(want_inp ? dinp : NULL, want_w ? dw : NULL, want_b ? db : NULL, dout, inp, w,
+                            N, C, OC);
+        const char *what = label("%s backward (%s%s%s)", cfg, want_inp ? " dinp" : "",
+                                 want_w ? " dweight" : "", want_b ? " dbias" : "");
+        EXPECT_CLOSE(label("%s: dinp = prefill + grad", what), download(&d, Dinp), dinp, N * C,
+                     tol_for(act));
+        EXPECT_CLOSE(label("%s: dweight = prefill + grad", what), download(&d, Dw), dw, OC * C,
+                     tol_for(grad));
+        EXPECT_CLOSE(label("%s: dbias = prefill + grad", what), download(&d, Db), db, OC, tol_for(grad));
+        if (!want_inp) EXPECT_EXACT(label("%s: dinp untouched", what), download(&d, Dinp), dinp0, N * C);
+        if (!want_w) EXPECT_EXACT(label("%s: dweight untouched", what), download(&d, Dw), dw0, OC * C);
+        if (!want_b) EXPECT_EXACT(label("%s: dbias untouched", what), download(&d, Db), db0, OC);
+    }
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_matmul_f32) { check_matmul(ZT_F32, ZT_F32); }
+TEST(ops_matmul_bf16) { check_matmul(ZT_BF16, ZT_BF16); }
+TEST(ops_matmul_bf16_f32_grads) { check_matmul(ZT_BF16, ZT_F32); }
+
+static void check_embedding(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {130};
+    const int64_t V = 11, C = 37, N = 13;
+    int32_t *ids = ibuf(N);
+    for (int64_t n = 0; n < N; n++) ids[n] = rng_int(&r, V);
+    ids[0] = ids[5] = ids[12] = 3, ids[7] = 0, ids[8] = (int32_t)V - 1; /* repeats, both ends */
+    double *table = drand(&r, V * C, -1, 1);
+    zt_tensor Ids = ids_to_dev(&d, zt_shape1(N), ids), Table = to_dev(&d, dt, zt_shape2(V, C), table);
+    for (int acc = 0; acc < 2; acc++) {
+        double *out = drand(&r, N * C, -1, 1);
+        zt_tensor Out = to_dev(&d, dt, zt_shape2(N, C), out);
+        zt_embedding_forward(d.s, Out, Ids, Table, acc);
+        ref_embedding_forward(out, ids, table, N, C, acc);
+        EXPECT_CLOSE(label("embedding_forward %s accumulate %d (V %lld C %lld N %lld): out", dt_name(dt),
+                           acc, (long long)V, (long long)C, (long long)N),
+                     download(&d, Out), out, N * C, tol_for(dt));
+    }
+    double *dout = drand(&r, N * C, -1, 1), *dtable = drand(&r, V * C, -1, 1);
+    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, C), dout), Dt = to_dev(&d, dt, zt_shape2(V, C), dtable);
+    zt_embedding_backward(d.s, Dt, Dout, Ids);
+    ref_embedding_backward(dtable, dout, ids, N, C);
+    EXPECT_CLOSE(label("embedding_backward %s repeated ids: dtable = prefill + scattered rows",
+                       dt_name(dt)),
+                 download(&d, Dt), dtable, V * C, tol_for(dt));
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_embedding_f32) { check_embedding(ZT_F32); }
+TEST(ops_embedding_bf16) { check_embedding(ZT_BF16); }
+
+static void check_layernorm(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {140};
+    const int64_t N = 13, C = 37;
+    const float eps = 1e-5f;
+    const char *cfg = label("layernorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
+    double *inp = drand(&r, N * C, -0.5, 1.5), *w = drand(&r, C, 0.5, 1.5), *b = drand(&r, C, -0.5, 0.5);
+    zt_tensor Inp = to_dev(&d, dt, zt_shape2(N, C), inp);
+    zt_tensor W = to_dev(&d, dt, zt_shape1(C), w), B = to_dev(&d, dt, zt_shape1(C), b);
+    zt_tensor Out = dev_new(&d, dt, zt_shape2(N, C));
+    zt_tensor Mean = dev_new(&d, ZT_F32, zt_shape1(N)), Rstd = dev_new(&d, ZT_F32, zt_shape1(N));
+    zt_layernorm_forward(d.s, Out, Mean, Rstd, Inp, W, B, eps);
+    double *out = dbuf(N * C), *mean = dbuf(N), *rstd = dbuf(N);
+    ref_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+    EXPECT_CLOSE(label("%s: out", cfg), download(&d, Out), out, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("%s: mean (f32)", cfg), download(&d, Mean), mean, N, TOL_F32);
+    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(&d, Rstd), rstd, N, TOL_F32);
+
+    double *dout = drand(&r, N * C, -1, 1), *dinp = drand(&r, N * C, -1, 1);
+    double *dw = drand(&r, C, -1, 1), *db = drand(&r, C, -1, 1);
+    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, C), dout), Dinp = to_dev(&d, dt, zt_shape2(N, C), dinp);
+    zt_tensor Dw = to_dev(&d, dt, zt_shape1(C), dw), Db = to_dev(&d, dt, zt_shape1(C), db);
+    zt_layernorm_backward(d.s, Dinp, Dw, Db, Dout, Inp, W, Mean, Rstd);
+    ref_layernorm_backward(dinp, dw, db, dout, inp, w, N, C, eps);
+    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dinp), dinp, N * C,
+                 tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(&d, Dw), dw, C, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dbias = prefill + grad", cfg), download(&d, Db), db, C, tol_for(dt));
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_layernorm_f32) { check_layernorm(ZT_F32); }
+TEST(ops_layernorm_bf16) { check_layernorm(ZT_BF16); }
+
+static void check_rmsnorm(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {150};
+    const int64_t N = 13, C = 37;
+    const float eps = 1e-6f;
+    const char *cfg = label("rmsnorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
+    double *inp = drand(&r, N * C, -1, 1.5), *w = drand(&r, C, 0.5, 1.5);
+    zt_tensor Inp = to_dev(&d, dt, zt_shape2(N, C), inp), W = to_dev(&d, dt, zt_shape1(C), w);
+    zt_tensor Out = dev_new(&d, dt, zt_shape2(N, C)), Rstd = dev_new(&d, ZT_F32, zt_shape1(N));
+    zt_rmsnorm_forward(d.s, Out, Rstd, Inp, W, eps);
+    double *out = dbuf(N * C), *rstd = dbuf(N);
+    ref_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+    EXPECT_CLOSE(label("%s: out", cfg), download(&d, Out), out, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(&d, Rstd), rstd, N, TOL_F32);
+
+    double *dout = drand(&r, N * C, -1, 1), *dinp = drand(&r, N * C, -1, 1), *dw = drand(&r, C, -1, 1);
+    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, C), dout), Dinp = to_dev(&d, dt, zt_shape2(N, C), dinp);
+    zt_tensor Dw = to_dev(&d, dt, zt_shape1(C), dw);
+    zt_rmsnorm_backward(d.s, Dinp, Dw, Dout, Inp, W, Rstd);
+    ref_rmsnorm_backward(dinp, dw, dout, inp, w, N, C, eps);
+    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dinp), dinp, N * C,
+                 tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(&d, Dw), dw, C, tol_for(dt));
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_rmsnorm_f32) { check_rmsnorm(ZT_F32); }
+TEST(ops_rmsnorm_bf16) { check_rmsnorm(ZT_BF16); }
+
+/* gelu and silu: inputs across [-6, 6], where the tails and the curvature both show */
+static void check_pointwise(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {160};
+    const int64_t n = 1001;
+    double *inp = drand(&r, n, -6, 6);
+    inp[0] = 0, inp[1] = -1e-3, inp[2] = 3e-3;
+    zt_tensor Inp = to_dev(&d, dt, zt_shape1(n), inp);
+    for (int op = 0; op < 2; op++) {
+        const char *name = op == 0 ? "gelu" : "silu";
+        zt_tensor Out = dev_new(&d, dt, zt_shape1(n));
+        double *out = dbuf(n), *dout = drand(&r, n, -1, 1), *dinp = drand(&r, n, -1, 1);
+        zt_tensor Dout = to_dev(&d, dt, zt_shape1(n), dout), Dinp = to_dev(&d, dt, zt_shape1(n), dinp);
+        if (op == 0) {
+            zt_gelu_forward(d.s, Out, Inp);
+            zt_gelu_backward(d.s, Dinp, Dout, Inp);
+            ref_gelu_forward(out, inp, n);
+            ref_gelu_backward(dinp, dout, inp, n);
+        } else {
+            zt_silu_forward(d.s, Out, Inp);
+            zt_silu_backward(d.s, Dinp, Dout, Inp);
+            ref_silu_forward(out, inp, n);
+            ref_silu_backward(dinp, dout, inp, n);
+        }
+        EXPECT_CLOSE(label("%s %s n %lld: out", name, dt_name(dt), (long long)n), download(&d, Out), out,
+                     n, tol_for(dt));
+        EXPECT_CLOSE(label("%s %s n %lld backward: dinp = prefill + grad", name, dt_name(dt),
+                           (long long)n),
+                     download(&d, Dinp), dinp, n, tol_for(dt));
+    }
+    const int64_t N = 13, H = 37;
+    double *x = drand(&r, N * 2 * H, -4, 4), *out = dbuf(N * H);
+    double *dout = drand(&r, N * H, -1, 1), *dx = drand(&r, N * 2 * H, -1, 1);
+    zt_tensor X = to_dev(&d, dt, zt_shape2(N, 2 * H), x), Out = dev_new(&d, dt, zt_shape2(N, H));
+    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, H), dout), Dx = to_dev(&d, dt, zt_shape2(N, 2 * H), dx);
+    zt_swiglu_forward(d.s, Out, X);
+    zt_swiglu_backward(d.s, Dx, Dout, X);
+    ref_swiglu_forward(out, x, N, H);
+    ref_swiglu_backward(dx, dout, x, N, H);
+    EXPECT_CLOSE(label("swiglu %s N %lld H %lld: out", dt_name(dt), (long long)N, (long long)H),
+                 download(&d, Out), out, N * H, tol_for(dt));
+    EXPECT_CLOSE(label("swiglu %s N %lld H %lld backward: dinp = prefill + grad", dt_name(dt),
+                       (long long)N, (long long)H),
+                 download(&d, Dx), dx, N * 2 * H, tol_for(dt));
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_gelu_silu_swiglu_f32) { check_pointwise(ZT_F32); }
+TEST(ops_gelu_silu_swiglu_bf16) { check_pointwise(ZT_BF16); }
+
+/* rope: head dims 64, 80 and 128, positions beyond 8192 (where an angle computed in double instead
+   of f32, as transformers does, is visibly off), two thetas; separate and in-place forward */
+static void check_rope(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {170};
+    const int64_t B = 2, T = 3, H = 3;
+    static const int32_t pos[6] = {0, 1, 17, 8191, 8193, 40001};
+    static const int64_t hds[3] = {64, 80, 128};
+    static const float thetas[2] = {10000.0f, 1000000.0f};
+    zt_tensor Pos = ids_to_dev(&d, zt_shape2(B, T), pos);
+    for (int hi = 0; hi < 3; hi++)
+        for (int ti = 0; ti < 2; ti++) {
+            int64_t HD = hds[hi], n = B * T * H * HD;
+            float theta = thetas[ti];
+            const char *cfg = label("rope %s HD %lld theta %g", dt_name(dt), (long long)HD, theta);
+            zt_shape sh = zt_shape4(B, T, H, HD);
+            double *x = drand(&r, n, -1, 1), *out = dbuf(n);
+            zt_tensor X = to_dev(&d, dt, sh, x), Out = dev_new(&d, dt, sh);
+            zt_rope_forward(d.s, Out, X, Pos, theta);
+            ref_rope_forward(out, x, pos, B * T, H, HD, theta);
+            EXPECT_CLOSE(label("%s: out", cfg), download(&d, Out), out, n, tol_for(dt));
+            zt_rope_forward(d.s, X, X, Pos, theta); /* in place */
+            EXPECT_CLOSE(label("%s in place: out", cfg), download(&d, X), out, n, tol_for(dt));
+
+            double *dout = drand(&r, n, -1, 1), *dx = drand(&r, n, -1, 1);
+            zt_tensor Dout = to_dev(&d, dt, sh, dout), Dx = to_dev(&d, dt, sh, dx);
+            zt_rope_backward(d.s, Dx, Dout, Pos, theta);
+            ref_rope_backward(dx, dout, pos, B * T, H, HD, theta);
+            EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dx), dx, n,
+                         tol_for(dt));
+        }
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_rope_f32) { check_rope(ZT_F32); }
+TEST(ops_rope_bf16) { check_rope(ZT_BF16); }
+
+static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                           int64_t NH, int64_t NKV, int64_t HD) {
+    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s", dt_name(dt),
+                            (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
+                            starts ? " with starts" : "");
+    int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
+    double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
+    zt_tensor Q = to_dev(d, dt, zt_shape4(B, T, NH, HD), q);
+    zt_tensor K = to_dev(d, dt, zt_shape4(B, T, NKV, HD), k), V = to_dev(d, dt, zt_shape4(B, T, NKV, HD), v);
+    zt_tensor Starts = starts ? ids_to_dev(d, zt_shape2(B, T), starts) : zt_tensor_make(NULL, ZT_I32, ZT_DEVICE, zt_shape1(0));
+    zt_tensor Out = dev_new(d, dt, zt_shape4(B, T, NH, HD)), Lse = dev_new(d, ZT_F32, zt_shape3(B, NH, T));
+    zt_attention_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL);
+    double *out = dbuf(nq), *lse = dbuf(B * NH * T);
+    ref_attention_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD);
+    EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, nq, tol_for(dt));
+    EXPECT_CLOSE(label("%s: lse (f32)", cfg), download(d, Lse), lse, B * NH * T, TOL_F32);
+
+    double *dout = drand(r, nq, -1, 1), *dq = drand(r, nq, -1, 1), *dk = drand(r, nk, -1, 1);
+    double *dv = drand(r, nk, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, zt_shape4(B, T, NH, HD), dout), Dq = to_dev(d, dt, zt_shape4(B, T, NH, HD), dq);
+    zt_tensor Dk = to_dev(d, dt, zt_shape4(B, T, NKV, HD), dk), Dv = to_dev(d, dt, zt_shape4(B, T, NKV, HD), dv);
+    zt_attention_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL);
+    ref_attention_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD);
+    EXPECT_CLOSE(label("%s backward: dq = prefill + grad", cfg), download(d, Dq), dq, nq, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dk = prefill + grad", cfg), download(d, Dk), dk, nk, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dv = prefill + grad", cfg), download(d, Dv), dv, nk, tol_for(dt));
+}
+static void check_attention(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {180};
+    attention_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16); /* grouped-query: 8 heads read 2 */
+    attention_case(&d, &r, dt, NULL, 1, 9, 3, 3, 7);   /* odd head dim, one kv head per head */
+    attention_case(&d, &r, dt, NULL, 1, 5, 4, 1, 80);  /* all heads share one kv head */
+    /* packed documents: batch 0 holds [0,4) [4,11); batch 1 holds [0,1) [1,7) [7,11) */
+    static const int32_t starts[2 * 11] = {0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4,
+                                           0, 1, 1, 1, 1, 1, 1, 7, 7, 7, 7};
+    attention_case(&d, &r, dt, starts, 2, 11, 8, 2, 12);
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_attention_f32) { check_attention(ZT_F32); }
+TEST(ops_attention_bf16) { check_attention(ZT_BF16); }
