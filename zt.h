@@ -670,12 +670,15 @@ ZT_API void zt_arena_init_measure(zt_arena *a, const char *name) {
 
 ZT_API int zt_arena_measuring(const zt_arena *a) { return a->base == NULL && a->cap == SIZE_MAX; }
 
-/* Where the next push of `bytes` would start and end, or 0 if it does not fit. */
+/* Where the next push of `bytes` would start and end, or 0 if it does not fit. Offsets are aligned,
+   not addresses, so a measuring arena counts exactly what a real one uses; the real one's memory must
+   be aligned at least as strictly as anything pushed (backends give page-aligned memory). */
 static int zt__arena_fit(const zt_arena *a, size_t bytes, size_t align, size_t *start, size_t *end) {
     ZT_ASSERT(align != 0 && (align & (align - 1)) == 0);
-    uintptr_t origin = a->base ? (uintptr_t)a->base : ZT__MEASURE_BASE;
-    uintptr_t at = (origin + a->used + (align - 1)) & ~(uintptr_t)(align - 1);
-    size_t s = (size_t)(at - origin);
+    if (a->base && ((uintptr_t)a->base & (align - 1)))
+        zt_fatal("arena '%s' starts at %p, which is not aligned to the %zu bytes asked for", a->name,
+                 (void *)a->base, align);
+    size_t s = (a->used + (align - 1)) & ~(align - 1);
     if (s < a->used || bytes > SIZE_MAX - s - ZT__REDZONE) return 0;
     *start = s;
     *end = s + bytes + ZT__REDZONE;
@@ -756,21 +759,27 @@ static void zt__meta_free(void *p) { (void)p; }
 #ifdef INCLUDE_STB_DS_H
 #  error "stb_ds.h was included before zt.h's implementation: compile ZT_IMPLEMENTATION in its own file"
 #endif
-#define stbds_rand_seed zt__stbds_rand_seed
-#define stbds_hash_bytes zt__stbds_hash_bytes
-#define stbds_hash_string zt__stbds_hash_string
-#define stbds_stralloc zt__stbds_stralloc
-#define stbds_strreset zt__stbds_strreset
-#define stbds_unit_tests zt__stbds_unit_tests
-#define stbds_arrgrowf zt__stbds_arrgrowf
-#define stbds_arrfreef zt__stbds_arrfreef
-#define stbds_hmfree_func zt__stbds_hmfree_func
-#define stbds_hmget_key zt__stbds_hmget_key
-#define stbds_hmget_key_ts zt__stbds_hmget_key_ts
-#define stbds_hmput_default zt__stbds_hmput_default
-#define stbds_hmput_key zt__stbds_hmput_key
-#define stbds_hmdel_key zt__stbds_hmdel_key
-#define stbds_shmode_func zt__stbds_shmode_func
+/* ZT_STATIC copies get their own prefix, so one of them can sit beside a shared zt in a program */
+#ifdef ZT_STATIC
+#  define ZT__STBDS(name) zt__static_##name
+#else
+#  define ZT__STBDS(name) zt__##name
+#endif
+#define stbds_rand_seed ZT__STBDS(stbds_rand_seed)
+#define stbds_hash_bytes ZT__STBDS(stbds_hash_bytes)
+#define stbds_hash_string ZT__STBDS(stbds_hash_string)
+#define stbds_stralloc ZT__STBDS(stbds_stralloc)
+#define stbds_strreset ZT__STBDS(stbds_strreset)
+#define stbds_unit_tests ZT__STBDS(stbds_unit_tests)
+#define stbds_arrgrowf ZT__STBDS(stbds_arrgrowf)
+#define stbds_arrfreef ZT__STBDS(stbds_arrfreef)
+#define stbds_hmfree_func ZT__STBDS(stbds_hmfree_func)
+#define stbds_hmget_key ZT__STBDS(stbds_hmget_key)
+#define stbds_hmget_key_ts ZT__STBDS(stbds_hmget_key_ts)
+#define stbds_hmput_default ZT__STBDS(stbds_hmput_default)
+#define stbds_hmput_key ZT__STBDS(stbds_hmput_key)
+#define stbds_hmdel_key ZT__STBDS(stbds_hmdel_key)
+#define stbds_shmode_func ZT__STBDS(stbds_shmode_func)
 #define STBDS_NO_SHORT_NAMES
 #define STBDS_REALLOC(ctx, p, size) zt__meta_realloc((p), (size))
 #define STBDS_FREE(ctx, p) zt__meta_free(p)
@@ -1904,11 +1913,18 @@ typedef float zt__vf __attribute__((vector_size(ZT__VW * 4)));
 #define ZT__KC 256
 #define ZT__MC 96  /* multiple of ZT__MR */
 #define ZT__NC 256 /* multiple of ZT__NR */
+ZT_STATIC_ASSERT(ZT__MR == 6, "zt__gemm_micro is written out for six rows");
 
 static zt__vf zt__splat(float x) {
+#if defined(__AVX512F__)
+    return (zt__vf)_mm512_set1_ps(x);
+#elif defined(__AVX__)
+    return (zt__vf)_mm256_set1_ps(x);
+#else
     zt__vf v;
     for (int l = 0; l < ZT__VW; l++) v[l] = x;
     return v;
+#endif
 }
 
 /* a * b + c rounded once: explicit, so contraction settings cannot change it */
@@ -1924,33 +1940,39 @@ static zt__vf zt__fma(zt__vf a, zt__vf b, zt__vf c) {
 #endif
 }
 
-/* c (MR x NR, row stride ldc) (+)= a (kc x MR panel) @ b (kc x NR panel) */
+/* c (MR x NR, row stride ldc) (+)= a (kc x MR panel) @ b (kc x NR panel). The twelve accumulators
+   are named variables so that they stay in registers. */
 static void zt__gemm_micro(int64_t kc, const float *ZT_RESTRICT a, const float *ZT_RESTRICT b,
                            float *ZT_RESTRICT c, int64_t ldc, int first) {
-    zt__vf acc[ZT__MR][2];
-    for (int r = 0; r < ZT__MR; r++) {
-        if (first) {
-            acc[r][0] = zt__splat(0.0f);
-            acc[r][1] = zt__splat(0.0f);
-        } else {
-            memcpy(&acc[r][0], c + r * ldc, sizeof(zt__vf));
-            memcpy(&acc[r][1], c + r * ldc + ZT__VW, sizeof(zt__vf));
-        }
+    zt__vf c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+#define ZT__ROW(r, x0, x1)                                                         \
+    if (first) {                                                                   \
+        x0 = x1 = zt__splat(0.0f);                                                 \
+    } else {                                                                       \
+        memcpy(&x0, c + r * ldc, sizeof x0);                                       \
+        memcpy(&x1, c + r * ldc + ZT__VW, sizeof x1);                              \
     }
-    for (int64_t k = 0; k < kc; k++) {
-        zt__vf b0, b1;
-        memcpy(&b0, b + k * ZT__NR, sizeof b0);
-        memcpy(&b1, b + k * ZT__NR + ZT__VW, sizeof b1);
-        for (int r = 0; r < ZT__MR; r++) {
-            zt__vf av = zt__splat(a[k * ZT__MR + r]);
-            acc[r][0] = zt__fma(av, b0, acc[r][0]);
-            acc[r][1] = zt__fma(av, b1, acc[r][1]);
-        }
+    ZT__ROW(0, c00, c01) ZT__ROW(1, c10, c11) ZT__ROW(2, c20, c21)
+    ZT__ROW(3, c30, c31) ZT__ROW(4, c40, c41) ZT__ROW(5, c50, c51)
+#undef ZT__ROW
+    for (int64_t k = 0; k < kc; k++, a += ZT__MR, b += ZT__NR) {
+        zt__vf b0, b1, av;
+        memcpy(&b0, b, sizeof b0);
+        memcpy(&b1, b + ZT__VW, sizeof b1);
+#define ZT__FMA_ROW(r, x0, x1)                                                     \
+        av = zt__splat(a[r]);                                                      \
+        x0 = zt__fma(av, b0, x0);                                                  \
+        x1 = zt__fma(av, b1, x1);
+        ZT__FMA_ROW(0, c00, c01) ZT__FMA_ROW(1, c10, c11) ZT__FMA_ROW(2, c20, c21)
+        ZT__FMA_ROW(3, c30, c31) ZT__FMA_ROW(4, c40, c41) ZT__FMA_ROW(5, c50, c51)
+#undef ZT__FMA_ROW
     }
-    for (int r = 0; r < ZT__MR; r++) {
-        memcpy(c + r * ldc, &acc[r][0], sizeof(zt__vf));
-        memcpy(c + r * ldc + ZT__VW, &acc[r][1], sizeof(zt__vf));
-    }
+#define ZT__STORE_ROW(r, x0, x1)                                                   \
+    memcpy(c + r * ldc, &x0, sizeof x0);                                           \
+    memcpy(c + r * ldc + ZT__VW, &x1, sizeof x1);
+    ZT__STORE_ROW(0, c00, c01) ZT__STORE_ROW(1, c10, c11) ZT__STORE_ROW(2, c20, c21)
+    ZT__STORE_ROW(3, c30, c31) ZT__STORE_ROW(4, c40, c41) ZT__STORE_ROW(5, c50, c51)
+#undef ZT__STORE_ROW
 }
 
 /* One operand of a gemm: element (i, k) of op(X) lives at data[i * si + k * sk]. */
