@@ -101,7 +101,9 @@
 #if defined(__GNUC__) || defined(__clang__)
 #  define ZT_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #  define ZT_NORETURN __attribute__((noreturn))
+#  define ZT_ALIGNED(n) __attribute__((aligned(n)))
 #else
+#  define ZT_ALIGNED(n)
 #  define ZT_PRINTF(f, a)
 #  ifdef __cplusplus
 #    define ZT_NORETURN [[noreturn]]
@@ -264,6 +266,8 @@ ZT_API zt_backend_desc zt_backend_desc_default(void);
 /* name: "cpu" or "cuda". Allocates both arenas once; nothing is allocated after. */
 ZT_API zt_result zt_backend_create(zt_backend **out, const char *name, const zt_backend_desc *desc);
 ZT_API void zt_backend_destroy(zt_backend *b);   /* waits for all streams first */
+/* Replaces the still unused arenas with ones of exactly these sizes: create, measure, then reserve. */
+ZT_API zt_result zt_backend_reserve(zt_backend *b, size_t device_bytes, size_t pinned_bytes);
 ZT_API const char *zt_backend_name(const zt_backend *b);
 ZT_API zt_arena *zt_backend_device_arena(zt_backend *b);
 ZT_API zt_arena *zt_backend_pinned_arena(zt_backend *b);
@@ -376,12 +380,200 @@ ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhid
 typedef struct zt_adamw_params {
     float lr, beta1, beta2, eps, weight_decay, grad_scale;
     int64_t step;
+    int l2; /* 1: weight decay as L2 regularisation added to the gradient (Adam), not decoupled */
 } zt_adamw_params;
 ZT_API void zt_adamw(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, zt_tensor grad,
                      const zt_tensor *param16, zt_adamw_params p);
 
 /* out (1) f32 = sum of x^2, accumulated in double in chunks fixed by x's size (for gradient norms) */
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
+
+/* >>model ====================================================================================== */
+
+/* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
+   activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
+   models (GPT-2, LLaMA, Mistral, Qwen2) are written with this same interface. A block declares its
+   parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state,
+   the activation memory, recomputation, and later sharding and offload. */
+
+typedef struct zt_model_config {
+    char model_type[16];        /* "gpt2", "llama", "mistral" or "qwen2" */
+    int64_t n_layer, n_head, n_kv_head, head_dim;
+    int64_t hidden, intermediate;
+    int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
+    float norm_eps, rope_theta, init_std;
+    int tied_embeddings;
+    int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
+    int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
+    int64_t sliding_window;     /* 0: none */
+} zt_model_config;
+
+/* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
+   are not implemented are refused by name; dropout is ignored with one warning. */
+ZT_API zt_result zt_model_config_read(zt_model_config *c, const char *path);
+ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *json, size_t len, const char *name);
+ZT_API int64_t zt_model_config_params(const zt_model_config *c); /* parameters, real vocabulary */
+
+typedef struct zt_block_def zt_block_def;
+typedef enum zt_init_kind { ZT_INIT_NORMAL, ZT_INIT_ZEROS, ZT_INIT_ONES } zt_init_kind;
+#define ZT_PARAM_DECAY 1u  /* weight decay applies (2-D weights) */
+#define ZT_PARAM_FROZEN 2u /* no gradient, no optimizer state */
+#define ZT_PARAM_JOIN 4u   /* starts where the block's previous parameter ends (no padding between), so
+                              the two can be used as one tensor (LLaMA's gate and up projections) */
+#define ZT_PARAM_VOCAB 8u  /* dimension 0 is the padded vocabulary: rows past the real vocabulary start
+                              at zero, get no gradient and are never exported */
+
+/* Declares a parameter of the block being defined; returns its index in ctx->param. */
+ZT_API int zt_block_param(zt_block_def *def, const char *name, zt_shape shape, unsigned flags,
+                          zt_init_kind init, float std);
+/* Uses parameter `param` of an earlier block `block` here too (tied embeddings); its gradient is
+   the sum of both uses. Returns its index in ctx->param. */
+ZT_API int zt_block_tie(zt_block_def *def, int block, int param);
+ZT_API int zt_block_def_index(const zt_block_def *def); /* the block's position in the model */
+
+/* One micro-batch on the device, prepared by the engine. */
+typedef struct zt_batch {
+    int64_t B, T;
+    zt_tensor tokens;   /* (B,T) i32 */
+    zt_tensor targets;  /* (B,T) i32; ignore_index where nothing is predicted */
+    zt_tensor pos;      /* (B,T) i32 positions, restarting at each document */
+    zt_tensor starts;   /* (B,T) i32 first key each query may see; absent (ndim 0) without documents */
+    zt_tensor losses;   /* (B,T) f32, written by the last block */
+    float dloss;        /* d(total loss) / d(each token's loss), loss scale included */
+    int ignore_index;
+    int64_t logits_at;  /* evaluation: the last block also writes the logits of token logits_at ... */
+    zt_tensor logits;   /* ... here, (Vp) f32, for sampling; logits_at < 0: none */
+} zt_batch;
+
+typedef struct zt_block_ctx {
+    zt_stream *stream;
+    const void *config;        /* what the model gave this block */
+    int index;                 /* position in the model */
+    const zt_tensor *param;    /* parameters in declaration order, in the working dtype */
+    const zt_tensor *grad;     /* their f32 gradients (+=); absent (ndim 0) when frozen */
+    void *saved;               /* saved_bytes that forward fills and backward reads */
+    zt_arena *keep;            /* forward: memory that must last until backward */
+    zt_arena scratch;          /* temporaries: gone when the call returns */
+    zt_dtype act;              /* dtype of activations */
+    const zt_batch *batch;
+    int training;              /* 0 in evaluation and generation: no backward follows */
+} zt_block_ctx;
+
+typedef struct zt_block_type {
+    const char *name;
+    size_t saved_bytes;
+    void (*declare)(zt_block_def *def, const void *config);
+    /* inp (B,T,C) -> out (B,T,C). Block 0 gets no inp (ndim 0); the last block gets no out and
+       writes batch->losses. */
+    void (*forward)(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp);
+    /* dinp += d(loss)/d(inp), grads += d(loss)/d(param). The last block gets no dout; block 0 no dinp. */
+    void (*backward)(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
+} zt_block_type;
+
+ZT_API zt_tensor zt_block_keep(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape); /* until backward */
+ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape); /* this call only */
+
+/* The built-in blocks, for models that mix them with your own (config: a zt_model_config). */
+ZT_API const zt_block_type *zt_gpt2_embedding_block(void);
+ZT_API const zt_block_type *zt_gpt2_block(void);
+ZT_API const zt_block_type *zt_gpt2_head_block(void);
+ZT_API const zt_block_type *zt_llama_embedding_block(void);
+ZT_API const zt_block_type *zt_llama_block(void);
+ZT_API const zt_block_type *zt_llama_head_block(void);
+
+/* >>engine ===================================================================================== */
+
+typedef struct zt_engine zt_engine;
+
+typedef struct zt_model_spec {
+    const char *config_path;    /* a Hugging Face config.json or its directory: a built-in model */
+    const zt_model_config *config; /* or a built-in model from a config in memory */
+    /* or your own blocks: */
+    int n_blocks;
+    const zt_block_type *const *blocks;
+    const void *const *block_configs;
+    int64_t hidden;             /* C, the width between blocks */
+    int64_t vocab;              /* token ids are in [0, vocab) */
+    int64_t max_seq;            /* the longest sequence the model takes */
+} zt_model_spec;
+
+typedef enum zt_precision { ZT_PRECISION_FP32, ZT_PRECISION_BF16, ZT_PRECISION_FP16 } zt_precision;
+typedef enum zt_schedule {
+    ZT_SCHED_LINEAR,        /* the Transformers Trainer's default: linear warmup, linear decay to 0 */
+    ZT_SCHED_CONSTANT,      /* constant after a linear warmup */
+    ZT_SCHED_WARMUP_LR,     /* DeepSpeed WarmupLR */
+    ZT_SCHED_WARMUP_DECAY_LR, /* DeepSpeed WarmupDecayLR */
+    ZT_SCHED_WARMUP_COSINE_LR /* DeepSpeed WarmupCosineLR */
+} zt_schedule;
+
+typedef struct zt_options {
+    const char *backend;        /* "cpu" (default) or "cuda" */
+    int threads;                /* CPU threads, 0 = every core */
+    int strict;                 /* CPU strict stream mode (tests) */
+    int64_t micro_batch;        /* rows per micro-batch (per_device_train_batch_size) */
+    int64_t seq_len;            /* T; 0 = min(1024, the model's context) */
+    int64_t grad_accum;         /* micro-batches per optimizer step */
+    int64_t max_steps;          /* optimizer steps of the run (the schedules need it) */
+    zt_precision precision;
+    int gradient_checkpointing;
+    uint64_t seed;
+    int ignore_index;           /* -100 */
+    /* optimizer (AdamW, decoupled) */
+    float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
+    int adam_w_mode;            /* 0: L2 regularisation added to the gradient (DeepSpeed Adam) */
+    /* schedule */
+    zt_schedule schedule;
+    int64_t warmup_steps;
+    float warmup_min_lr, warmup_max_lr; /* WarmupLR, WarmupDecayLR */
+    int warmup_log;             /* WarmupLR's warmup_type: 1 "log" (default), 0 "linear" */
+    float cos_min_ratio, warmup_min_ratio; /* WarmupCosineLR */
+    /* fp16 dynamic loss scaling, DeepSpeed's meaning */
+    float static_loss_scale;    /* 0: dynamic */
+    int initial_scale_power, loss_scale_window, hysteresis, consecutive_hysteresis;
+    float min_loss_scale;
+    size_t device_bytes;        /* 0: exactly what the plan needs */
+} zt_options;
+
+ZT_API zt_options zt_options_default(void);
+/* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). */
+ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
+ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char *ds_config_path,
+                         int argc, char **argv);
+ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, const zt_options *o);
+ZT_API void zt_shutdown(zt_engine *e);
+
+/* One micro-batch: tokens (n_rows, T) host i32; targets (n_rows, T) or NULL for next-token targets
+   (the last position of a row predicts nothing); mask (n_rows, T) or NULL, 0 = no loss there. Rows
+   past n_rows (up to micro_batch) are empty. Gradients accumulate; returns the mean loss over this
+   micro-batch's predicted tokens. Gradients are weighted by token count across the step. */
+ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int32_t *targets,
+                                 const uint8_t *mask, int64_t n_rows);
+typedef struct zt_step_info {
+    int64_t step;               /* optimizer steps taken, this one included */
+    float loss;                 /* mean loss over the step's tokens */
+    float lr;                   /* learning rate used */
+    float grad_norm;            /* before clipping */
+    int skipped;                /* fp16 overflow: no update */
+    float loss_scale;
+    int64_t tokens;             /* predicted tokens in the step */
+} zt_step_info;
+/* Clipping, the optimizer, the schedule and the loss scale; zeroes the gradients. */
+ZT_API zt_step_info zt_step(zt_engine *e);
+/* Mean loss of rows as zt_forward_backward defines them, without gradients; sum and count optional. */
+ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                     int64_t n_rows, double *loss_sum, int64_t *count);
+/* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new). */
+ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out,
+                             int64_t n_new, float temperature, int top_k, float top_p, uint64_t seed);
+ZT_API void zt_memory_report(zt_engine *e, const char *label); /* DeepSpeed's see_memory_usage */
+ZT_API const zt_options *zt_engine_options(const zt_engine *e);
+ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e); /* NULL for custom models */
+ZT_API int64_t zt_engine_param_count(const zt_engine *e);
+/* A parameter (or its gradient) by name, copied to or from host f32 memory, unpadded. */
+ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad);
+ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host, int64_t n);
+ZT_API int zt_param_count(const zt_engine *e);
+ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
 
 ZT_EXTERN_C_END
 #endif /* ZT_H */
@@ -1061,6 +1253,7 @@ typedef struct zt__backend_vt {
     zt_result (*create)(zt_backend *b);   /* arenas, the default stream, libraries */
     void (*destroy)(zt_backend *b);
     zt_result (*stream_init)(zt_stream *s);
+    zt_result (*reserve)(zt_backend *b, size_t device_bytes, size_t pinned_bytes);
     void (*launch)(zt_stream *s, const zt__op *op);
     void (*record)(zt_event *e, zt_stream *s);
     void (*wait)(zt_stream *s, zt_event *e);
@@ -1123,6 +1316,13 @@ ZT_API void zt_backend_destroy(zt_backend *b) {
     zt_backend_sync(b);
     b->vt->destroy(b);
     free(b);
+}
+
+ZT_API zt_result zt_backend_reserve(zt_backend *b, size_t device_bytes, size_t pinned_bytes) {
+    ZT_ASSERT(b->device.used == 0 && b->pinned.used == 0);
+    zt_result r = b->vt->reserve(b, device_bytes, pinned_bytes);
+    if (r == ZT_OK) b->desc.device_bytes = device_bytes, b->desc.pinned_bytes = pinned_bytes;
+    return r;
 }
 
 ZT_API const char *zt_backend_name(const zt_backend *b) { return b->name; }
@@ -1621,6 +1821,1790 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x) {
     zt__launch(s, &op);
 }
 
+/* >>json (implementation) ---------------------------------------------------------------------- */
+
+/* jsmn finds the tokens; zt checks what jsmn lets through: literals (`tru`, `01`, `1.2.3`), string
+   escapes, duplicate keys, and that nothing but whitespace follows the root object. */
+#define JSMN_STATIC
+#define JSMN_STRICT
+#define JSMN_PARENT_LINKS
+#include <jsmn.h>
+
+typedef struct zt__json {
+    const char *file; /* for messages */
+    const char *text;
+    int len;
+    jsmntok_t *tok;
+    int n;
+} zt__json;
+
+static void zt__json_where(const zt__json *j, int offset, int *line, int *col) {
+    *line = 1;
+    *col = 1;
+    for (int i = 0; i < offset && i < j->len; i++) {
+        if (j->text[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+static zt_result zt__json_error(const zt__json *j, int offset, const char *what) {
+    int line, col;
+    zt__json_where(j, offset, &line, &col);
+    return zt_fail(ZT_ERROR_FORMAT, "%s: malformed JSON at line %d, column %d: %s", j->file, line, col, what);
+}
+
+/* index of the token after t's whole subtree */
+static int zt__json_skip(const zt__json *j, int t) {
+    int end = j->tok[t].end, i = t + 1;
+    while (i < j->n && j->tok[i].start < end) i++;
+    return i;
+}
+
+static int zt__json_is_number(const char *s, int n) {
+    int i = 0;
+    if (i < n && s[i] == '-') i++;
+    if (i >= n) return 0;
+    if (s[i] == '0') {
+        i++;
+    } else if (s[i] >= '1' && s[i] <= '9') {
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    } else {
+        return 0;
+    }
+    if (i < n && s[i] == '.') {
+        i++;
+        if (i >= n || s[i] < '0' || s[i] > '9') return 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) i++;
+        if (i >= n || s[i] < '0' || s[i] > '9') return 0;
+        while (i < n && s[i] >= '0' && s[i] <= '9') i++;
+    }
+    return i == n;
+}
+
+static int zt__json_eq(const zt__json *j, int t, const char *s) {
+    int n = j->tok[t].end - j->tok[t].start;
+    return (int)strlen(s) == n && memcmp(j->text + j->tok[t].start, s, (size_t)n) == 0;
+}
+
+static zt_result zt__json_check(const zt__json *j) {
+    for (int t = 0; t < j->n; t++) {
+        const jsmntok_t *k = &j->tok[t];
+        const char *s = j->text + k->start;
+        int n = k->end - k->start;
+        if (k->type == JSMN_PRIMITIVE) {
+            if (!(zt__json_eq(j, t, "true") || zt__json_eq(j, t, "false") || zt__json_eq(j, t, "null") ||
+                  zt__json_is_number(s, n)))
+                return zt__json_error(j, k->start, "not a number, true, false or null");
+        } else if (k->type == JSMN_STRING) {
+            for (int i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (c < 0x20) return zt__json_error(j, k->start + i, "control character inside a string");
+                if (c != '\\') continue;
+                if (++i >= n) return zt__json_error(j, k->start + i, "unfinished escape");
+                if (s[i] == 'u') {
+                    for (int h = 1; h <= 4; h++)
+                        if (i + h >= n || !strchr("0123456789abcdefABCDEF", s[i + h]) || s[i + h] == 0)
+                            return zt__json_error(j, k->start + i, "\\u needs four hex digits");
+                    i += 4;
+                } else if (!strchr("\"\\/bfnrt", s[i]) || s[i] == 0) {
+                    return zt__json_error(j, k->start + i, "unknown escape");
+                }
+            }
+        } else if (k->type == JSMN_OBJECT) {
+            /* keys must be unique */
+            int key = t + 1;
+            for (int a = 0; a < k->size; a++) {
+                int other = key;
+                for (int b = a + 1; b < k->size; b++) {
+                    other = zt__json_skip(j, other + 1);
+                    int kn = j->tok[key].end - j->tok[key].start;
+                    if (j->tok[other].end - j->tok[other].start == kn &&
+                        memcmp(j->text + j->tok[key].start, j->text + j->tok[other].start, (size_t)kn) == 0) {
+                        char msg[160];
+                        snprintf(msg, sizeof msg, "duplicate key \"%.*s\"", kn < 100 ? kn : 100,
+                                 j->text + j->tok[key].start);
+                        return zt__json_error(j, j->tok[other].start, msg);
+                    }
+                }
+                key = zt__json_skip(j, key + 1);
+            }
+        }
+    }
+    return ZT_OK;
+}
+
+/* Parses text (len bytes, which must hold no NUL) into tokens from arena a. */
+static zt_result zt__json_parse(zt__json *j, zt_arena *a, const char *file, const char *text, size_t len) {
+    memset(j, 0, sizeof *j);
+    j->file = file;
+    j->text = text;
+    if (len > (size_t)0x7fffffff) return zt_fail(ZT_ERROR_FORMAT, "%s: too large for a JSON file", file);
+    j->len = (int)len;
+    if (memchr(text, 0, len)) return zt__json_error(j, (int)((const char *)memchr(text, 0, len) - text), "NUL byte");
+    jsmn_parser p;
+    jsmn_init(&p);
+    int n = jsmn_parse(&p, text, len, NULL, 0);
+    if (n < 0) return zt__json_error(j, (int)p.pos, n == JSMN_ERROR_PART ? "unexpected end of file" : "invalid character");
+    if (n == 0) return zt__json_error(j, 0, "empty file");
+    j->tok = ZT_PUSH(a, jsmntok_t, n);
+    jsmn_init(&p);
+    j->n = jsmn_parse(&p, text, len, j->tok, (unsigned)n);
+    ZT_ASSERT(j->n == n);
+    if (j->tok[0].type != JSMN_OBJECT) return zt__json_error(j, j->tok[0].start, "the file must hold one object");
+    for (int i = j->tok[0].end; i < j->len; i++)
+        if (!strchr(" \t\r\n", text[i])) return zt__json_error(j, i, "text after the end of the object");
+    return zt__json_check(j);
+}
+
+/* the value token of key in object obj, or -1 */
+static int zt__json_get(const zt__json *j, int obj, const char *key) {
+    if (obj < 0 || j->tok[obj].type != JSMN_OBJECT) return -1;
+    int t = obj + 1;
+    for (int i = 0; i < j->tok[obj].size; i++) {
+        if (zt__json_eq(j, t, key)) return t + 1;
+        t = zt__json_skip(j, t + 1);
+    }
+    return -1;
+}
+
+static int zt__json_is_null(const zt__json *j, int t) {
+    return t >= 0 && j->tok[t].type == JSMN_PRIMITIVE && zt__json_eq(j, t, "null");
+}
+
+static zt_result zt__json_type_error(const zt__json *j, int t, const char *key, const char *expected) {
+    int n = j->tok[t].end - j->tok[t].start;
+    return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be %s, found %.*s%s", j->file, key, expected,
+                   n < 60 ? n : 60, j->text + j->tok[t].start, n < 60 ? "" : "...");
+}
+
+/* a number (integers included); t < 0 leaves *out as it is */
+static zt_result zt__json_number(const zt__json *j, int t, const char *key, double *out) {
+    if (t < 0) return ZT_OK;
+    if (j->tok[t].type != JSMN_PRIMITIVE || !zt__json_is_number(j->text + j->tok[t].start, j->tok[t].end - j->tok[t].start))
+        return zt__json_type_error(j, t, key, "a number");
+    char buf[64];
+    int n = j->tok[t].end - j->tok[t].start;
+    if (n >= (int)sizeof buf) return zt__json_type_error(j, t, key, "a number of fewer than 64 characters");
+    memcpy(buf, j->text + j->tok[t].start, (size_t)n);
+    buf[n] = 0;
+    *out = strtod(buf, NULL);
+    return ZT_OK;
+}
+
+static zt_result zt__json_int(const zt__json *j, int t, const char *key, int64_t *out) {
+    double v = 0;
+    if (t < 0) return ZT_OK;
+    zt_result r = zt__json_number(j, t, key, &v);
+    if (r != ZT_OK) return r;
+    if (v != floor(v) || fabs(v) > 9007199254740992.0) return zt__json_type_error(j, t, key, "an integer");
+    *out = (int64_t)v;
+    return ZT_OK;
+}
+
+static zt_result zt__json_bool(const zt__json *j, int t, const char *key, int *out) {
+    if (t < 0) return ZT_OK;
+    if (zt__json_eq(j, t, "true") && j->tok[t].type == JSMN_PRIMITIVE) *out = 1;
+    else if (zt__json_eq(j, t, "false") && j->tok[t].type == JSMN_PRIMITIVE) *out = 0;
+    else return zt__json_type_error(j, t, key, "true or false");
+    return ZT_OK;
+}
+
+/* a string, escapes decoded (\uXXXX to UTF-8; surrogate pairs are not joined); t < 0 leaves out */
+static zt_result zt__json_string(const zt__json *j, int t, const char *key, char *out, size_t size) {
+    if (t < 0) return ZT_OK;
+    if (j->tok[t].type != JSMN_STRING) return zt__json_type_error(j, t, key, "a string");
+    const char *s = j->text + j->tok[t].start;
+    int n = j->tok[t].end - j->tok[t].start;
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        char enc[3];
+        int len = 1;
+        if (s[i] != '\\') {
+            enc[0] = s[i]; /* UTF-8 passes through */
+        } else {
+            unsigned cp;
+            char e = s[++i];
+            if (e == 'u') {
+                char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], 0};
+                cp = (unsigned)strtoul(hex, NULL, 16);
+                i += 4;
+            } else {
+                cp = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (unsigned char)e;
+            }
+            if (cp < 0x80) {
+                enc[0] = (char)cp;
+            } else if (cp < 0x800) {
+                enc[0] = (char)(0xc0 | (cp >> 6));
+                enc[1] = (char)(0x80 | (cp & 0x3f));
+                len = 2;
+            } else {
+                enc[0] = (char)(0xe0 | (cp >> 12));
+                enc[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                enc[2] = (char)(0x80 | (cp & 0x3f));
+                len = 3;
+            }
+        }
+        if (o + (size_t)len >= size) return zt__json_type_error(j, t, key, "a shorter string");
+        memcpy(out + o, enc, (size_t)len);
+        o += (size_t)len;
+    }
+    out[o] = 0;
+    return ZT_OK;
+}
+
+/* Reads a whole file into arena memory, NUL-terminated. */
+static zt_result zt__read_file(zt_arena *a, const char *path, char **text, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        return zt_fail(ZT_ERROR_IO, "cannot read %s: not a regular file", path);
+    }
+    long n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return zt_fail(ZT_ERROR_IO, "cannot read %s: not a regular file", path);
+    }
+    char *buf = (char *)zt_arena_try_push(a, (size_t)n + 1, 16);
+    if (!buf) {
+        fclose(f);
+        return zt_fail(ZT_ERROR_MEMORY, "%s (%ld bytes) does not fit in memory set aside for reading it", path, n);
+    }
+    size_t got = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    if (got != (size_t)n) return zt_fail(ZT_ERROR_IO, "cannot read %s: got %zu of %ld bytes", path, got, n);
+    buf[n] = 0;
+    *text = buf;
+    *len = (size_t)n;
+    return ZT_OK;
+}
+
+/* >>model (implementation) --------------------------------------------------------------------- */
+
+/* keys that change the maths: zt refuses what it does not implement rather than train something else */
+static zt_result zt__config_refuse(const zt__json *j, const char *key, const char *why) {
+    return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" %s; zt does not implement it", j->file, key, why);
+}
+
+static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
+    zt_result r = ZT_OK;
+    int64_t n_inner = 0;
+    double eps = 1e-5, std = 0.02;
+    int scale_weights = 1, by_layer = 0, upcast = 0, cross = 0;
+    char act[32] = "gelu_new";
+    if ((r = zt__json_int(j, zt__json_get(j, 0, "n_layer"), "n_layer", &c->n_layer)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "n_head"), "n_head", &c->n_head)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "n_embd"), "n_embd", &c->hidden)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "n_positions"), "n_positions", &c->max_positions)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "vocab_size"), "vocab_size", &c->vocab)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "layer_norm_epsilon"), "layer_norm_epsilon", &eps)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "initializer_range"), "initializer_range", &std)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "tie_word_embeddings"), "tie_word_embeddings", &c->tied_embeddings)) ||
+        (r = zt__json_string(j, zt__json_get(j, 0, "activation_function"), "activation_function", act, sizeof act)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "scale_attn_weights"), "scale_attn_weights", &scale_weights)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "scale_attn_by_inverse_layer_idx"), "scale_attn_by_inverse_layer_idx", &by_layer)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "reorder_and_upcast_attn"), "reorder_and_upcast_attn", &upcast)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "add_cross_attention"), "add_cross_attention", &cross)))
+        return r;
+    int t = zt__json_get(j, 0, "n_inner");
+    if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "n_inner", &n_inner))) return r;
+    if (strcmp(act, "gelu_new") != 0 && strcmp(act, "gelu_pytorch_tanh") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"activation_function\" is \"%s\"; zt implements gelu_new "
+                       "(the tanh approximation) only", j->file, act);
+    if (!scale_weights) return zt__config_refuse(j, "scale_attn_weights", "is false");
+    if (by_layer) return zt__config_refuse(j, "scale_attn_by_inverse_layer_idx", "is true");
+    if (upcast) return zt__config_refuse(j, "reorder_and_upcast_attn", "is true");
+    if (cross) return zt__config_refuse(j, "add_cross_attention", "is true");
+    c->n_kv_head = c->n_head;
+    c->intermediate = n_inner > 0 ? n_inner : 4 * c->hidden;
+    c->norm_eps = (float)eps;
+    c->init_std = (float)std;
+    c->qkv_bias = c->out_bias = 1;
+    return ZT_OK;
+}
+
+static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
+    zt_result r = ZT_OK;
+    double eps = 1e-6, theta = 10000.0, std = 0.02;
+    int attention_bias = 0, mlp_bias = 0, use_window = 0;
+    char act[32] = "silu";
+    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0;
+    c->n_kv_head = 0;
+    c->head_dim = 0;
+    if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "intermediate_size"), "intermediate_size", &c->intermediate)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "max_position_embeddings"), "max_position_embeddings", &c->max_positions)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "vocab_size"), "vocab_size", &c->vocab)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", &eps)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "rope_theta"), "rope_theta", &theta)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "initializer_range"), "initializer_range", &std)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "tie_word_embeddings"), "tie_word_embeddings", &c->tied_embeddings)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "attention_bias"), "attention_bias", &attention_bias)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "mlp_bias"), "mlp_bias", &mlp_bias)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "use_sliding_window"), "use_sliding_window", &use_window)) ||
+        (r = zt__json_string(j, zt__json_get(j, 0, "hidden_act"), "hidden_act", act, sizeof act)))
+        return r;
+    int t = zt__json_get(j, 0, "num_key_value_heads");
+    if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
+    t = zt__json_get(j, 0, "head_dim");
+    if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
+    t = zt__json_get(j, 0, "sliding_window");
+    if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
+    if (is_qwen2 && !use_window) c->sliding_window = 0; /* Qwen2 applies it only with use_sliding_window */
+    t = zt__json_get(j, 0, "rope_scaling");
+    if (t >= 0 && !zt__json_is_null(j, t)) {
+        char type[32] = "?";
+        int ty = zt__json_get(j, t, "rope_type");
+        if (ty < 0) ty = zt__json_get(j, t, "type");
+        zt__json_string(j, ty, "rope_scaling.rope_type", type, sizeof type);
+        if (strcmp(type, "default") != 0)
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"rope_scaling\" of type \"%s\" is not implemented in zt",
+                           j->file, type);
+    }
+    if (strcmp(act, "silu") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
+    if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
+    if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
+    if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
+    c->norm_eps = (float)eps;
+    c->rope_theta = (float)theta;
+    c->init_std = (float)std;
+    c->qkv_bias = is_qwen2 || attention_bias;
+    c->out_bias = attention_bias;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name) {
+    static uint8_t mem[1 << 20] ZT_ALIGNED(64); /* tokens of one config file */
+    zt_arena a;
+    zt_arena_init(&a, "config.json tokens", mem, sizeof mem);
+    memset(c, 0, sizeof *c);
+    zt__json j;
+    zt_result r = zt__json_parse(&j, &a, name, text, len);
+    if (r != ZT_OK) return r;
+    r = zt__json_string(&j, zt__json_get(&j, 0, "model_type"), "model_type", c->model_type, sizeof c->model_type);
+    if (r != ZT_OK) return r;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    if (!gpt2 && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") && strcmp(c->model_type, "qwen2"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral and qwen2",
+                       name, c->model_type[0] ? c->model_type : "(missing)");
+    c->tied_embeddings = gpt2; /* the transformers defaults */
+    r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
+    if (r != ZT_OK) return r;
+    struct { const char *key; int64_t v; } need[] = {
+        {gpt2 ? "n_layer" : "num_hidden_layers", c->n_layer}, {gpt2 ? "n_head" : "num_attention_heads", c->n_head},
+        {gpt2 ? "n_embd" : "hidden_size", c->hidden}, {"vocab_size", c->vocab},
+        {gpt2 ? "n_positions" : "max_position_embeddings", c->max_positions},
+        {gpt2 ? "n_inner" : "intermediate_size", c->intermediate}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (need[i].v <= 0)
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be a positive integer, found %lld", name, need[i].key,
+                           (long long)need[i].v);
+    if (gpt2) c->head_dim = c->hidden / c->n_head;
+    if (c->n_head * c->head_dim != c->hidden && gpt2)
+        return zt_fail(ZT_ERROR_INVALID, "%s: n_embd %lld is not a multiple of n_head %lld", name,
+                       (long long)c->hidden, (long long)c->n_head);
+    if (c->head_dim <= 0 || c->head_dim % 2)
+        return zt_fail(ZT_ERROR_INVALID, "%s: the head dimension must be even and positive, found %lld", name,
+                       (long long)c->head_dim);
+    if (c->n_kv_head <= 0 || c->n_head % c->n_kv_head)
+        return zt_fail(ZT_ERROR_INVALID, "%s: num_attention_heads %lld is not a multiple of num_key_value_heads %lld",
+                       name, (long long)c->n_head, (long long)c->n_kv_head);
+    if (c->vocab > 0x7fffffff) return zt_fail(ZT_ERROR_INVALID, "%s: vocab_size %lld is too large", name, (long long)c->vocab);
+    c->vocab_padded = ZT__CDIV(c->vocab, 128) * 128;
+    static const char *dropouts[] = {"resid_pdrop", "embd_pdrop", "attn_pdrop", "attention_dropout", "hidden_dropout"};
+    for (size_t i = 0; i < sizeof dropouts / sizeof dropouts[0]; i++) {
+        double p = 0;
+        if (zt__json_number(&j, zt__json_get(&j, 0, dropouts[i]), dropouts[i], &p) == ZT_OK && p != 0.0) {
+            zt_log(ZT_LOG_WARN, "%s: dropout (%s = %g and any others) is ignored: zt trains without dropout", name,
+                   dropouts[i], p);
+            break;
+        }
+    }
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_model_config_read(zt_model_config *c, const char *path) {
+    char file[4096];
+    size_t n = strlen(path);
+    if (n >= 5 && strcmp(path + n - 5, ".json") == 0)
+        snprintf(file, sizeof file, "%s", path);
+    else
+        snprintf(file, sizeof file, "%s/config.json", path);
+    static uint8_t mem[1 << 20] ZT_ALIGNED(64);
+    zt_arena a;
+    zt_arena_init(&a, "config.json text", mem, sizeof mem);
+    char *text = NULL;
+    size_t len = 0;
+    zt_result r = zt__read_file(&a, file, &text, &len);
+    if (r != ZT_OK) return r;
+    return zt_model_config_parse(c, text, len, file);
+}
+
+ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
+    int64_t C = c->hidden, q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim, I = c->intermediate;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
+    int64_t mlp = gpt2 ? 2 * C * I + (I + C) : 3 * C * I + (c->out_bias && gpt2 ? I + C : 0);
+    int64_t norms = gpt2 ? 4 * C : 2 * C;
+    int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
+    int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
+    return embed + c->n_layer * (attn + mlp + norms) + head;
+}
+
+/* The built-in blocks. Parameter names are transformers' names; weights are (out, in) as in
+   nn.Linear (GPT-2's Conv1D weights are transposed on the way in and out). */
+
+/* a zeroed temporary: backward ops accumulate */
+static zt_tensor zt__temp0(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape) {
+    zt_tensor t = zt_block_temp(ctx, dtype, shape);
+    zt_fill(ctx->stream, t, 0.0f);
+    return t;
+}
+
+/* rows [r0, r0+n) of a 2-D parameter, and of a 1-D one: the q, k and v parts of GPT-2's c_attn */
+static zt_tensor zt__rows_of(zt_tensor w, int64_t r0, int64_t n) {
+    if (!zt__present(w)) return w;
+    if (w.shape.ndim == 1) return zt_view(w, r0, zt_shape1(n));
+    return zt_view(w, r0 * zt_cols(w), zt_shape2(n, zt_cols(w)));
+}
+
+static const zt_tensor *zt__maybe(const zt_tensor *t) { return zt__present(*t) ? t : NULL; }
+
+/* (B,T,H,HD) seen as the (B*T, H*HD) matrix a linear layer reads or writes */
+static zt_tensor zt__flat(zt_tensor t) { return zt_view(t, 0, zt_shape2(t.shape.d[0] * t.shape.d[1], zt_numel(t) / (t.shape.d[0] * t.shape.d[1]))); }
+
+/* ---- token (and position) embeddings ---- */
+
+enum { ZT__EMB_WTE, ZT__EMB_WPE };
+
+static void zt__gpt2_embedding_declare(zt_block_def *def, const void *config) {
+    const zt_model_config *c = (const zt_model_config *)config;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    zt_block_param(def, gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight",
+                   zt_shape2(c->vocab_padded, c->hidden), ZT_PARAM_DECAY | ZT_PARAM_VOCAB, ZT_INIT_NORMAL, c->init_std);
+    if (gpt2)
+        zt_block_param(def, "transformer.wpe.weight", zt_shape2(c->max_positions, c->hidden), ZT_PARAM_DECAY,
+                       ZT_INIT_NORMAL, c->init_std);
+}
+
+static void zt__embedding_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    (void)inp;
+    const zt_batch *b = ctx->batch;
+    zt_embedding_forward(ctx->stream, out, b->tokens, ctx->param[ZT__EMB_WTE], 0);
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    if (strcmp(c->model_type, "gpt2") == 0) zt_embedding_forward(ctx->stream, out, b->pos, ctx->param[ZT__EMB_WPE], 1);
+}
+
+static void zt__embedding_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    (void)dinp;
+    (void)inp;
+    const zt_batch *b = ctx->batch;
+    if (zt__present(ctx->grad[ZT__EMB_WTE])) zt_embedding_backward(ctx->stream, ctx->grad[ZT__EMB_WTE], dout, b->tokens);
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    if (strcmp(c->model_type, "gpt2") == 0 && zt__present(ctx->grad[ZT__EMB_WPE]))
+        zt_embedding_backward(ctx->stream, ctx->grad[ZT__EMB_WPE], dout, b->pos);
+}
+
+static const zt_block_type zt__gpt2_embedding = {"gpt2.embedding", 0, zt__gpt2_embedding_declare,
+                                                 zt__embedding_forward, zt__embedding_backward};
+static const zt_block_type zt__llama_embedding = {"llama.embedding", 0, zt__gpt2_embedding_declare,
+                                                  zt__embedding_forward, zt__embedding_backward};
+ZT_API const zt_block_type *zt_gpt2_embedding_block(void) { return &zt__gpt2_embedding; }
+ZT_API const zt_block_type *zt_llama_embedding_block(void) { return &zt__llama_embedding; }
+
+/* ---- the final norm, the output layer and the loss ---- */
+
+enum { ZT__HEAD_NORM_W, ZT__HEAD_NORM_B, ZT__HEAD_OUT };
+typedef struct zt__head_saved { zt_tensor x, mean, rstd, dx; } zt__head_saved;
+
+static void zt__head_declare(zt_block_def *def, const void *config) {
+    const zt_model_config *c = (const zt_model_config *)config;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    zt_block_param(def, gpt2 ? "transformer.ln_f.weight" : "model.norm.weight", zt_shape1(c->hidden), 0, ZT_INIT_ONES, 0);
+    if (gpt2) zt_block_param(def, "transformer.ln_f.bias", zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
+    else zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+    if (c->tied_embeddings)
+        zt_block_tie(def, 0, ZT__EMB_WTE);
+    else
+        zt_block_param(def, "lm_head.weight", zt_shape2(c->vocab_padded, c->hidden), ZT_PARAM_DECAY | ZT_PARAM_VOCAB,
+                       ZT_INIT_NORMAL, c->init_std);
+}
+
+/* rows of logits computed at once: about 4M floats of scratch */
+static int64_t zt__logit_rows(int64_t N, int64_t Vp) { return ZT__MAX(1, ZT__MIN(N, ((int64_t)1 << 22) / Vp)); }
+
+/* The loss is the end of the graph, so in training the forward pass also computes the output layer's
+   gradients (the logits are made once); this block is never recomputed, so that happens once. */
+static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    (void)out;
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt__head_saved *sv = (zt__head_saved *)ctx->saved;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t N = b->B * b->T, C = c->hidden, Vp = c->vocab_padded;
+    sv->x = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
+    sv->rstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+    if (gpt2) {
+        sv->mean = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        zt_layernorm_forward(ctx->stream, sv->x, sv->mean, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W],
+                             ctx->param[ZT__HEAD_NORM_B], c->norm_eps);
+    } else {
+        zt_rmsnorm_forward(ctx->stream, sv->x, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_eps);
+    }
+    zt_tensor logits = zt_block_temp(ctx, ZT_F32, zt_shape2(zt__logit_rows(N, Vp), Vp));
+    zt_tensor losses = zt_view(b->losses, 0, zt_shape1(N)), targets = zt_view(b->targets, 0, zt_shape1(N));
+    if (!ctx->training) {
+        zt_output_loss(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, c->vocab,
+                       b->ignore_index, 0.0f);
+        if (b->logits_at >= 0) /* for sampling: one row's logits */
+            zt_gemm(ctx->stream, zt_view(b->logits, 0, zt_shape2(1, Vp)), zt_slice(sv->x, b->logits_at, 1),
+                    ctx->param[ZT__HEAD_OUT], 0, 1, 1.0f, 0.0f, NULL);
+        return;
+    }
+    sv->dx = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
+    zt_fill(ctx->stream, sv->dx, 0.0f);
+    zt_output_loss(ctx->stream, losses, &sv->dx, zt__maybe(&ctx->grad[ZT__HEAD_OUT]), sv->x, ctx->param[ZT__HEAD_OUT],
+                   targets, logits, c->vocab, b->ignore_index, b->dloss);
+}
+
+static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    (void)dout;
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt__head_saved *sv = (zt__head_saved *)ctx->saved;
+    zt_tensor dw = ctx->grad[ZT__HEAD_NORM_W];
+    ZT_ASSERT(zt__present(dw)); /* a frozen final norm would need a scratch gradient here */
+    if (strcmp(c->model_type, "gpt2") == 0)
+        zt_layernorm_backward(ctx->stream, dinp, dw, ctx->grad[ZT__HEAD_NORM_B], sv->dx, inp, ctx->param[ZT__HEAD_NORM_W],
+                              sv->mean, sv->rstd);
+    else
+        zt_rmsnorm_backward(ctx->stream, dinp, dw, sv->dx, inp, ctx->param[ZT__HEAD_NORM_W], sv->rstd);
+}
+
+static const zt_block_type zt__gpt2_head = {"gpt2.head", sizeof(zt__head_saved), zt__head_declare, zt__head_forward,
+                                            zt__head_backward};
+static const zt_block_type zt__llama_head = {"llama.head", sizeof(zt__head_saved), zt__head_declare,
+                                             zt__head_forward, zt__head_backward};
+ZT_API const zt_block_type *zt_gpt2_head_block(void) { return &zt__gpt2_head; }
+ZT_API const zt_block_type *zt_llama_head_block(void) { return &zt__llama_head; }
+
+/* ---- a transformer layer: GPT-2 (layernorm, gelu MLP, biases) and LLaMA (rmsnorm, rope, swiglu) ---- */
+
+enum {
+    ZT__L_NORM1_W, ZT__L_NORM1_B, ZT__L_QKV_W, ZT__L_QKV_B, ZT__L_K_W, ZT__L_K_B, ZT__L_V_W, ZT__L_V_B,
+    ZT__L_O_W, ZT__L_O_B, ZT__L_NORM2_W, ZT__L_NORM2_B, ZT__L_UP_W, ZT__L_UP_B, ZT__L_DOWN_W, ZT__L_DOWN_B,
+    ZT__L_COUNT
+};
+
+typedef struct zt__layer_saved {
+    zt_tensor n1, mean1, rstd1, q, k, v, att, lse, x2, n2, mean2, rstd2, h, a;
+} zt__layer_saved;
+
+static void zt__layer_declare(zt_block_def *def, const void *config) {
+    const zt_model_config *c = (const zt_model_config *)config;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t C = c->hidden, HD = c->head_dim, q = c->n_head * HD, kv = c->n_kv_head * HD, I = c->intermediate;
+    int layer = zt_block_def_index(def) - 1;
+    float std = c->init_std, proj_std = gpt2 ? c->init_std / sqrtf(2.0f * (float)c->n_layer) : c->init_std;
+    char p[64], n[128];
+    snprintf(p, sizeof p, gpt2 ? "transformer.h.%d." : "model.layers.%d.", layer);
+#define ZT__P(suffix) (snprintf(n, sizeof n, "%s%s", p, suffix), n)
+    /* every slot is declared (absent ones empty) so the enum indexes them for both families */
+    if (gpt2) {
+        zt_block_param(def, ZT__P("ln_1.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, ZT__P("ln_1.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("attn.c_attn.weight"), zt_shape2(3 * C, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, ZT__P("attn.c_attn.bias"), zt_shape1(3 * C), 0, ZT_INIT_ZEROS, 0);
+        for (int i = 0; i < 4; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* k, v: in c_attn */
+        zt_block_param(def, ZT__P("attn.c_proj.weight"), zt_shape2(C, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, ZT__P("attn.c_proj.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("ln_2.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, ZT__P("ln_2.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("mlp.c_fc.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, ZT__P("mlp.c_fc.bias"), zt_shape1(I), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, ZT__P("mlp.c_proj.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+    } else {
+        zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("self_attn.k_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.k_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("self_attn.v_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.v_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, c->out_bias ? ZT__P("self_attn.o_proj.bias") : NULL, zt_shape1(c->out_bias ? C : 0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
+        zt_block_param(def, ZT__P("mlp.gate_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, ZT__P("mlp.up_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
+        zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+    }
+#undef ZT__P
+}
+
+/* the projections of one layer, as views: GPT-2's c_attn holds q, k and v; LLaMA's gate and up are joined */
+typedef struct zt__layer_weights { zt_tensor wq, bq, wk, bk, wv, bv, wo, bo, wup, bup, wdown, bdown; int has_qkv_bias, has_out_bias; } zt__layer_weights;
+
+static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tensor *p) {
+    zt__layer_weights w;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
+    if (gpt2) {
+        w.wq = zt__rows_of(p[ZT__L_QKV_W], 0, q);
+        w.wk = zt__rows_of(p[ZT__L_QKV_W], q, kv);
+        w.wv = zt__rows_of(p[ZT__L_QKV_W], q + kv, kv);
+        w.bq = zt__rows_of(p[ZT__L_QKV_B], 0, q);
+        w.bk = zt__rows_of(p[ZT__L_QKV_B], q, kv);
+        w.bv = zt__rows_of(p[ZT__L_QKV_B], q + kv, kv);
+        w.wup = p[ZT__L_UP_W];
+        w.bup = p[ZT__L_UP_B];
+    } else {
+        w.wq = p[ZT__L_QKV_W], w.bq = p[ZT__L_QKV_B];
+        w.wk = p[ZT__L_K_W], w.bk = p[ZT__L_K_B];
+        w.wv = p[ZT__L_V_W], w.bv = p[ZT__L_V_B];
+        /* gate_proj (slot ZT__L_UP_W) and up_proj (the next slot) were declared joined: one (2I, C) matrix */
+        zt_tensor gate = p[ZT__L_UP_W];
+        w.wup = zt__present(gate) ? zt_tensor_make(gate.data, gate.dtype, gate.place,
+                                                   zt_shape2(2 * c->intermediate, c->hidden)) : gate;
+        w.bup = zt__none();
+    }
+    w.wo = p[ZT__L_O_W], w.bo = p[ZT__L_O_B];
+    w.wdown = p[ZT__L_DOWN_W], w.bdown = p[ZT__L_DOWN_B];
+    w.has_qkv_bias = c->qkv_bias;
+    w.has_out_bias = c->out_bias;
+    return w;
+}
+
+static const zt_tensor *zt__bias(const zt_tensor *b, int has) { return has && zt__present(*b) && zt_numel(*b) ? b : NULL; }
+
+static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_stream *s = ctx->stream;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t B = b->B, T = b->T, C = c->hidden, HD = c->head_dim, NH = c->n_head, NKV = c->n_kv_head;
+    int64_t N = B * T, I = c->intermediate;
+    zt__layer_weights w = zt__layer_views(c, ctx->param);
+    const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
+    zt_dtype A = ctx->act;
+
+    sv->n1 = zt_block_keep(ctx, A, zt_shape2(N, C));
+    sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+    if (gpt2) {
+        sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], ctx->param[ZT__L_NORM1_B], c->norm_eps);
+    } else {
+        zt_rmsnorm_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_eps);
+    }
+    sv->q = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
+    sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
+    sv->v = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
+    zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
+    zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
+    zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
+    if (!gpt2) { /* rotary positions, in place: backward rotates the gradients back */
+        zt_rope_forward(s, sv->q, sv->q, b->pos, c->rope_theta);
+        zt_rope_forward(s, sv->k, sv->k, b->pos, c->rope_theta);
+    }
+    sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
+    sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
+    zt_attention_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts);
+    zt_tensor proj = zt_block_temp(ctx, A, zt_shape2(N, C));
+    zt_matmul_forward(s, proj, zt__flat(sv->att), w.wo, zt__bias(&w.bo, w.has_out_bias));
+    sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
+    zt_add(s, sv->x2, inp, proj);
+
+    sv->n2 = zt_block_keep(ctx, A, zt_shape2(N, C));
+    sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+    if (gpt2) {
+        sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], ctx->param[ZT__L_NORM2_B], c->norm_eps);
+    } else {
+        zt_rmsnorm_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_eps);
+    }
+    int64_t H = gpt2 ? I : 2 * I; /* LLaMA: [gate | up] */
+    sv->h = zt_block_keep(ctx, A, zt_shape2(N, H));
+    zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_out_bias && gpt2));
+    sv->a = zt_block_keep(ctx, A, zt_shape2(N, I));
+    if (gpt2) zt_gelu_forward(s, sv->a, sv->h);
+    else zt_swiglu_forward(s, sv->a, sv->h);
+    zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_out_bias && gpt2));
+    zt_add(s, out, sv->x2, proj);
+}
+
+static zt_tensor zt__grad_rows(const zt_tensor *g, int64_t r0, int64_t n) { return zt__rows_of(*g, r0, n); }
+
+static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_stream *s = ctx->stream;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t N = b->B * b->T, C = c->hidden, I = c->intermediate, H = gpt2 ? I : 2 * I;
+    int64_t q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
+    zt__layer_weights w = zt__layer_views(c, ctx->param);
+    zt__layer_weights g = zt__layer_views(c, ctx->grad);
+    const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
+    zt_dtype A = ctx->act;
+    int ob = w.has_out_bias && gpt2;
+
+    /* MLP: out = x2 + act(n2 @ Wup^T) @ Wdown^T */
+    zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
+    zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dout, sv->a, w.wdown);
+    zt_tensor dh = zt__temp0(ctx, A, zt_shape2(N, H));
+    if (gpt2) zt_gelu_backward(s, dh, da, sv->h);
+    else zt_swiglu_backward(s, dh, da, sv->h);
+    zt_tensor dn = zt__temp0(ctx, A, zt_shape2(N, C));
+    zt_matmul_backward(s, &dn, zt__maybe(&g.wup), ob ? zt__maybe(&g.bup) : NULL, dh, sv->n2, w.wup);
+    zt_tensor dx2 = zt_block_temp(ctx, A, zt_shape2(N, C));
+    zt_copy(s, dx2, zt_view(dout, 0, dx2.shape)); /* the residual path */
+    if (gpt2)
+        zt_layernorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], ctx->grad[ZT__L_NORM2_B], dn, sv->x2,
+                              ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
+    else
+        zt_rmsnorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], dn, sv->x2, ctx->param[ZT__L_NORM2_W], sv->rstd2);
+
+    /* attention: x2 = inp + attention(n1) @ Wo^T */
+    zt_add(s, dinp, dinp, dx2);
+    zt_tensor datt = zt__temp0(ctx, A, sv->att.shape), datt2 = zt__flat(datt);
+    zt_matmul_backward(s, &datt2, zt__maybe(&g.wo), w.has_out_bias ? zt__maybe(&g.bo) : NULL, dx2, zt__flat(sv->att), w.wo);
+    zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
+    zt_attention_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts);
+    if (!gpt2) { /* rotate the gradients of the rotated q and k back */
+        zt_tensor t = zt__temp0(ctx, A, dq.shape);
+        zt_rope_backward(s, t, dq, b->pos, c->rope_theta);
+        dq = t;
+        t = zt__temp0(ctx, A, dk.shape);
+        zt_rope_backward(s, t, dk, b->pos, c->rope_theta);
+        dk = t;
+    }
+    zt_fill(s, dn, 0.0f);
+    int qb = w.has_qkv_bias;
+    dq = zt__flat(dq), dk = zt__flat(dk), dv = zt__flat(dv);
+    if (gpt2) {
+        zt_tensor gw = ctx->grad[ZT__L_QKV_W], gb = ctx->grad[ZT__L_QKV_B];
+        zt_tensor gwq = zt__grad_rows(&gw, 0, q), gwk = zt__grad_rows(&gw, q, kv), gwv = zt__grad_rows(&gw, q + kv, kv);
+        zt_tensor gbq = zt__grad_rows(&gb, 0, q), gbk = zt__grad_rows(&gb, q, kv), gbv = zt__grad_rows(&gb, q + kv, kv);
+        zt_matmul_backward(s, &dn, zt__maybe(&gwq), zt__maybe(&gbq), dq, sv->n1, w.wq);
+        zt_matmul_backward(s, &dn, zt__maybe(&gwk), zt__maybe(&gbk), dk, sv->n1, w.wk);
+        zt_matmul_backward(s, &dn, zt__maybe(&gwv), zt__maybe(&gbv), dv, sv->n1, w.wv);
+        zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], ctx->grad[ZT__L_NORM1_B], dn, inp,
+                              ctx->param[ZT__L_NORM1_W], sv->mean1, sv->rstd1);
+    } else {
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wq), qb ? zt__maybe(&g.bq) : NULL, dq, sv->n1, w.wq);
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wk), qb ? zt__maybe(&g.bk) : NULL, dk, sv->n1, w.wk);
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
+        zt_rmsnorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], sv->rstd1);
+    }
+}
+
+static const zt_block_type zt__gpt2_layer = {"gpt2.layer", sizeof(zt__layer_saved), zt__layer_declare,
+                                             zt__layer_forward, zt__layer_backward};
+static const zt_block_type zt__llama_layer = {"llama.layer", sizeof(zt__layer_saved), zt__layer_declare,
+                                              zt__layer_forward, zt__layer_backward};
+ZT_API const zt_block_type *zt_gpt2_block(void) { return &zt__gpt2_layer; }
+ZT_API const zt_block_type *zt_llama_block(void) { return &zt__llama_layer; }
+
+/* >>engine (implementation) -------------------------------------------------------------------- */
+
+/* The engine owns the parameters (one flat group per block), their gradients, master weights and Adam
+   state, the activations and the batch buffers. zt_init lays all of it out twice through the same code:
+   once into measuring arenas (the activations by running a step with the backend measuring), then,
+   after one allocation of exactly that size, for real. */
+
+#define ZT__PARAM_ALIGN 16 /* elements: each parameter of a group starts on a multiple (unless joined) */
+#define ZT__STAGE_FLOATS ((int64_t)1 << 20) /* pinned staging for host <-> device parameter copies */
+
+typedef struct zt__param {
+    const char *name;   /* NULL: an empty slot */
+    zt_shape shape;
+    unsigned flags;
+    zt_init_kind init;
+    float std;
+    int block, tied;    /* tied: the parameter this one shares, or -1 */
+    int64_t offset;     /* elements into its group */
+} zt__param;
+
+typedef struct zt__group {
+    int first, n;       /* its parameters: e->params[first .. first+n) */
+    int64_t numel;      /* padded */
+    int trainable;
+    zt_tensor w, grad, master, m, v; /* w in the working dtype; the rest f32 (absent when frozen) */
+} zt__group;
+
+enum { ZT__MEM_PARAMS, ZT__MEM_GRADS, ZT__MEM_MASTER, ZT__MEM_ADAM, ZT__MEM_ACTIVATIONS, ZT__MEM_SCRATCH,
+       ZT__MEM_BUFFERS, ZT__MEM_COUNT };
+static const char *zt__mem_names[ZT__MEM_COUNT] = {"parameters", "gradients", "fp32 master", "Adam moments",
+                                                   "activations", "scratch", "buffers"};
+
+struct zt_block_def { zt_engine *e; int index; };
+
+struct zt_engine {
+    zt_options opt;
+    zt_model_config cfg;
+    int has_cfg;
+    zt_backend *be;
+    zt_stream *s;
+    int n_blocks;
+    const zt_block_type **types;
+    const void **configs;
+    int64_t C, vocab, max_seq, B, T;
+    zt_dtype wdtype, act;
+    /* metadata: one arena from the host */
+    void *meta_mem;
+    zt_arena meta;
+    int n_params, cap_params;
+    zt__param *params;
+    int *block_first, *block_count; /* each block's slots in `slots` */
+    int *slots;                     /* global parameter index of each block-local slot */
+    zt__group *groups;
+    zt_tensor **bparam, **bgrad;    /* per block, per slot: what ctx->param and ctx->grad point at */
+    void **saved;
+    /* device memory */
+    size_t mem[ZT__MEM_COUNT], keep_bytes, scratch_bytes;
+    zt_arena keep, scratch;
+    zt_tensor *outs, dbuf[2], norm_parts;
+    zt_batch full;  /* batch buffers of the planned size */
+    zt_batch batch; /* the current batch: views of `full` */
+    /* pinned host memory */
+    int32_t *h_tokens, *h_targets, *h_pos;
+    float *h_losses, *h_norms, *h_stage, *h_logits;
+    int32_t *h_order;
+    /* training state */
+    int64_t step, sched_step, adam_step, tokens_in_step, micro_in_step;
+    double loss_sum;
+    float loss_scale;
+    int hysteresis_left;
+    int64_t last_overflow, scaler_iter;
+    uint64_t rng;
+};
+
+/* ---- block definitions ---- */
+
+ZT_API int zt_block_def_index(const zt_block_def *def) { return def->index; }
+
+static int zt__new_param(zt_block_def *def) {
+    zt_engine *e = def->e;
+    if (e->n_params == e->cap_params) zt_fatal("a model may have at most %d parameters", e->cap_params);
+    int p = e->n_params++;
+    memset(&e->params[p], 0, sizeof e->params[p]);
+    e->params[p].block = def->index;
+    e->params[p].tied = -1;
+    e->slots[e->block_first[def->index] + e->block_count[def->index]++] = p;
+    return e->block_count[def->index] - 1;
+}
+
+ZT_API int zt_block_param(zt_block_def *def, const char *name, zt_shape shape, unsigned flags,
+                          zt_init_kind init, float std) {
+    int slot = zt__new_param(def);
+    zt__param *p = &def->e->params[def->e->slots[def->e->block_first[def->index] + slot]];
+    p->name = name ? zt_arena_strdup(&def->e->meta, name) : NULL;
+    p->shape = shape;
+    p->flags = flags;
+    p->init = init;
+    p->std = std;
+    return slot;
+}
+
+ZT_API int zt_block_tie(zt_block_def *def, int block, int param) {
+    zt_engine *e = def->e;
+    ZT_ASSERT(block >= 0 && block < def->index && param >= 0 && param < e->block_count[block]);
+    int slot = zt__new_param(def);
+    zt__param *p = &e->params[e->slots[e->block_first[def->index] + slot]];
+    int target = e->slots[e->block_first[block] + param];
+    *p = e->params[target];
+    p->block = def->index;
+    p->tied = target;
+    return slot;
+}
+
+static int64_t zt__numel_of(zt_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++) n *= s.d[i];
+    return n;
+}
+
+/* ---- options ---- */
+
+ZT_API zt_options zt_options_default(void) {
+    zt_options o;
+    memset(&o, 0, sizeof o);
+    o.backend = "cpu";
+    o.micro_batch = 8;     /* per_device_train_batch_size */
+    o.grad_accum = 1;
+    o.max_steps = 1000;
+    o.precision = ZT_PRECISION_FP32;
+    o.seed = 42;
+    o.ignore_index = -100;
+    o.lr = 5e-5f;          /* the TrainingArguments defaults */
+    o.beta1 = 0.9f;
+    o.beta2 = 0.999f;
+    o.eps = 1e-8f;
+    o.weight_decay = 0.0f;
+    o.max_grad_norm = 1.0f;
+    o.adam_w_mode = 1;
+    o.schedule = ZT_SCHED_LINEAR;
+    o.warmup_max_lr = 1e-3f; /* DeepSpeed's WarmupLR defaults */
+    o.warmup_log = 1;
+    o.cos_min_ratio = 1e-4f;
+    o.initial_scale_power = 16; /* DeepSpeed's fp16 defaults */
+    o.loss_scale_window = 1000;
+    o.hysteresis = 2;
+    o.min_loss_scale = 1.0f;
+    return o;
+}
+
+typedef enum { ZT__F_INT, ZT__F_FLOAT, ZT__F_BOOL, ZT__F_STR } zt__flag_kind;
+typedef struct zt__flag { const char *name; zt__flag_kind kind; size_t offset; const char *help; } zt__flag;
+#define ZT__FLAG(name, kind, field, help) {name, kind, offsetof(zt_options, field), help}
+static const zt__flag zt__flags[] = {
+    ZT__FLAG("per_device_train_batch_size", ZT__F_INT, micro_batch, "rows per micro-batch"),
+    ZT__FLAG("gradient_accumulation_steps", ZT__F_INT, grad_accum, "micro-batches per optimizer step"),
+    ZT__FLAG("max_steps", ZT__F_INT, max_steps, "optimizer steps"),
+    ZT__FLAG("seq_len", ZT__F_INT, seq_len, "tokens per row (0: min(1024, the model's context))"),
+    ZT__FLAG("learning_rate", ZT__F_FLOAT, lr, "peak learning rate"),
+    ZT__FLAG("weight_decay", ZT__F_FLOAT, weight_decay, "AdamW weight decay (2-D weights only)"),
+    ZT__FLAG("adam_beta1", ZT__F_FLOAT, beta1, "Adam beta1"),
+    ZT__FLAG("adam_beta2", ZT__F_FLOAT, beta2, "Adam beta2"),
+    ZT__FLAG("adam_epsilon", ZT__F_FLOAT, eps, "Adam epsilon"),
+    ZT__FLAG("max_grad_norm", ZT__F_FLOAT, max_grad_norm, "global gradient-norm clipping (0: off)"),
+    ZT__FLAG("warmup_steps", ZT__F_INT, warmup_steps, "learning-rate warmup steps"),
+    ZT__FLAG("seed", ZT__F_INT, seed, "seed of initialisation and sampling"),
+    ZT__FLAG("gradient_checkpointing", ZT__F_BOOL, gradient_checkpointing, "recompute each block in backward"),
+    ZT__FLAG("backend", ZT__F_STR, backend, "cpu or cuda"),
+    ZT__FLAG("threads", ZT__F_INT, threads, "CPU threads (0: every core)"),
+};
+
+static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *value) {
+    char *end = NULL;
+    void *field = (uint8_t *)o + f->offset;
+    errno = 0;
+    switch (f->kind) {
+    case ZT__F_INT: {
+        long long v = strtoll(value, &end, 10);
+        if (!*value || *end || errno || v < 0)
+            return zt_fail(ZT_ERROR_INVALID, "flag --%s expects a non-negative integer, found \"%s\"", f->name, value);
+        if (f->offset == offsetof(zt_options, seed)) *(uint64_t *)field = (uint64_t)v;
+        else if (f->offset == offsetof(zt_options, threads)) *(int *)field = (int)v;
+        else *(int64_t *)field = v;
+        return ZT_OK;
+    }
+    case ZT__F_FLOAT: {
+        double v = strtod(value, &end);
+        if (!*value || *end || errno || !isfinite(v))
+            return zt_fail(ZT_ERROR_INVALID, "flag --%s expects a number, found \"%s\"", f->name, value);
+        *(float *)field = (float)v;
+        return ZT_OK;
+    }
+    case ZT__F_BOOL:
+        if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) *(int *)field = 1;
+        else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0) *(int *)field = 0;
+        else return zt_fail(ZT_ERROR_INVALID, "flag --%s expects true or false, found \"%s\"", f->name, value);
+        return ZT_OK;
+    case ZT__F_STR: *(const char **)field = value; return ZT_OK;
+    }
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) return zt_fail(ZT_ERROR_INVALID, "unexpected argument \"%s\": flags start with --", a);
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        if (n == 4 && (strncmp(name, "bf16", 4) == 0 || strncmp(name, "fp16", 4) == 0)) {
+            const char *v = eq ? eq + 1 : "true";
+            int on = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
+            if (!on && strcmp(v, "false") != 0 && strcmp(v, "0") != 0)
+                return zt_fail(ZT_ERROR_INVALID, "flag --%.4s expects true or false, found \"%s\"", name, v);
+            if (on) o->precision = name[0] == 'b' ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16;
+            continue;
+        }
+        const zt__flag *f = NULL;
+        for (size_t k = 0; k < sizeof zt__flags / sizeof zt__flags[0]; k++)
+            if (strlen(zt__flags[k].name) == n && strncmp(zt__flags[k].name, name, n) == 0) f = &zt__flags[k];
+        if (!f) return zt_fail(ZT_ERROR_INVALID, "unknown flag --%.*s", (int)n, name);
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value && f->kind == ZT__F_BOOL) value = "true";
+        if (!value) {
+            if (i + 1 >= argc) return zt_fail(ZT_ERROR_INVALID, "flag --%s needs a value", f->name);
+            value = argv[++i];
+        }
+        zt_result r = zt__set_flag(o, f, value);
+        if (r != ZT_OK) return r;
+    }
+    return ZT_OK;
+}
+
+/* ---- learning-rate schedules and the fp16 loss scaler ---- */
+
+/* the learning rate of the optimizer step with index k (0-based, skipped steps not counted) */
+static float zt__schedule_lr(const zt_options *o, int64_t k) {
+    double lr = o->lr, w = (double)o->warmup_steps, total = (double)o->max_steps, it = (double)k;
+    switch (o->schedule) {
+    case ZT_SCHED_LINEAR:
+        if (it < w) return (float)(lr * it / ZT__MAX(1.0, w));
+        return (float)(lr * ZT__MAX(0.0, (total - it) / ZT__MAX(1.0, total - w)));
+    case ZT_SCHED_CONSTANT: return (float)(it < w ? lr * it / ZT__MAX(1.0, w) : lr);
+    case ZT_SCHED_WARMUP_LR:
+    case ZT_SCHED_WARMUP_DECAY_LR: {
+        double wn = ZT__MAX(2.0, w), gamma = 1.0;
+        if (it < wn) gamma = o->warmup_log ? log(it + 1.0) / log(wn) : it / wn;
+        else if (o->schedule == ZT_SCHED_WARMUP_DECAY_LR) gamma = ZT__MAX(0.0, (total - it) / ZT__MAX(1.0, total - wn));
+        return (float)(o->warmup_min_lr + ((double)o->warmup_max_lr - o->warmup_min_lr) * gamma);
+    }
+    case ZT_SCHED_WARMUP_COSINE_LR: {
+        double wn = ZT__MAX(2.0, w), ratio;
+        if (it < wn) {
+            ratio = o->warmup_log ? log(it + 1.0) / log(wn) : it / wn;
+            ratio = o->warmup_min_ratio + ratio * (1.0 - o->warmup_min_ratio);
+        } else {
+            double real = it - wn + 1.0, span = total - wn;
+            ratio = (1.0 + cos(3.14159265358979323846 * real / span)) / 2.0;
+            ratio = ZT__MAX(0.0, o->cos_min_ratio + (1.0 - o->cos_min_ratio) * ratio);
+        }
+        return (float)(lr * ratio);
+    }
+    }
+    return (float)lr;
+}
+
+/* DeepSpeed's DynamicLossScaler.update_scale */
+static void zt__scaler_update(zt_engine *e, int overflow) {
+    const zt_options *o = &e->opt;
+    if (o->precision != ZT_PRECISION_FP16 || o->static_loss_scale > 0) return;
+    if (overflow) {
+        if (o->hysteresis == 1 || e->hysteresis_left == 1) {
+            if (e->loss_scale <= o->min_loss_scale)
+                zt_fatal("Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.");
+            e->loss_scale = ZT__MAX(e->loss_scale / 2.0f, o->min_loss_scale);
+        } else {
+            e->hysteresis_left--;
+        }
+        e->last_overflow = e->scaler_iter;
+    } else {
+        if (o->consecutive_hysteresis) e->hysteresis_left = o->hysteresis;
+        if ((e->scaler_iter - e->last_overflow) % o->loss_scale_window == 0) {
+            if (!o->consecutive_hysteresis) e->hysteresis_left = o->hysteresis;
+            e->loss_scale *= 2.0f;
+        }
+    }
+    e->scaler_iter++;
+}
+
+/* ---- layout: the same code measures and allocates ---- */
+
+static zt_tensor zt__dev(zt_arena *a, zt_dtype t, zt_shape s, size_t *count) {
+    size_t before = a->used;
+    zt_tensor x = zt_tensor_new(a, t, ZT_DEVICE, s);
+    if (count) *count += a->used - before;
+    return x;
+}
+
+static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
+    memset(e->mem, 0, sizeof e->mem);
+    int mixed = e->opt.precision != ZT_PRECISION_FP32;
+    for (int b = 0; b < e->n_blocks; b++) {
+        zt__group *g = &e->groups[b];
+        g->w = zt__dev(dev, e->wdtype, zt_shape1(ZT__MAX(g->numel, 1)), &e->mem[ZT__MEM_PARAMS]);
+        g->grad = g->master = g->m = g->v = zt__none();
+        if (!g->trainable) continue;
+        g->grad = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_GRADS]);
+        if (mixed) g->master = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_MASTER]);
+        g->m = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_ADAM]);
+        g->v = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_ADAM]);
+    }
+    /* each block's view of its parameters */
+    for (int b = 0; b < e->n_blocks; b++) {
+        for (int k = 0; k < e->block_count[b]; k++) {
+            int pi = e->slots[e->block_first[b] + k];
+            const zt__param *p = &e->params[pi];
+            int owner = p->tied >= 0 ? p->tied : pi;
+            const zt__param *o = &e->params[owner];
+            const zt__group *g = &e->groups[o->block];
+            e->bparam[b][k] = zt_view(g->w, o->offset, o->shape);
+            e->bgrad[b][k] = g->trainable && !(o->flags & ZT_PARAM_FROZEN) && zt__numel_of(o->shape) > 0
+                                 ? zt_view(g->grad, o->offset, o->shape) : zt__none();
+        }
+    }
+    size_t *buf = &e->mem[ZT__MEM_BUFFERS];
+    zt_shape bt = zt_shape2(e->B, e->T);
+    memset(&e->full, 0, sizeof e->full);
+    e->full.tokens = zt__dev(dev, ZT_I32, bt, buf);
+    e->full.targets = zt__dev(dev, ZT_I32, bt, buf);
+    e->full.pos = zt__dev(dev, ZT_I32, bt, buf);
+    e->full.starts = zt__none();
+    e->full.losses = zt__dev(dev, ZT_F32, bt, buf);
+    e->full.logits = zt__dev(dev, ZT_F32, zt_shape1(e->has_cfg ? e->cfg.vocab_padded : e->vocab), buf);
+    e->full.B = e->B;
+    e->full.T = e->T;
+    e->full.ignore_index = e->opt.ignore_index;
+    e->full.logits_at = -1;
+    e->batch = e->full;
+    e->norm_parts = zt__dev(dev, ZT_F32, zt_shape1(e->n_blocks), buf);
+    for (int i = 0; i < 2; i++) e->dbuf[i] = zt__dev(dev, e->act, zt_shape3(e->B, e->T, e->C), buf);
+    /* activations and scratch: regions measured by running a step (zt__measure_activations) */
+    size_t before = dev->used;
+    void *k = zt_arena_push(dev, e->keep_bytes, 64);
+    e->mem[ZT__MEM_ACTIVATIONS] = dev->used - before;
+    before = dev->used;
+    void *s = zt_arena_push(dev, e->scratch_bytes, 64);
+    e->mem[ZT__MEM_SCRATCH] = dev->used - before;
+    if (zt_arena_measuring(dev)) {
+        zt_arena_init_measure(&e->keep, "activations");
+        zt_arena_init_measure(&e->scratch, "scratch");
+    } else {
+        zt_arena_init(&e->keep, "activations", k, e->keep_bytes);
+        zt_arena_init(&e->scratch, "scratch", s, e->scratch_bytes);
+    }
+    /* pinned host memory: batch staging, losses, norms, parameter staging, sampling */
+    int64_t N = e->B * e->T, V = e->full.logits.shape.d[0];
+    e->h_tokens = ZT_PUSH(pinned, int32_t, N);
+    e->h_targets = ZT_PUSH(pinned, int32_t, N);
+    e->h_pos = ZT_PUSH(pinned, int32_t, N);
+    e->h_losses = ZT_PUSH(pinned, float, N);
+    e->h_norms = ZT_PUSH(pinned, float, e->n_blocks);
+    e->h_stage = ZT_PUSH(pinned, float, ZT__STAGE_FLOATS);
+    e->h_logits = ZT_PUSH(pinned, float, V);
+    e->h_order = ZT_PUSH(pinned, int32_t, V);
+}
+
+static zt_block_ctx zt__ctx(zt_engine *e, int b, int training) {
+    zt_block_ctx c;
+    c.stream = e->s;
+    c.config = e->configs[b];
+    c.index = b;
+    c.param = e->bparam[b];
+    c.grad = e->bgrad[b];
+    c.saved = e->saved[b];
+    c.keep = &e->keep;
+    c.scratch = e->scratch;
+    c.act = e->act;
+    c.batch = &e->batch;
+    c.training = training;
+    return c;
+}
+
+ZT_API zt_tensor zt_block_keep(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape) {
+    return zt_tensor_new(ctx->keep, dtype, ZT_DEVICE, shape);
+}
+ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape) {
+    return zt_tensor_new(&ctx->scratch, dtype, ZT_DEVICE, shape);
+}
+
+/* Forward through every block for the current batch; in training, then backward. Rows B and T of
+   the batch may be smaller than the planned ones (evaluation and sampling use B = 1). */
+static void zt__run(zt_engine *e, int training) {
+    int L = e->n_blocks;
+    int64_t B = e->batch.B, T = e->batch.T;
+    int ckpt = training && e->opt.gradient_checkpointing;
+    zt_arena_reset(&e->keep, 0);
+    zt_arena_reset(&e->scratch, 0);
+    zt_tensor x = zt__none();
+    for (int b = 0; b < L; b++) {
+        zt_tensor out = b < L - 1 ? zt_tensor_new(&e->keep, e->act, ZT_DEVICE, zt_shape3(B, T, e->C)) : zt__none();
+        size_t mark = zt_arena_mark(&e->keep);
+        zt_block_ctx c = zt__ctx(e, b, training);
+        e->types[b]->forward(&c, out, x);
+        /* evaluation keeps nothing for a backward; checkpointing keeps block outputs only (the last
+           block, whose forward computed its gradients, is never recomputed) */
+        if (!training || (ckpt && b < L - 1)) zt_arena_reset(&e->keep, mark);
+        e->outs[b] = out;
+        x = out;
+    }
+    if (!training) return;
+    zt_tensor dout = zt__none();
+    for (int b = L - 1; b >= 0; b--) {
+        zt_tensor inp = b > 0 ? e->outs[b - 1] : zt__none();
+        size_t mark = zt_arena_mark(&e->keep);
+        zt_block_ctx c = zt__ctx(e, b, 1);
+        if (ckpt && b < L - 1) e->types[b]->forward(&c, e->outs[b], inp); /* the same bits again */
+        zt_tensor dinp = zt__none();
+        if (b > 0) {
+            dinp = zt_view(e->dbuf[b % 2], 0, zt_shape3(B, T, e->C));
+            zt_fill(e->s, dinp, 0.0f);
+        }
+        c = zt__ctx(e, b, 1);
+        e->types[b]->backward(&c, dinp, dout, inp);
+        if (ckpt && b < L - 1) zt_arena_reset(&e->keep, mark);
+        dout = dinp;
+    }
+}
+
+/* the batch tensors seen with B rows of T (they are planned for the largest) */
+static zt_batch zt__batch_view(zt_engine *e, int64_t B, int64_t T) {
+    zt_batch b = e->full;
+    zt_shape s = zt_shape2(B, T);
+    ZT_ASSERT(B <= e->B && T <= e->T);
+    b.B = B;
+    b.T = T;
+    b.tokens = zt_view(e->full.tokens, 0, s);
+    b.targets = zt_view(e->full.targets, 0, s);
+    b.pos = zt_view(e->full.pos, 0, s);
+    b.losses = zt_view(e->full.losses, 0, s);
+    return b;
+}
+
+/* the batch: rows of host tokens into the pinned staging, then to the device */
+static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                              int64_t n_rows, int64_t B, int64_t T) {
+    ZT_ASSERT(n_rows >= 0 && n_rows <= B);
+    int64_t valid = 0;
+    for (int64_t r = 0; r < B; r++) {
+        for (int64_t t = 0; t < T; t++) {
+            int64_t i = r * T + t;
+            int32_t tok = r < n_rows ? tokens[i] : 0, tgt = e->opt.ignore_index;
+            if (tok < 0 || tok >= e->vocab)
+                zt_fatal("token %d at row %lld, position %lld is outside the vocabulary [0, %lld)", tok,
+                         (long long)r, (long long)t, (long long)e->vocab);
+            if (r < n_rows) {
+                if (targets) tgt = targets[i];
+                else if (t + 1 < T) tgt = tokens[i + 1];
+                if (mask && !mask[i]) tgt = e->opt.ignore_index;
+                if (tgt != e->opt.ignore_index && (tgt < 0 || tgt >= e->vocab))
+                    zt_fatal("target %d at row %lld, position %lld is outside the vocabulary [0, %lld)", tgt,
+                             (long long)r, (long long)t, (long long)e->vocab);
+            }
+            e->h_tokens[i] = tok;
+            e->h_targets[i] = tgt;
+            e->h_pos[i] = (int32_t)t;
+            valid += tgt != e->opt.ignore_index;
+        }
+    }
+    e->batch = zt__batch_view(e, B, T);
+    zt_shape s = zt_shape2(B, T);
+    zt_copy(e->s, e->batch.tokens, zt_tensor_make(e->h_tokens, ZT_I32, ZT_HOST, s));
+    zt_copy(e->s, e->batch.targets, zt_tensor_make(e->h_targets, ZT_I32, ZT_HOST, s));
+    zt_copy(e->s, e->batch.pos, zt_tensor_make(e->h_pos, ZT_I32, ZT_HOST, s));
+    return valid;
+}
+
+static double zt__loss_sum(zt_engine *e, int64_t n) {
+    zt_copy(e->s, zt_tensor_make(e->h_losses, ZT_F32, ZT_HOST, zt_shape1(n)), zt_view(e->batch.losses, 0, zt_shape1(n)));
+    zt_stream_sync(e->s);
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += e->h_losses[i];
+    return sum;
+}
+
+/* ---- parameters: initialisation and host access ---- */
+
+static uint64_t zt__mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* element i of parameter p's initial value: a function of (seed, p, i) alone */
+static float zt__init_value(const zt_engine *e, int p, int64_t i) {
+    const zt__param *pr = &e->params[p];
+    if (pr->flags & ZT_PARAM_VOCAB && i / pr->shape.d[pr->shape.ndim - 1] >= e->vocab) return 0.0f;
+    if (pr->init == ZT_INIT_ZEROS) return 0.0f;
+    if (pr->init == ZT_INIT_ONES) return 1.0f;
+    uint64_t h = zt__mix(e->opt.seed ^ zt__mix(((uint64_t)p << 40) ^ (uint64_t)i));
+    double u1 = ((double)(h >> 11) + 0.5) / 9007199254740992.0, u2 = (double)(zt__mix(h) >> 11) / 9007199254740992.0;
+    return (float)(pr->std * sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2));
+}
+
+/* parameter p from host f32 values (NULL: its initial values), through the pinned staging */
+static void zt__param_write(zt_engine *e, int p, const float *host) {
+    const zt__param *pr = &e->params[p];
+    const zt__group *g = &e->groups[pr->block];
+    int64_t n = zt__numel_of(pr->shape);
+    for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
+        int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
+        for (int64_t i = 0; i < k; i++) e->h_stage[i] = host ? host[i0 + i] : zt__init_value(e, p, i0 + i);
+        zt_tensor h = zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k));
+        zt_tensor w = zt_view(g->w, pr->offset + i0, zt_shape1(k));
+        if (zt__present(g->master)) {
+            zt_tensor m = zt_view(g->master, pr->offset + i0, zt_shape1(k));
+            zt_copy(e->s, m, h);
+            zt_cast(e->s, w, m);
+        } else {
+            zt_copy(e->s, w, h);
+        }
+        zt_stream_sync(e->s); /* the staging buffer is reused */
+    }
+}
+
+static int zt__find_param(const zt_engine *e, const char *name) {
+    for (int p = 0; p < e->n_params; p++)
+        if (e->params[p].name && e->params[p].tied < 0 && strcmp(e->params[p].name, name) == 0) return p;
+    return -1;
+}
+
+ZT_API int zt_param_count(const zt_engine *e) { return e->n_params; }
+ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape) {
+    if (i < 0 || i >= e->n_params || e->params[i].tied >= 0) return NULL;
+    if (shape) *shape = e->params[i].shape;
+    return e->params[i].name;
+}
+
+static zt_result zt__param_lookup(zt_engine *e, const char *name, int64_t n, int *out) {
+    int p = zt__find_param(e, name);
+    if (p < 0) return zt_fail(ZT_ERROR_INVALID, "the model has no parameter named \"%s\"", name);
+    int64_t want = zt__numel_of(e->params[p].shape);
+    if (n != want)
+        return zt_fail(ZT_ERROR_INVALID, "parameter \"%s\" has %lld elements, %lld were given", name, (long long)want,
+                       (long long)n);
+    *out = p;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host, int64_t n) {
+    int p;
+    zt_result r = zt__param_lookup(e, name, n, &p);
+    if (r == ZT_OK) zt__param_write(e, p, host);
+    return r;
+}
+
+ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad) {
+    int p;
+    zt_result r = zt__param_lookup(e, name, n, &p);
+    if (r != ZT_OK) return r;
+    const zt__param *pr = &e->params[p];
+    const zt__group *g = &e->groups[pr->block];
+    zt_tensor src = grad ? g->grad : zt__present(g->master) ? g->master : g->w;
+    if (!zt__present(src)) return zt_fail(ZT_ERROR_INVALID, "parameter \"%s\" is frozen: it has no gradient", name);
+    for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
+        int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
+        zt_tensor part = zt_view(src, pr->offset + i0, zt_shape1(k));
+        zt_copy(e->s, zt_tensor_make(e->h_stage, part.dtype, ZT_HOST, zt_shape1(k)), part);
+        zt_stream_sync(e->s);
+        if (part.dtype != ZT_F32) { /* widen in place, from the end so nothing is overwritten early */
+            for (int64_t i = k - 1; i >= 0; i--) e->h_stage[i] = (float)zt__load(e->h_stage, part.dtype, i);
+        }
+        memcpy(host + i0, e->h_stage, (size_t)k * sizeof(float));
+    }
+    return ZT_OK;
+}
+
+/* ---- init ---- */
+
+/* declare every block's parameters and lay the groups out */
+static zt_result zt__declare(zt_engine *e) {
+    int cap_slots = 64 * e->n_blocks + 64;
+    e->cap_params = cap_slots;
+    e->params = ZT_PUSH(&e->meta, zt__param, cap_slots);
+    e->slots = ZT_PUSH(&e->meta, int, cap_slots);
+    e->block_first = ZT_PUSH(&e->meta, int, e->n_blocks);
+    e->block_count = ZT_PUSH(&e->meta, int, e->n_blocks);
+    e->groups = ZT_PUSH(&e->meta, zt__group, e->n_blocks);
+    e->bparam = ZT_PUSH(&e->meta, zt_tensor *, e->n_blocks);
+    e->bgrad = ZT_PUSH(&e->meta, zt_tensor *, e->n_blocks);
+    e->saved = ZT_PUSH(&e->meta, void *, e->n_blocks);
+    e->outs = ZT_PUSH(&e->meta, zt_tensor, e->n_blocks);
+    for (int b = 0; b < e->n_blocks; b++) {
+        e->block_first[b] = b == 0 ? 0 : e->block_first[b - 1] + 64;
+        e->block_count[b] = 0;
+        zt_block_def def = {e, b};
+        int before = e->n_params;
+        e->types[b]->declare(&def, e->configs[b]);
+        if (e->block_count[b] > 64)
+            return zt_fail(ZT_ERROR_INVALID, "block %d (%s) declares %d parameters; at most 64", b, e->types[b]->name,
+                           e->block_count[b]);
+        zt__group *g = &e->groups[b];
+        g->first = before;
+        g->n = e->n_params - before;
+        g->numel = 0;
+        g->trainable = 0;
+        for (int k = 0; k < e->block_count[b]; k++) {
+            zt__param *p = &e->params[e->slots[e->block_first[b] + k]];
+            if (p->tied >= 0) continue;
+            int64_t n = zt__numel_of(p->shape);
+            p->offset = p->flags & ZT_PARAM_JOIN ? g->numel : ZT__CDIV(g->numel, ZT__PARAM_ALIGN) * ZT__PARAM_ALIGN;
+            g->numel = p->offset + n;
+            if (n > 0 && !(p->flags & ZT_PARAM_FROZEN)) g->trainable = 1;
+        }
+        g->numel = ZT__CDIV(g->numel, ZT__PARAM_ALIGN) * ZT__PARAM_ALIGN;
+        e->bparam[b] = ZT_PUSH(&e->meta, zt_tensor, ZT__MAX(1, e->block_count[b]));
+        e->bgrad[b] = ZT_PUSH(&e->meta, zt_tensor, ZT__MAX(1, e->block_count[b]));
+        e->saved[b] = zt_arena_push(&e->meta, ZT__MAX(1, e->types[b]->saved_bytes), 64);
+    }
+    return ZT_OK;
+}
+
+/* run a training step, an evaluation and a sampling pass with the backend measuring, to learn the
+   high-water marks of the activation and scratch arenas */
+static void zt__measure_activations(zt_engine *e) {
+    zt_backend_set_measure(e->be, 1);
+    zt_arena dev, pinned;
+    zt_arena_init_measure(&dev, "device (measuring)");
+    zt_arena_init_measure(&pinned, "pinned (measuring)");
+    e->keep_bytes = e->scratch_bytes = 0;
+    zt__layout(e, &dev, &pinned); /* every tensor at a fake address: nothing runs */
+    size_t keep = 0, scratch = 0;
+    for (int pass = 0; pass < 3; pass++) {
+        int training = pass == 0;
+        int64_t B = pass == 2 ? 1 : e->B;
+        e->batch = zt__batch_view(e, B, e->T);
+        e->batch.logits_at = pass == 2 ? e->T - 1 : -1;
+        zt__run(e, training);
+        keep = ZT__MAX(keep, zt_arena_peak(&e->keep));
+        scratch = ZT__MAX(scratch, zt_arena_peak(&e->scratch));
+    }
+    e->keep_bytes = keep;
+    e->scratch_bytes = scratch;
+    zt_backend_set_measure(e->be, 0);
+}
+
+static zt_result zt__check_options(zt_engine *e) {
+    const zt_options *o = &e->opt;
+    if (o->micro_batch < 1) return zt_fail(ZT_ERROR_INVALID, "--per_device_train_batch_size must be at least 1");
+    if (o->grad_accum < 1) return zt_fail(ZT_ERROR_INVALID, "--gradient_accumulation_steps must be at least 1");
+    if (e->T < 2 || e->T > e->max_seq)
+        return zt_fail(ZT_ERROR_INVALID, "--seq_len %lld must be in [2, %lld] (the model's context)", (long long)e->T,
+                       (long long)e->max_seq);
+    if (e->has_cfg && e->cfg.sliding_window > 0 && e->T > e->cfg.sliding_window)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "--seq_len %lld is longer than the model's sliding_window %lld, which zt "
+                       "does not implement; use --seq_len %lld or less", (long long)e->T,
+                       (long long)e->cfg.sliding_window, (long long)e->cfg.sliding_window);
+    if (o->lr < 0 || o->eps <= 0 || o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1)
+        return zt_fail(ZT_ERROR_INVALID, "optimizer settings out of range: learning rate %g, betas (%g, %g), eps %g",
+                       (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->eps);
+    return ZT_OK;
+}
+
+static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
+    zt_result r = ZT_OK;
+    /* the model: a built-in one from its config, or the caller's blocks */
+    int builtin = model->config_path || model->config;
+    int n_blocks = builtin ? 0 : model->n_blocks;
+    if (model->config_path) r = zt_model_config_read(&e->cfg, model->config_path);
+    else if (model->config) e->cfg = *model->config;
+    if (r != ZT_OK) return r;
+    if (builtin) {
+        e->has_cfg = 1;
+        n_blocks = (int)e->cfg.n_layer + 2;
+        e->C = e->cfg.hidden;
+        e->vocab = e->cfg.vocab;
+        e->max_seq = e->cfg.max_positions;
+    } else {
+        if (n_blocks < 2 || !model->blocks) {
+            return zt_fail(ZT_ERROR_INVALID, "a model needs a config or at least two blocks (tokens in, loss out)");
+        }
+        e->C = model->hidden;
+        e->vocab = model->vocab;
+        e->max_seq = model->max_seq;
+    }
+    /* metadata: one host allocation, sized generously for the declarations */
+    size_t meta_bytes = (size_t)(n_blocks + 8) * 24 * 1024 + (1 << 20);
+    if (posix_memalign(&e->meta_mem, 4096, meta_bytes) != 0) e->meta_mem = NULL;
+    if (!e->meta_mem) return zt_fail(ZT_ERROR_MEMORY, "out of host memory for the engine's metadata");
+    zt_arena_init(&e->meta, "metadata", e->meta_mem, meta_bytes);
+    e->n_blocks = n_blocks;
+    e->types = ZT_PUSH(&e->meta, const zt_block_type *, n_blocks);
+    e->configs = ZT_PUSH(&e->meta, const void *, n_blocks);
+    for (int b = 0; b < n_blocks; b++) {
+        if (builtin) {
+            int gpt2 = strcmp(e->cfg.model_type, "gpt2") == 0;
+            e->types[b] = b == 0 ? (gpt2 ? zt_gpt2_embedding_block() : zt_llama_embedding_block())
+                        : b == n_blocks - 1 ? (gpt2 ? zt_gpt2_head_block() : zt_llama_head_block())
+                        : (gpt2 ? zt_gpt2_block() : zt_llama_block());
+            e->configs[b] = &e->cfg;
+        } else {
+            e->types[b] = model->blocks[b];
+            e->configs[b] = model->block_configs ? model->block_configs[b] : NULL;
+        }
+    }
+    e->B = e->opt.micro_batch;
+    e->T = e->opt.seq_len > 0 ? e->opt.seq_len : ZT__MIN(1024, e->max_seq);
+    e->opt.seq_len = e->T;
+    e->wdtype = e->act = e->opt.precision == ZT_PRECISION_BF16 ? ZT_BF16
+                       : e->opt.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
+    if ((r = zt__check_options(e)) != ZT_OK) return r;
+    if ((r = zt__declare(e)) != ZT_OK) return r;
+    /* the backend, measured, then given exactly what the layout needs */
+    zt_backend_desc desc = zt_backend_desc_default();
+    desc.device_bytes = desc.pinned_bytes = 0;
+    desc.threads = e->opt.threads;
+    desc.strict = e->opt.strict;
+    if ((r = zt_backend_create(&e->be, e->opt.backend, &desc)) != ZT_OK) return r;
+    e->s = zt_backend_stream(e->be);
+    zt__measure_activations(e);
+    {
+        zt_arena dev, pinned;
+        zt_arena_init_measure(&dev, "device (measuring)");
+        zt_arena_init_measure(&pinned, "pinned (measuring)");
+        zt__layout(e, &dev, &pinned);
+        size_t need = zt_arena_peak(&dev), pinned_need = zt_arena_peak(&pinned);
+        size_t dev_bytes = e->opt.device_bytes ? e->opt.device_bytes : need;
+        if (dev_bytes < need) {
+            return zt_fail(ZT_ERROR_MEMORY, "the model needs %.1f MiB of device memory and %.1f MiB were given "
+                        "(parameters %.1f, gradients %.1f, master %.1f, Adam %.1f, activations %.1f, scratch %.1f, "
+                        "buffers %.1f MiB)", need / 1048576.0, dev_bytes / 1048576.0,
+                        e->mem[0] / 1048576.0, e->mem[1] / 1048576.0, e->mem[2] / 1048576.0, e->mem[3] / 1048576.0,
+                        e->mem[4] / 1048576.0, e->mem[5] / 1048576.0, e->mem[6] / 1048576.0);
+        }
+        if ((r = zt_backend_reserve(e->be, dev_bytes, pinned_need)) != ZT_OK) return r;
+        zt__layout(e, zt_backend_device_arena(e->be), zt_backend_pinned_arena(e->be));
+    }
+    /* initial values, zeroed gradients and optimizer state */
+    for (int p = 0; p < e->n_params; p++)
+        if (e->params[p].tied < 0 && zt__numel_of(e->params[p].shape) > 0) zt__param_write(e, p, NULL);
+    for (int b = 0; b < e->n_blocks; b++) {
+        zt__group *g = &e->groups[b];
+        if (!g->trainable) continue;
+        zt_fill(e->s, g->grad, 0.0f);
+        zt_fill(e->s, g->m, 0.0f);
+        zt_fill(e->s, g->v, 0.0f);
+    }
+    zt_stream_sync(e->s);
+    e->loss_scale = e->opt.precision != ZT_PRECISION_FP16 ? 1.0f
+                  : e->opt.static_loss_scale > 0 ? e->opt.static_loss_scale
+                  : ldexpf(1.0f, e->opt.initial_scale_power);
+    e->hysteresis_left = e->opt.hysteresis;
+    e->last_overflow = -1;
+    e->rng = e->opt.seed;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, const zt_options *o) {
+    *out = NULL;
+    zt_engine *e = (zt_engine *)calloc(1, sizeof *e); /* setup time: freed by zt_shutdown */
+    if (!e) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating the engine");
+    e->opt = *o;
+    zt_result r = zt__init(e, model);
+    if (r != ZT_OK) {
+        zt_shutdown(e);
+        return r;
+    }
+    *out = e;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char *ds_config_path, int argc,
+                         char **argv) {
+    *out = NULL;
+    zt_options o = zt_options_default();
+    if (ds_config_path)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: reading DeepSpeed configs is not implemented yet in zt %s; pass "
+                       "TrainingArguments flags instead", ds_config_path, ZT_VERSION_STRING);
+    zt_result r = zt_options_parse_args(&o, argc, argv);
+    if (r != ZT_OK) return r;
+    return zt_init_options(out, model, &o);
+}
+
+ZT_API void zt_shutdown(zt_engine *e) {
+    if (!e) return;
+    if (e->be) zt_backend_destroy(e->be);
+    free(e->meta_mem);
+    free(e);
+}
+
+ZT_API const zt_options *zt_engine_options(const zt_engine *e) { return &e->opt; }
+ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e) { return e->has_cfg ? &e->cfg : NULL; }
+ZT_API int64_t zt_engine_param_count(const zt_engine *e) {
+    int64_t n = 0;
+    for (int p = 0; p < e->n_params; p++) {
+        const zt__param *pr = &e->params[p];
+        if (pr->tied >= 0) continue;
+        int64_t k = zt__numel_of(pr->shape);
+        if (pr->flags & ZT_PARAM_VOCAB) k = k / pr->shape.d[0] * e->vocab;
+        n += k;
+    }
+    return n;
+}
+
+/* ---- training ---- */
+
+ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                                 int64_t n_rows) {
+    int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
+    e->batch.dloss = e->loss_scale / (float)(e->B * e->T);
+    zt__run(e, 1);
+    double sum = zt__loss_sum(e, e->B * e->T);
+    e->tokens_in_step += valid;
+    e->micro_in_step++;
+    e->loss_sum += sum;
+    return valid ? (float)(sum / (double)valid) : 0.0f;
+}
+
+ZT_API zt_step_info zt_step(zt_engine *e) {
+    zt_step_info info;
+    memset(&info, 0, sizeof info);
+    info.tokens = e->tokens_in_step;
+    info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
+    info.loss_scale = e->loss_scale;
+    /* gradients hold sum(loss_scale / (B*T) * d token loss): bring them to the mean over the step's tokens */
+    double to_mean = e->tokens_in_step ? (double)(e->B * e->T) / ((double)e->loss_scale * (double)e->tokens_in_step) : 0.0;
+    /* the global norm: one partial per group, combined in group order */
+    for (int b = 0; b < e->n_blocks; b++) {
+        const zt__group *g = &e->groups[b];
+        zt_tensor part = zt_view(e->norm_parts, b, zt_shape1(1));
+        if (g->trainable) zt_sumsq(e->s, part, g->grad);
+        else zt_fill(e->s, part, 0.0f);
+    }
+    zt_copy(e->s, zt_tensor_make(e->h_norms, ZT_F32, ZT_HOST, zt_shape1(e->n_blocks)), e->norm_parts);
+    zt_stream_sync(e->s);
+    double sq = 0.0;
+    for (int b = 0; b < e->n_blocks; b++) sq += e->h_norms[b];
+    double norm = sqrt(sq) * to_mean;
+    info.grad_norm = (float)norm;
+    int overflow = !isfinite(norm);
+    e->step++;
+    info.step = e->step;
+    if (overflow && e->opt.precision == ZT_PRECISION_FP16) {
+        info.skipped = 1;
+        zt__scaler_update(e, 1);
+    } else {
+        double clip = 1.0;
+        if (e->opt.max_grad_norm > 0 && norm > e->opt.max_grad_norm) clip = e->opt.max_grad_norm / (norm + 1e-6);
+        float lr = zt__schedule_lr(&e->opt, e->sched_step);
+        info.lr = lr;
+        e->adam_step++;
+        for (int p = 0; p < e->n_params; p++) {
+            const zt__param *pr = &e->params[p];
+            int64_t n = zt__numel_of(pr->shape);
+            if (pr->tied >= 0 || n == 0 || pr->flags & ZT_PARAM_FROZEN) continue;
+            const zt__group *g = &e->groups[pr->block];
+            zt_tensor w = zt_view(g->w, pr->offset, zt_shape1(n));
+            zt_tensor master = zt__present(g->master) ? zt_view(g->master, pr->offset, zt_shape1(n)) : w;
+            zt_adamw_params ap;
+            memset(&ap, 0, sizeof ap);
+            ap.lr = lr;
+            ap.beta1 = e->opt.beta1;
+            ap.beta2 = e->opt.beta2;
+            ap.eps = e->opt.eps;
+            ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? e->opt.weight_decay : 0.0f;
+            ap.grad_scale = (float)(to_mean * clip);
+            ap.step = e->adam_step;
+            ap.l2 = !e->opt.adam_w_mode;
+            zt_adamw(e->s, master, zt_view(g->m, pr->offset, zt_shape1(n)), zt_view(g->v, pr->offset, zt_shape1(n)),
+                     zt_view(g->grad, pr->offset, zt_shape1(n)), zt__present(g->master) ? &w : NULL, ap);
+        }
+        e->sched_step++;
+        zt__scaler_update(e, 0);
+    }
+    for (int b = 0; b < e->n_blocks; b++)
+        if (e->groups[b].trainable) zt_fill(e->s, e->groups[b].grad, 0.0f);
+    zt_stream_sync(e->s);
+    e->tokens_in_step = 0;
+    e->micro_in_step = 0;
+    e->loss_sum = 0.0;
+    return info;
+}
+
+ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+                     int64_t n_rows, double *loss_sum, int64_t *count) {
+    int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
+    zt__run(e, 0);
+    double sum = zt__loss_sum(e, e->B * e->T);
+    if (loss_sum) *loss_sum = sum;
+    if (count) *count = valid;
+    return valid ? (float)(sum / (double)valid) : 0.0f;
+}
+
+static double zt__uniform(uint64_t *state) {
+    *state = zt__mix(*state);
+    return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+/* sample a token from logits: temperature, then top-k, then top-p (nucleus), as transformers orders them */
+static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k, float top_p, uint64_t *rng) {
+    float *x = e->h_logits;
+    int32_t *idx = e->h_order;
+    if (temperature <= 0.0f) { /* greedy */
+        int64_t best = 0;
+        for (int64_t i = 1; i < V; i++) if (x[i] > x[best]) best = i;
+        return (int32_t)best;
+    }
+    int64_t n = V;
+    for (int64_t i = 0; i < V; i++) idx[i] = (int32_t)i;
+    if (top_k > 0 || top_p < 1.0f) { /* order by logit, descending (insertion into a prefix for top-k) */
+        int64_t keep = top_k > 0 ? ZT__MIN((int64_t)top_k, V) : V;
+        for (int64_t i = 1; i < V; i++) {
+            int32_t v = idx[i];
+            int64_t j = ZT__MIN(i, keep);
+            if (j == keep && x[v] <= x[idx[keep - 1]]) continue;
+            if (j == keep) j = keep - 1;
+            while (j > 0 && x[idx[j - 1]] < x[v]) { idx[j] = idx[j - 1]; j--; }
+            idx[j] = v;
+        }
+        n = keep;
+    }
+    double m = x[idx[0]], total = 0.0;
+    for (int64_t i = 0; i < n; i++) m = ZT__MAX(m, (double)x[idx[i]]);
+    for (int64_t i = 0; i < n; i++) total += exp((x[idx[i]] - m) / temperature);
+    if (top_p < 1.0f) { /* the smallest prefix whose probability reaches top_p */
+        double acc = 0.0;
+        int64_t k = 0;
+        while (k < n) {
+            acc += exp((x[idx[k]] - m) / temperature) / total;
+            k++;
+            if (acc >= top_p) break;
+        }
+        n = k;
+        total = 0.0;
+        for (int64_t i = 0; i < n; i++) total += exp((x[idx[i]] - m) / temperature);
+    }
+    double u = zt__uniform(rng) * total, acc = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        acc += exp((x[idx[i]] - m) / temperature);
+        if (u < acc) return idx[i];
+    }
+    return idx[n - 1];
+}
+
+ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out, int64_t n_new,
+                             float temperature, int top_k, float top_p, uint64_t seed) {
+    if (n_prompt < 1) return zt_fail(ZT_ERROR_INVALID, "zt_generate needs at least one prompt token");
+    for (int64_t i = 0; i < n_prompt; i++) {
+        if (prompt[i] < 0 || prompt[i] >= e->vocab)
+            return zt_fail(ZT_ERROR_INVALID, "prompt token %d at %lld is outside the vocabulary [0, %lld)", prompt[i],
+                           (long long)i, (long long)e->vocab);
+        out[i] = prompt[i];
+    }
+    uint64_t rng = seed;
+    for (int64_t n = n_prompt; n < n_prompt + n_new; n++) {
+        int64_t T = ZT__MIN(n, e->T), start = n - T; /* the last T tokens */
+        zt__load_batch(e, out + start, NULL, NULL, 1, 1, T);
+        e->batch.logits_at = T - 1;
+        zt__run(e, 0);
+        int64_t V = e->vocab;
+        zt_copy(e->s, zt_tensor_make(e->h_logits, ZT_F32, ZT_HOST, zt_shape1(V)),
+                zt_view(e->full.logits, 0, zt_shape1(V)));
+        zt_stream_sync(e->s);
+        out[n] = zt__sample(e, V, temperature, top_k, top_p, &rng);
+    }
+    return ZT_OK;
+}
+
+ZT_API void zt_memory_report(zt_engine *e, const char *label) {
+    zt_arena *dev = zt_backend_device_arena(e->be);
+    char line[1024];
+    int n = snprintf(line, sizeof line, "memory %s | device %.2f MiB (peak %.2f of %.2f)", label ? label : "",
+                     dev->used / 1048576.0, zt_arena_peak(dev) / 1048576.0, dev->cap / 1048576.0);
+    for (int c = 0; c < ZT__MEM_COUNT && n < (int)sizeof line; c++) {
+        double mib = e->mem[c] / 1048576.0;
+        if (c == ZT__MEM_ACTIVATIONS)
+            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f (peak %.2f)", zt__mem_names[c], mib,
+                          zt_arena_peak(&e->keep) / 1048576.0);
+        else if (c == ZT__MEM_SCRATCH)
+            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f (peak %.2f)", zt__mem_names[c], mib,
+                          zt_arena_peak(&e->scratch) / 1048576.0);
+        else
+            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f", zt__mem_names[c], mib);
+    }
+    zt_log(ZT_LOG_INFO, "%s | pinned host %.2f MiB", line, zt_backend_pinned_arena(e->be)->used / 1048576.0);
+}
+
 /* >>cpu (implementation) ----------------------------------------------------------------------- */
 
 /* Each CPU stream is a ring of commands served in order by its own thread; kernels spread their
@@ -1766,6 +3750,24 @@ static zt_result zt__cpu_create(zt_backend *b) {
     return ZT_OK;
 }
 
+static zt_result zt__cpu_reserve(zt_backend *b, size_t device_bytes, size_t pinned_bytes) {
+    zt__cpu *cpu = zt__cpu_of(b);
+    void *d = zt__cpu_alloc(device_bytes), *p = zt__cpu_alloc(pinned_bytes);
+    if (!d || !p) {
+        free(d);
+        free(p);
+        return zt_fail(ZT_ERROR_MEMORY, "cannot allocate %zu device bytes and %zu pinned bytes for the CPU backend",
+                       device_bytes, pinned_bytes);
+    }
+    free(cpu->device_mem);
+    free(cpu->pinned_mem);
+    cpu->device_mem = d;
+    cpu->pinned_mem = p;
+    zt_arena_init(&b->device, "device", d, device_bytes);
+    zt_arena_init(&b->pinned, "pinned host", p, pinned_bytes);
+    return ZT_OK;
+}
+
 static void zt__cpu_destroy(zt_backend *b) {
     zt__cpu *cpu = zt__cpu_of(b);
     pthread_mutex_lock(&cpu->mu);
@@ -1821,10 +3823,16 @@ static void zt__cpu_event_sync(zt_event *e) {
 }
 
 static const zt__backend_vt zt__cpu_vt = {
-    zt__cpu_create, zt__cpu_destroy, zt__cpu_stream_init, zt__cpu_launch,
+    zt__cpu_create, zt__cpu_destroy, zt__cpu_stream_init, zt__cpu_reserve, zt__cpu_launch,
     zt__cpu_record, zt__cpu_wait, zt__cpu_stream_sync, zt__cpu_event_sync,
 };
 static const zt__backend_vt *zt__cpu_backend(void) { return &zt__cpu_vt; }
+
+/* Vector helpers pass vectors by value between static functions; gcc notes that their ABI would
+   differ without AVX, which does not matter for functions that never cross a library boundary. */
+#if defined(__GNUC__) && !defined(__clang__)
+#  pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 /* CPU kernels. A kernel is a task function over a zt__job; the work of each task depends only on
    the shapes, and every sum runs in an order fixed by the shapes, so results are the same bits for
@@ -2107,7 +4115,8 @@ static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, floa
     zt__to_f32(g, a->grad.data, a->grad.dtype, i0, n);
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i] * p->grad_scale;
-        w[i] = w[i] * decay;
+        if (p->l2) gi = gi + p->weight_decay * w[i]; /* torch.optim.Adam's weight_decay */
+        else w[i] = w[i] * decay;
         m[i] = m[i] + w1 * (gi - m[i]);
         v[i] = v[i] * p->beta2 + (w2 * gi) * gi;
         float denom = sqrtf(v[i]) / bc2_sqrt + p->eps;

@@ -16,7 +16,7 @@
 /* c (M,N) = alpha * op(a) @ op(b) + beta * c + bias; a (M,K) or (K,M) with ta; b (K,N) or (N,K) with
    tb; bias (N) or NULL */
 REF void ref_gemm(double *c, const double *a, const double *b, int64_t M, int64_t N, int64_t K,
-                     int ta, int tb, double alpha, double beta, const double *bias) {
+                  int ta, int tb, double alpha, double beta, const double *bias) {
     for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
             double acc = 0;
@@ -37,7 +37,7 @@ REF void ref_sum_rows(double *out, const double *x, int64_t R, int64_t C) {
 
 /* inp (N,C), weight (OC,C), bias (OC) or NULL -> out (N,OC) = inp @ weight^T + bias */
 REF void ref_matmul_forward(double *out, const double *inp, const double *weight,
-                               const double *bias, int64_t N, int64_t C, int64_t OC) {
+                            const double *bias, int64_t N, int64_t C, int64_t OC) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t o = 0; o < OC; o++) {
             double acc = bias ? bias[o] : 0.0;
@@ -49,8 +49,8 @@ REF void ref_matmul_forward(double *out, const double *inp, const double *weight
 /* dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout.
    Any of dinp, dweight, dbias may be NULL. */
 REF void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const double *dout,
-                                const double *inp, const double *weight, int64_t N, int64_t C,
-                                int64_t OC) {
+                             const double *inp, const double *weight, int64_t N, int64_t C,
+                             int64_t OC) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t o = 0; o < OC; o++) {
             double d = dout[n * OC + o];
@@ -64,7 +64,7 @@ REF void ref_matmul_backward(double *dinp, double *dweight, double *dbias, const
 
 /* ids (N), table (V,C) -> out (N,C) = table[ids], added to out when accumulate */
 REF void ref_embedding_forward(double *out, const int32_t *ids, const double *table, int64_t N,
-                                  int64_t C, int accumulate) {
+                               int64_t C, int accumulate) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++)
             out[n * C + c] = (accumulate ? out[n * C + c] : 0.0) + table[(int64_t)ids[n] * C + c];
@@ -72,7 +72,7 @@ REF void ref_embedding_forward(double *out, const int32_t *ids, const double *ta
 
 /* dtable (V,C) += dout (N,C) rows scattered by ids (N) */
 REF void ref_embedding_backward(double *dtable, const double *dout, const int32_t *ids, int64_t N,
-                                   int64_t C) {
+                                int64_t C) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++) dtable[(int64_t)ids[n] * C + c] += dout[n * C + c];
 }
@@ -80,8 +80,8 @@ REF void ref_embedding_backward(double *dtable, const double *dout, const int32_
 /* inp (N,C), weight, bias (C) -> out (N,C); mean, rstd (N) (either may be NULL).
    out = (x - mean) * rstd * weight + bias, rstd = 1 / sqrt(biased variance + eps) */
 REF void ref_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
-                                  const double *weight, const double *bias, int64_t N, int64_t C,
-                                  double eps) {
+                               const double *weight, const double *bias, int64_t N, int64_t C,
+                               double eps) {
     for (int64_t n = 0; n < N; n++) {
         const double *x = inp + n * C;
         double m = 0, var = 0;
@@ -98,8 +98,8 @@ REF void ref_layernorm_forward(double *out, double *mean, double *rstd, const do
 
 /* dinp (N,C) += ..., dweight, dbias (C) += ...; mean and rstd recomputed here in double */
 REF void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, const double *dout,
-                                   const double *inp, const double *weight, int64_t N, int64_t C,
-                                   double eps) {
+                                const double *inp, const double *weight, int64_t N, int64_t C,
+                                double eps) {
     for (int64_t n = 0; n < N; n++) {
         const double *x = inp + n * C, *dy = dout + n * C;
         double m = 0, var = 0;
@@ -128,7 +128,7 @@ REF void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, co
 
 /* inp (N,C), weight (C) -> out (N,C) = x * rstd * weight, rstd (N) = 1 / sqrt(mean(x^2) + eps) */
 REF void ref_rmsnorm_forward(double *out, double *rstd, const double *inp, const double *weight,
-                                int64_t N, int64_t C, double eps) {
+                             int64_t N, int64_t C, double eps) {
     for (int64_t n = 0; n < N; n++) {
         const double *x = inp + n * C;
         double ms = 0;
@@ -140,7 +140,7 @@ REF void ref_rmsnorm_forward(double *out, double *rstd, const double *inp, const
 }
 
 REF void ref_rmsnorm_backward(double *dinp, double *dweight, const double *dout, const double *inp,
-                                 const double *weight, int64_t N, int64_t C, double eps) {
+                              const double *weight, int64_t N, int64_t C, double eps) {
     for (int64_t n = 0; n < N; n++) {
         const double *x = inp + n * C, *dy = dout + n * C;
         double ms = 0;
@@ -195,7 +195,7 @@ REF void ref_swiglu_forward(double *out, const double *inp, int64_t N, int64_t H
             out[n * H + h] = ref_silu(inp[n * 2 * H + h]) * inp[n * 2 * H + H + h];
 }
 REF void ref_swiglu_backward(double *dinp, const double *dout, const double *inp, int64_t N,
-                                int64_t H) {
+                             int64_t H) {
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < H; h++) {
             double g = inp[n * 2 * H + h], u = inp[n * 2 * H + H + h], dy = dout[n * H + h];
@@ -215,7 +215,7 @@ REF double ref_rope_angle(int32_t pos, int64_t i, int64_t HD, float theta) {
 /* x (R,H,HD) with R = B*T rows, pos (R) -> out (R,H,HD), rotate-half: for i < HD/2,
    out[i] = x[i] cos - x[i+HD/2] sin, out[i+HD/2] = x[i+HD/2] cos + x[i] sin. out may alias inp. */
 REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
-                             int64_t HD, float theta) {
+                          int64_t HD, float theta) {
     int64_t half = HD / 2;
     for (int64_t r = 0; r < R; r++)
         for (int64_t i = 0; i < half; i++) {
@@ -231,7 +231,7 @@ REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, in
 
 /* dinp += R^T dout (the rotation by -angle) */
 REF void ref_rope_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
-                              int64_t H, int64_t HD, float theta) {
+                           int64_t H, int64_t HD, float theta) {
     int64_t half = HD / 2;
     for (int64_t r = 0; r < R; r++)
         for (int64_t i = 0; i < half; i++) {
@@ -253,8 +253,8 @@ REF int64_t ref_attn_start(const int32_t *starts, int64_t b, int64_t t, int64_t 
    NULL). Query head h reads key/value head h / (NH/NKV); query t sees keys [starts[t], t]; scores
    are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. */
 REF void ref_attention_forward(double *out, double *lse, const double *q, const double *k,
-                                  const double *v, const int32_t *starts, int64_t B, int64_t T,
-                                  int64_t NH, int64_t NKV, int64_t HD) {
+                               const double *v, const int32_t *starts, int64_t B, int64_t T,
+                               int64_t NH, int64_t NKV, int64_t HD) {
     double scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     for (int64_t b = 0; b < B; b++)
@@ -289,9 +289,9 @@ REF void ref_attention_forward(double *out, double *lse, const double *q, const 
 
 /* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. */
 REF void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout,
-                                   const double *q, const double *k, const double *v,
-                                   const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                                   int64_t NKV, int64_t HD) {
+                                const double *q, const double *k, const double *v,
+                                const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                int64_t NKV, int64_t HD) {
     double scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     double *p = (double *)malloc(sizeof(double) * (size_t)T);
@@ -341,8 +341,8 @@ REF void ref_attention_backward(double *dq, double *dk, double *dv, const double
    dloss[n], 0 in padding columns and ignored rows. dloss (N) per row, so finite differences can check
    it with a random weighting; zt's kernel takes one scalar. */
 REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
-                             const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
-                             int64_t vocab, int ignore_index) {
+                          const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
+                          int64_t vocab, int ignore_index) {
     for (int64_t n = 0; n < N; n++) {
         const double *x = logits + n * Vp;
         double *dx = dlogits ? dlogits + n * Vp : NULL;
@@ -367,8 +367,8 @@ REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
 /* The output layer and loss: logits = hidden (N,C) @ weight (Vp,C)^T, then ref_crossentropy.
    dhidden (N,C) and dweight (Vp,C) += (either may be NULL); dloss (N) per row. */
 REF void ref_output_loss(double *losses, double *dhidden, double *dweight, const double *hidden,
-                            const double *weight, const int32_t *targets, const double *dloss,
-                            int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index) {
+                         const double *weight, const int32_t *targets, const double *dloss,
+                         int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index) {
     double *logits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
     double *dlogits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
     ref_matmul_forward(logits, hidden, weight, NULL, N, C, Vp);
@@ -382,13 +382,15 @@ REF void ref_output_loss(double *losses, double *dhidden, double *dweight, const
 }
 
 /* One AdamW step (PyTorch's formula), in double: p *= 1 - lr wd; m = b1 m + (1-b1) g;
-   v = b2 v + (1-b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), g = grad * scale */
+   v = b2 v + (1-b2) g^2; p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps), g = grad * scale.
+   With l2, torch.optim.Adam's weight decay instead: g += wd p, and p is not decayed. */
 REF void ref_adamw(double *p, double *m, double *v, const double *grad, int64_t n, double lr,
-                      double b1, double b2, double eps, double wd, double grad_scale, int64_t step) {
+                   double b1, double b2, double eps, double wd, double grad_scale, int64_t step, int l2) {
     double bc1 = 1.0 - pow(b1, (double)step), bc2 = 1.0 - pow(b2, (double)step);
     for (int64_t i = 0; i < n; i++) {
         double g = grad[i] * grad_scale;
-        p[i] *= 1.0 - lr * wd;
+        if (l2) g += wd * p[i];
+        else p[i] *= 1.0 - lr * wd;
         m[i] = b1 * m[i] + (1.0 - b1) * g;
         v[i] = b2 * v[i] + (1.0 - b2) * g * g;
         p[i] -= lr / bc1 * m[i] / (sqrt(v[i]) / sqrt(bc2) + eps);

@@ -1,7 +1,7 @@
 /* tests/test_ops.c - every op against a naive double-precision reference (tests/ref_ops.h).
    ref_fd_*: each reference backward against central finite differences of its reference forward,
              d(sum(w * out))/d(input) for a fixed random weighting w.
-   ops_*:    each CPU kernel, f32 and bf16, against the reference on the same (rounded) inputs; odd sizes
+   ops_*:    each CPU kernel, f32, bf16 and f16, against the reference on the same (rounded) inputs; odd sizes
              and a grouped-query attention case. Backward kernels accumulate, so their gradient outputs
              are pre-filled with random values and must come out as prefill + gradient.
    Thread-count independence and strict mode are in tests/test_threads.c. */
@@ -283,7 +283,7 @@ TEST(ref_forward_facts) {
     CHECK(ref_rope_angle(12345, 0, 64, 10000.0f) == 12345.0);
     /* adamw step 1 without decay moves each parameter by lr * sign(g) (up to eps) */
     double p = 1, m = 0, v = 0, g = -0.3;
-    ref_adamw(&p, &m, &v, &g, 1, 0.01, 0.9, 0.999, 0, 0, 1, 1);
+    ref_adamw(&p, &m, &v, &g, 1, 0.01, 0.9, 0.999, 0, 0, 1, 1, 0);
     CHECK_NEAR(p, 1.01, 1e-15);
     /* the reference conversions at their edges */
     CHECK(ref_f32_to_bf16(1.0f + 0x1p-8f) == 0x3f80);          /* tie to even, down */
@@ -309,7 +309,8 @@ static void check_gemm(zt_dtype dt) {
         for (int tb = 0; tb < 2; tb++)
             for (int variant = 0; variant < 3; variant++) {
                 /* 0: plain product; 1: alpha, beta and bias; 2: beta 1 (accumulate), no bias */
-                float alpha = variant == 1 ? 0.75f : 1.0f, beta = variant == 0 ? 0.0f : variant == 1 ? 0.5f : 1.0f;
+                float alpha = variant == 1 ? 0.75f : 1.0f;
+                float beta = variant == 0 ? 0.0f : variant == 1 ? 0.5f : 1.0f;
                 double *a = drand(&r, M * K, -1, 1), *b = drand(&r, K * N, -1, 1);
                 double *c = drand(&r, M * N, -1, 1), *bias = drand(&r, N, -1, 1);
                 zt_tensor A = to_dev(&d, dt, ta ? zt_shape2(K, M) : zt_shape2(M, K), a);
@@ -323,6 +324,32 @@ static void check_gemm(zt_dtype dt) {
                                    (long long)M, (long long)N, (long long)K),
                              download(&d, Cd), c, M * N, tol);
             }
+    /* larger than one tile in every dimension (the CPU kernel blocks M by 96, N and K by 256) */
+    for (int tt = 0; tt < 2; tt++) {
+        const int64_t BM = 101, BN = 263, BK = 261;
+        int ta = tt, tb = tt;
+        double *a = drand(&r, BM * BK, -1, 1), *b = drand(&r, BK * BN, -1, 1);
+        double *c = drand(&r, BM * BN, -1, 1), *bias = drand(&r, BN, -1, 1);
+        zt_tensor A = to_dev(&d, dt, ta ? zt_shape2(BK, BM) : zt_shape2(BM, BK), a);
+        zt_tensor B = to_dev(&d, dt, tb ? zt_shape2(BN, BK) : zt_shape2(BK, BN), b);
+        zt_tensor Cd = to_dev(&d, dt, zt_shape2(BM, BN), c);
+        zt_tensor Bias = to_dev(&d, dt, zt_shape1(BN), bias);
+        zt_gemm(d.s, Cd, A, B, ta, tb, 0.5f, 1.0f, &Bias);
+        ref_gemm(c, a, b, BM, BN, BK, ta, tb, 0.5, 1.0, bias);
+        EXPECT_CLOSE(label("gemm %s ta %d tb %d alpha 0.5 beta 1 bias (M %lld N %lld K %lld): c", dt_name(dt),
+                           ta, tb, (long long)BM, (long long)BN, (long long)BK),
+                     download(&d, Cd), c, BM * BN, tol);
+    }
+    /* 3-D a and c with a 2-D b is not batched: the leading dimensions are flattened into rows */
+    {
+        double *a = drand(&r, 2 * 7 * K, -1, 1), *b = drand(&r, N * K, -1, 1), *c = dbuf(2 * 7 * N);
+        zt_tensor A = to_dev(&d, dt, zt_shape3(2, 7, K), a), B = to_dev(&d, dt, zt_shape2(N, K), b);
+        zt_tensor Cd = dev_new(&d, dt, zt_shape3(2, 7, N));
+        zt_gemm(d.s, Cd, A, B, 0, 1, 1.0f, 0.0f, NULL);
+        ref_gemm(c, a, b, 14, N, K, 0, 1, 1.0, 0.0, NULL);
+        EXPECT_CLOSE(label("gemm %s a (2,7,K) @ b^T (N,K), flattened: c", dt_name(dt)), download(&d, Cd), c,
+                     14 * N, tol);
+    }
     /* batched: (batch a, batch b) = (3,3), (1,3), (3,1); one transpose combination each */
     static const int64_t batches[3][2] = {{3, 3}, {1, 3}, {3, 1}};
     for (int i = 0; i < 3; i++) {
@@ -348,6 +375,7 @@ static void check_gemm(zt_dtype dt) {
 }
 TEST(ops_gemm_f32) { check_gemm(ZT_F32); }
 TEST(ops_gemm_bf16) { check_gemm(ZT_BF16); }
+TEST(ops_gemm_f16) { check_gemm(ZT_F16); }
 
 /* beta 0 means c is not read (BLAS semantics): a NaN left in c by earlier work must not survive */
 TEST(ops_gemm_beta0_ignores_c) {
@@ -371,19 +399,23 @@ static void check_sum_rows(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {110};
-    const int64_t R = 13, C = 37;
-    double *x = drand(&r, R * C, -1, 1), *out = drand(&r, C, -1, 1);
-    zt_tensor X = to_dev(&d, dt, zt_shape2(R, C), x), O = to_dev(&d, dt, zt_shape1(C), out);
-    zt_sum_rows(d.s, O, X);
-    ref_sum_rows(out, x, R, C);
-    EXPECT_CLOSE(label("sum_rows %s (R %lld, C %lld): out = prefill + sums", dt_name(dt), (long long)R,
-                       (long long)C),
-                 download(&d, O), out, C, tol_for(dt));
+    static const int64_t sizes[2][2] = {{13, 37}, {7, 131}}; /* C 131: several column tasks */
+    for (int i = 0; i < 2; i++) {
+        int64_t R = sizes[i][0], C = sizes[i][1];
+        double *x = drand(&r, R * C, -1, 1), *out = drand(&r, C, -1, 1);
+        zt_tensor X = to_dev(&d, dt, zt_shape2(R, C), x), O = to_dev(&d, dt, zt_shape1(C), out);
+        zt_sum_rows(d.s, O, X);
+        ref_sum_rows(out, x, R, C);
+        EXPECT_CLOSE(label("sum_rows %s (R %lld, C %lld): out = prefill + sums", dt_name(dt), (long long)R,
+                           (long long)C),
+                     download(&d, O), out, C, tol_for(dt));
+    }
     cpu_close(&d);
     bufs_free();
 }
 TEST(ops_sum_rows_f32) { check_sum_rows(ZT_F32); }
 TEST(ops_sum_rows_bf16) { check_sum_rows(ZT_BF16); }
+TEST(ops_sum_rows_f16) { check_sum_rows(ZT_F16); }
 
 /* act: inp, weight, out, dout, dinp; grad: dweight, dbias (f32 gradients of bf16 weights is the
    mixed-precision case) */
@@ -437,110 +469,123 @@ static void check_matmul(zt_dtype act, zt_dtype grad) {
 TEST(ops_matmul_f32) { check_matmul(ZT_F32, ZT_F32); }
 TEST(ops_matmul_bf16) { check_matmul(ZT_BF16, ZT_BF16); }
 TEST(ops_matmul_bf16_f32_grads) { check_matmul(ZT_BF16, ZT_F32); }
+TEST(ops_matmul_f16) { check_matmul(ZT_F16, ZT_F16); }
 
+static void embedding_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t V, int64_t C, int64_t N) {
+    int32_t *ids = ibuf(N);
+    for (int64_t n = 0; n < N; n++) ids[n] = rng_int(r, V);
+    ids[0] = ids[5] = ids[12] = 3, ids[7] = 0, ids[8] = (int32_t)V - 1; /* repeats, both ends */
+    double *table = drand(r, V * C, -1, 1);
+    zt_tensor Ids = ids_to_dev(d, zt_shape1(N), ids), Table = to_dev(d, dt, zt_shape2(V, C), table);
+    for (int acc = 0; acc < 2; acc++) {
+        double *out = drand(r, N * C, -1, 1);
+        zt_tensor Out = to_dev(d, dt, zt_shape2(N, C), out);
+        zt_embedding_forward(d->s, Out, Ids, Table, acc);
+        ref_embedding_forward(out, ids, table, N, C, acc);
+        EXPECT_CLOSE(label("embedding_forward %s accumulate %d (V %lld C %lld N %lld): out", dt_name(dt),
+                           acc, (long long)V, (long long)C, (long long)N),
+                     download(d, Out), out, N * C, tol_for(dt));
+    }
+    double *dout = drand(r, N * C, -1, 1), *dtable = drand(r, V * C, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, zt_shape2(N, C), dout), Dt = to_dev(d, dt, zt_shape2(V, C), dtable);
+    zt_embedding_backward(d->s, Dt, Dout, Ids);
+    ref_embedding_backward(dtable, dout, ids, N, C);
+    EXPECT_CLOSE(label("embedding_backward %s (V %lld C %lld N %lld) repeated ids: dtable = prefill + "
+                       "scattered rows", dt_name(dt), (long long)V, (long long)C, (long long)N),
+                 download(d, Dt), dtable, V * C, tol_for(dt));
+}
 static void check_embedding(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {130};
-    const int64_t V = 11, C = 37, N = 13;
-    int32_t *ids = ibuf(N);
-    for (int64_t n = 0; n < N; n++) ids[n] = rng_int(&r, V);
-    ids[0] = ids[5] = ids[12] = 3, ids[7] = 0, ids[8] = (int32_t)V - 1; /* repeats, both ends */
-    double *table = drand(&r, V * C, -1, 1);
-    zt_tensor Ids = ids_to_dev(&d, zt_shape1(N), ids), Table = to_dev(&d, dt, zt_shape2(V, C), table);
-    for (int acc = 0; acc < 2; acc++) {
-        double *out = drand(&r, N * C, -1, 1);
-        zt_tensor Out = to_dev(&d, dt, zt_shape2(N, C), out);
-        zt_embedding_forward(d.s, Out, Ids, Table, acc);
-        ref_embedding_forward(out, ids, table, N, C, acc);
-        EXPECT_CLOSE(label("embedding_forward %s accumulate %d (V %lld C %lld N %lld): out", dt_name(dt),
-                           acc, (long long)V, (long long)C, (long long)N),
-                     download(&d, Out), out, N * C, tol_for(dt));
-    }
-    double *dout = drand(&r, N * C, -1, 1), *dtable = drand(&r, V * C, -1, 1);
-    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, C), dout), Dt = to_dev(&d, dt, zt_shape2(V, C), dtable);
-    zt_embedding_backward(d.s, Dt, Dout, Ids);
-    ref_embedding_backward(dtable, dout, ids, N, C);
-    EXPECT_CLOSE(label("embedding_backward %s repeated ids: dtable = prefill + scattered rows",
-                       dt_name(dt)),
-                 download(&d, Dt), dtable, V * C, tol_for(dt));
+    embedding_case(&d, &r, dt, 11, 37, 13);
+    embedding_case(&d, &r, dt, 11, 131, 13);
     cpu_close(&d);
     bufs_free();
 }
 TEST(ops_embedding_f32) { check_embedding(ZT_F32); }
 TEST(ops_embedding_bf16) { check_embedding(ZT_BF16); }
+TEST(ops_embedding_f16) { check_embedding(ZT_F16); }
 
+static void layernorm_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t C) {
+    const float eps = 1e-5f;
+    const char *cfg = label("layernorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
+    double *inp = drand(r, N * C, -0.5, 1.5), *w = drand(r, C, 0.5, 1.5), *b = drand(r, C, -0.5, 0.5);
+    zt_tensor Inp = to_dev(d, dt, zt_shape2(N, C), inp);
+    zt_tensor W = to_dev(d, dt, zt_shape1(C), w), B = to_dev(d, dt, zt_shape1(C), b);
+    zt_tensor Out = dev_new(d, dt, zt_shape2(N, C));
+    zt_tensor Mean = dev_new(d, ZT_F32, zt_shape1(N)), Rstd = dev_new(d, ZT_F32, zt_shape1(N));
+    zt_layernorm_forward(d->s, Out, Mean, Rstd, Inp, W, B, eps);
+    double *out = dbuf(N * C), *mean = dbuf(N), *rstd = dbuf(N);
+    ref_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+    EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("%s: mean (f32)", cfg), download(d, Mean), mean, N, TOL_F32);
+    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(d, Rstd), rstd, N, TOL_F32);
+
+    double *dout = drand(r, N * C, -1, 1), *dinp = drand(r, N * C, -1, 1);
+    double *dw = drand(r, C, -1, 1), *db = drand(r, C, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, zt_shape2(N, C), dout), Dinp = to_dev(d, dt, zt_shape2(N, C), dinp);
+    zt_tensor Dw = to_dev(d, dt, zt_shape1(C), dw), Db = to_dev(d, dt, zt_shape1(C), db);
+    zt_layernorm_backward(d->s, Dinp, Dw, Db, Dout, Inp, W, Mean, Rstd);
+    ref_layernorm_backward(dinp, dw, db, dout, inp, w, N, C, eps);
+    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(d, Dinp), dinp, N * C,
+                 tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(d, Dw), dw, C, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dbias = prefill + grad", cfg), download(d, Db), db, C, tol_for(dt));
+}
 static void check_layernorm(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {140};
-    const int64_t N = 13, C = 37;
-    const float eps = 1e-5f;
-    const char *cfg = label("layernorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
-    double *inp = drand(&r, N * C, -0.5, 1.5), *w = drand(&r, C, 0.5, 1.5), *b = drand(&r, C, -0.5, 0.5);
-    zt_tensor Inp = to_dev(&d, dt, zt_shape2(N, C), inp);
-    zt_tensor W = to_dev(&d, dt, zt_shape1(C), w), B = to_dev(&d, dt, zt_shape1(C), b);
-    zt_tensor Out = dev_new(&d, dt, zt_shape2(N, C));
-    zt_tensor Mean = dev_new(&d, ZT_F32, zt_shape1(N)), Rstd = dev_new(&d, ZT_F32, zt_shape1(N));
-    zt_layernorm_forward(d.s, Out, Mean, Rstd, Inp, W, B, eps);
-    double *out = dbuf(N * C), *mean = dbuf(N), *rstd = dbuf(N);
-    ref_layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
-    EXPECT_CLOSE(label("%s: out", cfg), download(&d, Out), out, N * C, tol_for(dt));
-    EXPECT_CLOSE(label("%s: mean (f32)", cfg), download(&d, Mean), mean, N, TOL_F32);
-    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(&d, Rstd), rstd, N, TOL_F32);
-
-    double *dout = drand(&r, N * C, -1, 1), *dinp = drand(&r, N * C, -1, 1);
-    double *dw = drand(&r, C, -1, 1), *db = drand(&r, C, -1, 1);
-    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, C), dout), Dinp = to_dev(&d, dt, zt_shape2(N, C), dinp);
-    zt_tensor Dw = to_dev(&d, dt, zt_shape1(C), dw), Db = to_dev(&d, dt, zt_shape1(C), db);
-    zt_layernorm_backward(d.s, Dinp, Dw, Db, Dout, Inp, W, Mean, Rstd);
-    ref_layernorm_backward(dinp, dw, db, dout, inp, w, N, C, eps);
-    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dinp), dinp, N * C,
-                 tol_for(dt));
-    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(&d, Dw), dw, C, tol_for(dt));
-    EXPECT_CLOSE(label("%s backward: dbias = prefill + grad", cfg), download(&d, Db), db, C, tol_for(dt));
+    layernorm_case(&d, &r, dt, 13, 37);
+    layernorm_case(&d, &r, dt, 7, 131);
     cpu_close(&d);
     bufs_free();
 }
 TEST(ops_layernorm_f32) { check_layernorm(ZT_F32); }
 TEST(ops_layernorm_bf16) { check_layernorm(ZT_BF16); }
+TEST(ops_layernorm_f16) { check_layernorm(ZT_F16); }
 
+static void rmsnorm_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t C) {
+    const float eps = 1e-6f;
+    const char *cfg = label("rmsnorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
+    double *inp = drand(r, N * C, -1, 1.5), *w = drand(r, C, 0.5, 1.5);
+    zt_tensor Inp = to_dev(d, dt, zt_shape2(N, C), inp), W = to_dev(d, dt, zt_shape1(C), w);
+    zt_tensor Out = dev_new(d, dt, zt_shape2(N, C)), Rstd = dev_new(d, ZT_F32, zt_shape1(N));
+    zt_rmsnorm_forward(d->s, Out, Rstd, Inp, W, eps);
+    double *out = dbuf(N * C), *rstd = dbuf(N);
+    ref_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+    EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(d, Rstd), rstd, N, TOL_F32);
+
+    double *dout = drand(r, N * C, -1, 1), *dinp = drand(r, N * C, -1, 1), *dw = drand(r, C, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, zt_shape2(N, C), dout), Dinp = to_dev(d, dt, zt_shape2(N, C), dinp);
+    zt_tensor Dw = to_dev(d, dt, zt_shape1(C), dw);
+    zt_rmsnorm_backward(d->s, Dinp, Dw, Dout, Inp, W, Rstd);
+    ref_rmsnorm_backward(dinp, dw, dout, inp, w, N, C, eps);
+    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(d, Dinp), dinp, N * C,
+                 tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(d, Dw), dw, C, tol_for(dt));
+}
 static void check_rmsnorm(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {150};
-    const int64_t N = 13, C = 37;
-    const float eps = 1e-6f;
-    const char *cfg = label("rmsnorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
-    double *inp = drand(&r, N * C, -1, 1.5), *w = drand(&r, C, 0.5, 1.5);
-    zt_tensor Inp = to_dev(&d, dt, zt_shape2(N, C), inp), W = to_dev(&d, dt, zt_shape1(C), w);
-    zt_tensor Out = dev_new(&d, dt, zt_shape2(N, C)), Rstd = dev_new(&d, ZT_F32, zt_shape1(N));
-    zt_rmsnorm_forward(d.s, Out, Rstd, Inp, W, eps);
-    double *out = dbuf(N * C), *rstd = dbuf(N);
-    ref_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
-    EXPECT_CLOSE(label("%s: out", cfg), download(&d, Out), out, N * C, tol_for(dt));
-    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(&d, Rstd), rstd, N, TOL_F32);
-
-    double *dout = drand(&r, N * C, -1, 1), *dinp = drand(&r, N * C, -1, 1), *dw = drand(&r, C, -1, 1);
-    zt_tensor Dout = to_dev(&d, dt, zt_shape2(N, C), dout), Dinp = to_dev(&d, dt, zt_shape2(N, C), dinp);
-    zt_tensor Dw = to_dev(&d, dt, zt_shape1(C), dw);
-    zt_rmsnorm_backward(d.s, Dinp, Dw, Dout, Inp, W, Rstd);
-    ref_rmsnorm_backward(dinp, dw, dout, inp, w, N, C, eps);
-    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dinp), dinp, N * C,
-                 tol_for(dt));
-    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(&d, Dw), dw, C, tol_for(dt));
+    rmsnorm_case(&d, &r, dt, 13, 37);
+    rmsnorm_case(&d, &r, dt, 7, 131);
     cpu_close(&d);
     bufs_free();
 }
 TEST(ops_rmsnorm_f32) { check_rmsnorm(ZT_F32); }
 TEST(ops_rmsnorm_bf16) { check_rmsnorm(ZT_BF16); }
+TEST(ops_rmsnorm_f16) { check_rmsnorm(ZT_F16); }
 
 /* gelu and silu: inputs across [-6, 6], where the tails and the curvature both show */
 static void check_pointwise(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {160};
-    const int64_t n = 1001;
+    const int64_t n = 20011; /* more than one elementwise chunk (16384) of the CPU kernel */
     double *inp = drand(&r, n, -6, 6);
     inp[0] = 0, inp[1] = -1e-3, inp[2] = 3e-3;
     zt_tensor Inp = to_dev(&d, dt, zt_shape1(n), inp);
@@ -585,6 +630,7 @@ static void check_pointwise(zt_dtype dt) {
 }
 TEST(ops_gelu_silu_swiglu_f32) { check_pointwise(ZT_F32); }
 TEST(ops_gelu_silu_swiglu_bf16) { check_pointwise(ZT_BF16); }
+TEST(ops_gelu_silu_swiglu_f16) { check_pointwise(ZT_F16); }
 
 /* rope: head dims 64, 80 and 128, positions beyond 8192 (where an angle computed in double instead
    of f32, as transformers does, is visibly off), two thetas; separate and in-place forward */
@@ -623,6 +669,7 @@ static void check_rope(zt_dtype dt) {
 }
 TEST(ops_rope_f32) { check_rope(ZT_F32); }
 TEST(ops_rope_bf16) { check_rope(ZT_BF16); }
+TEST(ops_rope_f16) { check_rope(ZT_F16); }
 
 static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
                            int64_t NH, int64_t NKV, int64_t HD) {
@@ -633,7 +680,8 @@ static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *start
     double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
     zt_tensor Q = to_dev(d, dt, zt_shape4(B, T, NH, HD), q);
     zt_tensor K = to_dev(d, dt, zt_shape4(B, T, NKV, HD), k), V = to_dev(d, dt, zt_shape4(B, T, NKV, HD), v);
-    zt_tensor Starts = starts ? ids_to_dev(d, zt_shape2(B, T), starts) : zt_tensor_make(NULL, ZT_I32, ZT_DEVICE, zt_shape1(0));
+    zt_tensor Starts = starts ? ids_to_dev(d, zt_shape2(B, T), starts)
+                              : zt_tensor_make(NULL, ZT_I32, ZT_DEVICE, zt_shape1(0)); /* unused */
     zt_tensor Out = dev_new(d, dt, zt_shape4(B, T, NH, HD)), Lse = dev_new(d, ZT_F32, zt_shape3(B, NH, T));
     zt_attention_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL);
     double *out = dbuf(nq), *lse = dbuf(B * NH * T);
@@ -643,8 +691,9 @@ static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *start
 
     double *dout = drand(r, nq, -1, 1), *dq = drand(r, nq, -1, 1), *dk = drand(r, nk, -1, 1);
     double *dv = drand(r, nk, -1, 1);
-    zt_tensor Dout = to_dev(d, dt, zt_shape4(B, T, NH, HD), dout), Dq = to_dev(d, dt, zt_shape4(B, T, NH, HD), dq);
-    zt_tensor Dk = to_dev(d, dt, zt_shape4(B, T, NKV, HD), dk), Dv = to_dev(d, dt, zt_shape4(B, T, NKV, HD), dv);
+    zt_shape qs = zt_shape4(B, T, NH, HD), ks = zt_shape4(B, T, NKV, HD);
+    zt_tensor Dout = to_dev(d, dt, qs, dout), Dq = to_dev(d, dt, qs, dq);
+    zt_tensor Dk = to_dev(d, dt, ks, dk), Dv = to_dev(d, dt, ks, dv);
     zt_attention_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL);
     ref_attention_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD);
     EXPECT_CLOSE(label("%s backward: dq = prefill + grad", cfg), download(d, Dq), dq, nq, tol_for(dt));
@@ -662,8 +711,315 @@ static void check_attention(zt_dtype dt) {
     static const int32_t starts[2 * 11] = {0, 0, 0, 0, 4, 4, 4, 4, 4, 4, 4,
                                            0, 1, 1, 1, 1, 1, 1, 7, 7, 7, 7};
     attention_case(&d, &r, dt, starts, 2, 11, 8, 2, 12);
+    /* longer than one block of queries (32) and one tile of keys (64) in the CPU kernel; documents
+       starting at 30 and 66 straddle both boundaries */
+    attention_case(&d, &r, dt, NULL, 1, 70, 4, 2, 8);
+    int32_t long_starts[70];
+    for (int t = 0; t < 70; t++) long_starts[t] = t < 30 ? 0 : t < 66 ? 30 : 66;
+    attention_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8);
     cpu_close(&d);
     bufs_free();
 }
 TEST(ops_attention_f32) { check_attention(ZT_F32); }
 TEST(ops_attention_bf16) { check_attention(ZT_BF16); }
+TEST(ops_attention_f16) { check_attention(ZT_F16); }
+
+/* Rows of the crossentropy and output_loss cases: V = 101 columns, 97 real; rows 2 and 7 ignored. */
+#define CE_N 13
+#define CE_VP 101
+#define CE_VOCAB 97
+#define CE_IGNORE (-100)
+static void ce_targets(rng *r, int32_t *t) {
+    for (int n = 0; n < CE_N; n++) t[n] = rng_int(r, CE_VOCAB);
+    t[0] = 0, t[5] = CE_VOCAB - 1, t[2] = t[7] = CE_IGNORE;
+}
+static double ce_dloss(const int32_t *t) { /* the mean over counted rows, as a trainer uses it */
+    int counted = 0;
+    for (int n = 0; n < CE_N; n++) counted += t[n] != CE_IGNORE;
+    return (float)(1.0 / counted); /* the kernel takes a float: give the reference the same value */
+}
+
+/* padding columns must read as if absent and come out 0; ignored rows come out 0 */
+static void expect_ce_zeros(const char *what, const double *dl, const int32_t *targets) {
+    for (int n = 0; n < CE_N; n++)
+        for (int c = 0; c < CE_VP; c++) {
+            int64_t i = (int64_t)n * CE_VP + c;
+            if ((c >= CE_VOCAB || targets[n] == CE_IGNORE) && dl[i] != 0) {
+                zt_test_fail(__FILE__, __LINE__, "%s: dlogits[%d][%d] = %.9g, expected exactly 0 (%s)", what,
+                             n, c, dl[i], c >= CE_VOCAB ? "padding column" : "ignored row");
+                return;
+            }
+        }
+}
+
+static void check_crossentropy(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {190};
+    const char *cfg = label("crossentropy %s N %d Vp %d vocab %d", dt_name(dt), CE_N, CE_VP, CE_VOCAB);
+    int32_t targets[CE_N];
+    ce_targets(&r, targets);
+    double *logits = drand(&r, CE_N * CE_VP, -4, 4);
+    for (int n = 0; n < CE_N; n++)
+        for (int c = CE_VOCAB; c < CE_VP; c++) logits[n * CE_VP + c] = 30; /* would dominate if read */
+    for (int c = 0; c < CE_VOCAB; c++) logits[3 * CE_VP + c] += 60;     /* needs the max subtracted */
+    double dl1 = ce_dloss(targets), *dloss = dbuf(CE_N);
+    for (int n = 0; n < CE_N; n++) dloss[n] = dl1;
+    zt_tensor Logits = to_dev(&d, dt, zt_shape2(CE_N, CE_VP), logits);
+    zt_tensor Targets = ids_to_dev(&d, zt_shape1(CE_N), targets);
+    double *losses = dbuf(CE_N), *dlogits = dbuf(CE_N * CE_VP);
+    ref_crossentropy(losses, dlogits, logits, targets, dloss, CE_N, CE_VP, CE_VOCAB, CE_IGNORE);
+
+    /* losses only */
+    double *garbage = drand(&r, CE_N, 5, 9);
+    zt_tensor Losses = to_dev(&d, ZT_F32, zt_shape1(CE_N), garbage);
+    zt_crossentropy(d.s, Losses, NULL, Logits, Targets, CE_VOCAB, CE_IGNORE, (float)dl1);
+    EXPECT_CLOSE(label("%s losses only: losses (f32)", cfg), download(&d, Losses), losses, CE_N, TOL_F32);
+
+    /* separate dlogits, pre-filled: written, not accumulated */
+    zt_tensor Dl = to_dev(&d, dt, zt_shape2(CE_N, CE_VP), drand(&r, CE_N * CE_VP, -1, 1));
+    zt_tensor Losses2 = dev_new(&d, ZT_F32, zt_shape1(CE_N));
+    zt_crossentropy(d.s, Losses2, &Dl, Logits, Targets, CE_VOCAB, CE_IGNORE, (float)dl1);
+    double *got = download(&d, Dl);
+    EXPECT_CLOSE(label("%s with dlogits: losses (f32)", cfg), download(&d, Losses2), losses, CE_N, TOL_F32);
+    EXPECT_CLOSE(label("%s: dlogits (written, not accumulated)", cfg), got, dlogits, CE_N * CE_VP,
+                 tol_for(dt));
+    expect_ce_zeros(label("%s", cfg), got, targets);
+    EXPECT_EXACT(label("%s: logits unchanged", cfg), download(&d, Logits), logits, CE_N * CE_VP);
+
+    /* dlogits aliasing logits */
+    zt_tensor Alias = to_dev(&d, dt, zt_shape2(CE_N, CE_VP), dcopy(logits, CE_N * CE_VP));
+    zt_tensor Losses3 = dev_new(&d, ZT_F32, zt_shape1(CE_N));
+    zt_crossentropy(d.s, Losses3, &Alias, Alias, Targets, CE_VOCAB, CE_IGNORE, (float)dl1);
+    got = download(&d, Alias);
+    EXPECT_CLOSE(label("%s in place: losses (f32)", cfg), download(&d, Losses3), losses, CE_N, TOL_F32);
+    EXPECT_CLOSE(label("%s in place: dlogits", cfg), got, dlogits, CE_N * CE_VP, tol_for(dt));
+    expect_ce_zeros(label("%s in place", cfg), got, targets);
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_crossentropy_f32) { check_crossentropy(ZT_F32); }
+TEST(ops_crossentropy_bf16) { check_crossentropy(ZT_BF16); }
+TEST(ops_crossentropy_f16) { check_crossentropy(ZT_F16); }
+
+/* output_loss against the matmul + crossentropy reference, with logits_buf of 13 (one chunk), 5 (a
+   partial last chunk) and 1 rows; losses and dhidden are per row and must not depend on the chunking
+   at all (bit for bit); dweight sums over rows, so chunking may only reassociate that sum. */
+static void check_output_loss(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {200};
+    const int64_t N = CE_N, C = 37, Vp = CE_VP, vocab = CE_VOCAB;
+    int32_t targets[CE_N];
+    ce_targets(&r, targets);
+    double dl1 = ce_dloss(targets), *dloss = dbuf(N);
+    for (int64_t n = 0; n < N; n++) dloss[n] = dl1;
+    double *hidden = drand(&r, N * C, -1, 1), *w = drand(&r, Vp * C, -0.5, 0.5);
+    double *dh0 = drand(&r, N * C, -1, 1), *dw0 = drand(&r, Vp * C, -1, 1);
+    zt_tensor Hidden = to_dev(&d, dt, zt_shape2(N, C), hidden), W = to_dev(&d, dt, zt_shape2(Vp, C), w);
+    zt_tensor Targets = ids_to_dev(&d, zt_shape1(N), targets);
+    zt_tensor Dh = dev_new(&d, dt, zt_shape2(N, C)), Dw = dev_new(&d, dt, zt_shape2(Vp, C));
+    upload(&d, Dh, dh0);
+    upload(&d, Dw, dw0);
+    double *losses = dbuf(N), *dh = dcopy(dh0, N * C), *dw = dcopy(dw0, Vp * C);
+    ref_output_loss(losses, dh, dw, hidden, w, targets, dloss, N, C, Vp, vocab, CE_IGNORE);
+    /* logits are rounded to the buffer's dtype before the loss: bf16 logits make bf16-sized losses */
+    double tol = tol_for(dt);
+    static const int64_t rows[3] = {13, 5, 1};
+    void *first_losses = NULL, *first_dh = NULL;
+    for (int i = 0; i < 3; i++) {
+        const char *cfg = label("output_loss %s N %lld C %lld Vp %lld vocab %lld logits_buf rows %lld",
+                                dt_name(dt), (long long)N, (long long)C, (long long)Vp, (long long)vocab,
+                                (long long)rows[i]);
+        zt_tensor Buf = dev_new(&d, dt, zt_shape2(rows[i], Vp));
+        zt_tensor Losses = dev_new(&d, ZT_F32, zt_shape1(N)), Losses_fwd = dev_new(&d, ZT_F32, zt_shape1(N));
+        zt_output_loss(d.s, Losses_fwd, NULL, NULL, Hidden, W, Targets, Buf, vocab, CE_IGNORE, (float)dl1);
+        upload(&d, Dh, dcopy(dh0, N * C));
+        upload(&d, Dw, dcopy(dw0, Vp * C));
+        zt_output_loss(d.s, Losses, &Dh, &Dw, Hidden, W, Targets, Buf, vocab, CE_IGNORE, (float)dl1);
+        double *got_dw = download(&d, Dw);
+        EXPECT_CLOSE(label("%s: losses", cfg), download(&d, Losses), losses, N, tol);
+        EXPECT_CLOSE(label("%s: dhidden = prefill + grad", cfg), download(&d, Dh), dh, N * C, tol);
+        EXPECT_CLOSE(label("%s: dweight = prefill + grad", cfg), got_dw, dw, Vp * C, tol);
+        EXPECT_EXACT(label("%s: dweight padding rows keep their prefill", cfg), got_dw + vocab * C,
+                     dw0 + vocab * C, (Vp - vocab) * C);
+        void *l = download_raw(&d, Losses), *lf = download_raw(&d, Losses_fwd), *h = download_raw(&d, Dh);
+        CHECK_MSG(memcmp(l, lf, (size_t)N * 4) == 0, "%s: losses differ between forward-only and backward",
+                  cfg);
+        if (!first_losses) first_losses = l, first_dh = h;
+        CHECK_MSG(memcmp(l, first_losses, (size_t)N * 4) == 0,
+                  "%s: losses differ from those with logits_buf rows 13", cfg);
+        CHECK_MSG(memcmp(h, first_dh, zt_nbytes(Dh)) == 0,
+                  "%s: dhidden differs from that with logits_buf rows 13", cfg);
+    }
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_output_loss_f32) { check_output_loss(ZT_F32); }
+TEST(ops_output_loss_bf16) { check_output_loss(ZT_BF16); }
+TEST(ops_output_loss_f16) { check_output_loss(ZT_F16); }
+
+/* AdamW: four steps (1, 2, 3, then 1000, where bias correction has faded), each against the double
+   formula from the kernel's own state before it; tiny gradients, where eps is as large as sqrt(v) and
+   its place in the formula matters; and the L2 (torch.optim.Adam) form of weight decay. */
+#define TOL_ADAMW 1e-6 /* a step moves a parameter by ~lr = 1e-3; f32 keeps it to ~1e-7 of the scale */
+static void adamw_case(cpu_dev *d, rng *r, zt_dtype grad_dt, zt_dtype p16_dt, double gmag, int l2,
+                       const char *name) {
+    const int64_t n = 20011;
+    zt_adamw_params p = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+                         .grad_scale = 0.5f};
+    p.l2 = l2;
+    double *master = drand(r, n, -1, 1), *m = drand(r, n, -gmag, gmag), *v = dbuf(n);
+    for (int64_t i = 0; i < n; i++) v[i] = m[i] * m[i] * rng_range(r, 0.5, 2);
+    zt_tensor Master = to_dev(d, ZT_F32, zt_shape1(n), master), M = to_dev(d, ZT_F32, zt_shape1(n), m);
+    zt_tensor V = to_dev(d, ZT_F32, zt_shape1(n), v), P16 = dev_new(d, p16_dt, zt_shape1(n));
+    static const int64_t steps[4] = {1, 2, 3, 1000};
+    for (int si = 0; si < 4; si++) {
+        p.step = steps[si];
+        const char *cfg = label("adamw %s%s grads %s param16 %s step %lld", name, l2 ? " l2" : "",
+                                dt_name(grad_dt), dt_name(p16_dt), (long long)p.step);
+        double *grad = drand(r, n, -gmag, gmag);
+        zt_tensor G = to_dev(d, grad_dt, zt_shape1(n), grad);
+        double *pe = download(d, Master), *me = download(d, M), *ve = download(d, V);
+        zt_adamw(d->s, Master, M, V, G, &P16, p);
+        ref_adamw(pe, me, ve, grad, n, p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.grad_scale, p.step,
+                  p.l2);
+        double *pg = download(d, Master);
+        EXPECT_CLOSE(label("%s: master", cfg), pg, pe, n, TOL_ADAMW);
+        EXPECT_CLOSE(label("%s: m", cfg), download(d, M), me, n, TOL_F32);
+        EXPECT_CLOSE(label("%s: v", cfg), download(d, V), ve, n, TOL_F32);
+        for (int64_t i = 0; i < n; i++) pg[i] = round_to(p16_dt, pg[i]);
+        EXPECT_EXACT(label("%s: param16 = master rounded", cfg), download(d, P16), pg, n);
+    }
+}
+TEST(ops_adamw) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {210};
+    adamw_case(&d, &r, ZT_F32, ZT_BF16, 0.1, 0, "ordinary gradients");
+    adamw_case(&d, &r, ZT_BF16, ZT_BF16, 0.1, 0, "ordinary gradients");
+    adamw_case(&d, &r, ZT_F32, ZT_F16, 0.1, 0, "ordinary gradients");
+    adamw_case(&d, &r, ZT_F32, ZT_BF16, 2e-8, 0, "tiny gradients (eps ~ sqrt(v))");
+    adamw_case(&d, &r, ZT_F32, ZT_BF16, 0.1, 1, "ordinary gradients");
+    cpu_close(&d);
+    bufs_free();
+}
+
+/* sumsq: a double sum rounded once to f32, so within one f32 rounding of the exact value */
+#define TOL_SUMSQ 0x1p-23
+TEST(ops_sumsq) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {220};
+    static const int64_t sizes[4] = {1, 7, 4099, 300007};
+    for (int dti = 0; dti < 2; dti++)
+        for (int i = 0; i < 4; i++) {
+            zt_dtype dt = dti ? ZT_BF16 : ZT_F32;
+            int64_t n = sizes[i];
+            double *x = drand(&r, n, -2, 2), out = 123;
+            zt_tensor X = to_dev(&d, dt, zt_shape1(n), x), Out = to_dev(&d, ZT_F32, zt_shape1(1), &out);
+            zt_sumsq(d.s, Out, X);
+            double want = ref_sumsq(x, n);
+            EXPECT_CLOSE(label("sumsq %s n %lld: out (written, not accumulated)", dt_name(dt), (long long)n),
+                         download(&d, Out), &want, 1, TOL_SUMSQ);
+        }
+    cpu_close(&d);
+    bufs_free();
+}
+
+/* add, scale, fill: f32 arithmetic rounded once to the output dtype, so exact */
+static void check_elementwise(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {230};
+    const int64_t n = 20011;
+    double *a = drand(&r, n, -3, 3), *b = drand(&r, n, -3, 3), *want = dbuf(n);
+    zt_tensor A = to_dev(&d, dt, zt_shape1(n), a), B = to_dev(&d, dt, zt_shape1(n), b);
+    for (int64_t i = 0; i < n; i++) want[i] = round_to(dt, (double)((float)a[i] + (float)b[i]));
+    zt_tensor Out = dev_new(&d, dt, zt_shape1(n));
+    zt_add(d.s, Out, A, B);
+    EXPECT_EXACT(label("add %s: out", dt_name(dt)), download(&d, Out), want, n);
+    zt_tensor A2 = to_dev(&d, dt, zt_shape1(n), dcopy(a, n)), B2 = to_dev(&d, dt, zt_shape1(n), dcopy(b, n));
+    zt_add(d.s, A2, A2, B);
+    zt_add(d.s, B2, A, B2);
+    EXPECT_EXACT(label("add %s: out aliasing a", dt_name(dt)), download(&d, A2), want, n);
+    EXPECT_EXACT(label("add %s: out aliasing b", dt_name(dt)), download(&d, B2), want, n);
+
+    zt_scale(d.s, A, 0.3f);
+    for (int64_t i = 0; i < n; i++) want[i] = round_to(dt, (double)((float)a[i] * 0.3f));
+    EXPECT_EXACT(label("scale %s by 0.3: t", dt_name(dt)), download(&d, A), want, n);
+
+    zt_fill(d.s, B, 0.1f);
+    for (int64_t i = 0; i < n; i++) want[i] = round_to(dt, 0.1f);
+    EXPECT_EXACT(label("fill %s with 0.1: t", dt_name(dt)), download(&d, B), want, n);
+    zt_fill(d.s, zt_slice(zt_view(B, 0, zt_shape2(7, 143)), 2, 3), -2.5f); /* rows 2..4 of a view */
+    for (int64_t i = 2 * 143; i < 5 * 143; i++) want[i] = -2.5;
+    EXPECT_EXACT(label("fill %s of a slice: t", dt_name(dt)), download(&d, B), want, n);
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_add_scale_fill_f32) { check_elementwise(ZT_F32); }
+TEST(ops_add_scale_fill_bf16) { check_elementwise(ZT_BF16); }
+TEST(ops_add_scale_fill_f16) { check_elementwise(ZT_F16); }
+
+/* cast between every pair of float dtypes, on edge values (ties, subnormals, overflow, inf, NaN) and
+   random ones, against this file's own round-to-nearest-even conversions */
+TEST(ops_cast) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {240};
+    static const double edges[] = {0.0, -0.0, 1.0, -1.5, 1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 1.0 + 0x1p-11,
+                                   1.0 + 3 * 0x1p-11, 65504.0, 65519.0, 65520.0, -1e6, 3.0e38, 1e-40,
+                                   0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-14, 0x1.ff8p-15, 6e-5, INFINITY,
+                                   -INFINITY, NAN};
+    const int64_t ne = (int64_t)(sizeof edges / sizeof edges[0]), n = ne + 500;
+    double *x = dbuf(n);
+    for (int64_t i = 0; i < ne; i++) x[i] = edges[i];
+    for (int64_t i = ne; i < n; i++) x[i] = rng_range(&r, -1, 1) * pow(2.0, rng_range(&r, -30, 20));
+    static const zt_dtype dts[3] = {ZT_F32, ZT_BF16, ZT_F16};
+    for (int si = 0; si < 3; si++)
+        for (int di = 0; di < 3; di++) {
+            double *src = dcopy(x, n), *want = dbuf(n);
+            zt_tensor S = to_dev(&d, dts[si], zt_shape1(n), src), D = dev_new(&d, dts[di], zt_shape1(n));
+            zt_cast(d.s, D, S);
+            for (int64_t i = 0; i < n; i++) want[i] = round_to(dts[di], src[i]);
+            double *got = download(&d, D);
+            EXPECT_EXACT(label("cast %s -> %s", dt_name(dts[si]), dt_name(dts[di])), got, want, n);
+            for (int64_t i = 0; i < n; i++) /* -0 and +0 compare equal above; their bits must not */
+                if (want[i] == 0 && signbit(want[i]) != signbit(got[i])) {
+                    zt_test_fail(__FILE__, __LINE__, "cast %s -> %s: [%lld] sign of zero lost",
+                                 dt_name(dts[si]), dt_name(dts[di]), (long long)i);
+                    break;
+                }
+        }
+    cpu_close(&d);
+    bufs_free();
+}
+
+/* copy: host -> device -> device -> host keeps bits; into and out of views at an offset */
+TEST(ops_copy) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {250};
+    const int64_t n = 257;
+    uint16_t *bits = (uint16_t *)buf_alloc(2 * (size_t)n), *back = (uint16_t *)buf_alloc(2 * (size_t)n);
+    for (int64_t i = 0; i < n; i++) bits[i] = (uint16_t)rng_next(&r); /* NaN payloads included */
+    zt_tensor A = dev_new(&d, ZT_BF16, zt_shape1(n)), B = dev_new(&d, ZT_BF16, zt_shape1(n));
+    zt_copy(d.s, A, zt_tensor_make(bits, ZT_BF16, ZT_HOST, zt_shape1(n)));
+    zt_copy(d.s, B, A);
+    zt_copy(d.s, zt_tensor_make(back, ZT_BF16, ZT_HOST, zt_shape1(n)), B);
+    zt_stream_sync(d.s);
+    CHECK_MSG(memcmp(bits, back, 2 * (size_t)n) == 0,
+              "copy bf16 host -> device -> device -> host changed bits");
+
+    double *x = drand(&r, 60, -1, 1), *want = dcopy(x, 60);
+    zt_tensor X = to_dev(&d, ZT_F32, zt_shape2(10, 6), x);
+    for (int64_t i = 0; i < 60; i++) want[i] = x[i];
+    zt_copy(d.s, zt_slice(X, 7, 2), zt_slice(X, 1, 2)); /* rows 1,2 -> rows 7,8 */
+    memcpy(want + 42, x + 6, 12 * sizeof(double));
+    zt_copy(d.s, zt_view(X, 5, zt_shape1(3)), zt_view(X, 50, zt_shape1(3)));
+    memcpy(want + 5, want + 50, 3 * sizeof(double)); /* rows 7,8 hold the copy now */
+    EXPECT_EXACT("copy between slices and views of one tensor", download(&d, X), want, 60);
+    cpu_close(&d);
+    bufs_free();
+}
