@@ -301,6 +301,7 @@ ZT_API void zt_scale(zt_stream *s, zt_tensor t, float alpha);   /* t *= alpha */
 ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b);
 
 /* General matrix product: c (M,N) = alpha * op(a) @ op(b) + beta * c + bias, op(x) = x or x^T.
+   With beta == 0, c is never read (it may hold anything, NaN included).
    a is (M,K), or (K,M) with trans_a; b is (K,N), or (N,K) with trans_b; bias (N) is optional.
    Batched when a, b and c are all 3-D: dimension 0 is the batch, and a or b may have batch 1. */
 ZT_API void zt_gemm(zt_stream *s, zt_tensor c, zt_tensor a, zt_tensor b, int trans_a, int trans_b,
@@ -346,7 +347,8 @@ ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_
 
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
-   transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq). */
+   transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq). Backward adds the
+   rotated-back dout into dinp, so dinp must not alias dout. */
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta);
 ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta);
 
@@ -375,8 +377,9 @@ ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhid
                            float dloss);
 
 /* AdamW (decoupled weight decay, PyTorch's formula). master, m, v (n) f32; grad (n) any float dtype,
-   multiplied by grad_scale first (loss-scale unscaling and clipping); param16, optional, receives the
-   updated master rounded to its dtype. step counts from 1. */
+   multiplied by grad_scale first (loss-scale unscaling and clipping; with l2, the decay term is added
+   after that); param16, optional, receives the updated master rounded to its dtype. step counts from 1.
+   Initialise the parameters with designated fields or memset: more may be added. */
 typedef struct zt_adamw_params {
     float lr, beta1, beta2, eps, weight_decay, grad_scale;
     int64_t step;
@@ -442,7 +445,7 @@ typedef struct zt_batch {
     float dloss;        /* d(total loss) / d(each token's loss), loss scale included */
     int ignore_index;
     int64_t logits_at;  /* evaluation: the last block also writes the logits of token logits_at ... */
-    zt_tensor logits;   /* ... here, (Vp) f32, for sampling; logits_at < 0: none */
+    zt_tensor logits;   /* ... here, (Vp) f32, Vp = vocab rounded up to 128; logits_at < 0: none */
 } zt_batch;
 
 typedef struct zt_block_ctx {
@@ -569,10 +572,12 @@ ZT_API void zt_memory_report(zt_engine *e, const char *label); /* DeepSpeed's se
 ZT_API const zt_options *zt_engine_options(const zt_engine *e);
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e); /* NULL for custom models */
 ZT_API int64_t zt_engine_param_count(const zt_engine *e);
-/* A parameter (or its gradient) by name, copied to or from host f32 memory, unpadded. */
+/* A parameter by name, copied to or from host f32 memory (vocabulary rows unpadded); with grad, the
+   gradient of the mean loss over the tokens accumulated since the last zt_step. */
 ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad);
 ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host, int64_t n);
 ZT_API int zt_param_count(const zt_engine *e);
+/* name and host shape (vocabulary unpadded) of parameter i; NULL for empty slots and tied uses */
 ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
 
 ZT_EXTERN_C_END
@@ -1894,6 +1899,52 @@ static int zt__json_eq(const zt__json *j, int t, const char *s) {
     return (int)strlen(s) == n && memcmp(j->text + j->tok[t].start, s, (size_t)n) == 0;
 }
 
+/* where token t's text begins and ends, quotes included */
+static int zt__json_begin(const zt__json *j, int t) { return j->tok[t].start - (j->tok[t].type == JSMN_STRING); }
+static int zt__json_end(const zt__json *j, int t) { return j->tok[t].end + (j->tok[t].type == JSMN_STRING); }
+
+/* text[from, to) must be whitespace around exactly one `sep` (or only whitespace when sep is 0) */
+static zt_result zt__json_gap(const zt__json *j, int from, int to, char sep, const char *what) {
+    int seen = 0;
+    for (int i = from; i < to; i++) {
+        char c = j->text[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+        if (sep && c == sep && !seen) {
+            seen = 1;
+            continue;
+        }
+        return zt__json_error(j, i, what);
+    }
+    if (sep && !seen) return zt__json_error(j, to, what);
+    return ZT_OK;
+}
+
+/* jsmn accepts `{"a": 1,}`, `[1,]` and some missing separators: check the text between tokens */
+static zt_result zt__json_check_separators(const zt__json *j) {
+    for (int t = 0; t < j->n; t++) {
+        const jsmntok_t *k = &j->tok[t];
+        if (k->type != JSMN_OBJECT && k->type != JSMN_ARRAY) continue;
+        int obj = k->type == JSMN_OBJECT, at = k->start + 1, child = t + 1;
+        zt_result r;
+        for (int i = 0; i < k->size; i++) {
+            if (i > 0 && (r = zt__json_gap(j, at, zt__json_begin(j, child), ',', "expected a comma")) != ZT_OK) return r;
+            if (i == 0 && (r = zt__json_gap(j, at, zt__json_begin(j, child), 0, "unexpected character")) != ZT_OK) return r;
+            if (obj) {
+                if (j->tok[child].type != JSMN_STRING) return zt__json_error(j, j->tok[child].start, "keys must be strings");
+                int value = child + 1;
+                if ((r = zt__json_gap(j, zt__json_end(j, child), zt__json_begin(j, value), ':', "expected a colon")) != ZT_OK)
+                    return r;
+                child = value;
+            }
+            at = zt__json_end(j, child);
+            child = zt__json_skip(j, child);
+        }
+        if ((r = zt__json_gap(j, at, k->end - 1, 0, k->size ? "a comma before the closing bracket, or junk" : "unexpected character")) != ZT_OK)
+            return r;
+    }
+    return ZT_OK;
+}
+
 static zt_result zt__json_check(const zt__json *j) {
     for (int t = 0; t < j->n; t++) {
         const jsmntok_t *k = &j->tok[t];
@@ -1931,7 +1982,7 @@ static zt_result zt__json_check(const zt__json *j) {
                         char msg[160];
                         snprintf(msg, sizeof msg, "duplicate key \"%.*s\"", kn < 100 ? kn : 100,
                                  j->text + j->tok[key].start);
-                        return zt__json_error(j, j->tok[other].start, msg);
+                        return zt__json_error(j, zt__json_begin(j, other), msg);
                     }
                 }
                 key = zt__json_skip(j, key + 1);
@@ -1956,11 +2007,14 @@ static zt_result zt__json_parse(zt__json *j, zt_arena *a, const char *file, cons
     if (n == 0) return zt__json_error(j, 0, "empty file");
     j->tok = ZT_PUSH(a, jsmntok_t, n);
     jsmn_init(&p);
-    j->n = jsmn_parse(&p, text, len, j->tok, (unsigned)n);
-    ZT_ASSERT(j->n == n);
+    j->n = jsmn_parse(&p, text, len, j->tok, (unsigned)n); /* counting does not check nesting: this does */
+    if (j->n < 0)
+        return zt__json_error(j, (int)p.pos, j->n == JSMN_ERROR_PART ? "unexpected end of file" : "invalid character");
     if (j->tok[0].type != JSMN_OBJECT) return zt__json_error(j, j->tok[0].start, "the file must hold one object");
     for (int i = j->tok[0].end; i < j->len; i++)
         if (!strchr(" \t\r\n", text[i])) return zt__json_error(j, i, "text after the end of the object");
+    zt_result r = zt__json_check_separators(j);
+    if (r != ZT_OK) return r;
     return zt__json_check(j);
 }
 
@@ -1981,8 +2035,11 @@ static int zt__json_is_null(const zt__json *j, int t) {
 
 static zt_result zt__json_type_error(const zt__json *j, int t, const char *key, const char *expected) {
     int n = j->tok[t].end - j->tok[t].start;
-    return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be %s, found %.*s%s", j->file, key, expected,
-                   n < 60 ? n : 60, j->text + j->tok[t].start, n < 60 ? "" : "...");
+    const char *q = j->tok[t].type == JSMN_STRING ? "\"" : "";
+    const char *what = j->tok[t].type == JSMN_OBJECT ? "an object" : j->tok[t].type == JSMN_ARRAY ? "an array" : NULL;
+    if (what) return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be %s, found %s", j->file, key, expected, what);
+    return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be %s, found %s%.*s%s%s", j->file, key, expected, q,
+                   n < 60 ? n : 60, j->text + j->tok[t].start, n < 60 ? "" : "...", q);
 }
 
 /* a number (integers included); t < 0 leaves *out as it is */
@@ -2002,9 +2059,9 @@ static zt_result zt__json_number(const zt__json *j, int t, const char *key, doub
 static zt_result zt__json_int(const zt__json *j, int t, const char *key, int64_t *out) {
     double v = 0;
     if (t < 0) return ZT_OK;
-    zt_result r = zt__json_number(j, t, key, &v);
-    if (r != ZT_OK) return r;
-    if (v != floor(v) || fabs(v) > 9007199254740992.0) return zt__json_type_error(j, t, key, "an integer");
+    if (j->tok[t].type != JSMN_PRIMITIVE || zt__json_number(j, t, key, &v) != ZT_OK || v != floor(v) ||
+        fabs(v) > 9007199254740992.0)
+        return zt__json_type_error(j, t, key, "an integer");
     *out = (int64_t)v;
     return ZT_OK;
 }
@@ -2950,7 +3007,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.pos = zt__dev(dev, ZT_I32, bt, buf);
     e->full.starts = zt__none();
     e->full.losses = zt__dev(dev, ZT_F32, bt, buf);
-    e->full.logits = zt__dev(dev, ZT_F32, zt_shape1(e->has_cfg ? e->cfg.vocab_padded : e->vocab), buf);
+    e->full.logits = zt__dev(dev, ZT_F32, zt_shape1(ZT__CDIV(e->vocab, 128) * 128), buf);
     e->full.B = e->B;
     e->full.T = e->T;
     e->full.ignore_index = e->opt.ignore_index;
@@ -3122,14 +3179,22 @@ static float zt__init_value(const zt_engine *e, int p, int64_t i) {
     return (float)(pr->std * sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2));
 }
 
-/* parameter p from host f32 values (NULL: its initial values), through the pinned staging */
+/* elements of parameter p as the host sees it: without the padded vocabulary rows */
+static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p) {
+    int64_t n = zt__numel_of(p->shape);
+    return p->flags & ZT_PARAM_VOCAB ? n / p->shape.d[0] * e->vocab : n;
+}
+
+/* parameter p from host f32 values (NULL: its initial values), through the pinned staging; padded
+   vocabulary rows become zero */
 static void zt__param_write(zt_engine *e, int p, const float *host) {
     const zt__param *pr = &e->params[p];
     const zt__group *g = &e->groups[pr->block];
-    int64_t n = zt__numel_of(pr->shape);
+    int64_t n = zt__numel_of(pr->shape), nh = zt__param_host_numel(e, pr);
     for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
         int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
-        for (int64_t i = 0; i < k; i++) e->h_stage[i] = host ? host[i0 + i] : zt__init_value(e, p, i0 + i);
+        for (int64_t i = 0; i < k; i++)
+            e->h_stage[i] = !host ? zt__init_value(e, p, i0 + i) : i0 + i < nh ? host[i0 + i] : 0.0f;
         zt_tensor h = zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k));
         zt_tensor w = zt_view(g->w, pr->offset + i0, zt_shape1(k));
         if (zt__present(g->master)) {
@@ -3152,14 +3217,17 @@ static int zt__find_param(const zt_engine *e, const char *name) {
 ZT_API int zt_param_count(const zt_engine *e) { return e->n_params; }
 ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape) {
     if (i < 0 || i >= e->n_params || e->params[i].tied >= 0) return NULL;
-    if (shape) *shape = e->params[i].shape;
+    if (shape) {
+        *shape = e->params[i].shape;
+        if (e->params[i].flags & ZT_PARAM_VOCAB) shape->d[0] = e->vocab;
+    }
     return e->params[i].name;
 }
 
 static zt_result zt__param_lookup(zt_engine *e, const char *name, int64_t n, int *out) {
     int p = zt__find_param(e, name);
     if (p < 0) return zt_fail(ZT_ERROR_INVALID, "the model has no parameter named \"%s\"", name);
-    int64_t want = zt__numel_of(e->params[p].shape);
+    int64_t want = zt__param_host_numel(e, &e->params[p]);
     if (n != want)
         return zt_fail(ZT_ERROR_INVALID, "parameter \"%s\" has %lld elements, %lld were given", name, (long long)want,
                        (long long)n);
@@ -3172,6 +3240,11 @@ ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host,
     zt_result r = zt__param_lookup(e, name, n, &p);
     if (r == ZT_OK) zt__param_write(e, p, host);
     return r;
+}
+
+/* accumulated gradients hold sum(loss_scale / (B*T) * d token loss); this brings them to the mean */
+static double zt__to_mean(const zt_engine *e) {
+    return e->tokens_in_step ? (double)(e->B * e->T) / ((double)e->loss_scale * (double)e->tokens_in_step) : 0.0;
 }
 
 ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad) {
@@ -3190,6 +3263,8 @@ ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64
         if (part.dtype != ZT_F32) { /* widen in place, from the end so nothing is overwritten early */
             for (int64_t i = k - 1; i >= 0; i--) e->h_stage[i] = (float)zt__load(e->h_stage, part.dtype, i);
         }
+        if (grad) /* the accumulated sums, as the gradient of the mean loss over the tokens so far */
+            for (int64_t i = 0; i < k; i++) e->h_stage[i] = (float)(e->h_stage[i] * zt__to_mean(e));
         memcpy(host + i0, e->h_stage, (size_t)k * sizeof(float));
     }
     return ZT_OK;
@@ -3442,8 +3517,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
     info.loss_scale = e->loss_scale;
-    /* gradients hold sum(loss_scale / (B*T) * d token loss): bring them to the mean over the step's tokens */
-    double to_mean = e->tokens_in_step ? (double)(e->B * e->T) / ((double)e->loss_scale * (double)e->tokens_in_step) : 0.0;
+    double to_mean = zt__to_mean(e);
     /* the global norm: one partial per group, combined in group order */
     for (int b = 0; b < e->n_blocks; b++) {
         const zt__group *g = &e->groups[b];

@@ -1,0 +1,390 @@
+/* tests/test_engine.c - the engine: token weighting across micro-batches, activation checkpointing,
+   gradients against finite differences, a custom block, learning, and errors in configs and flags. */
+#include "test.h"
+
+static const char *GPT2_JSON =
+    "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 32,"
+    " \"vocab_size\": 61, \"resid_pdrop\": 0.0}";
+static const char *LLAMA_JSON =
+    "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 48,"
+    " \"max_position_embeddings\": 32, \"vocab_size\": 61, \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": true}";
+
+static zt_model_config config_of(const char *json) {
+    zt_model_config c;
+    zt_result r = zt_model_config_parse(&c, json, strlen(json), "test config");
+    if (r != ZT_OK) zt_fatal("%s", zt_last_error());
+    return c;
+}
+
+static zt_options small_options(int64_t micro, int64_t T) {
+    zt_options o = zt_options_default();
+    o.micro_batch = micro;
+    o.seq_len = T;
+    o.threads = 2;
+    o.lr = 1e-3f;
+    o.max_steps = 100;
+    o.schedule = ZT_SCHED_CONSTANT;
+    o.weight_decay = 0.1f;
+    return o;
+}
+
+static zt_engine *engine_for(const zt_model_config *c, const zt_options *o) {
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = c;
+    zt_engine *e = NULL;
+    if (zt_init_options(&e, &spec, o) != ZT_OK) zt_fatal("%s", zt_last_error());
+    return e;
+}
+
+static void fill_tokens(int32_t *tok, int64_t n, uint32_t seed, int vocab) {
+    for (int64_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        tok[i] = (int32_t)((seed >> 8) % (uint32_t)vocab);
+    }
+}
+
+/* all parameters of an engine, concatenated */
+static int64_t read_params(zt_engine *e, float *out, int grad) {
+    int64_t n = 0;
+    for (int i = 0; i < zt_param_count(e); i++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, i, &s);
+        if (!name) continue;
+        int64_t k = 1;
+        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
+        if (out && zt_param_get(e, name, out + n, k, grad) != ZT_OK) zt_fatal("%s", zt_last_error());
+        n += k;
+    }
+    return n;
+}
+
+/* 4 rows in one micro-batch or in four: the same step, because gradients are weighted by tokens */
+TEST(engine_token_weighting_across_micro_batches) {
+    zt_model_config c = config_of(GPT2_JSON);
+    enum { T = 16 };
+    int32_t tok[4 * T];
+    uint8_t mask[4 * T];
+    fill_tokens(tok, 4 * T, 7, 61);
+    for (int i = 0; i < 4 * T; i++) mask[i] = (uint8_t)((i / T) == 2 ? i % T < 3 : 1); /* row 2: 3 tokens */
+    zt_options o1 = small_options(4, T), o4 = small_options(1, T);
+    zt_engine *one = engine_for(&c, &o1), *four = engine_for(&c, &o4);
+    float l1 = zt_forward_backward(one, tok, NULL, mask, 4);
+    double sum = 0;
+    for (int r = 0; r < 4; r++) sum += zt_forward_backward(four, tok + r * T, NULL, mask + r * T, 1);
+    (void)sum;
+    int64_t n = read_params(one, NULL, 0);
+    float *g1 = (float *)malloc((size_t)n * 4), *g4 = (float *)malloc((size_t)n * 4);
+    read_params(one, g1, 1);
+    read_params(four, g4, 1);
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)g1[i] - g4[i]));
+        scale = fmax(scale, fabs((double)g1[i]));
+    }
+    zt_step_info s1 = zt_step(one), s4 = zt_step(four);
+    CHECK_NEAR(s1.loss, l1, 1e-6);
+    CHECK_NEAR(s4.loss, s1.loss, 1e-5); /* token-weighted means of the same tokens */
+    CHECK_EQ_INT(s1.tokens, s4.tokens);
+    CHECK_NEAR(s4.grad_norm, s1.grad_norm, 1e-5 * s1.grad_norm);
+    read_params(one, g1, 0);
+    read_params(four, g4, 0);
+    double pw = 0;
+    for (int64_t i = 0; i < n; i++) pw = fmax(pw, fabs((double)g1[i] - g4[i]));
+    free(g1);
+    free(g4);
+    zt_shutdown(one);
+    zt_shutdown(four);
+    /* f32 sums in another order: differences of a few ulps of the largest gradient */
+    CHECK_MSG(worst <= 1e-5 * scale, "gradients differ by %g (largest %g)", worst, scale);
+    CHECK_MSG(pw <= 1e-6, "parameters after one step differ by %g", pw);
+}
+
+/* recomputing each block in backward changes memory, never results */
+static void checkpointing_is_bitwise(const char *json, zt_precision prec) {
+    zt_model_config c = config_of(json);
+    enum { T = 16, B = 2 };
+    zt_options a = small_options(B, T), b = small_options(B, T);
+    a.precision = b.precision = prec;
+    b.gradient_checkpointing = 1;
+    zt_engine *plain = engine_for(&c, &a), *ckpt = engine_for(&c, &b);
+    int32_t tok[B * T];
+    for (int step = 0; step < 3; step++) {
+        fill_tokens(tok, B * T, (uint32_t)step + 1, 61);
+        float la = zt_forward_backward(plain, tok, NULL, NULL, B), lb = zt_forward_backward(ckpt, tok, NULL, NULL, B);
+        CHECK(memcmp(&la, &lb, 4) == 0);
+        zt_step(plain);
+        zt_step(ckpt);
+    }
+    int64_t n = read_params(plain, NULL, 0);
+    float *pa = (float *)malloc((size_t)n * 4), *pb = (float *)malloc((size_t)n * 4);
+    read_params(plain, pa, 0);
+    read_params(ckpt, pb, 0);
+    int same = memcmp(pa, pb, (size_t)n * 4) == 0;
+    free(pa);
+    free(pb);
+    zt_shutdown(plain);
+    zt_shutdown(ckpt);
+    CHECK_MSG(same, "parameters differ with activation checkpointing");
+}
+
+TEST(engine_checkpointing_is_bitwise_gpt2) { checkpointing_is_bitwise(GPT2_JSON, ZT_PRECISION_FP32); }
+TEST(engine_checkpointing_is_bitwise_llama_bf16) { checkpointing_is_bitwise(LLAMA_JSON, ZT_PRECISION_BF16); }
+
+/* the engine's gradient of the mean loss against central differences of zt_eval, in fp32 */
+static void gradients_match_differences(const char *json) {
+    zt_model_config c = config_of(json);
+    enum { T = 8, B = 2 };
+    zt_options o = small_options(B, T);
+    zt_engine *e = engine_for(&c, &o);
+    int32_t tok[B * T];
+    fill_tokens(tok, B * T, 99, 61);
+    zt_forward_backward(e, tok, NULL, NULL, B);
+    int checked = 0;
+    for (int i = 0; i < zt_param_count(e); i++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, i, &s);
+        if (!name) continue;
+        int64_t k = 1;
+        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
+        float *w = (float *)malloc((size_t)k * 4), *g = (float *)malloc((size_t)k * 4);
+        CHECK(zt_param_get(e, name, w, k, 0) == ZT_OK);
+        CHECK(zt_param_get(e, name, g, k, 1) == ZT_OK);
+        /* the element with the largest gradient, and one more */
+        int64_t big = 0;
+        for (int64_t j = 1; j < k; j++) if (fabsf(g[j]) > fabsf(g[big])) big = j;
+        int64_t picks[2] = {big, (big * 7 + 3) % k};
+        for (int q = 0; q < 2; q++) {
+            int64_t j = picks[q];
+            float keep = w[j], h = 1e-2f;
+            w[j] = keep + h;
+            zt_param_set(e, name, w, k);
+            float lp = zt_eval(e, tok, NULL, NULL, B, NULL, NULL);
+            w[j] = keep - h;
+            zt_param_set(e, name, w, k);
+            float lm = zt_eval(e, tok, NULL, NULL, B, NULL, NULL);
+            w[j] = keep;
+            zt_param_set(e, name, w, k);
+            double fd = ((double)lp - lm) / (2.0 * h);
+            /* f32 losses differenced over 2h: about 1e-7 / 2e-2 of noise, plus curvature */
+            CHECK_MSG(fabs(fd - g[j]) <= 2e-4 + 3e-2 * fabs(g[j]), "%s[%lld]: gradient %g, differences %g", name,
+                      (long long)j, (double)g[j], fd);
+            checked++;
+        }
+        free(w);
+        free(g);
+    }
+    zt_shutdown(e);
+    CHECK(checked > 20);
+}
+
+TEST(engine_gradients_match_finite_differences_gpt2) { gradients_match_differences(GPT2_JSON); }
+TEST(engine_gradients_match_finite_differences_llama) { gradients_match_differences(LLAMA_JSON); }
+
+/* ---- a block of the user's own, between the built-in embedding and head ---- */
+
+typedef struct mlp_config { int64_t C, H; } mlp_config;
+typedef struct mlp_saved { zt_tensor h, a; } mlp_saved;
+enum { MLP_W1, MLP_B1, MLP_W2 };
+
+static void mlp_declare(zt_block_def *def, const void *config) {
+    const mlp_config *c = (const mlp_config *)config;
+    char name[64];
+    snprintf(name, sizeof name, "mlp%d.fc1.weight", zt_block_def_index(def));
+    zt_block_param(def, name, zt_shape2(c->H, c->C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
+    snprintf(name, sizeof name, "mlp%d.fc1.bias", zt_block_def_index(def));
+    zt_block_param(def, name, zt_shape1(c->H), 0, ZT_INIT_ZEROS, 0);
+    snprintf(name, sizeof name, "mlp%d.fc2.weight", zt_block_def_index(def));
+    zt_block_param(def, name, zt_shape2(c->C, c->H), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
+}
+
+/* out = inp + fc2(gelu(fc1(inp))) */
+static void mlp_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    const mlp_config *c = (const mlp_config *)ctx->config;
+    mlp_saved *sv = (mlp_saved *)ctx->saved;
+    int64_t N = zt_rows(inp);
+    sv->h = zt_block_keep(ctx, ctx->act, zt_shape2(N, c->H));
+    sv->a = zt_block_keep(ctx, ctx->act, zt_shape2(N, c->H));
+    zt_matmul_forward(ctx->stream, sv->h, inp, ctx->param[MLP_W1], &ctx->param[MLP_B1]);
+    zt_gelu_forward(ctx->stream, sv->a, sv->h);
+    zt_tensor y = zt_block_temp(ctx, ctx->act, zt_shape2(N, c->C));
+    zt_matmul_forward(ctx->stream, y, sv->a, ctx->param[MLP_W2], NULL);
+    zt_add(ctx->stream, out, inp, y);
+}
+
+static void mlp_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    const mlp_config *c = (const mlp_config *)ctx->config;
+    mlp_saved *sv = (mlp_saved *)ctx->saved;
+    int64_t N = zt_rows(inp);
+    zt_tensor da = zt_block_temp(ctx, ctx->act, zt_shape2(N, c->H)), dh = zt_block_temp(ctx, ctx->act, zt_shape2(N, c->H));
+    zt_fill(ctx->stream, da, 0.0f);
+    zt_fill(ctx->stream, dh, 0.0f);
+    zt_matmul_backward(ctx->stream, &da, &ctx->grad[MLP_W2], NULL, dout, sv->a, ctx->param[MLP_W2]);
+    zt_gelu_backward(ctx->stream, dh, da, sv->h);
+    zt_add(ctx->stream, dinp, dinp, dout); /* the residual path */
+    zt_matmul_backward(ctx->stream, &dinp, &ctx->grad[MLP_W1], &ctx->grad[MLP_B1], dh, inp, ctx->param[MLP_W1]);
+}
+
+static const zt_block_type mlp_block = {"test.mlp", sizeof(mlp_saved), mlp_declare, mlp_forward, mlp_backward};
+
+TEST(engine_trains_a_custom_block) {
+    zt_model_config c = config_of(GPT2_JSON);
+    mlp_config mc = {32, 64};
+    const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &mlp_block, &mlp_block, zt_gpt2_head_block()};
+    const void *configs[4] = {&c, &mc, &mc, &c};
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.n_blocks = 4;
+    spec.blocks = blocks;
+    spec.block_configs = configs;
+    spec.hidden = 32;
+    spec.vocab = 61;
+    spec.max_seq = 32;
+    zt_options o = small_options(4, 16);
+    o.lr = 3e-3f;
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
+    CHECK(zt_engine_model_config(e) == NULL);
+    int32_t tok[4 * 16];
+    float first = 0, last = 0;
+    for (int step = 0; step < 40; step++) {
+        for (int i = 0; i < 4 * 16; i++) tok[i] = (int32_t)((i * 5 + step) % 11); /* next token = this + 5 mod 11 */
+        float l = zt_forward_backward(e, tok, NULL, NULL, 4);
+        zt_step(e);
+        if (step == 0) first = l;
+        last = l;
+    }
+    zt_shutdown(e);
+    CHECK_MSG(last < 0.5f * first, "loss went from %g to %g", first, last);
+}
+
+/* a few hundred steps on a task with a rule to learn: each token determines the next */
+TEST(engine_learns_a_sequence_rule) {
+    zt_model_config c = config_of(LLAMA_JSON);
+    enum { T = 32, B = 4 };
+    zt_options o = small_options(B, T);
+    o.lr = 3e-3f;
+    o.max_steps = 200;
+    o.schedule = ZT_SCHED_LINEAR;
+    o.warmup_steps = 20;
+    zt_engine *e = engine_for(&c, &o);
+    int32_t tok[B * T];
+    uint32_t seed = 5;
+    float l = 0, first = 0;
+    for (int step = 0; step < 200; step++) {
+        for (int r = 0; r < B; r++) { /* a random start, then t -> (3t + 1) mod 61 */
+            seed = seed * 1664525u + 1013904223u;
+            tok[r * T] = (int32_t)((seed >> 8) % 61);
+            for (int t = 1; t < T; t++) tok[r * T + t] = (tok[r * T + t - 1] * 3 + 1) % 61;
+        }
+        l = zt_forward_backward(e, tok, NULL, NULL, B);
+        if (step == 0) first = l;
+        zt_step(e);
+    }
+    int32_t prompt[1] = {10}, out[6];
+    CHECK(zt_generate(e, prompt, 1, out, 5, 0.0f, 0, 1.0f, 1) == ZT_OK);
+    zt_shutdown(e);
+    /* a row's first token is random: 1/32 of the tokens cost ln 61 = 4.1 at best, a floor of 0.13 */
+    CHECK_MSG(first > 3.5f && l < 0.3f, "loss went from %g to %g after 200 steps", first, l);
+    for (int i = 1; i < 6; i++) CHECK_MSG(out[i] == (out[i - 1] * 3 + 1) % 61, "sampled %d after %d", out[i], out[i - 1]);
+}
+
+/* ---- configs and flags that are wrong say which key and why ---- */
+
+static void config_error(const char *json, const char *expect) {
+    zt_model_config c;
+    zt_result r = zt_model_config_parse(&c, json, strlen(json), "config.json");
+    if (r == ZT_OK) {
+        zt_test_fail(__FILE__, __LINE__, "accepted: %s", json);
+        return;
+    }
+    if (!strstr(zt_last_error(), expect))
+        zt_test_fail(__FILE__, __LINE__, "for %s: \"%s\" does not say \"%s\"", json, zt_last_error(), expect);
+}
+
+TEST(model_config_errors_name_the_key) {
+    config_error("{\"model_type\": \"bert\"}", "\"model_type\" is \"bert\"");
+    config_error("{\"n_layer\": 2}", "\"model_type\" is \"(missing)\"");
+    config_error("{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 32}",
+                 "\"vocab_size\" must be a positive integer");
+    config_error("{\"model_type\": \"gpt2\", \"n_layer\": \"2\"}", "\"n_layer\" must be an integer, found \"2\"");
+    config_error("{\"model_type\": \"gpt2\", \"n_layer\": 2.5}", "\"n_layer\" must be an integer");
+    config_error("{\"model_type\": \"gpt2\", \"activation_function\": \"relu\"}", "\"activation_function\" is \"relu\"");
+    config_error("{\"model_type\": \"gpt2\", \"scale_attn_by_inverse_layer_idx\": true}", "scale_attn_by_inverse_layer_idx");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
+                 "\"rope_scaling\" of type \"llama3\"");
+    config_error("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\"}", "\"hidden_act\" is \"gelu\"");
+    config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
+                 "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
+                 "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
+}
+
+TEST(malformed_json_is_refused_with_its_place) {
+    config_error("{\"model_type\": \"gpt2\",}", "line 1, column 22: a comma before the closing bracket");
+    config_error("{\"model_type\": \"gpt2\", \"a\": [1, 2,]}", "line 1, column 34: a comma before the closing bracket");
+    config_error("{\"model_type\" \"gpt2\"}", "expected a colon");
+    config_error("{\"model_type\": \"gpt2\", \"x\": tru}", "not a number, true, false or null");
+    config_error("{\"model_type\": \"gpt2\", \"n_layer\": 01}", "not a number");
+    config_error("{\"model_type\": \"gpt2\", \"n_layer\": 1.2.3}", "not a number");
+    config_error("{\"model_type\": \"gpt2\",\n \"model_type\": \"gpt2\"}", "line 2, column 2: duplicate key \"model_type\"");
+    config_error("{\"model_type\": \"gpt2\"} x", "line 1, column 24");
+    config_error("{\"model_type\": \"gpt2\"} {}", "text after the end of the object");
+    config_error("{\"model_type\": \"gp\\q\"}", "line 1, column 16");
+    config_error("[1, 2]", "the file must hold one object");
+    config_error("{\"model_type\": \"gpt2\"", "unexpected end of file");
+    config_error("", "empty file");
+}
+
+TEST(model_config_reads_files_and_says_which) {
+    zt_model_config c;
+    CHECK(zt_model_config_read(&c, "/nonexistent/dir") == ZT_ERROR_IO);
+    CHECK_STR_CONTAINS(zt_last_error(), "/nonexistent/dir/config.json");
+    c = config_of(LLAMA_JSON);
+    CHECK_EQ_INT(c.vocab_padded, 128);
+    CHECK_EQ_INT(c.head_dim, 8);
+    CHECK_EQ_INT(c.n_kv_head, 2);
+    CHECK(c.tied_embeddings);
+    CHECK(!c.qkv_bias);
+    c = config_of("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                  "\"hidden_size\": 8, \"intermediate_size\": 8, \"max_position_embeddings\": 8, "
+                  "\"vocab_size\": 8, \"sliding_window\": 4, \"use_sliding_window\": false}");
+    CHECK(c.qkv_bias && !c.out_bias);
+    CHECK_EQ_INT(c.sliding_window, 0);
+}
+
+TEST(flags_are_checked) {
+    zt_options o = zt_options_default();
+    char *ok[] = {(char *)"prog", (char *)"--learning_rate", (char *)"3e-4", (char *)"--bf16",
+                  (char *)"--per_device_train_batch_size=4", (char *)"--gradient_checkpointing"};
+    CHECK(zt_options_parse_args(&o, 6, ok) == ZT_OK);
+    CHECK_NEAR(o.lr, 3e-4, 1e-10);
+    CHECK(o.precision == ZT_PRECISION_BF16);
+    CHECK_EQ_INT(o.micro_batch, 4);
+    CHECK(o.gradient_checkpointing);
+    char *bad1[] = {(char *)"prog", (char *)"--learning_rat", (char *)"1"};
+    CHECK(zt_options_parse_args(&o, 3, bad1) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "unknown flag --learning_rat");
+    char *bad2[] = {(char *)"prog", (char *)"--max_steps", (char *)"ten"};
+    CHECK(zt_options_parse_args(&o, 3, bad2) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "--max_steps expects a non-negative integer, found \"ten\"");
+    char *bad3[] = {(char *)"prog", (char *)"--seed"};
+    CHECK(zt_options_parse_args(&o, 2, bad3) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "--seed needs a value");
+}
+
+TEST(engine_refuses_bad_settings) {
+    zt_model_config c = config_of(GPT2_JSON);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &c;
+    zt_options o = small_options(2, 64); /* the model's context is 32 */
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_INVALID);
+    CHECK(e == NULL);
+    CHECK_STR_CONTAINS(zt_last_error(), "--seq_len 64 must be in [2, 32]");
+    o = small_options(2, 16);
+    o.device_bytes = 1000;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_MEMORY);
+    CHECK_STR_CONTAINS(zt_last_error(), "MiB were given");
+}
