@@ -2398,8 +2398,9 @@ static void zt__head_declare(zt_block_def *def, const void *config) {
                        ZT_INIT_NORMAL, c->init_std);
 }
 
-/* rows of logits computed at once: about 4M floats of scratch */
-static int64_t zt__logit_rows(int64_t N, int64_t Vp) { return ZT__MAX(1, ZT__MIN(N, ((int64_t)1 << 22) / Vp)); }
+/* rows of logits computed at once: about 16M floats of scratch (few passes over the output layer's
+   gradient, enough rows for every thread), never all B*T rows of a large vocabulary */
+static int64_t zt__logit_rows(int64_t N, int64_t Vp) { return ZT__MAX(1, ZT__MIN(N, ((int64_t)1 << 24) / Vp)); }
 
 /* The loss is the end of the graph, so in training the forward pass also computes the output layer's
    gradients (the logits are made once); this block is never recomputed, so that happens once. */
@@ -4083,7 +4084,7 @@ static void zt__pack(float *dst, zt__operand x, int64_t i0, int64_t mc, int64_t 
 }
 
 typedef struct zt__gemm_plan {
-    int64_t M, N, K, batch, m_tiles, n_tiles;
+    int64_t M, N, K, batch, mc, nc, m_tiles, n_tiles; /* tiles of mc x nc elements of c */
     int64_t a_batch_stride, b_batch_stride, c_batch_stride;
     zt__operand a, b;
 } zt__gemm_plan;
@@ -4094,8 +4095,8 @@ static void zt__gemm_task(void *ctx, int64_t task, int thread) {
     const zt__gemm_plan *pl = (const zt__gemm_plan *)job->plan;
     int64_t tiles = pl->m_tiles * pl->n_tiles;
     int64_t bi = task / tiles, mt = (task % tiles) / pl->n_tiles, nt = task % pl->n_tiles;
-    int64_t i0 = mt * ZT__MC, j0 = nt * ZT__NC;
-    int64_t mc = ZT__MIN(ZT__MC, pl->M - i0), nc = ZT__MIN(ZT__NC, pl->N - j0);
+    int64_t i0 = mt * pl->mc, j0 = nt * pl->nc;
+    int64_t mc = ZT__MIN(pl->mc, pl->M - i0), nc = ZT__MIN(pl->nc, pl->N - j0);
     float *apack = job->cpu->scratch[thread];
     float *bpack = apack + ZT__MC * ZT__KC;
     float *tile = bpack + ZT__KC * ZT__NC;
@@ -4143,8 +4144,18 @@ static void zt__cpu_gemm(zt__cpu *cpu, const zt__op *op) {
     pl.N = cc;
     pl.K = g->trans_a ? ar : ac;
     pl.batch = batched ? g->c.shape.d[0] : 1;
-    pl.m_tiles = ZT__CDIV(pl.M, ZT__MC);
-    pl.n_tiles = ZT__CDIV(pl.N, ZT__NC);
+    /* Smaller tiles when there are too few to keep every thread busy. Each element of c is summed over
+       k in the same order whatever the tiling, so this changes speed, never results. */
+    pl.mc = ZT__MC;
+    pl.nc = ZT__NC;
+    int64_t want = 4 * (int64_t)zt_pool_threads(cpu->pool);
+    while (pl.batch * ZT__CDIV(pl.M, pl.mc) * ZT__CDIV(pl.N, pl.nc) < want) {
+        if (pl.nc > 2 * ZT__NR && pl.nc >= pl.mc) pl.nc /= 2;
+        else if (pl.mc > 4 * ZT__MR) pl.mc /= 2;
+        else break;
+    }
+    pl.m_tiles = ZT__CDIV(pl.M, pl.mc);
+    pl.n_tiles = ZT__CDIV(pl.N, pl.nc);
     pl.a_batch_stride = ar * ac;
     pl.b_batch_stride = br * bc;
     pl.c_batch_stride = cr * cc;
