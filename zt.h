@@ -521,6 +521,8 @@ typedef struct zt_options {
     int gradient_checkpointing;
     uint64_t seed;
     int ignore_index;           /* -100 */
+    int32_t eot_token;          /* -1: none; else packed documents: positions restart after this token,
+                                   attention does not cross it, and it predicts nothing */
     /* optimizer (AdamW, decoupled) */
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
     int adam_w_mode;            /* 0: L2 regularisation added to the gradient (DeepSpeed Adam) */
@@ -579,6 +581,40 @@ ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host,
 ZT_API int zt_param_count(const zt_engine *e);
 /* name and host shape (vocabulary unpadded) of parameter i; NULL for empty slots and tied uses */
 ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
+
+/* >>io ========================================================================================= */
+
+/* Training data: a token stream from one or more files, read as windows of T + 1 tokens (T inputs,
+   T next-token targets) that never cross a file. Formats: llm.c token files (256 x int32 header; magic
+   20240520 version 1 with uint16 tokens, magic 20240801 version 7 with uint32 tokens), headerless
+   uint16/uint32 files, and byte-level text. An optional mask file beside each token file holds one
+   byte per token: 0 = that token is not a target (a prompt, in instruction tuning). Each epoch visits
+   every window once, in a seeded order; rank r of W ranks reads its own rows of each micro-batch, so
+   together the ranks read what one rank would. Files are mapped, not copied. */
+typedef struct zt_data zt_data;
+typedef enum zt_data_format { ZT_DATA_AUTO, ZT_DATA_LLMC, ZT_DATA_U16, ZT_DATA_U32, ZT_DATA_TEXT } zt_data_format;
+
+typedef struct zt_data_desc {
+    const char *path;       /* a file or a glob ("train_*.bin"); several separated by commas */
+    const char *mask_path;  /* optional: mask files, a glob matching one file per token file, in order */
+    zt_data_format format;  /* AUTO: llm.c by its header, text for *.txt */
+    int64_t vocab;          /* every token must be below it */
+    int64_t seq_len, rows;  /* T and the rows of a micro-batch (per rank) */
+    uint64_t seed;
+    int shuffle;            /* 0: windows in file order (evaluation) */
+    int rank, world;        /* world 0 means 1 */
+} zt_data_desc;
+
+ZT_API zt_result zt_data_open(zt_data **out, const zt_data_desc *desc);
+ZT_API void zt_data_close(zt_data *d);
+/* The next micro-batch: tokens and targets (rows, T); targets hold ignore_index where masked. Returns
+   the rows filled: fewer than `rows` at the end of an epoch, after which the next epoch begins. */
+ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int ignore_index);
+ZT_API int64_t zt_data_tokens(const zt_data *d);   /* tokens in all files */
+ZT_API int64_t zt_data_windows(const zt_data *d);  /* windows per epoch, all ranks together */
+/* where reading continues: an epoch and a window index within it (the same on every rank) */
+ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index);
+ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
 
 ZT_EXTERN_C_END
 #endif /* ZT_H */
@@ -2740,7 +2776,7 @@ struct zt_engine {
     zt_batch full;  /* batch buffers of the planned size */
     zt_batch batch; /* the current batch: views of `full` */
     /* pinned host memory */
-    int32_t *h_tokens, *h_targets, *h_pos;
+    int32_t *h_tokens, *h_targets, *h_pos, *h_starts;
     float *h_losses, *h_norms, *h_stage, *h_logits;
     int32_t *h_order;
     /* training state */
@@ -2809,6 +2845,7 @@ ZT_API zt_options zt_options_default(void) {
     o.precision = ZT_PRECISION_FP32;
     o.seed = 42;
     o.ignore_index = -100;
+    o.eot_token = -1;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -3006,7 +3043,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.tokens = zt__dev(dev, ZT_I32, bt, buf);
     e->full.targets = zt__dev(dev, ZT_I32, bt, buf);
     e->full.pos = zt__dev(dev, ZT_I32, bt, buf);
-    e->full.starts = zt__none();
+    e->full.starts = e->opt.eot_token >= 0 ? zt__dev(dev, ZT_I32, bt, buf) : zt__none();
     e->full.losses = zt__dev(dev, ZT_F32, bt, buf);
     e->full.logits = zt__dev(dev, ZT_F32, zt_shape1(ZT__CDIV(e->vocab, 128) * 128), buf);
     e->full.B = e->B;
@@ -3035,6 +3072,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->h_tokens = ZT_PUSH(pinned, int32_t, N);
     e->h_targets = ZT_PUSH(pinned, int32_t, N);
     e->h_pos = ZT_PUSH(pinned, int32_t, N);
+    e->h_starts = ZT_PUSH(pinned, int32_t, N);
     e->h_losses = ZT_PUSH(pinned, float, N);
     e->h_norms = ZT_PUSH(pinned, float, e->n_blocks);
     e->h_stage = ZT_PUSH(pinned, float, ZT__STAGE_FLOATS);
@@ -3115,6 +3153,7 @@ static zt_batch zt__batch_view(zt_engine *e, int64_t B, int64_t T) {
     b.targets = zt_view(e->full.targets, 0, s);
     b.pos = zt_view(e->full.pos, 0, s);
     b.losses = zt_view(e->full.losses, 0, s);
+    if (zt__present(e->full.starts)) b.starts = zt_view(e->full.starts, 0, s);
     return b;
 }
 
@@ -3123,7 +3162,9 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
                               int64_t n_rows, int64_t B, int64_t T) {
     ZT_ASSERT(n_rows >= 0 && n_rows <= B);
     int64_t valid = 0;
+    int32_t eot = e->opt.eot_token;
     for (int64_t r = 0; r < B; r++) {
+        int32_t doc = 0; /* where the current document began */
         for (int64_t t = 0; t < T; t++) {
             int64_t i = r * T + t;
             int32_t tok = r < n_rows ? tokens[i] : 0, tgt = e->opt.ignore_index;
@@ -3138,9 +3179,12 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
                     zt_fatal("target %d at row %lld, position %lld is outside the vocabulary [0, %lld)", tgt,
                              (long long)r, (long long)t, (long long)e->vocab);
             }
+            if (eot >= 0 && tok == eot) tgt = e->opt.ignore_index; /* a document's end predicts nothing */
             e->h_tokens[i] = tok;
             e->h_targets[i] = tgt;
-            e->h_pos[i] = (int32_t)t;
+            e->h_pos[i] = (int32_t)t - doc;
+            e->h_starts[i] = doc;
+            if (eot >= 0 && tok == eot) doc = (int32_t)t + 1;
             valid += tgt != e->opt.ignore_index;
         }
     }
@@ -3149,6 +3193,7 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
     zt_copy(e->s, e->batch.tokens, zt_tensor_make(e->h_tokens, ZT_I32, ZT_HOST, s));
     zt_copy(e->s, e->batch.targets, zt_tensor_make(e->h_targets, ZT_I32, ZT_HOST, s));
     zt_copy(e->s, e->batch.pos, zt_tensor_make(e->h_pos, ZT_I32, ZT_HOST, s));
+    if (zt__present(e->batch.starts)) zt_copy(e->s, e->batch.starts, zt_tensor_make(e->h_starts, ZT_I32, ZT_HOST, s));
     return valid;
 }
 
@@ -3678,6 +3723,268 @@ ZT_API void zt_memory_report(zt_engine *e, const char *label) {
             n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f", zt__mem_names[c], mib);
     }
     zt_log(ZT_LOG_INFO, "%s | pinned host %.2f MiB", line, zt_backend_pinned_arena(e->be)->used / 1048576.0);
+}
+
+/* >>io (implementation) ------------------------------------------------------------------------ */
+
+#include <fcntl.h>
+#include <glob.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#define ZT__LLMC_HEADER 1024 /* bytes: 256 x int32 */
+
+typedef struct zt__data_file {
+    const uint8_t *map;     /* the whole file, mapped */
+    size_t map_bytes;
+    const uint8_t *tokens;  /* first token */
+    int elem;               /* bytes per token: 1, 2 or 4 */
+    int64_t n;              /* tokens */
+    const uint8_t *mask;    /* one byte per token, or NULL */
+    size_t mask_bytes;
+    int64_t first_window;   /* windows before this file */
+} zt__data_file;
+
+struct zt_data {
+    zt_data_desc d;
+    int n_files;
+    zt__data_file *files;
+    int64_t windows, tokens;
+    int64_t epoch, cursor;  /* the next window index of this epoch (all ranks) */
+};
+
+static zt_result zt__map(const char *path, const uint8_t **map, size_t *bytes) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return zt_fail(ZT_ERROR_IO, "%s is not a regular file", path);
+    }
+    *bytes = (size_t)st.st_size;
+    *map = NULL;
+    if (st.st_size > 0) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            close(fd);
+            return zt_fail(ZT_ERROR_IO, "cannot map %s: %s", path, strerror(errno));
+        }
+        *map = (const uint8_t *)m;
+    }
+    close(fd);
+    return ZT_OK;
+}
+
+static int32_t zt__le32(const uint8_t *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+static int64_t zt__token_at(const zt__data_file *f, int64_t i) {
+    const uint8_t *p = f->tokens + (size_t)i * (size_t)f->elem;
+    if (f->elem == 1) return p[0];
+    if (f->elem == 2) return (int64_t)p[0] | (int64_t)p[1] << 8;
+    return (int64_t)(uint32_t)zt__le32(p);
+}
+
+/* what kind of file `path` is and where its tokens are */
+static zt_result zt__data_file_open(zt__data_file *f, const char *path, const zt_data_desc *d) {
+    zt_result r = zt__map(path, &f->map, &f->map_bytes);
+    if (r != ZT_OK) return r;
+    zt_data_format fmt = d->format;
+    size_t len = strlen(path);
+    if (fmt == ZT_DATA_AUTO) fmt = len > 4 && strcmp(path + len - 4, ".txt") == 0 ? ZT_DATA_TEXT : ZT_DATA_LLMC;
+    if (fmt == ZT_DATA_TEXT) {
+        f->elem = 1;
+        f->tokens = f->map;
+        f->n = (int64_t)f->map_bytes;
+    } else if (fmt == ZT_DATA_U16 || fmt == ZT_DATA_U32) {
+        f->elem = fmt == ZT_DATA_U16 ? 2 : 4;
+        if (f->map_bytes % (size_t)f->elem)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: %zu bytes is not a whole number of %d-byte tokens", path, f->map_bytes,
+                           f->elem);
+        f->tokens = f->map;
+        f->n = (int64_t)(f->map_bytes / (size_t)f->elem);
+    } else {
+        if (f->map_bytes < ZT__LLMC_HEADER)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: %zu bytes is too short for an llm.c token file (a 1024-byte header); "
+                           "for headerless tokens use --data_dtype u16 or u32", path, f->map_bytes);
+        int32_t magic = zt__le32(f->map), version = zt__le32(f->map + 4), count = zt__le32(f->map + 8);
+        if (magic == 20240520 && version == 1) f->elem = 2;
+        else if (magic == 20240801 && version == 7) f->elem = 4;
+        else
+            return zt_fail(ZT_ERROR_FORMAT, "%s: magic %d, version %d is not an llm.c token file (20240520 v1 or "
+                           "20240801 v7); for headerless tokens use --data_dtype u16 or u32", path, magic, version);
+        size_t want = ZT__LLMC_HEADER + (size_t)(uint32_t)count * (size_t)f->elem;
+        if (count < 0 || want != f->map_bytes)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: the header says %d tokens (%zu bytes with the header), the file has "
+                           "%zu bytes", path, count, want, f->map_bytes);
+        f->tokens = f->map + ZT__LLMC_HEADER;
+        f->n = count;
+    }
+    for (int64_t i = 0; i < f->n; i++) {
+        int64_t t = zt__token_at(f, i);
+        if (t >= d->vocab)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: token %lld at position %lld is outside the model's vocabulary of %lld",
+                           path, (long long)t, (long long)i, (long long)d->vocab);
+    }
+    return ZT_OK;
+}
+
+/* every path of a comma-separated list of files and globs, sorted within each glob */
+static zt_result zt__expand(const char *list, glob_t *g) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", list);
+    int flags = 0;
+    memset(g, 0, sizeof *g);
+    for (char *save = NULL, *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        size_t before = g->gl_pathc;
+        int rc = glob(part, flags | GLOB_NOCHECK, NULL, g);
+        if (rc != 0) return zt_fail(ZT_ERROR_IO, "cannot expand %s", part);
+        flags = GLOB_APPEND;
+        if (g->gl_pathc == before + 1 && strcmp(g->gl_pathv[before], part) == 0 && strpbrk(part, "*?[")) {
+            globfree(g);
+            return zt_fail(ZT_ERROR_IO, "no file matches %s", part);
+        }
+    }
+    return ZT_OK;
+}
+
+ZT_API void zt_data_close(zt_data *d) {
+    if (!d) return;
+    for (int i = 0; i < d->n_files; i++) {
+        if (d->files[i].map) munmap((void *)(uintptr_t)d->files[i].map, d->files[i].map_bytes);
+        if (d->files[i].mask) munmap((void *)(uintptr_t)d->files[i].mask, d->files[i].mask_bytes);
+    }
+    free(d->files);
+    free(d);
+}
+
+ZT_API zt_result zt_data_open(zt_data **out, const zt_data_desc *desc) {
+    *out = NULL;
+    if (!desc->path || !*desc->path) return zt_fail(ZT_ERROR_INVALID, "no data file given (--data)");
+    if (desc->seq_len < 1 || desc->rows < 1 || desc->vocab < 1)
+        return zt_fail(ZT_ERROR_INVALID, "data needs a positive sequence length, rows and vocabulary");
+    glob_t g, gm;
+    zt_result r = zt__expand(desc->path, &g);
+    if (r != ZT_OK) return r;
+    memset(&gm, 0, sizeof gm);
+    if (desc->mask_path && (r = zt__expand(desc->mask_path, &gm)) != ZT_OK) {
+        globfree(&g);
+        return r;
+    }
+    if (desc->mask_path && gm.gl_pathc != g.gl_pathc) {
+        r = zt_fail(ZT_ERROR_INVALID, "%zu mask files (%s) for %zu token files (%s): there must be one per token file",
+                    gm.gl_pathc, desc->mask_path, g.gl_pathc, desc->path);
+        globfree(&g);
+        globfree(&gm);
+        return r;
+    }
+    zt_data *d = (zt_data *)calloc(1, sizeof *d); /* setup time, freed by zt_data_close */
+    zt__data_file *files = (zt__data_file *)calloc(g.gl_pathc ? g.gl_pathc : 1, sizeof *files);
+    if (!d || !files) {
+        free(d);
+        free(files);
+        globfree(&g);
+        globfree(&gm);
+        return zt_fail(ZT_ERROR_MEMORY, "out of host memory opening the data");
+    }
+    d->d = *desc;
+    if (d->d.world < 1) d->d.world = 1;
+    d->d.path = d->d.mask_path = NULL; /* the caller's strings may not outlive us */
+    d->files = files;
+    int64_t T = desc->seq_len;
+    for (size_t i = 0; i < g.gl_pathc && r == ZT_OK; i++) {
+        zt__data_file *f = &d->files[d->n_files++];
+        r = zt__data_file_open(f, g.gl_pathv[i], desc);
+        if (r == ZT_OK && desc->mask_path) {
+            const char *mp = gm.gl_pathv[i];
+            r = zt__map(mp, &f->mask, &f->mask_bytes);
+            if (r == ZT_OK && (int64_t)f->mask_bytes != f->n)
+                r = zt_fail(ZT_ERROR_FORMAT, "%s has %zu mask bytes for the %lld tokens of %s: one byte per token", mp,
+                            f->mask_bytes, (long long)f->n, g.gl_pathv[i]);
+        }
+        f->first_window = d->windows;
+        d->windows += f->n > T ? (f->n - 1) / T : 0;
+        d->tokens += f->n;
+    }
+    if (r == ZT_OK && d->windows == 0)
+        r = zt_fail(ZT_ERROR_INVALID, "%s holds %lld tokens: not one window of --seq_len %lld + 1", desc->path,
+                    (long long)d->tokens, (long long)T);
+    globfree(&g);
+    globfree(&gm);
+    if (r != ZT_OK) {
+        zt_data_close(d);
+        return r;
+    }
+    *out = d;
+    return ZT_OK;
+}
+
+ZT_API int64_t zt_data_tokens(const zt_data *d) { return d->tokens; }
+ZT_API int64_t zt_data_windows(const zt_data *d) { return d->windows; }
+ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index) {
+    *epoch = d->epoch;
+    *index = d->cursor;
+}
+ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index) {
+    d->epoch = epoch;
+    d->cursor = index;
+}
+
+/* A permutation of [0, n) that needs no memory: a four-round Feistel network over the smallest even
+   number of bits that covers n, walking the cycle until the value falls inside [0, n). */
+static int64_t zt__permute(int64_t i, int64_t n, uint64_t key) {
+    int bits = 2;
+    while (((int64_t)1 << bits) < n) bits += 2;
+    int half = bits / 2;
+    uint64_t mask = ((uint64_t)1 << half) - 1, x = (uint64_t)i;
+    do {
+        uint64_t l = x >> half, r = x & mask;
+        for (int round = 0; round < 4; round++) {
+            uint64_t f = zt__mix(key ^ ((uint64_t)round << 56) ^ r) & mask;
+            uint64_t nl = r;
+            r = l ^ f;
+            l = nl;
+        }
+        x = l << half | r;
+    } while ((int64_t)x >= n);
+    return (int64_t)x;
+}
+
+/* window w of the epoch's order: its file and first token */
+static void zt__window(const zt_data *d, int64_t w, const zt__data_file **file, int64_t *start) {
+    int lo = 0, hi = d->n_files - 1;
+    while (lo < hi) { /* the last file whose first window is <= w */
+        int mid = (lo + hi + 1) / 2;
+        if (d->files[mid].first_window <= w) lo = mid;
+        else hi = mid - 1;
+    }
+    *file = &d->files[lo];
+    *start = (w - d->files[lo].first_window) * d->d.seq_len;
+}
+
+ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int ignore_index) {
+    int64_t T = d->d.seq_len, B = d->d.rows, filled = 0;
+    if (d->cursor >= d->windows) {
+        d->epoch++;
+        d->cursor = 0;
+    }
+    uint64_t key = zt__mix(d->d.seed ^ zt__mix((uint64_t)d->epoch + 0x5eed));
+    for (int64_t r = 0; r < B; r++) {
+        int64_t k = d->cursor + (int64_t)d->d.rank * B + r; /* this rank's rows of the global batch */
+        if (k >= d->windows) break;
+        int64_t w = d->d.shuffle ? zt__permute(k, d->windows, key) : k, start;
+        const zt__data_file *f;
+        zt__window(d, w, &f, &start);
+        for (int64_t t = 0; t < T; t++) {
+            tokens[r * T + t] = (int32_t)zt__token_at(f, start + t);
+            int counts = !f->mask || f->mask[start + t + 1];
+            targets[r * T + t] = counts ? (int32_t)zt__token_at(f, start + t + 1) : ignore_index;
+        }
+        filled++;
+    }
+    d->cursor += B * d->d.world;
+    return filled;
 }
 
 /* >>cpu (implementation) ----------------------------------------------------------------------- */
