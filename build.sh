@@ -85,11 +85,13 @@ build_impl() {
     fi
 }
 
-# build_program OUT DIR FLAGS SOURCES...: SOURCES linked against DIR/zt.o
+# build_program OUT DIR FLAGS SOURCES...: SOURCES linked against DIR/zt.o (the headers next to the
+# first source count as its dependencies too: bench/peak.h)
 build_program() {
     local out=$1 dir=$2 flags=$3
     shift 3
-    if stale "$out" "$@" "${HEADERS[@]}" "$dir/zt.o"; then
+    local local_headers=("$(dirname "$1")"/*.h)
+    if stale "$out" "$@" "${local_headers[@]}" "${HEADERS[@]}" "$dir/zt.o"; then
         run $CC $flags -o "$out" "$@" "$dir/zt.o" $LDLIBS || return
     fi
 }
@@ -192,18 +194,25 @@ compile_matrix() {
     fi
 }
 
-# run_runner BINARY: runs the test runner and adds its counts (its own last line is not echoed)
+# run_runner BINARY: runs the test runner and adds its counts. It runs verbose, so that when it
+# crashes (a sanitizer stops at the first error) the tests done before still count; its "ok" lines
+# are shown only when ZT_TEST_VERBOSE is set, and its own last line never.
 run_runner() {
     local bin=$1 rc=0 summary
-    "$bin" 2>&1 | tee "$bin.log" | awk '!/^[0-9]+ passed, [0-9]+ failed$/ { print; fflush() }' || rc=$?
+    ZT_TEST_VERBOSE=1 "$bin" 2>&1 | tee "$bin.log" |
+        awk -v verbose="${ZT_TEST_VERBOSE:-}" '/^[0-9]+ passed, [0-9]+ failed$/ { next }
+                                               /^ok   / && verbose == "" { next }
+                                               { print; fflush() }' || rc=$?
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$bin.log" | tail -n 1 || true)
     if [[ -n $summary ]]; then
         echo "runner: $summary"
         PASSED=$((PASSED + $(cut -d' ' -f1 <<<"$summary")))
         FAILED=$((FAILED + $(cut -d' ' -f3 <<<"$summary")))
-    fi
-    if [[ $rc != 0 && ($summary == "" || $summary == *" 0 failed") ]]; then
-        fail "$bin exited with status $rc (see $bin.log)"
+        [[ $rc == 0 || $summary != *" 0 failed" ]] || fail "$bin exited with status $rc"
+    else
+        PASSED=$((PASSED + $(grep -c '^ok   ' "$bin.log" || true)))
+        FAILED=$((FAILED + $(grep -c '^FAIL ' "$bin.log" || true)))
+        fail "$bin stopped with status $rc in the test after the last one listed in $bin.log"
     fi
 }
 

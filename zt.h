@@ -175,11 +175,15 @@ typedef struct zt_arena {
     size_t used;     /* bytes from base, alignment and red zones included */
     size_t *peak;    /* high-water mark of used, shared by every copy */
     size_t peak_own;
+    int stream_ordered; /* device memory: reused in stream order, so a reset does not poison it */
 } zt_arena;
 
 ZT_API void zt_arena_init(zt_arena *a, const char *name, void *memory, size_t cap_bytes);
 ZT_API void zt_arena_init_measure(zt_arena *a, const char *name);
 ZT_API int zt_arena_measuring(const zt_arena *a);
+/* Marks memory that streams use: work queued before a reset may still read it, so under ASan a reset
+   leaves it addressable (the backends' arenas and the engine's are marked). */
+ZT_API void zt_arena_set_stream_ordered(zt_arena *a);
 /* bytes from the arena, aligned to align (a power of two); out of space is fatal and names the arena */
 ZT_API void *zt_arena_push(zt_arena *a, size_t bytes, size_t align);
 /* as zt_arena_push, but out of space returns NULL with zt_last_error() set and the arena unchanged */
@@ -542,6 +546,9 @@ typedef struct zt_options {
 ZT_API zt_options zt_options_default(void);
 /* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). */
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
+/* 1 if --name (without dashes or value) is one of the engine's flags, and whether it takes a value */
+ZT_API int zt_options_is_flag(const char *name, int *takes_value);
+ZT_API void zt_options_help(FILE *out); /* every engine flag with its default */
 ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char *ds_config_path,
                          int argc, char **argv);
 ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, const zt_options *o);
@@ -615,6 +622,21 @@ ZT_API int64_t zt_data_windows(const zt_data *d);  /* windows per epoch, all ran
 /* where reading continues: an epoch and a window index within it (the same on every rank) */
 ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index);
 ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
+
+/* >>checkpoint ================================================================================= */
+
+/* DeepSpeed's layout: DIR/global_step{N}/ holds each rank's tensors (zt_rank_00000.safetensors: fp32
+   weights and Adam moments, unpadded) and zt_state.json (step, schedule, loss scale, data cursor,
+   the resolved settings); DIR/latest names the newest. Files are written under a temporary name,
+   fsync'd and renamed, so a run killed at any moment leaves the last good checkpoint loadable. Saving
+   allocates nothing: buffers are set aside at init. data (optional) contributes its cursor. */
+ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
+/* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
+   and settings must match the ones saved; data, if given, continues where it was. */
+ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
+/* removes DIR/global_step{step} (for --save_total_limit) */
+ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step);
+ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
 
 ZT_EXTERN_C_END
 #endif /* ZT_H */
@@ -889,6 +911,7 @@ ZT_API void zt_arena_init(zt_arena *a, const char *name, void *memory, size_t ca
     a->used = 0;
     a->peak_own = 0;
     a->peak = &a->peak_own;
+    a->stream_ordered = 0;
     if (memory) ZT__POISON(memory, cap_bytes);
 }
 
@@ -899,9 +922,11 @@ ZT_API void zt_arena_init_measure(zt_arena *a, const char *name) {
     a->used = 0;
     a->peak_own = 0;
     a->peak = &a->peak_own;
+    a->stream_ordered = 0;
 }
 
 ZT_API int zt_arena_measuring(const zt_arena *a) { return a->base == NULL && a->cap == SIZE_MAX; }
+ZT_API void zt_arena_set_stream_ordered(zt_arena *a) { a->stream_ordered = 1; }
 
 /* Where the next push of `bytes` would start and end, or 0 if it does not fit. Offsets are aligned,
    not addresses, so a measuring arena counts exactly what a real one uses; the real one's memory must
@@ -949,7 +974,7 @@ ZT_API size_t zt_arena_mark(const zt_arena *a) { return a->used; }
 ZT_API void zt_arena_reset(zt_arena *a, size_t mark) {
     ZT_ASSERT(mark <= a->used);
     /* scratch copies may have pushed past our own `used`: poison up to the peak */
-    if (a->base && *a->peak > mark) ZT__POISON(a->base + mark, *a->peak - mark);
+    if (a->base && *a->peak > mark && !a->stream_ordered) ZT__POISON(a->base + mark, *a->peak - mark);
     a->used = mark;
 }
 
@@ -2254,6 +2279,18 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
     if (is_qwen2 && !use_window) c->sliding_window = 0; /* Qwen2 applies it only with use_sliding_window */
+    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type"}; older files a top-level
+       rope_theta and an optional rope_scaling */
+    int rp = zt__json_get(j, 0, "rope_parameters");
+    if (rp >= 0 && !zt__json_is_null(j, rp)) {
+        char type[32] = "default";
+        if ((r = zt__json_number(j, zt__json_get(j, rp, "rope_theta"), "rope_parameters.rope_theta", &theta)) ||
+            (r = zt__json_string(j, zt__json_get(j, rp, "rope_type"), "rope_parameters.rope_type", type, sizeof type)))
+            return r;
+        if (strcmp(type, "default") != 0)
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"rope_parameters\" of type \"%s\" is not implemented in zt",
+                           j->file, type);
+    }
     t = zt__json_get(j, 0, "rope_scaling");
     if (t >= 0 && !zt__json_is_null(j, t)) {
         char type[32] = "?";
@@ -2786,6 +2823,10 @@ struct zt_engine {
     int hysteresis_left;
     int64_t last_overflow, scaler_iter;
     uint64_t rng;
+    /* checkpoints: set aside at init, so saving allocates nothing */
+    char *ckpt_text;
+    size_t ckpt_text_bytes;
+    struct zt__ckpt_item *ckpt_items;
 };
 
 /* ---- block definitions ---- */
@@ -2914,6 +2955,38 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
     case ZT__F_STR: *(const char **)field = value; return ZT_OK;
     }
     return ZT_OK;
+}
+
+ZT_API int zt_options_is_flag(const char *name, int *takes_value) {
+    size_t n = strcspn(name, "=");
+    if (n == 4 && (strncmp(name, "bf16", 4) == 0 || strncmp(name, "fp16", 4) == 0)) {
+        if (takes_value) *takes_value = 0;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof zt__flags / sizeof zt__flags[0]; k++)
+        if (strlen(zt__flags[k].name) == n && strncmp(zt__flags[k].name, name, n) == 0) {
+            if (takes_value) *takes_value = zt__flags[k].kind != ZT__F_BOOL;
+            return 1;
+        }
+    return 0;
+}
+
+ZT_API void zt_options_help(FILE *out) {
+    zt_options d = zt_options_default();
+    for (size_t k = 0; k < sizeof zt__flags / sizeof zt__flags[0]; k++) {
+        const zt__flag *f = &zt__flags[k];
+        const void *v = (const uint8_t *)&d + f->offset;
+        char def[64];
+        if (f->kind == ZT__F_FLOAT) snprintf(def, sizeof def, "%g", (double)*(const float *)v);
+        else if (f->kind == ZT__F_BOOL) snprintf(def, sizeof def, "%s", *(const int *)v ? "true" : "false");
+        else if (f->kind == ZT__F_STR) snprintf(def, sizeof def, "%s", *(const char *const *)v);
+        else if (f->offset == offsetof(zt_options, seed)) snprintf(def, sizeof def, "%llu", (unsigned long long)d.seed);
+        else if (f->offset == offsetof(zt_options, threads)) snprintf(def, sizeof def, "%d", d.threads);
+        else snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)v);
+        fprintf(out, "  --%-30s %s (default %s)\n", f->name, f->help, def);
+    }
+    fprintf(out, "  --%-30s %s\n", "bf16", "bf16 weights, activations and gradients, fp32 master weights");
+    fprintf(out, "  --%-30s %s\n", "fp16", "fp16 with DeepSpeed's dynamic loss scaling");
 }
 
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
@@ -3066,6 +3139,8 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     } else {
         zt_arena_init(&e->keep, "activations", k, e->keep_bytes);
         zt_arena_init(&e->scratch, "scratch", s, e->scratch_bytes);
+        zt_arena_set_stream_ordered(&e->keep);
+        zt_arena_set_stream_ordered(&e->scratch);
     }
     /* pinned host memory: batch staging, losses, norms, parameter staging, sampling */
     int64_t N = e->B * e->T, V = e->full.logits.shape.d[0];
@@ -3451,6 +3526,11 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
                        : e->opt.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
+    e->ckpt_text_bytes = 8192;
+    for (int p = 0; p < e->n_params; p++)
+        if (e->params[p].name) e->ckpt_text_bytes += 3 * (strlen(e->params[p].name) + 128);
+    e->ckpt_text = ZT_PUSH(&e->meta, char, e->ckpt_text_bytes);
+    e->ckpt_items = (struct zt__ckpt_item *)zt_arena_push(&e->meta, (size_t)(3 * e->n_params + 1) * 2 * sizeof(int), 16);
     /* the backend, measured, then given exactly what the layout needs */
     zt_backend_desc desc = zt_backend_desc_default();
     desc.device_bytes = desc.pinned_bytes = 0;
@@ -3987,6 +4067,335 @@ ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int i
     return filled;
 }
 
+/* >>checkpoint (implementation) ---------------------------------------------------------------- */
+
+#define ZT__CKPT_TENSORS "zt_rank_00000.safetensors"
+#define ZT__CKPT_STATE "zt_state.json"
+
+/* each saved tensor: a parameter's fp32 value and its two Adam moments (unpadded) */
+typedef struct zt__ckpt_item { int param; int what; /* 0 value, 1 exp_avg, 2 exp_avg_sq */ } zt__ckpt_item;
+static const char *zt__ckpt_suffix[3] = {"", ".exp_avg", ".exp_avg_sq"};
+
+static int zt__ckpt_items(const zt_engine *e, zt__ckpt_item *items) {
+    int n = 0;
+    for (int p = 0; p < e->n_params; p++) {
+        const zt__param *pr = &e->params[p];
+        if (pr->tied >= 0 || !pr->name || zt__numel_of(pr->shape) == 0) continue;
+        int adam = e->groups[pr->block].trainable && !(pr->flags & ZT_PARAM_FROZEN);
+        for (int w = 0; w < (adam ? 3 : 1); w++) {
+            if (items) items[n].param = p, items[n].what = w;
+            n++;
+        }
+    }
+    return n;
+}
+
+static zt_tensor zt__ckpt_source(const zt_engine *e, zt__ckpt_item it) {
+    const zt__param *pr = &e->params[it.param];
+    const zt__group *g = &e->groups[pr->block];
+    zt_tensor src = it.what == 1 ? g->m : it.what == 2 ? g->v : zt__present(g->master) ? g->master : g->w;
+    return zt_view(src, pr->offset, zt_shape1(zt__param_host_numel(e, pr)));
+}
+
+static zt_result zt__pwrite_all(int fd, const void *buf, size_t n, off_t at, const char *path) {
+    const uint8_t *p = (const uint8_t *)buf;
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, at);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return zt_fail(ZT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));
+        p += w, n -= (size_t)w, at += w;
+    }
+    return ZT_OK;
+}
+
+static zt_result zt__fsync_path(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot open %s to sync it: %s", path, strerror(errno));
+    int rc = fsync(fd);
+    close(fd);
+    if (rc != 0 && errno != EINVAL) return zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", path, strerror(errno));
+    return ZT_OK;
+}
+
+/* the safetensors header of this engine's checkpoint, into e->ckpt_text; returns its padded length */
+static size_t zt__ckpt_header(zt_engine *e, const zt__ckpt_item *items, int n_items) {
+    char *b = e->ckpt_text;
+    size_t cap = e->ckpt_text_bytes - 8, n = 0;
+    uint64_t off = 0;
+    n += (size_t)snprintf(b + n, cap - n, "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"zt %s\"}", ZT_VERSION_STRING);
+    for (int i = 0; i < n_items; i++) {
+        const zt__param *pr = &e->params[items[i].param];
+        zt_shape s = pr->shape;
+        if (pr->flags & ZT_PARAM_VOCAB) s.d[0] = e->vocab;
+        uint64_t bytes = (uint64_t)zt__param_host_numel(e, pr) * 4;
+        n += (size_t)snprintf(b + n, cap - n, ",\"%s%s\":{\"dtype\":\"F32\",\"shape\":[", pr->name,
+                              zt__ckpt_suffix[items[i].what]);
+        for (int d = 0; d < s.ndim; d++) n += (size_t)snprintf(b + n, cap - n, d ? ",%lld" : "%lld", (long long)s.d[d]);
+        n += (size_t)snprintf(b + n, cap - n, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                              (unsigned long long)(off + bytes));
+        off += bytes;
+    }
+    n += (size_t)snprintf(b + n, cap - n, "}");
+    ZT_ASSERT(n < cap);
+    while (n % 8) b[n++] = ' ';
+    return n;
+}
+
+static zt_result zt__ckpt_write_tensors(zt_engine *e, const char *path) {
+    zt__ckpt_item *items = e->ckpt_items;
+    int n_items = zt__ckpt_items(e, items);
+    size_t hlen = zt__ckpt_header(e, items, n_items);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
+    uint8_t len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
+    zt_result r = zt__pwrite_all(fd, len8, 8, 0, path);
+    if (r == ZT_OK) r = zt__pwrite_all(fd, e->ckpt_text, hlen, 8, path);
+    off_t at = (off_t)(8 + hlen);
+    for (int i = 0; i < n_items && r == ZT_OK; i++) {
+        zt_tensor src = zt__ckpt_source(e, items[i]);
+        int64_t n = zt_numel(src);
+        for (int64_t i0 = 0; i0 < n && r == ZT_OK; i0 += ZT__STAGE_FLOATS) {
+            int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
+            zt_copy(e->s, zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(src, i0, zt_shape1(k)));
+            zt_stream_sync(e->s);
+            r = zt__pwrite_all(fd, e->h_stage, (size_t)k * 4, at, path);
+            at += (off_t)k * 4;
+        }
+    }
+    if (r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", path, strerror(errno));
+    close(fd);
+    return r;
+}
+
+static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_data *data) {
+    int64_t epoch = 0, index = 0;
+    if (data) zt_data_cursor(data, &epoch, &index);
+    const zt_options *o = &e->opt;
+    int n = snprintf(e->ckpt_text, e->ckpt_text_bytes,
+                     "{\n  \"zt_version\": \"%s\",\n  \"global_step\": %lld,\n  \"adam_step\": %lld,\n"
+                     "  \"schedule_step\": %lld,\n  \"loss_scale\": %.9g,\n  \"hysteresis_left\": %d,\n"
+                     "  \"last_overflow\": %lld,\n  \"scaler_iter\": %lld,\n  \"data_epoch\": %lld,\n"
+                     "  \"data_index\": %lld,\n  \"world_size\": 1,\n  \"parameters\": %d,\n"
+                     "  \"settings\": {\"precision\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, "
+                     "\"gradient_accumulation_steps\": %lld, \"learning_rate\": %.9g, \"weight_decay\": %.9g, "
+                     "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
+                     "\"max_steps\": %lld, \"seed\": %llu}\n}\n",
+                     ZT_VERSION_STRING, (long long)e->step, (long long)e->adam_step, (long long)e->sched_step,
+                     (double)e->loss_scale, e->hysteresis_left, (long long)e->last_overflow, (long long)e->scaler_iter,
+                     (long long)epoch, (long long)index, zt__ckpt_items(e, NULL),
+                     o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32",
+                     (long long)o->micro_batch, (long long)e->T, (long long)o->grad_accum, (double)o->lr,
+                     (double)o->weight_decay, (double)o->beta1, (double)o->beta2, (double)o->eps,
+                     (double)o->max_grad_norm, (long long)o->warmup_steps, (long long)o->max_steps,
+                     (unsigned long long)o->seed);
+    ZT_ASSERT(n > 0 && (size_t)n < e->ckpt_text_bytes);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
+    zt_result r = zt__pwrite_all(fd, e->ckpt_text, (size_t)n, 0, path);
+    if (r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", path, strerror(errno));
+    close(fd);
+    return r;
+}
+
+/* removes a checkpoint directory zt wrote (its two files, then the directory) */
+static void zt__ckpt_rmdir(const char *path) {
+    char f[4200];
+    snprintf(f, sizeof f, "%s/%s", path, ZT__CKPT_TENSORS);
+    unlink(f);
+    snprintf(f, sizeof f, "%s/%s", path, ZT__CKPT_STATE);
+    unlink(f);
+    rmdir(path);
+}
+
+ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/global_step%lld", dir, (long long)step);
+    zt__ckpt_rmdir(path);
+    return ZT_OK;
+}
+
+ZT_API int64_t zt_engine_step(const zt_engine *e) { return e->step; }
+
+ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
+    char final[4096], tmp[4200], file[4300], old[4300];
+    zt_result r;
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return zt_fail(ZT_ERROR_IO, "cannot create the checkpoint directory %s: %s", dir, strerror(errno));
+    snprintf(final, sizeof final, "%s/global_step%lld", dir, (long long)e->step);
+    snprintf(tmp, sizeof tmp, "%s.tmp", final);
+    zt__ckpt_rmdir(tmp); /* what a killed save left */
+    if (mkdir(tmp, 0755) != 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    snprintf(file, sizeof file, "%s/%s", tmp, ZT__CKPT_TENSORS);
+    if ((r = zt__ckpt_write_tensors(e, file)) != ZT_OK) return r;
+    snprintf(file, sizeof file, "%s/%s", tmp, ZT__CKPT_STATE);
+    if ((r = zt__ckpt_write_state(e, file, data)) != ZT_OK) return r;
+    if ((r = zt__fsync_path(tmp)) != ZT_OK) return r;
+    snprintf(old, sizeof old, "%s.old", final);
+    int replacing = rename(final, old) == 0;
+    if (rename(tmp, final) != 0) return zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
+    if (replacing) zt__ckpt_rmdir(old);
+    if ((r = zt__fsync_path(dir)) != ZT_OK) return r;
+    /* then `latest`, the same way */
+    snprintf(file, sizeof file, "%s/latest.tmp", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", file, strerror(errno));
+    int n = snprintf(e->ckpt_text, e->ckpt_text_bytes, "global_step%lld", (long long)e->step);
+    r = zt__pwrite_all(fd, e->ckpt_text, (size_t)n, 0, file);
+    if (r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", file, strerror(errno));
+    close(fd);
+    if (r != ZT_OK) return r;
+    snprintf(old, sizeof old, "%s/latest", dir);
+    if (rename(file, old) != 0) return zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", file, strerror(errno));
+    return zt__fsync_path(dir);
+}
+
+/* ---- loading ---- */
+
+static zt_result zt__ckpt_int(const zt__json *j, const char *key, int64_t *out) {
+    int t = zt__json_get(j, 0, key);
+    if (t < 0) return zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is missing", j->file, key);
+    return zt__json_int(j, t, key, out);
+}
+
+/* reads a checkpoint's tensors into the engine; every expected tensor must be there with its shape */
+static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path) {
+    const uint8_t *map = NULL;
+    size_t bytes = 0;
+    zt_result r = zt__map(path, &map, &bytes);
+    if (r != ZT_OK) return r;
+    zt__json j;
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8 && bytes >= 8; i++) hlen |= (uint64_t)map[i] << (8 * i);
+    void *mem = NULL;
+    if (bytes < 8 || hlen > bytes - 8) {
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: the header length %llu does not fit in the file's %zu bytes", path,
+                    (unsigned long long)hlen, bytes);
+        goto done;
+    }
+    {
+        size_t tokens = hlen / 2 + 64; /* a token needs at least two characters */
+        mem = malloc(tokens * sizeof(jsmntok_t) + 64); /* load time, freed below */
+        zt_arena a;
+        zt_arena_init(&a, "checkpoint header", mem, tokens * sizeof(jsmntok_t) + 64);
+        if (!mem || (r = zt__json_parse(&j, &a, path, (const char *)map + 8, (size_t)hlen)) != ZT_OK) {
+            if (!mem) r = zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", path);
+            goto done;
+        }
+    }
+    {
+        uint64_t data_bytes = bytes - 8 - hlen;
+        const uint8_t *data = map + 8 + hlen;
+        int n_items = zt__ckpt_items(e, e->ckpt_items);
+        for (int i = 0; i < n_items && r == ZT_OK; i++) {
+            zt__ckpt_item it = e->ckpt_items[i];
+            const zt__param *pr = &e->params[it.param];
+            char key[512];
+            snprintf(key, sizeof key, "%s%s", pr->name, zt__ckpt_suffix[it.what]);
+            int t = zt__json_get(&j, 0, key);
+            if (t < 0) {
+                r = zt_fail(ZT_ERROR_FORMAT, "%s has no tensor \"%s\": it was saved from another model", path, key);
+                break;
+            }
+            char dtype[16] = "";
+            int to = zt__json_get(&j, t, "data_offsets"), ts = zt__json_get(&j, t, "shape");
+            zt__json_string(&j, zt__json_get(&j, t, "dtype"), "dtype", dtype, sizeof dtype);
+            int64_t n = zt__param_host_numel(e, pr), b0 = -1, b1 = -1, count = 1;
+            if (to >= 0 && j.tok[to].type == JSMN_ARRAY && j.tok[to].size == 2) {
+                zt__json_int(&j, to + 1, "data_offsets", &b0);
+                zt__json_int(&j, to + 2, "data_offsets", &b1);
+            }
+            if (ts >= 0 && j.tok[ts].type == JSMN_ARRAY)
+                for (int d = 0, c = ts + 1; d < j.tok[ts].size; d++, c++) {
+                    int64_t v = -1;
+                    zt__json_int(&j, c, "shape", &v);
+                    count *= v;
+                }
+            if (strcmp(dtype, "F32") != 0 || count != n || b0 < 0 || b1 - b0 != n * 4 || (uint64_t)b1 > data_bytes) {
+                r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" should be F32 with %lld elements inside the file; found "
+                            "dtype \"%s\", %lld elements, bytes [%lld, %lld) of %llu", path, key, (long long)n, dtype,
+                            (long long)count, (long long)b0, (long long)b1, (unsigned long long)data_bytes);
+                break;
+            }
+            const zt__group *g = &e->groups[pr->block];
+            zt_tensor dst = zt__ckpt_source(e, it);
+            for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
+                int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
+                memcpy(e->h_stage, data + b0 + i0 * 4, (size_t)k * 4);
+                zt_copy(e->s, zt_view(dst, i0, zt_shape1(k)), zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k)));
+                zt_stream_sync(e->s);
+            }
+            if (it.what == 0 && zt__present(g->master)) /* the working copy from the master */
+                zt_cast(e->s, zt_view(g->w, pr->offset, zt_shape1(n)), dst);
+        }
+        zt_stream_sync(e->s);
+    }
+done:
+    free(mem);
+    if (map) munmap((void *)(uintptr_t)map, bytes);
+    return r;
+}
+
+ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
+    char path[4096], file[4200], tag[256] = "";
+    struct stat st;
+    snprintf(file, sizeof file, "%s/latest", dir);
+    if (stat(file, &st) == 0) {
+        FILE *f = fopen(file, "r");
+        if (!f || !fgets(tag, sizeof tag, f)) {
+            if (f) fclose(f);
+            return zt_fail(ZT_ERROR_IO, "cannot read %s", file);
+        }
+        fclose(f);
+        tag[strcspn(tag, " \t\r\n")] = 0;
+        if (!tag[0] || strchr(tag, '/')) return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint, found \"%s\"", file, tag);
+        snprintf(path, sizeof path, "%s/%s", dir, tag);
+    } else {
+        snprintf(path, sizeof path, "%s", dir);
+        snprintf(file, sizeof file, "%s/%s", path, ZT__CKPT_STATE);
+        if (stat(file, &st) != 0)
+            return zt_fail(ZT_ERROR_IO, "%s has no `latest` file and is not a checkpoint (no %s)", dir, ZT__CKPT_STATE);
+    }
+    /* the state */
+    snprintf(file, sizeof file, "%s/%s", path, ZT__CKPT_STATE);
+    size_t cap = 1 << 20;
+    void *mem = malloc(cap); /* load time */
+    if (!mem) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", file);
+    zt_arena a;
+    zt_arena_init(&a, "checkpoint state", mem, cap);
+    char *text = NULL;
+    size_t len = 0;
+    zt__json j;
+    int64_t step = 0, adam = 0, sched = 0, hyst = 0, last = 0, iter = 0, epoch = 0, index = 0, world = 0, params = 0;
+    double scale = 1;
+    zt_result r = zt__read_file(&a, file, &text, &len);
+    if (r == ZT_OK) r = zt__json_parse(&j, &a, file, text, len);
+    if (r == ZT_OK && !(r = zt__ckpt_int(&j, "global_step", &step)) && !(r = zt__ckpt_int(&j, "adam_step", &adam)) &&
+        !(r = zt__ckpt_int(&j, "schedule_step", &sched)) && !(r = zt__ckpt_int(&j, "hysteresis_left", &hyst)) &&
+        !(r = zt__ckpt_int(&j, "last_overflow", &last)) && !(r = zt__ckpt_int(&j, "scaler_iter", &iter)) &&
+        !(r = zt__ckpt_int(&j, "data_epoch", &epoch)) && !(r = zt__ckpt_int(&j, "data_index", &index)) &&
+        !(r = zt__ckpt_int(&j, "world_size", &world)) && !(r = zt__ckpt_int(&j, "parameters", &params)))
+        r = zt__json_number(&j, zt__json_get(&j, 0, "loss_scale"), "loss_scale", &scale);
+    free(mem);
+    if (r != ZT_OK) return r;
+    if (params != zt__ckpt_items(e, NULL))
+        return zt_fail(ZT_ERROR_FORMAT, "%s holds %lld tensors, this model has %d: it was saved from another model", file,
+                       (long long)params, zt__ckpt_items(e, NULL));
+    if (world != 1)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s was saved by %lld ranks; this version resumes one", file, (long long)world);
+    snprintf(file, sizeof file, "%s/%s", path, ZT__CKPT_TENSORS);
+    if ((r = zt__ckpt_read_tensors(e, file)) != ZT_OK) return r;
+    e->step = step;
+    e->adam_step = adam;
+    e->sched_step = sched;
+    e->loss_scale = (float)scale;
+    e->hysteresis_left = (int)hyst;
+    e->last_overflow = last;
+    e->scaler_iter = iter;
+    if (data) zt_data_seek(data, epoch, index);
+    return ZT_OK;
+}
+
 /* >>cpu (implementation) ----------------------------------------------------------------------- */
 
 /* Each CPU stream is a ring of commands served in order by its own thread; kernels spread their
@@ -4120,6 +4529,8 @@ static zt_result zt__cpu_create(zt_backend *b) {
     }
     zt_arena_init(&b->device, "device", cpu->device_mem, b->desc.device_bytes);
     zt_arena_init(&b->pinned, "pinned host", cpu->pinned_mem, b->desc.pinned_bytes);
+    zt_arena_set_stream_ordered(&b->device);
+    zt_arena_set_stream_ordered(&b->pinned);
     cpu->pool = zt_pool_create(b->desc.threads);
     int nt = zt_pool_threads(cpu->pool);
     for (int i = 0; i < nt; i++) {
@@ -4147,6 +4558,8 @@ static zt_result zt__cpu_reserve(zt_backend *b, size_t device_bytes, size_t pinn
     cpu->pinned_mem = p;
     zt_arena_init(&b->device, "device", d, device_bytes);
     zt_arena_init(&b->pinned, "pinned host", p, pinned_bytes);
+    zt_arena_set_stream_ordered(&b->device);
+    zt_arena_set_stream_ordered(&b->pinned);
     return ZT_OK;
 }
 
@@ -4968,17 +5381,18 @@ static void zt__crossentropy_task(void *ctx, int64_t task, int thread) {
                      "index %d", (long long)t, (long long)r, (long long)V, a->ignore_index);
         float *x = buf;
         zt__to_f32(x, a->logits.data, a->logits.dtype, r * Vp, V);
-        float m = -INFINITY, sum = 0.0f;
+        float m = -INFINITY;
+        double sum = 0.0; /* 128k terms: summed in double so the loss keeps f32 accuracy */
         for (int64_t c = 0; c < V; c++) m = ZT__MAX(m, x[c]);
         for (int64_t c = 0; c < V; c++) {
             x[c] = expf(x[c] - m);
             sum += x[c];
         }
-        float lse = m + logf(sum);
+        float lse = m + (float)log(sum);
         float xt = ignored ? 0.0f : zt__ldf(a->logits.data, a->logits.dtype, r * Vp + t);
         ((float *)a->losses.data)[r] = ignored ? 0.0f : lse - xt;
         if (!zt__present(a->dlogits)) continue;
-        float scale = ignored ? 0.0f : a->dloss / sum;
+        float scale = ignored ? 0.0f : (float)(a->dloss / sum);
         for (int64_t c = 0; c < V; c++) x[c] *= scale;
         if (!ignored) x[t] -= a->dloss;
         for (int64_t c = V; c < Vp; c++) x[c] = 0.0f;

@@ -1,19 +1,25 @@
 /* examples/minimal.c - a byte-level language model trained with zt's ops, in one page.
 
-   The model predicts the next byte of a text from the two bytes before it:
-       x = E[c_t] + E[256 + c_(t-1)]        E (512,C): one table, two halves
-       h = gelu(x @ W1^T + b1)               W1 (H,C), b1 (H)
-       loss = cross-entropy(h @ W2^T, c_(t+1))  W2 (256,H)
+   The model predicts the next byte of a text from the CTX = 3 bytes before it:
+       x = E[c_t] + E[256 + c_(t-1)] + E[512 + c_(t-2)]   E (3*256,C): one table, one part per offset
+       h = gelu(x @ W1^T + b1)                            W1 (H,C), b1 (H)
+       loss = cross-entropy(h @ W2^T, c_(t+1))            W2 (256,H)
    trained with AdamW on sentences this program makes up, so no data file is needed. It shows the
    whole contract of the ops API: device memory from the backend's arena, host buffers from its pinned
    arena, work queued on a stream, host reads only after a sync, gradients zeroed before the backward
-   ops accumulate into them. (The trainer, zt_train, will replace this once the engine exists.) */
+   ops accumulate into them. (Once zt_train exists, a page over the engine API takes this place.) */
 #include "../zt.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { C = 64, H = 256, V = 256, N = 512, STEPS = 300, PRINT_EVERY = 25, TEXT_BYTES = 1 << 16 };
+#ifdef __CUDACC__ /* build/minimal_cuda */
+#  define BACKEND "cuda"
+#else
+#  define BACKEND "cpu"
+#endif
+
+enum { CTX = 3, C = 64, H = 256, V = 256, N = 512, STEPS = 300, PRINT_EVERY = 25, TEXT_BYTES = 1 << 16 };
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint32_t rng(void) { /* xorshift64* */
@@ -60,25 +66,26 @@ int main(void) {
     zt_backend_desc desc = zt_backend_desc_default();
     desc.device_bytes = (size_t)32 << 20;
     desc.pinned_bytes = (size_t)4 << 20;
-    if (zt_backend_create(&be, "cpu", &desc) != ZT_OK) { fprintf(stderr, "%s\n", zt_last_error()); return 1; }
+    if (zt_backend_create(&be, BACKEND, &desc) != ZT_OK) { fprintf(stderr, "%s\n", zt_last_error()); return 1; }
     zt_arena *dev = zt_backend_device_arena(be), *pinned = zt_backend_pinned_arena(be);
     zt_stream *s = zt_backend_stream(be);
 
     char *text = ZT_PUSH(pinned, char, TEXT_BYTES);
     int64_t text_len = make_text(text, TEXT_BYTES);
 
-    param E = param_new(be, zt_shape2(2 * V, C), 0.5f, 0.0f);
+    param E = param_new(be, zt_shape2(CTX * V, C), 0.5f, 0.0f);
     param W1 = param_new(be, zt_shape2(H, C), 1.0f / sqrtf((float)C), 0.01f);
     param b1 = param_new(be, zt_shape1(H), 0.0f, 0.0f);
     param W2 = param_new(be, zt_shape2(V, H), 1.0f / sqrtf((float)H), 0.01f);
     param *params[] = {&E, &W1, &b1, &W2};
 
-    zt_tensor ids_host = zt_tensor_new(pinned, ZT_I32, ZT_HOST, zt_shape2(3, N)); /* cur, prev, next */
+    /* row k < CTX: byte t-k, offset into part k of E; row CTX: the target, byte t+1 */
+    zt_tensor ids_host = zt_tensor_new(pinned, ZT_I32, ZT_HOST, zt_shape2(CTX + 1, N));
     zt_tensor loss_host = zt_tensor_new(pinned, ZT_F32, ZT_HOST, zt_shape1(N));
     zt_tensor logit_host = zt_tensor_new(pinned, ZT_F32, ZT_HOST, zt_shape1(V));
-    zt_tensor ids = zt_tensor_new(dev, ZT_I32, ZT_DEVICE, zt_shape2(3, N));
-    zt_tensor cur = zt_view(ids, 0, zt_shape1(N)), prev = zt_view(ids, N, zt_shape1(N));
-    zt_tensor next = zt_view(ids, 2 * N, zt_shape1(N));
+    zt_tensor ids = zt_tensor_new(dev, ZT_I32, ZT_DEVICE, zt_shape2(CTX + 1, N)), ctx[CTX];
+    for (int k = 0; k < CTX; k++) ctx[k] = zt_view(ids, k * N, zt_shape1(N));
+    zt_tensor next = zt_view(ids, CTX * N, zt_shape1(N));
     zt_tensor x = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, C));
     zt_tensor pre = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, H));
     zt_tensor h = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, H));
@@ -89,18 +96,23 @@ int main(void) {
     zt_tensor logits = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(64, V)); /* 64 rows at a time */
     int32_t *host_ids = (int32_t *)ids_host.data;
 
-    printf("byte-level model, %lld bytes of text, batch %d, %d steps\n", (long long)text_len, N, STEPS);
+    zt_adamw_params opt;
+    memset(&opt, 0, sizeof opt); /* fields added later stay off */
+    opt.lr = 3e-3f, opt.beta1 = 0.9f, opt.beta2 = 0.999f, opt.eps = 1e-8f, opt.grad_scale = 1.0f;
+
+    printf("byte-level model on %s, %lld bytes of text, batch %d, %d steps\n", BACKEND,
+           (long long)text_len, N, STEPS);
     uint64_t t0 = zt_time_ns();
+    double loss_sum = 0;
+    int loss_steps = 0;
     for (int step = 1; step <= STEPS; step++) {
         for (int i = 0; i < N; i++) {
-            int64_t t = 1 + (int64_t)(rng() % (uint32_t)(text_len - 2));
-            host_ids[i] = (unsigned char)text[t];
-            host_ids[N + i] = V + (unsigned char)text[t - 1];
-            host_ids[2 * N + i] = (unsigned char)text[t + 1];
+            int64_t t = CTX - 1 + (int64_t)(rng() % (uint32_t)(text_len - CTX));
+            for (int k = 0; k < CTX; k++) host_ids[k * N + i] = k * V + (unsigned char)text[t - k];
+            host_ids[CTX * N + i] = (unsigned char)text[t + 1];
         }
         zt_copy(s, ids, ids_host);
-        zt_embedding_forward(s, x, cur, E.w, 0);
-        zt_embedding_forward(s, x, prev, E.w, 1);
+        for (int k = 0; k < CTX; k++) zt_embedding_forward(s, x, ctx[k], E.w, k > 0);
         zt_matmul_forward(s, pre, x, W1.w, &b1.w);
         zt_gelu_forward(s, h, pre);
 
@@ -109,32 +121,31 @@ int main(void) {
         zt_output_loss(s, losses, &dh, &W2.grad, h, W2.w, next, logits, V, -1, 1.0f / N);
         zt_gelu_backward(s, dpre, dh, pre);
         zt_matmul_backward(s, &dx, &W1.grad, &b1.grad, dpre, x, W1.w);
-        zt_embedding_backward(s, E.grad, dx, cur);
-        zt_embedding_backward(s, E.grad, dx, prev);
+        for (int k = 0; k < CTX; k++) zt_embedding_backward(s, E.grad, dx, ctx[k]);
 
         for (int i = 0; i < 4; i++) {
-            zt_adamw_params p = {3e-3f, 0.9f, 0.999f, 1e-8f, params[i]->decay, 1.0f, step};
-            zt_adamw(s, params[i]->w, params[i]->m, params[i]->v, params[i]->grad, NULL, p);
+            opt.weight_decay = params[i]->decay, opt.step = step;
+            zt_adamw(s, params[i]->w, params[i]->m, params[i]->v, params[i]->grad, NULL, opt);
         }
         zt_copy(s, loss_host, losses);
         zt_stream_sync(s); /* loss_host is valid, and ids_host may be overwritten */
-        if (step == 1 || step % PRINT_EVERY == 0) {
-            double sum = 0;
-            for (int i = 0; i < N; i++) sum += ((float *)loss_host.data)[i];
-            printf("step %3d/%d | loss %.6f | %.0f ms\n", step, STEPS, sum / N,
+        for (int i = 0; i < N; i++) loss_sum += ((float *)loss_host.data)[i];
+        loss_steps++;
+        if (step == 1 || step % PRINT_EVERY == 0) { /* the mean since the last line */
+            printf("step %3d/%d | loss %.6f | %.0f ms\n", step, STEPS, loss_sum / (loss_steps * N),
                    (double)(zt_time_ns() - t0) / 1e6);
+            loss_sum = 0, loss_steps = 0;
         }
     }
 
     /* sample 120 bytes from the trained model, one position at a time */
-    char prompt[] = "the ";
-    int a = prompt[3], b = prompt[2];
-    printf("sample: %s", prompt);
+    int last[CTX] = {' ', 'e', 'h'}; /* the prompt "the " backwards */
+    printf("sample: the ");
     for (int i = 0; i < 120; i++) {
-        host_ids[0] = a, host_ids[N] = V + b;
+        for (int k = 0; k < CTX; k++) host_ids[k * N] = k * V + last[k];
         zt_copy(s, ids, ids_host);
-        zt_embedding_forward(s, zt_slice(x, 0, 1), zt_slice(cur, 0, 1), E.w, 0);
-        zt_embedding_forward(s, zt_slice(x, 0, 1), zt_slice(prev, 0, 1), E.w, 1);
+        for (int k = 0; k < CTX; k++)
+            zt_embedding_forward(s, zt_slice(x, 0, 1), zt_slice(ctx[k], 0, 1), E.w, k > 0);
         zt_matmul_forward(s, zt_slice(pre, 0, 1), zt_slice(x, 0, 1), W1.w, &b1.w);
         zt_gelu_forward(s, zt_slice(h, 0, 1), zt_slice(pre, 0, 1));
         zt_matmul_forward(s, zt_slice(logits, 0, 1), zt_slice(h, 0, 1), W2.w, NULL);
@@ -148,7 +159,8 @@ int main(void) {
         int c = 0;
         while (c < V - 1 && (r -= expf(l[c] - max)) > 0) c++;
         putchar(c >= 32 && c < 127 ? c : '?');
-        b = a, a = c;
+        for (int k = CTX - 1; k > 0; k--) last[k] = last[k - 1];
+        last[0] = c;
     }
     printf("\n");
     zt_backend_destroy(be);

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral and Qwen2 models built with
+transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+
+    python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
+
+For each model type it writes tests/ref/<type>/config.json (what transformers writes) and
+tests/ref/<type>/fixture.bin, a list of named tensors:
+
+    "ZTFIXT01"                      8 bytes, the magic and format version
+    u32 count                       number of tensors
+    count times:
+        u32 name_len, name_len bytes of name (UTF-8, no terminator)
+        u32 dtype                   0 = f32, 1 = i32
+        u32 ndim, ndim x i64 dims
+        numel x 4 bytes of data     row-major
+    all integers little-endian
+
+Tensors:
+    input_ids          i32 (B, T)      the batch of the gradient check
+    logits             f32 (B, T, V)   model(input_ids).logits (V: the real vocabulary)
+    loss               f32 (1)         model(input_ids, labels=input_ids).loss: mean over B*(T-1) predictions
+    param.<name>       f32             every parameter, zt's layout (below), at the start
+    grad.<name>        f32             d loss / d param, same layout
+    steps.input_ids    i32 (S, B, T)   the batch of each optimizer step
+    steps.loss         f32 (S)         the loss of each step's batch, before that step's update
+    steps.grad_norm    f32 (S)         the global gradient norm before clipping
+
+zt's layout: transformers' state_dict names; every weight (out, in) as in nn.Linear, so GPT-2's
+Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) are transposed; no buffers
+(GPT-2's attn.bias / attn.masked_bias); with tied embeddings no lm_head.weight (the embedding's
+gradient holds both uses).
+
+Training: torch.optim.AdamW(lr=1e-3, betas=(0.9, 0.999), eps=1e-8), weight decay 0.1 on 2-D
+weights only (embedding tables included), 0 on biases and norm weights; clip_grad_norm_(1.0)
+before each step; constant learning rate. Parameters are not transformers' initialisation but
+seeded draws of a useful size (weights ~ 1/sqrt(fan_in), biases and norm weights perturbed) so
+that every path (biases, norm weights, non-uniform attention) shows up in the gradients.
+"""
+import os
+import struct
+
+import torch
+import transformers
+
+B, T, STEPS, VOCAB = 2, 16, 10, 61
+LR, BETAS, EPS, WD, MAX_NORM = 1e-3, (0.9, 0.999), 1e-8, 0.1, 1.0
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+
+
+def make_config(model_type):
+    common_llama = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                        intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=32, rms_norm_eps=1e-6,
+                        attention_dropout=0.0, bos_token_id=1, eos_token_id=2)
+    if model_type == "gpt2":
+        return transformers.GPT2Config(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=32, vocab_size=VOCAB,
+                                       activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0,
+                                       attn_pdrop=0.0, summary_first_dropout=0.0, bos_token_id=0, eos_token_id=0,
+                                       tie_word_embeddings=True)
+    if model_type == "llama":  # untied, no biases, the default rope theta
+        return transformers.LlamaConfig(**common_llama, tie_word_embeddings=False)
+    if model_type == "mistral":  # untied; no sliding window (T is far below any window anyway)
+        return transformers.MistralConfig(**common_llama, tie_word_embeddings=False, sliding_window=None)
+    if model_type == "qwen2":  # tied, q/k/v biases, Qwen2's rope theta of 1e6
+        return transformers.Qwen2Config(**common_llama, tie_word_embeddings=True, rope_theta=1e6,
+                                        use_sliding_window=False)
+    raise ValueError(model_type)
+
+
+def randomize(model, gen):
+    """Seeded parameters: weights N(0, 1/fan_in), embeddings N(0, 0.2^2), biases N(0, 0.1^2), norm
+    weights 1 + N(0, 0.1^2)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 2 and ("wte" in name or "wpe" in name or "embed_tokens" in name):
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+            elif p.dim() == 2:
+                fan_in = p.shape[0] if name.endswith(CONV1D) else p.shape[1]
+                p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
+            elif "norm" in name or ".ln_" in name:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen) if name.endswith("weight")
+                        else 0.1 * torch.randn(p.shape, generator=gen))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
+def zt_layout(name, t):
+    """A parameter (or gradient) as zt stores it: GPT-2's Conv1D weights transposed to (out, in)."""
+    t = t.detach().clone()  # a copy: the optimizer later updates the parameters in place
+    if name.endswith(CONV1D):
+        t = t.t()
+    return t.contiguous()
+
+
+def write_fixture(path, tensors):
+    with open(path, "wb") as f:
+        f.write(b"ZTFIXT01")
+        f.write(struct.pack("<I", len(tensors)))
+        for name, t in tensors:
+            t = t.detach().contiguous()
+            if t.dtype == torch.float32:
+                code, fmt = 0, "<f4"
+            elif t.dtype in (torch.int32, torch.int64):
+                code, fmt = 1, "<i4"
+                t = t.to(torch.int32)
+            else:
+                raise TypeError(f"{name}: {t.dtype}")
+            nb = name.encode()
+            f.write(struct.pack("<I", len(nb)) + nb)
+            f.write(struct.pack("<II", code, t.dim()))
+            f.write(struct.pack(f"<{t.dim()}q", *t.shape))
+            f.write(t.numpy().astype(fmt).tobytes())
+
+
+def make(model_type, seed):
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    config = make_config(model_type)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    model = model.to(torch.float32)
+    model.train()  # every dropout is 0: train mode changes nothing but is what training uses
+    randomize(model, gen)
+    params = list(model.named_parameters())  # tied weights appear once, under the embedding's name
+    names = [n for n, _ in params]
+    tied = bool(getattr(model.config, "tie_word_embeddings", False))
+    assert ("lm_head.weight" in names) != tied, (model_type, tied)
+    if model_type == "gpt2":
+        assert sum(n.endswith(CONV1D) for n in names) == 4 * config.n_layer
+
+    out = []
+    input_ids = torch.randint(0, VOCAB, (B, T), generator=gen)
+    out.append(("input_ids", input_ids))
+    for name, p in params:
+        out.append(("param." + name, zt_layout(name, p)))
+
+    model.zero_grad(set_to_none=True)
+    res = model(input_ids=input_ids, labels=input_ids)
+    res.loss.backward()
+    out.append(("logits", res.logits.detach()[..., :VOCAB].contiguous()))
+    out.append(("loss", res.loss.detach().reshape(1)))
+    for name, p in params:
+        out.append(("grad." + name, zt_layout(name, p.grad)))
+
+    decay = [p for _, p in params if p.dim() == 2]
+    no_decay = [p for _, p in params if p.dim() != 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=LR, betas=BETAS, eps=EPS)
+    step_ids = torch.randint(0, VOCAB, (STEPS, B, T), generator=gen)
+    losses, norms = [], []
+    for k in range(STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss = model(input_ids=step_ids[k], labels=step_ids[k]).loss
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)))
+        losses.append(loss.item())
+        opt.step()
+    out.append(("steps.input_ids", step_ids))
+    out.append(("steps.loss", torch.tensor(losses, dtype=torch.float32)))
+    out.append(("steps.grad_norm", torch.tensor(norms, dtype=torch.float32)))
+
+    d = os.path.join(HERE, model_type)
+    os.makedirs(d, exist_ok=True)
+    model.config.architectures = [type(model).__name__]
+    model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
+    write_fixture(os.path.join(d, "fixture.bin"), out)
+    print(f"{model_type}: loss {res.loss.item():.6f}, step losses {losses[0]:.6f} .. {losses[-1]:.6f}, "
+          f"{os.path.getsize(os.path.join(d, 'fixture.bin'))} bytes")
+
+
+def main():
+    torch.set_default_dtype(torch.float32)
+    torch.set_num_threads(1)  # the same reduction order on every run
+    torch.use_deterministic_algorithms(True)
+    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2"]):
+        make(model_type, 1000 + i)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,376 @@
+/* tests/test_models.c - the built-in models against PyTorch + transformers.
+   Fixtures come from tests/ref/make_model_fixtures.py (tests/ref/<type>/config.json and fixture.bin): a
+   tiny GPT-2, LLaMA (untied), Mistral (untied) and Qwen2 (tied, q/k/v biases, rope theta 1e6), each with
+   2 layers, hidden 32, grouped-query attention in the LLaMA family and a vocabulary of 61 (zt pads it to
+   128). For each model, in fp32 and bf16:
+     - every zt parameter is in the fixture and every fixture parameter is in zt, with the same shape;
+     - the loss of zt_forward_backward (next-token targets, as labels=input_ids) and of zt_eval;
+     - every parameter gradient;
+     - greedy zt_generate picks the reference logits' argmax after each row;
+     - 10 steps of AdamW (weight decay on 2-D weights, clipping at 1.0, constant lr): each step's loss
+       and gradient norm.
+   Errors of a tensor are measured against its largest reference magnitude: max|zt - ref| / max|ref|.
+   Set ZT_TEST_VERBOSE to print the measured errors. */
+#include "test.h"
+#include <stdio.h>
+
+/* >>fixture reader ============================================================================= */
+
+/* fixture.bin, little-endian: "ZTFIXT01", u32 count, then count times: u32 name_len, the name (no
+   terminator), u32 dtype (0 f32, 1 i32), u32 ndim, ndim x i64 dims, numel x 4 bytes row-major. */
+#define FX_MAX_DIMS 8
+
+typedef struct fx_tensor {
+    char *name;
+    int dtype; /* 0 f32, 1 i32 */
+    int ndim;
+    int64_t dims[FX_MAX_DIMS], numel;
+    void *data; /* float or int32_t, aligned */
+} fx_tensor;
+
+typedef struct fx_file {
+    int n;
+    fx_tensor *t;
+} fx_file;
+
+static void fx_free(fx_file *f) {
+    for (int i = 0; i < f->n; i++) {
+        free(f->t[i].name);
+        free(f->t[i].data);
+    }
+    free(f->t);
+    memset(f, 0, sizeof *f);
+}
+
+static int fx_read(FILE *fp, void *dst, size_t n) { return fread(dst, 1, n, fp) == n; }
+
+/* 0 and a message in err on failure */
+static int fx_load(fx_file *f, const char *path, char *err, size_t err_len) {
+    memset(f, 0, sizeof *f);
+    uint32_t probe = 1;
+    if (*(uint8_t *)&probe != 1) return snprintf(err, err_len, "fixtures are little-endian; this host is not"), 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return snprintf(err, err_len, "%s: cannot open (run tests/ref/make_model_fixtures.py)", path), 0;
+    char magic[8];
+    uint32_t count = 0;
+    int ok = fx_read(fp, magic, 8) && memcmp(magic, "ZTFIXT01", 8) == 0 && fx_read(fp, &count, 4) && count < 100000;
+    if (!ok) {
+        fclose(fp);
+        return snprintf(err, err_len, "%s: not a ZTFIXT01 fixture", path), 0;
+    }
+    f->t = (fx_tensor *)calloc(count, sizeof *f->t);
+    for (uint32_t i = 0; ok && i < count; i++) {
+        fx_tensor *t = &f->t[i];
+        uint32_t name_len = 0, dtype = 0, ndim = 0;
+        ok = fx_read(fp, &name_len, 4) && name_len > 0 && name_len < 4096;
+        if (ok) {
+            t->name = (char *)calloc(name_len + 1, 1);
+            f->n = (int)i + 1;
+            ok = fx_read(fp, t->name, name_len) && fx_read(fp, &dtype, 4) && fx_read(fp, &ndim, 4) && dtype <= 1 &&
+                 ndim <= FX_MAX_DIMS;
+        }
+        t->dtype = (int)dtype, t->ndim = (int)ndim, t->numel = 1;
+        for (uint32_t d = 0; ok && d < ndim; d++) {
+            ok = fx_read(fp, &t->dims[d], 8) && t->dims[d] >= 0 && t->dims[d] < (1 << 24);
+            t->numel *= t->dims[d];
+        }
+        if (ok) {
+            t->data = malloc((size_t)(t->numel > 0 ? t->numel : 1) * 4);
+            ok = fx_read(fp, t->data, (size_t)t->numel * 4);
+        }
+    }
+    int trailing = ok && fgetc(fp) != EOF;
+    fclose(fp);
+    if (!ok || trailing) {
+        fx_free(f);
+        return snprintf(err, err_len, "%s: truncated or malformed%s", path, trailing ? " (trailing bytes)" : ""), 0;
+    }
+    return 1;
+}
+
+static const fx_tensor *fx_get(const fx_file *f, const char *name) {
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
+    return NULL;
+}
+
+/* >>comparison ================================================================================= */
+
+/* Tolerances, each relative: a loss or norm against its reference value; a gradient tensor by its worst
+   element against the tensor's largest reference magnitude, and as a whole (L2 norm of the difference
+   against the L2 norm of the reference). */
+typedef struct model_tol {
+    double loss;      /* the loss of the gradient batch (zt_forward_backward and zt_eval) */
+    double grad;      /* max|zt - ref| / max|ref| of each gradient */
+    double grad_l2;   /* |zt - ref| / |ref| of each gradient */
+    double steps;     /* each of the 10 step losses */
+    double norm;      /* each step's gradient norm before clipping */
+} model_tol;
+
+/* fp32: the same maths in another summation order. Sums of <= 10^2 terms in f32 (u = 6e-8) differ by
+   ~1e-6 of their largest term; 1e-5 leaves a margin and still catches a wrong term, which moves a
+   gradient by percents (measured: loss <= 1e-7, gradients <= 2e-6). Ten Adam steps of lr 1e-3 carry
+   those differences on through the update m / sqrt(v) about 1:1, so 5e-5 on each step's loss and
+   gradient norm (measured <= 2e-6). */
+static const model_tol tol_fp32 = {1e-5, 1e-5, 1e-5, 5e-5, 5e-5};
+
+/* bf16: weights and activations rounded to 8 significant bits (u = 2^-9 = 2e-3) at every op boundary,
+   accumulation in f32. Gradients are sums of products of several rounded factors, with cancellation, so
+   a few percent of a tensor's scale is what bf16 itself gives: the transformers model run in
+   torch.bfloat16 on the same parameters is off from the f32 reference by up to 4.7e-2 (worst element,
+   relative to the tensor's largest; median tensor 2e-2; L2 up to 2.9e-2) and its loss by up to 1e-3.
+   zt measured: loss <= 9e-4, gradients <= 5.6e-2 (worst element) and <= 4e-2 (L2), step losses <= 1e-3,
+   gradient norms <= 4.4e-3. The tolerances sit ~1.5-5x above those: a wrong term in any op moves a
+   gradient by far more. */
+static const model_tol tol_bf16 = {5e-3, 8e-2, 6e-2, 5e-3, 2e-2};
+
+typedef struct model_err {
+    double loss, eval, grad, grad_l2, steps, norm;
+    char grad_at[160], grad_l2_at[160];
+} model_err;
+
+/* Errors of zt's got (n) against ref: the largest |got - ref| / max|ref|, and where; and in l2 the L2
+   norm of the difference over that of ref. NaN counts as the worst. */
+static double rel_err(const float *got, const float *ref, int64_t n, int64_t *at, double *l2) {
+    double scale = 0, worst = 0, dd = 0, rr = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs((double)ref[i]));
+    if (scale == 0) scale = 1;
+    *at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double diff = (double)got[i] - (double)ref[i], d = fabs(diff) / scale;
+        dd += diff * diff;
+        rr += (double)ref[i] * ref[i];
+        if (!(d <= worst)) {
+            worst = isnan(d) ? INFINITY : d;
+            *at = i;
+        }
+    }
+    *l2 = rr > 0 ? sqrt(dd / rr) : sqrt(dd);
+    if (isnan(*l2)) *l2 = INFINITY;
+    return worst;
+}
+
+static double rel1(double got, double ref) {
+    double d = fabs(got - ref) / fmax(fabs(ref), 1e-30);
+    return isnan(d) ? INFINITY : d;
+}
+
+/* >>the model checks =========================================================================== */
+
+#define MB 2
+#define SEQ 16
+#define N_STEPS 10
+
+typedef struct model_run {
+    fx_file fx;
+    zt_engine *e;
+    float *buf;
+    model_err err;
+} model_run;
+
+static const char *prec_name(zt_precision p) { return p == ZT_PRECISION_BF16 ? "bf16" : "fp32"; }
+
+static zt_options model_options(zt_precision prec) {
+    zt_options o = zt_options_default();
+    o.threads = 2;
+    o.micro_batch = MB;
+    o.seq_len = SEQ;
+    o.max_steps = N_STEPS;
+    o.precision = prec;
+    o.lr = 1e-3f;
+    o.weight_decay = 0.1f;
+    o.max_grad_norm = 1.0f;
+    o.schedule = ZT_SCHED_CONSTANT;
+    o.warmup_steps = 0;
+    return o; /* Adam's betas (0.9, 0.999) and eps 1e-8 are the defaults */
+}
+
+static const fx_tensor *fx_need(const fx_file *f, const char *name, int dtype, int64_t numel) {
+    const fx_tensor *t = fx_get(f, name);
+    return t && t->dtype == dtype && t->numel == numel ? t : NULL;
+}
+
+/* a fresh engine holding the fixture's parameters; fails the test (and returns NULL) when the two sets
+   of names or shapes differ */
+static zt_engine *model_engine(model_run *r, const char *type, const zt_model_config *cfg, zt_precision prec) {
+    const char *pn = prec_name(prec);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = cfg;
+    zt_options o = model_options(prec);
+    zt_engine *e = NULL;
+    if (zt_init_options(&e, &spec, &o) != ZT_OK) {
+        zt_test_fail(__FILE__, __LINE__, "%s %s: zt_init_options: %s", type, pn, zt_last_error());
+        return NULL;
+    }
+    int named = 0;
+    char key[256];
+    for (int i = 0; i < zt_param_count(e); i++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, i, &s);
+        if (!name) continue; /* an empty slot or a tied use */
+        named++;
+        snprintf(key, sizeof key, "param.%s", name);
+        const fx_tensor *t = fx_get(&r->fx, key);
+        int same = t && t->dtype == 0 && t->ndim == s.ndim;
+        for (int d = 0; same && d < s.ndim; d++) same = t->dims[d] == s.d[d];
+        if (!same) {
+            zt_test_fail(__FILE__, __LINE__, "%s %s: zt parameter %s (%d-D, %lld x %lld) is %s the fixture", type, pn,
+                         name, s.ndim, (long long)s.d[0], (long long)(s.ndim > 1 ? s.d[1] : 1),
+                         t ? "shaped differently in" : "missing from");
+            zt_shutdown(e);
+            return NULL;
+        }
+        if (zt_param_set(e, name, (const float *)t->data, t->numel) != ZT_OK) {
+            zt_test_fail(__FILE__, __LINE__, "%s %s: zt_param_set %s: %s", type, pn, name, zt_last_error());
+            zt_shutdown(e);
+            return NULL;
+        }
+    }
+    int in_fixture = 0;
+    for (int i = 0; i < r->fx.n; i++) {
+        if (strncmp(r->fx.t[i].name, "param.", 6) != 0) continue;
+        in_fixture++;
+        int found = 0;
+        for (int k = 0; k < zt_param_count(e) && !found; k++) {
+            const char *name = zt_param_name(e, k, NULL);
+            found = name && strcmp(name, r->fx.t[i].name + 6) == 0;
+        }
+        if (!found) {
+            zt_test_fail(__FILE__, __LINE__, "%s %s: fixture parameter %s is not a zt parameter", type, pn,
+                         r->fx.t[i].name + 6);
+            zt_shutdown(e);
+            return NULL;
+        }
+    }
+    if (named != in_fixture) {
+        zt_test_fail(__FILE__, __LINE__, "%s %s: zt names %d parameters, the fixture %d", type, pn, named, in_fixture);
+        zt_shutdown(e);
+        return NULL;
+    }
+    return e;
+}
+
+static void model_check(model_run *r, const char *type, zt_precision prec, const model_tol *tol) {
+    const char *pn = prec_name(prec);
+    char path[256], err[512];
+    snprintf(path, sizeof path, "tests/ref/%s/fixture.bin", type);
+    CHECK_MSG(fx_load(&r->fx, path, err, sizeof err), "%s", err);
+    snprintf(path, sizeof path, "tests/ref/%s/config.json", type);
+    zt_model_config cfg;
+    CHECK_MSG(zt_model_config_read(&cfg, path) == ZT_OK, "%s: %s", path, zt_last_error());
+    CHECK_MSG(strcmp(cfg.model_type, type) == 0, "%s: model_type %s", path, cfg.model_type);
+    CHECK_EQ_INT(cfg.vocab, 61);
+    CHECK_EQ_INT(cfg.vocab_padded, 128);
+
+    const fx_tensor *ids = fx_need(&r->fx, "input_ids", 1, MB * SEQ);
+    const fx_tensor *loss = fx_need(&r->fx, "loss", 0, 1);
+    const fx_tensor *logits = fx_need(&r->fx, "logits", 0, MB * SEQ * cfg.vocab);
+    const fx_tensor *step_ids = fx_need(&r->fx, "steps.input_ids", 1, N_STEPS * MB * SEQ);
+    const fx_tensor *step_loss = fx_need(&r->fx, "steps.loss", 0, N_STEPS);
+    const fx_tensor *step_norm = fx_need(&r->fx, "steps.grad_norm", 0, N_STEPS);
+    CHECK_MSG(ids && loss && logits && step_ids && step_loss && step_norm, "%s: a tensor is missing or misshaped",
+              path);
+
+    /* the loss and every gradient of one batch */
+    r->e = model_engine(r, type, &cfg, prec);
+    if (!r->e) return;
+    const int32_t *tokens = (const int32_t *)ids->data;
+    float ref_loss = *(const float *)loss->data;
+    float got = zt_forward_backward(r->e, tokens, NULL, NULL, MB);
+    r->err.loss = rel1(got, ref_loss);
+    CHECK_MSG(r->err.loss <= tol->loss, "%s %s: loss %.7f, reference %.7f (relative error %.2e, tol %.0e)", type, pn,
+              (double)got, (double)ref_loss, r->err.loss, tol->loss);
+
+    /* zt_param_get(grad=1): the gradient of the mean loss over the predicted tokens, as torch's */
+    int64_t biggest = 0;
+    for (int i = 0; i < r->fx.n; i++) biggest = biggest > r->fx.t[i].numel ? biggest : r->fx.t[i].numel;
+    r->buf = (float *)malloc((size_t)biggest * sizeof(float));
+    for (int i = 0; i < r->fx.n; i++) {
+        const fx_tensor *t = &r->fx.t[i];
+        if (strncmp(t->name, "grad.", 5) != 0) continue;
+        const char *name = t->name + 5;
+        CHECK_MSG(zt_param_get(r->e, name, r->buf, t->numel, 1) == ZT_OK, "%s %s: zt_param_get %s: %s", type, pn,
+                  name, zt_last_error());
+        int64_t at;
+        double l2, e = rel_err(r->buf, (const float *)t->data, t->numel, &at, &l2);
+        if (e > r->err.grad) {
+            r->err.grad = e;
+            snprintf(r->err.grad_at, sizeof r->err.grad_at, "%s[%lld]", name, (long long)at);
+        }
+        if (l2 > r->err.grad_l2) {
+            r->err.grad_l2 = l2;
+            snprintf(r->err.grad_l2_at, sizeof r->err.grad_l2_at, "%s", name);
+        }
+        CHECK_MSG(e <= tol->grad, "%s %s: gradient %s[%lld]: zt %.7g, reference %.7g (error %.2e of the tensor's "
+                  "largest, tol %.0e)", type, pn, name, (long long)at, (double)r->buf[at],
+                  (double)((const float *)t->data)[at], e, tol->grad);
+        CHECK_MSG(l2 <= tol->grad_l2, "%s %s: gradient %s: |zt - reference| / |reference| = %.2e (tol %.0e)", type, pn,
+                  name, l2, tol->grad_l2);
+    }
+
+    /* evaluation: the same loss without gradients */
+    got = zt_eval(r->e, tokens, NULL, NULL, MB, NULL, NULL);
+    r->err.eval = rel1(got, ref_loss);
+    CHECK_MSG(r->err.eval <= tol->loss, "%s %s: zt_eval loss %.7f, reference %.7f (relative error %.2e, tol %.0e)",
+              type, pn, (double)got, (double)ref_loss, r->err.eval, tol->loss);
+
+    /* greedy sampling after each row picks the reference logits' argmax (checked where it is clear) */
+    for (int row = 0; row < MB; row++) {
+        const float *lg = (const float *)logits->data + ((int64_t)row * SEQ + SEQ - 1) * cfg.vocab;
+        int64_t best = 0, second = -1;
+        for (int64_t v = 1; v < cfg.vocab; v++) {
+            if (lg[v] > lg[best]) second = best, best = v;
+            else if (second < 0 || lg[v] > lg[second]) second = v;
+        }
+        if (lg[best] - lg[second] < 0.05f) continue; /* a near tie: bf16 may pick either */
+        int32_t out[SEQ + 1];
+        CHECK_MSG(zt_generate(r->e, tokens + row * SEQ, SEQ, out, 1, 0.0f, 0, 1.0f, 1) == ZT_OK, "%s %s: zt_generate: %s",
+                  type, pn, zt_last_error());
+        CHECK_MSG(out[SEQ] == best, "%s %s: greedy token after row %d is %d; the reference logits' argmax is %lld "
+                  "(%.4f, next %.4f)", type, pn, row, out[SEQ], (long long)best, (double)lg[best], (double)lg[second]);
+    }
+    zt_shutdown(r->e);
+    r->e = NULL;
+
+    /* 10 optimizer steps from the same start, each on its own batch */
+    r->e = model_engine(r, type, &cfg, prec);
+    if (!r->e) return;
+    for (int k = 0; k < N_STEPS; k++) {
+        float ref = ((const float *)step_loss->data)[k], ref_norm = ((const float *)step_norm->data)[k];
+        got = zt_forward_backward(r->e, (const int32_t *)step_ids->data + k * MB * SEQ, NULL, NULL, MB);
+        zt_step_info info = zt_step(r->e);
+        double e = rel1(got, ref), en = rel1(info.grad_norm, ref_norm);
+        r->err.steps = fmax(r->err.steps, e);
+        r->err.norm = fmax(r->err.norm, en);
+        CHECK_MSG(e <= tol->steps, "%s %s: step %d loss %.7f, reference %.7f (relative error %.2e, tol %.0e)", type,
+                  pn, k + 1, (double)got, (double)ref, e, tol->steps);
+        CHECK_MSG(fabs(info.loss - got) <= 1e-6 * fabs(got), "%s %s: step %d: zt_step's loss %.7f, the micro-batch's %.7f",
+                  type, pn, k + 1, (double)info.loss, (double)got);
+        CHECK_MSG(en <= tol->norm, "%s %s: step %d gradient norm %.7f, reference %.7f (relative error %.2e, tol %.0e)",
+                  type, pn, k + 1, (double)info.grad_norm, (double)ref_norm, en, tol->norm);
+    }
+}
+
+static void model_test(const char *type, zt_precision prec) {
+    model_run r;
+    memset(&r, 0, sizeof r);
+    model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? &tol_bf16 : &tol_fp32);
+    if (getenv("ZT_TEST_VERBOSE"))
+        printf("     %-7s %s: loss %.1e, eval %.1e, grad %.1e at %s, grad L2 %.1e in %s, step losses %.1e, "
+               "grad norms %.1e\n", type, prec_name(prec), r.err.loss, r.err.eval, r.err.grad,
+               r.err.grad_at[0] ? r.err.grad_at : "-", r.err.grad_l2, r.err.grad_l2_at[0] ? r.err.grad_l2_at : "-",
+               r.err.steps, r.err.norm);
+    if (r.e) zt_shutdown(r.e);
+    free(r.buf);
+    fx_free(&r.fx);
+}
+
+TEST(models_gpt2_fp32) { model_test("gpt2", ZT_PRECISION_FP32); }
+TEST(models_llama_fp32) { model_test("llama", ZT_PRECISION_FP32); }
+TEST(models_mistral_fp32) { model_test("mistral", ZT_PRECISION_FP32); }
+TEST(models_qwen2_fp32) { model_test("qwen2", ZT_PRECISION_FP32); }
+TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
+TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
+TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
+TEST(models_qwen2_bf16) { model_test("qwen2", ZT_PRECISION_BF16); }
