@@ -579,6 +579,7 @@ ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prom
                              int64_t n_new, float temperature, int top_k, float top_p, uint64_t seed);
 ZT_API void zt_memory_report(zt_engine *e, const char *label); /* DeepSpeed's see_memory_usage */
 ZT_API const zt_options *zt_engine_options(const zt_engine *e);
+ZT_API zt_backend *zt_engine_backend(zt_engine *e);
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e); /* NULL for custom models */
 ZT_API int64_t zt_engine_param_count(const zt_engine *e);
 /* A parameter by name, copied to or from host f32 memory (vocabulary rows unpadded); with grad, the
@@ -607,6 +608,8 @@ typedef struct zt_data_desc {
     zt_data_format format;  /* AUTO: llm.c by its header, text for *.txt */
     int64_t vocab;          /* every token must be below it */
     int64_t seq_len, rows;  /* T and the rows of a micro-batch (per rank) */
+    int64_t stride;         /* tokens from one window's start to the next; 0: seq_len (each token is a
+                               target once). seq_len + 1 gives non-overlapping rows of seq_len + 1. */
     uint64_t seed;
     int shuffle;            /* 0: windows in file order (evaluation) */
     int rank, world;        /* world 0 means 1 */
@@ -3610,6 +3613,7 @@ ZT_API void zt_shutdown(zt_engine *e) {
 }
 
 ZT_API const zt_options *zt_engine_options(const zt_engine *e) { return &e->opt; }
+ZT_API zt_backend *zt_engine_backend(zt_engine *e) { return e->be; }
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e) { return e->has_cfg ? &e->cfg : NULL; }
 ZT_API int64_t zt_engine_param_count(const zt_engine *e) {
     int64_t n = 0;
@@ -3970,6 +3974,7 @@ ZT_API zt_result zt_data_open(zt_data **out, const zt_data_desc *desc) {
     }
     d->d = *desc;
     if (d->d.world < 1) d->d.world = 1;
+    if (d->d.stride < 1) d->d.stride = desc->seq_len;
     d->d.path = d->d.mask_path = NULL; /* the caller's strings may not outlive us */
     d->files = files;
     int64_t T = desc->seq_len;
@@ -3984,7 +3989,7 @@ ZT_API zt_result zt_data_open(zt_data **out, const zt_data_desc *desc) {
                             f->mask_bytes, (long long)f->n, g.gl_pathv[i]);
         }
         f->first_window = d->windows;
-        d->windows += f->n > T ? (f->n - 1) / T : 0;
+        d->windows += f->n >= T + 1 ? (f->n - (T + 1)) / d->d.stride + 1 : 0;
         d->tokens += f->n;
     }
     if (r == ZT_OK && d->windows == 0)
@@ -4040,7 +4045,7 @@ static void zt__window(const zt_data *d, int64_t w, const zt__data_file **file, 
         else hi = mid - 1;
     }
     *file = &d->files[lo];
-    *start = (w - d->files[lo].first_window) * d->d.seq_len;
+    *start = (w - d->files[lo].first_window) * d->d.stride;
 }
 
 ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int ignore_index) {
@@ -4070,6 +4075,14 @@ ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int i
 /* >>checkpoint (implementation) ---------------------------------------------------------------- */
 
 #define ZT__CKPT_TENSORS "zt_rank_00000.safetensors"
+#define ZT__PATH 4096
+
+/* dir/name into out (ZT__PATH bytes); a path that does not fit is refused, not truncated */
+static zt_result zt__path(char *out, const char *dir, const char *name) {
+    int n = snprintf(out, ZT__PATH, "%s/%s", dir, name);
+    if (n < 0 || n >= ZT__PATH) return zt_fail(ZT_ERROR_INVALID, "the path %s/%s is too long", dir, name);
+    return ZT_OK;
+}
 #define ZT__CKPT_STATE "zt_state.json"
 
 /* each saved tensor: a parameter's fp32 value and its two Adam moments (unpadded) */
@@ -4200,53 +4213,53 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
 
 /* removes a checkpoint directory zt wrote (its two files, then the directory) */
 static void zt__ckpt_rmdir(const char *path) {
-    char f[4200];
-    snprintf(f, sizeof f, "%s/%s", path, ZT__CKPT_TENSORS);
-    unlink(f);
-    snprintf(f, sizeof f, "%s/%s", path, ZT__CKPT_STATE);
-    unlink(f);
+    char f[ZT__PATH];
+    if (zt__path(f, path, ZT__CKPT_TENSORS) == ZT_OK) unlink(f);
+    if (zt__path(f, path, ZT__CKPT_STATE) == ZT_OK) unlink(f);
     rmdir(path);
 }
 
 ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/global_step%lld", dir, (long long)step);
-    zt__ckpt_rmdir(path);
-    return ZT_OK;
+    char tag[64], path[ZT__PATH];
+    snprintf(tag, sizeof tag, "global_step%lld", (long long)step);
+    zt_result r = zt__path(path, dir, tag);
+    if (r == ZT_OK) zt__ckpt_rmdir(path);
+    return r;
 }
 
 ZT_API int64_t zt_engine_step(const zt_engine *e) { return e->step; }
 
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
-    char final[4096], tmp[4200], file[4300], old[4300];
+    char tag[64], final[ZT__PATH], tmp[ZT__PATH], file[ZT__PATH], old[ZT__PATH], latest[ZT__PATH];
     zt_result r;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return zt_fail(ZT_ERROR_IO, "cannot create the checkpoint directory %s: %s", dir, strerror(errno));
-    snprintf(final, sizeof final, "%s/global_step%lld", dir, (long long)e->step);
+    snprintf(tag, sizeof tag, "global_step%lld", (long long)e->step);
+    if ((r = zt__path(final, dir, tag)) || (r = zt__path(tmp, dir, "tmp")) || (r = zt__path(old, dir, "old")) ||
+        (r = zt__path(latest, dir, "latest")))
+        return r;
+    /* DIR/global_step{N}.tmp: written whole, then renamed */
+    if (strlen(final) + 5 >= ZT__PATH) return zt_fail(ZT_ERROR_INVALID, "the path %s is too long", final);
     snprintf(tmp, sizeof tmp, "%s.tmp", final);
+    snprintf(old, sizeof old, "%s.old", final);
     zt__ckpt_rmdir(tmp); /* what a killed save left */
     if (mkdir(tmp, 0755) != 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    snprintf(file, sizeof file, "%s/%s", tmp, ZT__CKPT_TENSORS);
-    if ((r = zt__ckpt_write_tensors(e, file)) != ZT_OK) return r;
-    snprintf(file, sizeof file, "%s/%s", tmp, ZT__CKPT_STATE);
-    if ((r = zt__ckpt_write_state(e, file, data)) != ZT_OK) return r;
+    if ((r = zt__path(file, tmp, ZT__CKPT_TENSORS)) || (r = zt__ckpt_write_tensors(e, file))) return r;
+    if ((r = zt__path(file, tmp, ZT__CKPT_STATE)) || (r = zt__ckpt_write_state(e, file, data))) return r;
     if ((r = zt__fsync_path(tmp)) != ZT_OK) return r;
-    snprintf(old, sizeof old, "%s.old", final);
     int replacing = rename(final, old) == 0;
     if (rename(tmp, final) != 0) return zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
     if (replacing) zt__ckpt_rmdir(old);
     if ((r = zt__fsync_path(dir)) != ZT_OK) return r;
     /* then `latest`, the same way */
-    snprintf(file, sizeof file, "%s/latest.tmp", dir);
+    if ((r = zt__path(file, dir, "latest.tmp")) != ZT_OK) return r;
     int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", file, strerror(errno));
-    int n = snprintf(e->ckpt_text, e->ckpt_text_bytes, "global_step%lld", (long long)e->step);
-    r = zt__pwrite_all(fd, e->ckpt_text, (size_t)n, 0, file);
+    r = zt__pwrite_all(fd, tag, strlen(tag), 0, file);
     if (r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", file, strerror(errno));
     close(fd);
     if (r != ZT_OK) return r;
-    snprintf(old, sizeof old, "%s/latest", dir);
-    if (rename(file, old) != 0) return zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", file, strerror(errno));
+    if (rename(file, latest) != 0) return zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", file, strerror(errno));
     return zt__fsync_path(dir);
 }
 
@@ -4337,9 +4350,10 @@ done:
 }
 
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
-    char path[4096], file[4200], tag[256] = "";
+    char path[ZT__PATH], file[ZT__PATH], tag[256] = "";
     struct stat st;
-    snprintf(file, sizeof file, "%s/latest", dir);
+    zt_result r = zt__path(file, dir, "latest");
+    if (r != ZT_OK) return r;
     if (stat(file, &st) == 0) {
         FILE *f = fopen(file, "r");
         if (!f || !fgets(tag, sizeof tag, f)) {
@@ -4349,15 +4363,15 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
         fclose(f);
         tag[strcspn(tag, " \t\r\n")] = 0;
         if (!tag[0] || strchr(tag, '/')) return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint, found \"%s\"", file, tag);
-        snprintf(path, sizeof path, "%s/%s", dir, tag);
+        if ((r = zt__path(path, dir, tag)) != ZT_OK) return r;
     } else {
         snprintf(path, sizeof path, "%s", dir);
-        snprintf(file, sizeof file, "%s/%s", path, ZT__CKPT_STATE);
+        if ((r = zt__path(file, path, ZT__CKPT_STATE)) != ZT_OK) return r;
         if (stat(file, &st) != 0)
             return zt_fail(ZT_ERROR_IO, "%s has no `latest` file and is not a checkpoint (no %s)", dir, ZT__CKPT_STATE);
     }
     /* the state */
-    snprintf(file, sizeof file, "%s/%s", path, ZT__CKPT_STATE);
+    if ((r = zt__path(file, path, ZT__CKPT_STATE)) != ZT_OK) return r;
     size_t cap = 1 << 20;
     void *mem = malloc(cap); /* load time */
     if (!mem) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", file);
@@ -4368,7 +4382,7 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     zt__json j;
     int64_t step = 0, adam = 0, sched = 0, hyst = 0, last = 0, iter = 0, epoch = 0, index = 0, world = 0, params = 0;
     double scale = 1;
-    zt_result r = zt__read_file(&a, file, &text, &len);
+    r = zt__read_file(&a, file, &text, &len);
     if (r == ZT_OK) r = zt__json_parse(&j, &a, file, text, len);
     if (r == ZT_OK && !(r = zt__ckpt_int(&j, "global_step", &step)) && !(r = zt__ckpt_int(&j, "adam_step", &adam)) &&
         !(r = zt__ckpt_int(&j, "schedule_step", &sched)) && !(r = zt__ckpt_int(&j, "hysteresis_left", &hyst)) &&
@@ -4383,8 +4397,7 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
                        (long long)params, zt__ckpt_items(e, NULL));
     if (world != 1)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s was saved by %lld ranks; this version resumes one", file, (long long)world);
-    snprintf(file, sizeof file, "%s/%s", path, ZT__CKPT_TENSORS);
-    if ((r = zt__ckpt_read_tensors(e, file)) != ZT_OK) return r;
+    if ((r = zt__path(file, path, ZT__CKPT_TENSORS)) || (r = zt__ckpt_read_tensors(e, file))) return r;
     e->step = step;
     e->adam_step = adam;
     e->sched_step = sched;

@@ -1,0 +1,364 @@
+/* examples/train.c - zt_train: trains, evaluates or samples a model from the command line.
+   A thin program over the zt API: the flags that configure the engine are TrainingArguments names
+   (zt_options_parse_args); this file adds data, checkpoints, logging and sampling.
+
+       zt_train --model examples/models/byte-small --data "/usr/share/common-licenses/GPL*" \
+                --data_format text --max_steps 600 --output_dir out
+       zt_train --model DIR --data val.bin --eval
+       zt_train --model DIR --resume out --sample 200 --prompt "The "
+
+   Output: one line per logged step, metrics.jsonl and loss.svg in --output_dir. During training, I/O
+   goes through write() on buffers set aside here, and nothing is allocated (a test checks it). */
+#define _POSIX_C_SOURCE 200809L /* open flags and write() under -std=c11 */
+#include "../zt.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+typedef struct args {
+    const char *model, *config, *data, *val_data, *mask, *output_dir, *resume, *prompt;
+    zt_data_format format;
+    int32_t eot;
+    int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
+    double temperature, top_p;
+    int eval;
+} args;
+
+typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
+enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT };
+#define FLAG(n, k, field, def, help) {n, help, def, k, offsetof(args, field)}
+static const flag FLAGS[] = {
+    FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
+    FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (not read yet in this version)"),
+    FLAG("data", F_STR, data, "", "token files: a file, a glob or a comma-separated list"),
+    FLAG("val_data", F_STR, val_data, "", "validation token files"),
+    FLAG("data_format", F_FORMAT, format, "auto", "auto (llm.c header; text for *.txt), u16, u32 or text"),
+    FLAG("data_dtype", F_FORMAT, format, "auto", "the same as --data_format: u16 or u32 for headerless files"),
+    FLAG("mask", F_STR, mask, "", "mask files, one byte per token (0: not a target)"),
+    FLAG("eot", F_INT, eot, "-1", "end-of-text token: packed documents restart after it"),
+    FLAG("num_train_epochs", F_INT, num_train_epochs, "0", "stop after this many passes (0: --max_steps decides)"),
+    FLAG("output_dir", F_STR, output_dir, "out", "checkpoints, metrics.jsonl and loss.svg"),
+    FLAG("save_steps", F_INT, save_steps, "0", "save a checkpoint every N steps (0: at the end only)"),
+    FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints (0: all)"),
+    FLAG("resume", F_STR, resume, "", "continue from a checkpoint directory (its `latest`) or a checkpoint"),
+    FLAG("eval_steps", F_INT, eval_steps, "0", "evaluate on --val_data every N steps"),
+    FLAG("logging_steps", F_INT, logging_steps, "10", "print a step line every N steps"),
+    FLAG("eval", F_BOOL, eval, "false", "no training: the mean next-token loss over --data"),
+    FLAG("sample", F_INT, sample, "0", "generate N tokens after --prompt and print them"),
+    FLAG("prompt", F_STR, prompt, "", "the prompt for --sample (bytes for byte-level models)"),
+    FLAG("temperature", F_NUM, temperature, "0.8", "sampling temperature (0: greedy)"),
+    FLAG("top_k", F_INT, top_k, "40", "sample among the k likeliest tokens (0: all)"),
+    FLAG("top_p", F_NUM, top_p, "0.95", "sample within this probability mass"),
+};
+#define N_FLAGS (int)(sizeof FLAGS / sizeof FLAGS[0])
+
+static int set_flag(args *a, const flag *f, const char *v) {
+    void *p = (char *)a + f->off;
+    char *end = NULL;
+    switch (f->kind) {
+    case F_STR: *(const char **)p = v; return 1;
+    case F_INT: {
+        long long x = strtoll(v, &end, 10);
+        if (f->off == offsetof(args, eot)) *(int32_t *)p = (int32_t)x;
+        else *(int64_t *)p = x;
+        return *v && !*end;
+    }
+    case F_NUM: *(double *)p = strtod(v, &end); return *v && !*end;
+    case F_BOOL:
+        *(int *)p = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
+        return *(int *)p || strcmp(v, "false") == 0 || strcmp(v, "0") == 0;
+    case F_FORMAT: {
+        static const char *names[] = {"auto", "llmc", "u16", "u32", "text"};
+        for (int i = 0; i < 5; i++)
+            if (strcmp(v, names[i]) == 0) return (*(zt_data_format *)p = (zt_data_format)i), 1;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static void usage(void) {
+    printf("zt_train %s: train, evaluate or sample a transformer language model\n\nProgram flags:\n", ZT_VERSION_STRING);
+    for (int i = 0; i < N_FLAGS; i++) printf("  --%-30s %s (default %s)\n", FLAGS[i].name, FLAGS[i].help, FLAGS[i].def);
+    printf("\nTraining flags (Transformers TrainingArguments names):\n");
+    zt_options_help(stdout);
+}
+
+/* splits argv: our flags into `a`, the engine's into eargv; 0 on a bad flag (message printed) */
+static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
+    for (int i = 0; i < N_FLAGS; i++) set_flag(a, &FLAGS[i], FLAGS[i].def);
+    *eargc = 1;
+    eargv[0] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            usage();
+            exit(0);
+        }
+        if (strncmp(s, "--", 2) != 0) {
+            fprintf(stderr, "zt_train: unexpected argument \"%s\": flags start with -- (see --help)\n", s);
+            return 0;
+        }
+        const char *name = s + 2, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        const flag *f = NULL;
+        for (int k = 0; k < N_FLAGS; k++)
+            if (strlen(FLAGS[k].name) == n && strncmp(FLAGS[k].name, name, n) == 0) f = &FLAGS[k];
+        if (!f) {
+            int takes = 0;
+            if (!zt_options_is_flag(name, &takes)) {
+                fprintf(stderr, "zt_train: unknown flag --%.*s (see --help)\n", (int)n, name);
+                return 0;
+            }
+            eargv[(*eargc)++] = argv[i];
+            if (takes && !eq && i + 1 < argc) eargv[(*eargc)++] = argv[++i];
+            continue;
+        }
+        const char *v = eq ? eq + 1 : f->kind == F_BOOL ? "true" : i + 1 < argc ? argv[++i] : NULL;
+        if (!v || !set_flag(a, f, v)) {
+            fprintf(stderr, "zt_train: flag --%s: bad or missing value%s%s%s\n", f->name, v ? " \"" : "", v ? v : "",
+                    v ? "\"" : "");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int fail(const char *what) {
+    fprintf(stderr, "zt_train: %s%s%s\n", what ? what : "", what ? ": " : "", zt_last_error());
+    return 1;
+}
+
+/* ---- outputs that are written while training: fixed buffers, write() ---- */
+
+#define MAX_POINTS 4096
+static float train_curve[MAX_POINTS][2], val_curve[MAX_POINTS][2];
+static int n_train, n_val;
+static char line[1 << 12], svg[1 << 20];
+
+static void write_file(const char *dir, const char *name, const char *text, size_t n, int append) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    if (fd < 0) return;
+    while (n > 0) {
+        ssize_t w = write(fd, text, n);
+        if (w <= 0) break;
+        text += w, n -= (size_t)w;
+    }
+    close(fd);
+}
+
+/* loss.svg: the training and validation loss against the step */
+static void write_svg(const char *dir) {
+    float xmax = 1, ymin = 1e30f, ymax = -1e30f;
+    for (int i = 0; i < n_train; i++) {
+        xmax = train_curve[i][0] > xmax ? train_curve[i][0] : xmax;
+        ymin = train_curve[i][1] < ymin ? train_curve[i][1] : ymin;
+        ymax = train_curve[i][1] > ymax ? train_curve[i][1] : ymax;
+    }
+    for (int i = 0; i < n_val; i++) {
+        ymin = val_curve[i][1] < ymin ? val_curve[i][1] : ymin;
+        ymax = val_curve[i][1] > ymax ? val_curve[i][1] : ymax;
+    }
+    if (ymax <= ymin) ymax = ymin + 1;
+    size_t n = (size_t)snprintf(svg, sizeof svg,
+                                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"400\">"
+                                "<rect width=\"640\" height=\"400\" fill=\"white\"/>"
+                                "<text x=\"10\" y=\"20\">loss %.3f .. %.3f, steps 0 .. %.0f (blue: training, red: "
+                                "validation)</text>",
+                                ymin, ymax, xmax);
+    float (*curves[2])[2] = {train_curve, val_curve};
+    int counts[2] = {n_train, n_val};
+    const char *colors[2] = {"blue", "red"};
+    for (int c = 0; c < 2; c++) {
+        if (!counts[c]) continue;
+        n += (size_t)snprintf(svg + n, sizeof svg - n, "<polyline fill=\"none\" stroke=\"%s\" points=\"", colors[c]);
+        for (int i = 0; i < counts[c] && n < sizeof svg - 64; i++)
+            n += (size_t)snprintf(svg + n, sizeof svg - n, "%.1f,%.1f ", 40 + 580 * curves[c][i][0] / xmax,
+                                  380 - 340 * (curves[c][i][1] - ymin) / (ymax - ymin));
+        n += (size_t)snprintf(svg + n, sizeof svg - n, "\"/>");
+    }
+    n += (size_t)snprintf(svg + n, sizeof svg - n, "</svg>\n");
+    write_file(dir, "loss.svg", svg, n, 0);
+}
+
+/* rows of T tokens, in order and without overlap: what --eval and validation read */
+static int open_rows(zt_engine *e, const args *a, const char *path, zt_data **out) {
+    const zt_options *o = zt_engine_options(e);
+    zt_data_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = path;
+    d.format = a->format;
+    d.vocab = zt_engine_model_config(e)->vocab;
+    d.seq_len = o->seq_len - 1; /* windows of T tokens (T-1 inputs and their targets) ... */
+    d.stride = o->seq_len;      /* ... that do not overlap: a last partial row is dropped */
+    d.rows = o->micro_batch;
+    return zt_data_open(out, &d) == ZT_OK;
+}
+
+/* the mean next-token loss over all rows: within a row position t predicts t+1 (T-1 targets a row),
+   as transformers computes with labels=input_ids */
+static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
+    const zt_options *o = zt_engine_options(e);
+    int64_t B = o->micro_batch, T = o->seq_len;
+    int32_t *tok = buf, *win = buf + B * T, *next = win + B * T;
+    double sum = 0;
+    int64_t count = 0;
+    zt_data_seek(data, 0, 0);
+    for (;;) {
+        int64_t epoch, index;
+        zt_data_cursor(data, &epoch, &index);
+        if (epoch > 0 || index >= zt_data_windows(data)) break;
+        int64_t rows = zt_data_next(data, win, next, -100);
+        for (int64_t r = 0; r < rows; r++) { /* a row: the window's T-1 inputs, then its last target */
+            memcpy(tok + r * T, win + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
+            tok[r * T + T - 1] = next[r * (T - 1) + T - 2];
+        }
+        double s;
+        int64_t c;
+        zt_eval(e, tok, NULL, NULL, rows, &s, &c);
+        sum += s;
+        count += c;
+    }
+    return count ? sum / (double)count : 0.0;
+}
+
+int main(int argc, char **argv) {
+    args a;
+    memset(&a, 0, sizeof a);
+    int eargc;
+    char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
+    if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
+    if (!*a.model) {
+        fprintf(stderr, "zt_train: --model is required (a config.json or its directory; see --help)\n");
+        return 2;
+    }
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config_path = a.model;
+    zt_options o = zt_options_default();
+    if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
+    o.eot_token = a.eot;
+    zt_engine *e = NULL;
+    if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
+    const zt_model_config *mc = zt_engine_model_config(e);
+    o = *zt_engine_options(e);
+    int64_t B = o.micro_batch, T = o.seq_len;
+    int32_t *tok = (int32_t *)calloc((size_t)(2 * B * T + 16), sizeof(int32_t));
+    int32_t *targets = tok + B * T, *evalbuf = (int32_t *)calloc((size_t)(3 * B * T + 16), sizeof(int32_t));
+
+    if (a.eval) {
+        zt_data *rows = NULL;
+        if (!*a.data) return fprintf(stderr, "zt_train: --eval needs --data\n"), 2;
+        if (*a.resume && zt_load(e, a.resume, NULL) != ZT_OK) return fail(NULL);
+        if (!open_rows(e, &a, a.data, &rows)) return fail(NULL);
+        printf("loss %.6f\n", evaluate(e, rows, evalbuf));
+        zt_data_close(rows);
+        return 0;
+    }
+    zt_data *val = NULL;
+    if (*a.val_data && !open_rows(e, &a, a.val_data, &val)) return fail(NULL);
+    zt_data *data = NULL;
+    if (*a.data) {
+        zt_data_desc d;
+        memset(&d, 0, sizeof d);
+        d.path = a.data;
+        d.mask_path = *a.mask ? a.mask : NULL;
+        d.format = a.format;
+        d.vocab = mc->vocab;
+        d.seq_len = T;
+        d.rows = B;
+        d.seed = o.seed;
+        d.shuffle = 1;
+        if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
+    }
+    if (*a.resume && zt_load(e, a.resume, data) != ZT_OK) return fail(NULL);
+    if (data) {
+        printf("%s: %lld parameters | %lld tokens in %lld windows of %lld | %lld steps of %lld x %lld x %lld tokens\n",
+               a.model, (long long)zt_engine_param_count(e), (long long)zt_data_tokens(data),
+               (long long)zt_data_windows(data), (long long)T, (long long)o.max_steps, (long long)o.grad_accum,
+               (long long)B, (long long)T);
+        if (mkdir(a.output_dir, 0755) != 0 && access(a.output_dir, W_OK) != 0)
+            return fprintf(stderr, "zt_train: cannot create --output_dir %s\n", a.output_dir), 1;
+        int64_t saved[64], n_saved = 0;
+        for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
+            int64_t epoch, index;
+            zt_data_cursor(data, &epoch, &index);
+            if (a.num_train_epochs > 0 && (epoch >= a.num_train_epochs ||
+                                            (epoch == a.num_train_epochs - 1 && index >= zt_data_windows(data))))
+                break;
+            uint64_t t0 = zt_time_ns();
+            for (int64_t m = 0; m < o.grad_accum; m++) {
+                int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);
+                zt_forward_backward(e, tok, targets, NULL, rows);
+            }
+            zt_step_info s = zt_step(e);
+            double ms = (double)(zt_time_ns() - t0) / 1e6;
+            if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
+            int n = snprintf(line, sizeof line,
+                             "{\"step\": %lld, \"loss\": %.6f, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
+                             "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",
+                             (long long)s.step, s.loss, s.lr, s.grad_norm,
+                             (double)epoch + (double)index / (double)zt_data_windows(data), ms,
+                             (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
+            write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
+            if (a.logging_steps > 0 && (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps)) {
+                printf("step %lld/%lld | loss %.6f | lr %.2e | grad_norm %.2f | %.1f ms | %.0f tok/s | mem %.2f GiB%s\n",
+                       (long long)s.step, (long long)o.max_steps, s.loss, s.lr, s.grad_norm, ms,
+                       (double)s.tokens * 1000.0 / ms,
+                       (double)zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))) / (1 << 30), s.skipped ? " | skipped" : "");
+                fflush(stdout);
+            }
+            if (s.step == 1) zt_memory_report(e, "after the first step");
+            if (a.eval_steps > 0 && val && s.step % a.eval_steps == 0) {
+                double v = evaluate(e, val, evalbuf);
+                printf("step %lld | val_loss %.6f\n", (long long)s.step, v);
+                if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
+            }
+            if (a.save_steps > 0 && s.step % a.save_steps == 0) {
+                if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+                if (n_saved < 64) saved[n_saved++] = s.step;
+                while (a.save_total_limit > 0 && n_saved > a.save_total_limit) {
+                    zt_remove_checkpoint(a.output_dir, saved[0]);
+                    memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--n_saved);
+                }
+                write_svg(a.output_dir);
+            }
+        }
+        if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+        write_svg(a.output_dir);
+    }
+    if (a.sample > 0) {
+        int byte_level = mc->vocab == 256;
+        int64_t np = 0, plen = (int64_t)strlen(a.prompt);
+        int32_t *out = (int32_t *)calloc((size_t)(plen + a.sample + 2), sizeof(int32_t));
+        if (byte_level)
+            for (int64_t i = 0; i < plen; i++) out[np++] = (unsigned char)a.prompt[i];
+        else
+            for (char *p = (char *)a.prompt, *end; *p; p = end) { /* token ids, separated by spaces */
+                long v = strtol(p, &end, 10);
+                if (end == p) break;
+                out[np++] = (int32_t)v;
+            }
+        if (np == 0) out[np++] = 0;
+        if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
+            return fail("sampling");
+        printf("sample:\n");
+        for (int64_t i = 0; i < np + a.sample; i++) {
+            if (byte_level) putchar(out[i] >= 32 || out[i] == '\n' ? out[i] : '?');
+            else printf("%d ", out[i]);
+        }
+        printf("\n");
+        free(out);
+    }
+    zt_data_close(data);
+    zt_data_close(val);
+    zt_shutdown(e);
+    free(tok);
+    free(evalbuf);
+    free(eargv);
+    return 0;
+}
