@@ -4239,9 +4239,9 @@ ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
         (r = zt__path(latest, dir, "latest")))
         return r;
     /* DIR/global_step{N}.tmp: written whole, then renamed */
-    if (strlen(final) + 5 >= ZT__PATH) return zt_fail(ZT_ERROR_INVALID, "the path %s is too long", final);
-    snprintf(tmp, sizeof tmp, "%s.tmp", final);
-    snprintf(old, sizeof old, "%s.old", final);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", final) >= (int)sizeof tmp ||
+        snprintf(old, sizeof old, "%s.old", final) >= (int)sizeof old)
+        return zt_fail(ZT_ERROR_INVALID, "the path %s is too long", final);
     zt__ckpt_rmdir(tmp); /* what a killed save left */
     if (mkdir(tmp, 0755) != 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno));
     if ((r = zt__path(file, tmp, ZT__CKPT_TENSORS)) || (r = zt__ckpt_write_tensors(e, file))) return r;
