@@ -2,10 +2,10 @@
 # build.sh - build, test and run zt. Run it from anywhere; it works in the repository root.
 #
 #   ./build.sh          build every program into build/ (and build/NAME_cuda where nvcc exists)
-#   ./build.sh test     build, then run the compile matrix, the test runner and the header example;
-#                       the last line is "N passed, N failed"
+#   ./build.sh test     build, then run the compile matrix, the test runner, tests/noalloc.c and
+#                       the header example; the last line is "N passed, N failed"
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
-#   ./build.sh run      build and run examples/minimal.c
+#   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
 #
 # Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS.
@@ -25,11 +25,12 @@ NVCC=${NVCC:-$(command -v nvcc || true)}
 NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17}
 NVCC_LDLIBS="-lcublas -lcublasLt -lm -lpthread"
 B=build
+STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
 HEADERS=(zt.h)
 [[ -f zt_cuda.cuh ]] && HEADERS+=(zt_cuda.cuh)
 
 usage() {
-    sed -n '2,12p' "$SELF" | sed 's/^# \{0,1\}//'
+    awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$SELF"
     exit 2
 }
 
@@ -118,11 +119,16 @@ build_example() {
     fi
 }
 
-# the program built from a source: examples/minimal.c -> build/minimal, bench/ops.c -> build/bench_ops
+# the program built from a source: examples/train.c -> build/zt_train (the programs zt ships), but
+# examples/minimal.c -> build/minimal; bench/ops.c -> build/bench_ops; tests/noalloc.c -> build/noalloc
 program() {
     local name
     name=$(basename "$1" .c)
-    [[ $1 == bench/* ]] && name=bench_$name
+    case $1 in
+        examples/minimal.c | tests/*) ;;
+        examples/*) name=zt_$name ;;
+        bench/*) name=bench_$name ;;
+    esac
     echo "$B/$name"
 }
 
@@ -131,7 +137,8 @@ build_cpu() {
     build_impl $B "$CFLAGS" || return
     build_tests $B "$CFLAGS" || return
     build_example || return
-    for src in examples/*.c bench/*.c; do
+    for src in examples/*.c bench/*.c "${STANDALONE_TESTS[@]}"; do
+        [[ -f $src ]] || continue
         build_program "$(program "$src")" $B "$CFLAGS" "$src" || return
     done
 }
@@ -216,6 +223,21 @@ run_runner() {
     fi
 }
 
+# standalone_checks: every STANDALONE_TESTS program, one counted test each
+standalone_checks() {
+    local src bin
+    for src in "${STANDALONE_TESTS[@]}"; do
+        [[ -f $src ]] || continue
+        bin=$(program "$src")
+        if "$bin" >"$bin.log" 2>&1; then
+            pass "$src"
+        else
+            fail "$src (exit status $?):"
+            tail -n 20 "$bin.log" | sed 's/^/    /'
+        fi
+    done
+}
+
 example_check() {
     local out
     if out=$($B/example_main 2>&1) && grep -q 'y\[0\] = 1\.50' <<<"$out"; then
@@ -223,6 +245,51 @@ example_check() {
     else
         fail "zt.h header example: the output does not contain 'y[0] = 1.50':"
         sed 's/^/    /' <<<"$out"
+    fi
+}
+
+# expect_output NAME PATTERN COMMAND...: one counted test; COMMAND's output (stdout and stderr) must
+# match the extended regular expression PATTERN
+expect_output() {
+    local name=$1 pattern=$2 out
+    shift 2
+    out=$("$@" 2>&1) || true
+    if grep -Eq -- "$pattern" <<<"$out"; then
+        pass "$name"
+    else
+        fail "$name: the output of '$*' does not match '$pattern':"
+        tail -n 20 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# the programs: zt_train's flags and errors, and examples/minimal.c giving zt_train's losses bit for bit
+program_checks() {
+    local dir=$B/check text flags m t
+    mkdir -p $dir
+    text=$dir/text.txt
+    printf 'It was the best of times, it was the worst of times, it was the age of wisdom. %.0s' {1..40} >"$text"
+    expect_output "zt_train --help lists the flags with defaults" 'per_device_train_batch_size.*default 8' \
+        $B/zt_train --help
+    expect_output "zt_train names an unknown flag" 'unknown flag --learning_rat ' \
+        $B/zt_train --model examples/models/byte-small --learning_rat 1
+    expect_output "zt_train names a missing data file" 'cannot open /nonexistent/data.bin' \
+        $B/zt_train --model examples/models/byte-small --data /nonexistent/data.bin
+    expect_output "zt_train refuses a resume directory without latest" 'has no `latest` file' \
+        $B/zt_train --model examples/models/byte-small --data "$text" --resume $dir
+    expect_output "zt_train --eval prints the loss" '^loss [0-9]+\.[0-9]{6}$' \
+        $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64
+    flags=(--max_steps 6 --per_device_train_batch_size 2 --seq_len 32 --gradient_accumulation_steps 2
+           --learning_rate 1e-3 --warmup_steps 2 --bf16)
+    rm -rf $dir/out
+    if m=$($B/minimal examples/models/byte-small "$text" "${flags[@]}" 2>&1 | grep '^step') &&
+        $B/zt_train --model examples/models/byte-small --data "$text" "${flags[@]}" --output_dir $dir/out \
+            --logging_steps 0 >/dev/null 2>&1 &&
+        t=$(sed 's/{"step": \([0-9]*\), "loss": \([^,]*\),.*/step \1 loss \2/' $dir/out/metrics.jsonl) &&
+        [[ -n $m && $m == "$t" ]]; then
+        pass "examples/minimal.c prints zt_train's losses, bit for bit"
+    else
+        fail "examples/minimal.c and zt_train disagree:"
+        paste <(echo "$m") <(echo "$t") | sed 's/^/    /'
     fi
 }
 
@@ -244,7 +311,9 @@ cmd_test() {
     compile_matrix
     if [[ $built == 1 ]]; then
         run_runner $B/zt_tests
+        standalone_checks
         example_check
+        program_checks
     else
         fail "build (see the compiler output above)"
     fi
@@ -260,10 +329,14 @@ cmd_asan() {
     summary
 }
 
+# a small byte-level GPT-2 (4 layers, width 128, context 128) trained on the licence texts every
+# Debian system has, then a sample: about two minutes on two cores
 cmd_run() {
     build_impl $B "$CFLAGS"
-    build_program $B/minimal $B "$CFLAGS" examples/minimal.c
-    $B/minimal
+    build_program $B/zt_train $B "$CFLAGS" examples/train.c
+    $B/zt_train --model examples/models/byte-small --data "/usr/share/common-licenses/*" --data_format text \
+        --max_steps 600 --per_device_train_batch_size 8 --learning_rate 2e-3 --warmup_steps 30 \
+        --logging_steps 50 --output_dir $B/run --sample 300 --prompt "The "
 }
 
 cmd_bench() {

@@ -11,7 +11,8 @@
    Dependencies: libc, pthreads, jsmn (JSON) and stb_ds (setup-time tables); on Debian
    `apt-get install libjsmn-dev libstb-dev`.
 
-   Usage (this exact example is compiled and run by the test suite: tests/test_example.c):
+   Usage (this exact example is compiled and run by the test suite: build.sh cuts it out of this comment
+   into tests/example_main.c's program and checks what it prints):
 
    //>>example
        zt_backend *be = NULL;
@@ -391,6 +392,8 @@ typedef struct zt_adamw_params {
 } zt_adamw_params;
 ZT_API void zt_adamw(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, zt_tensor grad,
                      const zt_tensor *param16, zt_adamw_params p);
+/* PyTorch's AdamW defaults (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01), step 1 */
+ZT_API zt_adamw_params zt_adamw_params_default(void);
 
 /* out (1) f32 = sum of x^2, accumulated in double in chunks fixed by x's size (for gradient norms) */
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
@@ -1878,6 +1881,19 @@ ZT_API void zt_adamw(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, z
     zt__args_adamw a = {master, m, v, grad, zt__opt(param16), p};
     op.adamw = a;
     zt__launch(s, &op);
+}
+
+ZT_API zt_adamw_params zt_adamw_params_default(void) {
+    zt_adamw_params p;
+    memset(&p, 0, sizeof p);
+    p.lr = 1e-3f;
+    p.beta1 = 0.9f;
+    p.beta2 = 0.999f;
+    p.eps = 1e-8f;
+    p.weight_decay = 0.01f;
+    p.grad_scale = 1.0f;
+    p.step = 1;
+    return p;
 }
 
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x) {
@@ -3680,8 +3696,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
             const zt__group *g = &e->groups[pr->block];
             zt_tensor w = zt_view(g->w, pr->offset, zt_shape1(n));
             zt_tensor master = zt__present(g->master) ? zt_view(g->master, pr->offset, zt_shape1(n)) : w;
-            zt_adamw_params ap;
-            memset(&ap, 0, sizeof ap);
+            zt_adamw_params ap = zt_adamw_params_default();
             ap.lr = lr;
             ap.beta1 = e->opt.beta1;
             ap.beta2 = e->opt.beta2;
@@ -4667,8 +4682,8 @@ static int64_t zt__rows_per_task(int64_t cols) { return ZT__MAX(1, 65536 / ZT__M
    (-ffp-contract=off keeps multiply and add separate, so gcc, clang and nvcc agree.) */
 typedef float zt__v8 __attribute__((vector_size(32)));
 
-static float zt__lanes(zt__v8 v) {
-    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+static float zt__lanes(const zt__v8 *v) { /* by pointer: no vector crosses a call without AVX */
+    return (((*v)[0] + (*v)[1]) + ((*v)[2] + (*v)[3])) + (((*v)[4] + (*v)[5]) + ((*v)[6] + (*v)[7]));
 }
 
 static float zt__dot(const float *a, const float *b, int64_t n) {
@@ -4680,7 +4695,7 @@ static float zt__dot(const float *a, const float *b, int64_t n) {
         memcpy(&y, b + i, sizeof y);
         acc += x * y;
     }
-    float s = zt__lanes(acc);
+    float s = zt__lanes(&acc);
     for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
@@ -4693,7 +4708,7 @@ static float zt__sum(const float *a, int64_t n) {
         memcpy(&x, a + i, sizeof x);
         acc += x;
     }
-    float s = zt__lanes(acc);
+    float s = zt__lanes(&acc);
     for (; i < n; i++) s += a[i];
     return s;
 }
@@ -4720,8 +4735,10 @@ static const float *zt__row_in(zt_tensor t, int64_t i0, int64_t n, float *buf) {
 
 #if defined(__AVX512F__)
 #  define ZT__VW 16
-#else
+#elif defined(__AVX__)
 #  define ZT__VW 8
+#else
+#  define ZT__VW 4 /* SSE, NEON or plain C: 16-byte vectors are passed like any other on these ABIs */
 #endif
 typedef float zt__vf __attribute__((vector_size(ZT__VW * 4)));
 #define ZT__MR 6
@@ -4736,6 +4753,8 @@ static zt__vf zt__splat(float x) {
     return (zt__vf)_mm512_set1_ps(x);
 #elif defined(__AVX__)
     return (zt__vf)_mm256_set1_ps(x);
+#elif defined(__SSE__)
+    return (zt__vf)_mm_set1_ps(x);
 #else
     zt__vf v;
     for (int l = 0; l < ZT__VW; l++) v[l] = x;

@@ -50,12 +50,7 @@ static void bench_gemm(zt_backend *be, gemm_case g, zt_dtype dt, double peak) {
 
 int main(void) {
     int threads = zt_cpu_count();
-    double peak = 0; /* the best of 3 after a warm-up: a peak is what the cores can do undisturbed */
-    measure_peak(threads);
-    for (int i = 0; i < 3; i++) {
-        double p = measure_peak(threads);
-        peak = p > peak ? p : peak;
-    }
+    double peak = measure_peak(threads);
     printf("{\"bench\":\"fma_peak\",\"isa\":\"%s\",\"threads\":%d,\"gflops\":%.1f}\n", PEAK_ISA, threads,
            peak);
     fflush(stdout);

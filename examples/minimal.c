@@ -1,168 +1,130 @@
-/* examples/minimal.c - a byte-level language model trained with zt's ops, in one page.
+/* examples/minimal.c - the zt API in one page: a training loop you own, as with Accelerate's prepare,
+   backward and step.
 
-   The model predicts the next byte of a text from the CTX = 3 bytes before it:
-       x = E[c_t] + E[256 + c_(t-1)] + E[512 + c_(t-2)]   E (3*256,C): one table, one part per offset
-       h = gelu(x @ W1^T + b1)                            W1 (H,C), b1 (H)
-       loss = cross-entropy(h @ W2^T, c_(t+1))            W2 (256,H)
-   trained with AdamW on sentences this program makes up, so no data file is needed. It shows the
-   whole contract of the ops API: device memory from the backend's arena, host buffers from its pinned
-   arena, work queued on a stream, host reads only after a sync, gradients zeroed before the backward
-   ops accumulate into them. (Once zt_train exists, a page over the engine API takes this place.) */
+       build/minimal                          a model with a block of your own, on generated text
+       build/minimal MODEL_DIR DATA [flags]   a built-in model (a config.json) on a token or text file,
+                                              the same losses, bit for bit, as zt_train with those flags
+
+   The flags are Transformers TrainingArguments names: --max_steps 50 --learning_rate 1e-3 ... */
 #include "../zt.h"
-#include <math.h>
-#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#ifdef __CUDACC__ /* build/minimal_cuda */
-#  define BACKEND "cuda"
-#else
-#  define BACKEND "cpu"
-#endif
+/* A block of your own: out = inp + W2 gelu(W1 inp + b1). It declares its parameters, keeps what its
+   backward needs, and accumulates gradients; the engine owns memory, optimizer state and the rest. */
+typedef struct mlp { int64_t C, H; } mlp;
+typedef struct mlp_saved { zt_tensor h, a; } mlp_saved;
 
-enum { CTX = 3, C = 64, H = 256, V = 256, N = 512, STEPS = 300, PRINT_EVERY = 25, TEXT_BYTES = 1 << 16 };
-
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-static uint32_t rng(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
-    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+static void mlp_declare(zt_block_def *def, const void *config) {
+    const mlp *m = (const mlp *)config;
+    zt_block_param(def, "mlp.fc1.weight", zt_shape2(m->H, m->C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
+    zt_block_param(def, "mlp.fc1.bias", zt_shape1(m->H), 0, ZT_INIT_ZEROS, 0);
+    zt_block_param(def, "mlp.fc2.weight", zt_shape2(m->C, m->H), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
 }
-static float rng_uniform(void) { return (float)rng() / 4294967296.0f; } /* [0, 1) */
 
-/* sentences from a tiny grammar: "the old man finds a red ball. " */
-static int64_t make_text(char *text, int64_t cap) {
-    static const char *subj[] = {"the cat", "a dog", "the old man", "my sister", "a bird", "the king"};
-    static const char *verb[] = {"sees", "likes", "eats", "finds", "chases", "draws"};
-    static const char *obj[] = {"the fish", "a red ball", "the moon", "some bread", "a small mouse"};
+static void mlp_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    const mlp *m = (const mlp *)ctx->config;
+    mlp_saved *sv = (mlp_saved *)ctx->saved;
+    int64_t N = zt_rows(inp);
+    sv->h = zt_block_keep(ctx, ctx->act, zt_shape2(N, m->H));
+    sv->a = zt_block_keep(ctx, ctx->act, zt_shape2(N, m->H));
+    zt_tensor y = zt_block_temp(ctx, ctx->act, zt_shape2(N, m->C));
+    zt_matmul_forward(ctx->stream, sv->h, inp, ctx->param[0], &ctx->param[1]);
+    zt_gelu_forward(ctx->stream, sv->a, sv->h);
+    zt_matmul_forward(ctx->stream, y, sv->a, ctx->param[2], NULL);
+    zt_add(ctx->stream, out, inp, y);
+}
+
+static void mlp_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    const mlp *m = (const mlp *)ctx->config;
+    mlp_saved *sv = (mlp_saved *)ctx->saved;
+    int64_t N = zt_rows(inp);
+    zt_tensor da = zt_block_temp(ctx, ctx->act, zt_shape2(N, m->H)), dh = zt_block_temp(ctx, ctx->act, zt_shape2(N, m->H));
+    zt_fill(ctx->stream, da, 0.0f); /* backward ops accumulate */
+    zt_fill(ctx->stream, dh, 0.0f);
+    zt_matmul_backward(ctx->stream, &da, &ctx->grad[2], NULL, dout, sv->a, ctx->param[2]);
+    zt_gelu_backward(ctx->stream, dh, da, sv->h);
+    zt_add(ctx->stream, dinp, dinp, dout); /* the residual */
+    zt_matmul_backward(ctx->stream, &dinp, &ctx->grad[0], &ctx->grad[1], dh, inp, ctx->param[0]);
+}
+
+static const zt_block_type MLP = {"minimal.mlp", sizeof(mlp_saved), mlp_declare, mlp_forward, mlp_backward};
+
+/* generated text to learn from: sentences from a tiny grammar, as bytes */
+static int64_t make_text(char *buf, int64_t cap) {
+    static const char *who[] = {"the cat", "a dog", "my friend", "the old man", "her sister"};
+    static const char *did[] = {"saw", "liked", "followed", "found", "called"};
+    static const char *what[] = {"the ball", "a red box", "the moon", "his hat", "a small bird"};
     int64_t n = 0;
-    while (n + 64 < cap)
-        n += snprintf(text + n, (size_t)(cap - n), "%s %s %s. ", subj[rng() % 6], verb[rng() % 6],
-                      obj[rng() % 5]);
+    for (unsigned i = 0; n + 64 < cap; i++)
+        n += snprintf(buf + n, (size_t)(cap - n), "%s %s %s. ", who[i % 5], did[(i * 3 + i / 5) % 5], what[(i * 7 + i / 3) % 5]);
     return n;
 }
 
-typedef struct param { zt_tensor w, grad, m, v; float decay; } param;
-
-static param param_new(zt_backend *be, zt_shape shape, float init_scale, float decay) {
-    zt_arena *dev = zt_backend_device_arena(be), pinned = *zt_backend_pinned_arena(be); /* scratch */
-    zt_stream *s = zt_backend_stream(be);
-    param p;
-    p.w = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, shape);
-    p.grad = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, shape);
-    p.m = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, shape);
-    p.v = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, shape);
-    p.decay = decay;
-    zt_tensor init = zt_tensor_new(&pinned, ZT_F32, ZT_HOST, shape);
-    for (int64_t i = 0; i < zt_numel(init); i++)
-        ((float *)init.data)[i] = (2.0f * rng_uniform() - 1.0f) * init_scale;
-    zt_copy(s, p.w, init);
-    zt_fill(s, p.m, 0.0f);
-    zt_fill(s, p.v, 0.0f);
-    zt_stream_sync(s); /* init's memory goes back to the arena on return */
-    return p;
-}
-
-int main(void) {
-    zt_backend *be = NULL;
-    zt_backend_desc desc = zt_backend_desc_default();
-    desc.device_bytes = (size_t)32 << 20;
-    desc.pinned_bytes = (size_t)4 << 20;
-    if (zt_backend_create(&be, BACKEND, &desc) != ZT_OK) { fprintf(stderr, "%s\n", zt_last_error()); return 1; }
-    zt_arena *dev = zt_backend_device_arena(be), *pinned = zt_backend_pinned_arena(be);
-    zt_stream *s = zt_backend_stream(be);
-
-    char *text = ZT_PUSH(pinned, char, TEXT_BYTES);
-    int64_t text_len = make_text(text, TEXT_BYTES);
-
-    param E = param_new(be, zt_shape2(CTX * V, C), 0.5f, 0.0f);
-    param W1 = param_new(be, zt_shape2(H, C), 1.0f / sqrtf((float)C), 0.01f);
-    param b1 = param_new(be, zt_shape1(H), 0.0f, 0.0f);
-    param W2 = param_new(be, zt_shape2(V, H), 1.0f / sqrtf((float)H), 0.01f);
-    param *params[] = {&E, &W1, &b1, &W2};
-
-    /* row k < CTX: byte t-k, offset into part k of E; row CTX: the target, byte t+1 */
-    zt_tensor ids_host = zt_tensor_new(pinned, ZT_I32, ZT_HOST, zt_shape2(CTX + 1, N));
-    zt_tensor loss_host = zt_tensor_new(pinned, ZT_F32, ZT_HOST, zt_shape1(N));
-    zt_tensor logit_host = zt_tensor_new(pinned, ZT_F32, ZT_HOST, zt_shape1(V));
-    zt_tensor ids = zt_tensor_new(dev, ZT_I32, ZT_DEVICE, zt_shape2(CTX + 1, N)), ctx[CTX];
-    for (int k = 0; k < CTX; k++) ctx[k] = zt_view(ids, k * N, zt_shape1(N));
-    zt_tensor next = zt_view(ids, CTX * N, zt_shape1(N));
-    zt_tensor x = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, C));
-    zt_tensor pre = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, H));
-    zt_tensor h = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, H));
-    zt_tensor dx = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, C));
-    zt_tensor dpre = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, H));
-    zt_tensor dh = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(N, H));
-    zt_tensor losses = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape1(N));
-    zt_tensor logits = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(64, V)); /* 64 rows at a time */
-    int32_t *host_ids = (int32_t *)ids_host.data;
-
-    zt_adamw_params opt;
-    memset(&opt, 0, sizeof opt); /* fields added later stay off */
-    opt.lr = 3e-3f, opt.beta1 = 0.9f, opt.beta2 = 0.999f, opt.eps = 1e-8f, opt.grad_scale = 1.0f;
-
-    printf("byte-level model on %s, %lld bytes of text, batch %d, %d steps\n", BACKEND,
-           (long long)text_len, N, STEPS);
-    uint64_t t0 = zt_time_ns();
-    double loss_sum = 0;
-    int loss_steps = 0;
-    for (int step = 1; step <= STEPS; step++) {
-        for (int i = 0; i < N; i++) {
-            int64_t t = CTX - 1 + (int64_t)(rng() % (uint32_t)(text_len - CTX));
-            for (int k = 0; k < CTX; k++) host_ids[k * N + i] = k * V + (unsigned char)text[t - k];
-            host_ids[CTX * N + i] = (unsigned char)text[t + 1];
-        }
-        zt_copy(s, ids, ids_host);
-        for (int k = 0; k < CTX; k++) zt_embedding_forward(s, x, ctx[k], E.w, k > 0);
-        zt_matmul_forward(s, pre, x, W1.w, &b1.w);
-        zt_gelu_forward(s, h, pre);
-
-        for (int i = 0; i < 4; i++) zt_fill(s, params[i]->grad, 0.0f);
-        zt_fill(s, dh, 0.0f), zt_fill(s, dpre, 0.0f), zt_fill(s, dx, 0.0f);
-        zt_output_loss(s, losses, &dh, &W2.grad, h, W2.w, next, logits, V, -1, 1.0f / N);
-        zt_gelu_backward(s, dpre, dh, pre);
-        zt_matmul_backward(s, &dx, &W1.grad, &b1.grad, dpre, x, W1.w);
-        for (int k = 0; k < CTX; k++) zt_embedding_backward(s, E.grad, dx, ctx[k]);
-
-        for (int i = 0; i < 4; i++) {
-            opt.weight_decay = params[i]->decay, opt.step = step;
-            zt_adamw(s, params[i]->w, params[i]->m, params[i]->v, params[i]->grad, NULL, opt);
-        }
-        zt_copy(s, loss_host, losses);
-        zt_stream_sync(s); /* loss_host is valid, and ids_host may be overwritten */
-        for (int i = 0; i < N; i++) loss_sum += ((float *)loss_host.data)[i];
-        loss_steps++;
-        if (step == 1 || step % PRINT_EVERY == 0) { /* the mean since the last line */
-            printf("step %3d/%d | loss %.6f | %.0f ms\n", step, STEPS, loss_sum / (loss_steps * N),
-                   (double)(zt_time_ns() - t0) / 1e6);
-            loss_sum = 0, loss_steps = 0;
-        }
+int main(int argc, char **argv) {
+    int builtin = argc >= 3;
+    /* the model: a built-in one from its config.json, or the built-in embedding and head around ours */
+    zt_model_config cfg;
+    const char *json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 1, \"n_embd\": 64, "
+                       "\"n_positions\": 64, \"vocab_size\": 256}";
+    if (zt_model_config_parse(&cfg, json, strlen(json), "minimal") != ZT_OK) return puts(zt_last_error()), 1;
+    mlp m = {64, 256};
+    const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &MLP, &MLP, zt_gpt2_head_block()};
+    const void *configs[4] = {&cfg, &m, &m, &cfg};
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    if (builtin) {
+        spec.config_path = argv[1];
+    } else {
+        spec.n_blocks = 4, spec.blocks = blocks, spec.block_configs = configs;
+        spec.hidden = 64, spec.vocab = 256, spec.max_seq = 64;
     }
+    zt_options o = zt_options_default();
+    if (!builtin) o.max_steps = 300, o.lr = 3e-3f, o.micro_batch = 8, o.seq_len = 32, o.warmup_steps = 20;
+    if (zt_options_parse_args(&o, builtin ? argc - 2 : argc, builtin ? argv + 2 : argv) != ZT_OK)
+        return puts(zt_last_error()), 2;
+    zt_engine *e = NULL; /* plans memory, allocates it once, initialises the weights */
+    if (zt_init_options(&e, &spec, &o) != ZT_OK) return puts(zt_last_error()), 1;
+    o = *zt_engine_options(e);
+    int64_t B = o.micro_batch, T = o.seq_len;
+    int32_t *tok = (int32_t *)malloc(sizeof(int32_t) * (size_t)(2 * B * T)), *tgt = tok + B * T;
 
-    /* sample 120 bytes from the trained model, one position at a time */
-    int last[CTX] = {' ', 'e', 'h'}; /* the prompt "the " backwards */
-    printf("sample: the ");
-    for (int i = 0; i < 120; i++) {
-        for (int k = 0; k < CTX; k++) host_ids[k * N] = k * V + last[k];
-        zt_copy(s, ids, ids_host);
-        for (int k = 0; k < CTX; k++)
-            zt_embedding_forward(s, zt_slice(x, 0, 1), zt_slice(ctx[k], 0, 1), E.w, k > 0);
-        zt_matmul_forward(s, zt_slice(pre, 0, 1), zt_slice(x, 0, 1), W1.w, &b1.w);
-        zt_gelu_forward(s, zt_slice(h, 0, 1), zt_slice(pre, 0, 1));
-        zt_matmul_forward(s, zt_slice(logits, 0, 1), zt_slice(h, 0, 1), W2.w, NULL);
-        zt_copy(s, logit_host, zt_slice(logits, 0, 1));
-        zt_stream_sync(s);
-        const float *l = (const float *)logit_host.data;
-        float max = l[0], sum = 0, r;
-        for (int j = 1; j < V; j++) max = l[j] > max ? l[j] : max;
-        for (int j = 0; j < V; j++) sum += expf(l[j] - max);
-        r = rng_uniform() * sum;
-        int c = 0;
-        while (c < V - 1 && (r -= expf(l[c] - max)) > 0) c++;
-        putchar(c >= 32 && c < 127 ? c : '?');
-        for (int k = CTX - 1; k > 0; k--) last[k] = last[k - 1];
-        last[0] = c;
+    /* the data: zt's loader for a file (as zt_train reads it), or windows of our generated text */
+    zt_data *data = NULL;
+    static char text[1 << 16];
+    int64_t text_len = make_text(text, sizeof text);
+    if (builtin) {
+        zt_data_desc d;
+        memset(&d, 0, sizeof d);
+        d.path = argv[2], d.vocab = zt_engine_model_config(e)->vocab, d.seq_len = T, d.rows = B;
+        d.seed = o.seed, d.shuffle = 1;
+        if (zt_data_open(&data, &d) != ZT_OK) return puts(zt_last_error()), 1;
     }
+    uint64_t rng = o.seed;
+    for (int64_t step = 0; step < o.max_steps; step++) {
+        for (int64_t micro = 0; micro < o.grad_accum; micro++) {
+            int64_t rows = B;
+            if (data) {
+                rows = zt_data_next(data, tok, tgt, o.ignore_index);
+            } else {
+                for (int64_t r = 0; r < B; r++) { /* T+1 bytes from a random place: inputs and targets */
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    int64_t at = (int64_t)((rng >> 33) % (uint64_t)(text_len - T - 1));
+                    for (int64_t t = 0; t < T; t++) tok[r * T + t] = (uint8_t)text[at + t], tgt[r * T + t] = (uint8_t)text[at + t + 1];
+                }
+            }
+            zt_forward_backward(e, tok, tgt, NULL, rows); /* forward, backward, gradients accumulate */
+        }
+        zt_step_info s = zt_step(e); /* clip, AdamW, schedule */
+        if (builtin || s.step % 50 == 0 || s.step == 1) printf("step %lld loss %.9g\n", (long long)s.step, s.loss);
+    }
+    int32_t prompt[4] = {'T', 'h', 'e', ' '}, out[4 + 60];
+    zt_generate(e, prompt, 4, out, 60, 0.7f, 20, 0.95f, 1);
+    printf("sample: ");
+    for (int i = 0; i < 64; i++) putchar(out[i] >= 32 && out[i] < 127 ? out[i] : '?');
     printf("\n");
-    zt_backend_destroy(be);
+    zt_data_close(data);
+    zt_shutdown(e);
+    free(tok);
     return 0;
 }

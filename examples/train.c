@@ -299,7 +299,7 @@ int main(int argc, char **argv) {
             double ms = (double)(zt_time_ns() - t0) / 1e6;
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
             int n = snprintf(line, sizeof line,
-                             "{\"step\": %lld, \"loss\": %.6f, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
+                             "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
                              "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",
                              (long long)s.step, s.loss, s.lr, s.grad_norm,
                              (double)epoch + (double)index / (double)zt_data_windows(data), ms,

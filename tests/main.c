@@ -51,5 +51,6 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     printf("%d passed, %d failed\n", passed, failed);
+    fflush(stdout); /* before LeakSanitizer, which may end the process from an exit handler */
     return failed ? 1 : 0;
 }

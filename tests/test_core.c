@@ -353,8 +353,9 @@ TEST(measure_mode_runs_nothing) {
     zt_gelu_forward(s, x, x);
     zt_stream_sync(s);
     zt_backend_set_measure(be, 0);
-    CHECK_EQ_INT(zt_arena_peak(&m), 4000000);
     zt_backend_destroy(be);
+    /* the size of the tensor, and under ASan the red zone after it */
+    CHECK(zt_arena_peak(&m) >= 4000000 && zt_arena_peak(&m) <= 4000000 + 64);
 }
 
 TEST(views_and_slices) {
