@@ -4744,7 +4744,7 @@ typedef float zt__vf __attribute__((vector_size(ZT__VW * 4)));
 #define ZT__MR 6
 #define ZT__NR (2 * ZT__VW)
 #define ZT__KC 256
-#define ZT__MC 96  /* multiple of ZT__MR */
+#define ZT__MC 288  /* multiple of ZT__MR */
 #define ZT__NC 256 /* multiple of ZT__NR */
 ZT_STATIC_ASSERT(ZT__MR == 6, "zt__gemm_micro is written out for six rows");
 
@@ -4813,23 +4813,35 @@ static void zt__gemm_micro(int64_t kc, const float *ZT_RESTRICT a, const float *
 /* One operand of a gemm: element (i, k) of op(X) lives at data[i * si + k * sk]. */
 typedef struct zt__operand { const void *data; zt_dtype dtype; int64_t si, sk; } zt__operand;
 
-/* rows [i0, i0+mc) x k [k0, k0+kc) of op(X) into panels of `panel` rows: dst[p][k][r], zero-padded */
+/* rows [i0, i0+mc) x k [k0, k0+kc) of op(X) into panels of `panel` rows: dst[p][k][r], zero-padded.
+   Whichever of the two strides is 1 decides the loop order, so that reads are contiguous. */
 static void zt__pack(float *dst, zt__operand x, int64_t i0, int64_t mc, int64_t rows, int64_t k0,
                      int64_t kc, int panel) {
     for (int64_t p = 0; p < mc; p += panel) {
         float *d = dst + p * kc;
-        for (int r = 0; r < panel; r++) {
-            int64_t i = i0 + p + r;
-            if (p + r >= mc || i >= rows) {
+        int live = (int)ZT__MIN((int64_t)panel, ZT__MIN(mc - p, rows - (i0 + p)));
+        if (live < 0) live = 0;
+        const int64_t base = (i0 + p) * x.si + k0 * x.sk;
+        if (x.si == 1) { /* a panel's rows are adjacent for each k: copy `live` at a time */
+            for (int64_t k = 0; k < kc; k++) {
+                float *dk = d + k * panel;
+                if (x.dtype == ZT_F32) memcpy(dk, (const float *)x.data + base + k * x.sk, sizeof(float) * (size_t)live);
+                else zt__to_f32(dk, x.data, x.dtype, base + k * x.sk, live);
+                for (int r = live; r < panel; r++) dk[r] = 0.0f;
+            }
+            continue;
+        }
+        for (int r = 0; r < panel; r++) { /* each row is contiguous over k */
+            if (r >= live) {
                 for (int64_t k = 0; k < kc; k++) d[k * panel + r] = 0.0f;
                 continue;
             }
-            int64_t base = i * x.si + k0 * x.sk;
+            int64_t at = base + r * x.si;
             if (x.dtype == ZT_F32) {
-                const float *src = (const float *)x.data + base;
+                const float *src = (const float *)x.data + at;
                 for (int64_t k = 0; k < kc; k++) d[k * panel + r] = src[k * x.sk];
             } else {
-                for (int64_t k = 0; k < kc; k++) d[k * panel + r] = zt__ldf(x.data, x.dtype, base + k * x.sk);
+                for (int64_t k = 0; k < kc; k++) d[k * panel + r] = zt__ldf(x.data, x.dtype, at + k * x.sk);
             }
         }
     }
