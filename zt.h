@@ -317,7 +317,8 @@ ZT_API void zt_sum_rows(zt_stream *s, zt_tensor out, zt_tensor x);
 /* Linear layer. inp (N,C), weight (OC,C), bias (OC) -> out (N,OC) = inp @ weight^T + bias */
 ZT_API void zt_matmul_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor weight,
                               const zt_tensor *bias);
-/* dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout */
+/* dinp (N,C) += dout @ weight; dweight (OC,C) += dout^T @ inp; dbias (OC) += column sums of dout.
+   NULL, or a pointer to an absent tensor (a frozen parameter's gradient), skips that product. */
 ZT_API void zt_matmul_backward(zt_stream *s, const zt_tensor *dinp, const zt_tensor *dweight,
                                const zt_tensor *dbias, zt_tensor dout, zt_tensor inp, zt_tensor weight);
 
@@ -331,6 +332,7 @@ ZT_API void zt_embedding_backward(zt_stream *s, zt_tensor dtable, zt_tensor dout
 /* inp (N,C), weight, bias (C) -> out (N,C); mean, rstd (N) f32 saved for backward */
 ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt_tensor rstd,
                                  zt_tensor inp, zt_tensor weight, zt_tensor bias, float eps);
+/* dweight and dbias may be absent (ndim 0): a frozen weight */
 ZT_API void zt_layernorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight, zt_tensor dbias,
                                   zt_tensor dout, zt_tensor inp, zt_tensor weight, zt_tensor mean,
                                   zt_tensor rstd);
@@ -1596,14 +1598,14 @@ ZT_API void zt_matmul_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_ten
 
 ZT_API void zt_matmul_backward(zt_stream *s, const zt_tensor *dinp, const zt_tensor *dweight,
                                const zt_tensor *dbias, zt_tensor dout, zt_tensor inp, zt_tensor weight) {
-    if (dinp) zt_gemm(s, *dinp, dout, weight, 0, 0, 1.0f, 1.0f, NULL);
-    if (dweight) {
+    if (dinp && zt__present(*dinp)) zt_gemm(s, *dinp, dout, weight, 0, 0, 1.0f, 1.0f, NULL);
+    if (dweight && zt__present(*dweight)) {
         /* (OC,C) += dout^T (OC,N) @ inp (N,C), with leading dims of dout and inp flattened */
         zt_tensor d2 = zt_view(dout, 0, zt_shape2(zt_rows(dout), zt_cols(dout)));
         zt_tensor i2 = zt_view(inp, 0, zt_shape2(zt_rows(inp), zt_cols(inp)));
         zt_gemm(s, *dweight, d2, i2, 1, 0, 1.0f, 1.0f, NULL);
     }
-    if (dbias) zt_sum_rows(s, *dbias, dout);
+    if (dbias && zt__present(*dbias)) zt_sum_rows(s, *dbias, dout);
 }
 
 ZT_API void zt_embedding_forward(zt_stream *s, zt_tensor out, zt_tensor ids, zt_tensor table,
@@ -1655,12 +1657,15 @@ ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt
     zt__launch(s, &op);
 }
 
+/* dweight and dbias may be absent (ndim 0): a frozen weight */
 ZT_API void zt_layernorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight, zt_tensor dbias,
                                   zt_tensor dout, zt_tensor inp, zt_tensor weight, zt_tensor mean,
                                   zt_tensor rstd) {
     const char *name = "zt_layernorm_backward";
     zt__need_norm(name, inp, dout, "dout", weight, zt__none(), mean, rstd);
-    zt__need_norm(name, inp, dinp, "dinp", dweight, dbias, mean, rstd);
+    zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), mean, rstd);
+    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));
+    if (zt__present(dbias)) zt__need_tensor(name, "dbias", dbias, ZT__FLOAT, zt_cols(inp));
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_BWD;
     zt__args_norm_bwd a = {dinp, dweight, dbias, dout, inp, weight, mean, rstd};
@@ -1682,7 +1687,8 @@ ZT_API void zt_rmsnorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight,
                                 zt_tensor inp, zt_tensor weight, zt_tensor rstd) {
     const char *name = "zt_rmsnorm_backward";
     zt__need_norm(name, inp, dout, "dout", weight, zt__none(), zt__none(), rstd);
-    zt__need_norm(name, inp, dinp, "dinp", dweight, zt__none(), zt__none(), rstd);
+    zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), zt__none(), rstd);
+    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));
     zt__op op;
     op.kind = ZT__OP_RMSNORM_BWD;
     zt__args_norm_bwd a = {dinp, dweight, zt__none(), dout, inp, weight, zt__none(), rstd};
@@ -2533,7 +2539,6 @@ static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout,
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt__head_saved *sv = (zt__head_saved *)ctx->saved;
     zt_tensor dw = ctx->grad[ZT__HEAD_NORM_W];
-    ZT_ASSERT(zt__present(dw)); /* a frozen final norm would need a scratch gradient here */
     if (strcmp(c->model_type, "gpt2") == 0)
         zt_layernorm_backward(ctx->stream, dinp, dw, ctx->grad[ZT__HEAD_NORM_B], sv->dx, inp, ctx->param[ZT__HEAD_NORM_W],
                               sv->mean, sv->rstd);
@@ -3394,7 +3399,8 @@ ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64
     const zt__param *pr = &e->params[p];
     const zt__group *g = &e->groups[pr->block];
     zt_tensor src = grad ? g->grad : zt__present(g->master) ? g->master : g->w;
-    if (!zt__present(src)) return zt_fail(ZT_ERROR_INVALID, "parameter \"%s\" is frozen: it has no gradient", name);
+    if (!zt__present(src) || (grad && pr->flags & ZT_PARAM_FROZEN))
+        return zt_fail(ZT_ERROR_INVALID, "parameter \"%s\" is frozen: it has no gradient", name);
     for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
         int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
         zt_tensor part = zt_view(src, pr->offset + i0, zt_shape1(k));
@@ -5104,9 +5110,11 @@ static void zt__norm_dweight_task(void *ctx, int64_t task, int thread) {
             db[c] += g[c];
         }
     }
-    zt__to_f32(xb, a->dweight.data, a->dweight.dtype, c0, nc);
-    for (int64_t c = 0; c < nc; c++) xb[c] += dw[c];
-    zt__from_f32(a->dweight.data, a->dweight.dtype, c0, xb, nc);
+    if (zt__present(a->dweight)) {
+        zt__to_f32(xb, a->dweight.data, a->dweight.dtype, c0, nc);
+        for (int64_t c = 0; c < nc; c++) xb[c] += dw[c];
+        zt__from_f32(a->dweight.data, a->dweight.dtype, c0, xb, nc);
+    }
     if (zt__present(a->dbias)) {
         zt__to_f32(xb, a->dbias.data, a->dbias.dtype, c0, nc);
         for (int64_t c = 0; c < nc; c++) xb[c] += db[c];
@@ -5519,7 +5527,8 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         const zt__args_norm_bwd *a = &op->norm_bwd;
         int64_t per = zt__rows_per_task(zt_cols(a->inp));
         zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(a->inp), per), per, NULL, zt__norm_bwd_task);
-        zt__cpu_run(cpu, op, ZT__CDIV(zt_cols(a->inp), ZT__COLS_PER_TASK), 0, NULL, zt__norm_dweight_task);
+        if (zt__present(a->dweight) || zt__present(a->dbias)) /* absent when frozen */
+            zt__cpu_run(cpu, op, ZT__CDIV(zt_cols(a->inp), ZT__COLS_PER_TASK), 0, NULL, zt__norm_dweight_task);
         return;
     }
     case ZT__OP_SWIGLU_FWD:

@@ -388,3 +388,45 @@ TEST(engine_refuses_bad_settings) {
     CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_MEMORY);
     CHECK_STR_CONTAINS(zt_last_error(), "MiB were given");
 }
+
+/* a block whose first weight is frozen: it never changes and has no gradient */
+static void frozen_declare(zt_block_def *def, const void *config) {
+    const mlp_config *c = (const mlp_config *)config;
+    zt_block_param(def, "frozen.fc1.weight", zt_shape2(c->H, c->C), ZT_PARAM_FROZEN, ZT_INIT_NORMAL, 0.02f);
+    zt_block_param(def, "frozen.fc1.bias", zt_shape1(c->H), 0, ZT_INIT_ZEROS, 0);
+    zt_block_param(def, "frozen.fc2.weight", zt_shape2(c->C, c->H), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
+}
+static const zt_block_type frozen_block = {"test.frozen", sizeof(mlp_saved), frozen_declare, mlp_forward,
+                                           mlp_backward};
+
+TEST(engine_frozen_parameters_stay_put) {
+    zt_model_config c = config_of(GPT2_JSON);
+    mlp_config mc = {32, 48};
+    const zt_block_type *blocks[3] = {zt_gpt2_embedding_block(), &frozen_block, zt_gpt2_head_block()};
+    const void *configs[3] = {&c, &mc, &c};
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.n_blocks = 3, spec.blocks = blocks, spec.block_configs = configs;
+    spec.hidden = 32, spec.vocab = 61, spec.max_seq = 32;
+    zt_options o = small_options(2, 16);
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
+    float w0[48 * 32], w1[48 * 32], f0[32 * 48], f1[32 * 48];
+    CHECK(zt_param_get(e, "frozen.fc1.weight", w0, 48 * 32, 0) == ZT_OK);
+    CHECK(zt_param_get(e, "frozen.fc2.weight", f0, 32 * 48, 0) == ZT_OK);
+    int32_t tok[2 * 16];
+    fill_tokens(tok, 32, 3, 61);
+    for (int step = 0; step < 3; step++) {
+        zt_forward_backward(e, tok, NULL, NULL, 2);
+        if (step == 2) {
+            CHECK(zt_param_get(e, "frozen.fc1.weight", w1, 48 * 32, 1) == ZT_ERROR_INVALID);
+            CHECK_STR_CONTAINS(zt_last_error(), "is frozen");
+        }
+        zt_step(e);
+    }
+    CHECK(zt_param_get(e, "frozen.fc1.weight", w1, 48 * 32, 0) == ZT_OK);
+    CHECK(zt_param_get(e, "frozen.fc2.weight", f1, 32 * 48, 0) == ZT_OK);
+    zt_shutdown(e);
+    CHECK(memcmp(w0, w1, sizeof w0) == 0);
+    CHECK(memcmp(f0, f1, sizeof f0) != 0);
+}
