@@ -546,6 +546,12 @@ typedef struct zt_options {
     int initial_scale_power, loss_scale_window, hysteresis, consecutive_hysteresis;
     float min_loss_scale;
     size_t device_bytes;        /* 0: exactly what the plan needs */
+    /* what a DeepSpeed config decides beyond the above (zt_ds_config_read) */
+    int zero_stage;             /* 0-3: also picks DeepSpeed's loss-scaling rule (stage 0 has no hysteresis) */
+    int bf16_skip_nonfinite;    /* bf16.check_grad_overflow at ZeRO stages 1 and 2: skip such steps */
+    int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
+    const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
+    uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
 } zt_options;
 
 ZT_API zt_options zt_options_default(void);
@@ -554,10 +560,25 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
 /* 1 if --name (without dashes or value) is one of the engine's flags, and whether it takes a value */
 ZT_API int zt_options_is_flag(const char *name, int *takes_value);
 ZT_API void zt_options_help(FILE *out); /* every engine flag with its default */
+/* 1 if flag `name` (without dashes) was passed to zt_options_parse_args */
+ZT_API int zt_options_given(const zt_options *o, const char *name);
+/* the learning rate of optimizer step `step` (0-based; steps skipped for fp16 overflow not counted) */
+ZT_API float zt_schedule_lr(const zt_options *o, int64_t step);
+
+/* fp16 dynamic loss scaling as DeepSpeed does it: ZeRO stages 1-3 (o->zero_stage > 0) use its
+   DynamicLossScaler (hysteresis, and an error at the minimum scale); stage 0's FP16_Optimizer halves on
+   every overflow and never stops. Both double after loss_scale_window clean steps in a row. */
+typedef struct zt_loss_scaler { float scale; int hysteresis_left; int64_t last_overflow, iter; } zt_loss_scaler;
+ZT_API zt_loss_scaler zt_loss_scaler_init(const zt_options *o);
+/* after an optimizer step: overflow or not; an error (DeepSpeed's message) when it cannot go lower */
+ZT_API zt_result zt_loss_scaler_update(zt_loss_scaler *s, const zt_options *o, int overflow);
+/* Plans memory, allocates it once and initialises the weights. Settings come from the flags in argv
+   (argv[0], the program, is skipped) and, when ds_config_path is given, a DeepSpeed JSON config. */
 ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char *ds_config_path,
                          int argc, char **argv);
+/* zt_init with settings made by the caller */
 ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, const zt_options *o);
-ZT_API void zt_shutdown(zt_engine *e);
+ZT_API void zt_shutdown(zt_engine *e); /* frees everything zt_init made */
 
 /* One micro-batch: tokens (n_rows, T) host i32; targets (n_rows, T) or NULL for next-token targets
    (the last position of a row predicts nothing); mask (n_rows, T) or NULL, 0 = no loss there. Rows
@@ -594,6 +615,60 @@ ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host,
 ZT_API int zt_param_count(const zt_engine *e);
 /* name and host shape (vocabulary unpadded) of parameter i; NULL for empty slots and tied uses */
 ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
+
+/* >>config ===================================================================================== */
+
+/* DeepSpeed's JSON config, with the meaning DeepSpeed's code gives it at release v0.19.8 (where its docs
+   differ, the code wins; tests/ref/deepspeed_config_reference.md has the details and tests/ref/deepspeed/
+   fixtures made by DeepSpeed itself). zt reads the file with strict JSON (a duplicate key is an error,
+   as in DeepSpeed), validates every value, and reports errors with the JSON path, what was expected and
+   what was found. Unknown keys: an error in the sections DeepSpeed validates strictly (zero_optimization,
+   its offload blocks, fp16, bf16, optimizer and scheduler params), a warning elsewhere (DeepSpeed ignores
+   them silently). Flags fill keys that are absent or "auto" (as the Transformers integration fills them);
+   a flag the user passed that contradicts an explicit value is an error naming both. */
+#define ZT_DEEPSPEED_VERSION "0.19.8"
+
+typedef enum zt_offload_device { ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NVME } zt_offload_device;
+typedef struct zt_offload_config {
+    zt_offload_device device;
+    char nvme_path[512];
+    int64_t buffer_count, buffer_size, max_in_cpu; /* buffer_size and max_in_cpu in elements */
+    int pin_memory, pipeline_read, pipeline_write, fast_init;
+    double ratio;
+} zt_offload_config;
+
+typedef struct zt_ds_config {
+    char path[512];
+    int64_t train_batch_size, micro_batch, grad_accum, world_size; /* resolved */
+    double gradient_clipping, gradient_predivide_factor;
+    int64_t steps_per_print; /* 0: never */
+    int wall_clock_breakdown, prescale_gradients;
+    char communication_data_type[8], grad_accum_dtype[12]; /* "" when absent */
+    char optimizer_type[24], scheduler_type[24];           /* "" when absent: the Trainer's defaults */
+    int fp16, bf16, fp16_auto_cast, bf16_check_grad_overflow;
+    int activation_checkpointing; /* the section is present: zt recomputes every block in backward */
+    int partition_activations, cpu_checkpointing, contiguous_memory_optimization, synchronize_checkpoint_boundary;
+    int64_t number_checkpoints;
+    int zero_stage, contiguous_gradients, overlap_comm, reduce_scatter, allgather_partitions;
+    int round_robin_gradients, gather_16bit_weights_on_model_save, zero_quantized_weights, zero_quantized_gradients;
+    int64_t reduce_bucket_size, allgather_bucket_size, sub_group_size, prefetch_bucket_size;
+    int64_t param_persistence_threshold, model_persistence_threshold, max_live_parameters, max_reuse_distance;
+    int64_t zero_hpz_partition_size;
+    zt_offload_config offload_optimizer, offload_param;
+    int64_t aio_block_size, aio_queue_depth, aio_intra_op_parallelism;
+    int aio_single_submit, aio_overlap_events, aio_use_gds;
+    char tag_validation[16];
+    int load_universal, use_node_local_storage;
+} zt_ds_config;
+
+/* Reads a config file into c, and the settings it decides into o (which holds the flags already).
+   world_size: data-parallel ranks; hidden: the model's width, for the "auto" bucket sizes. */
+ZT_API zt_result zt_ds_config_read(zt_ds_config *c, zt_options *o, const char *path, int world_size,
+                                   int64_t hidden);
+ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len,
+                                    const char *name, int world_size, int64_t hidden);
+/* The effective configuration as JSON, every key resolved, then the first learning rates. */
+ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE *out);
 
 /* >>io ========================================================================================= */
 
@@ -2775,6 +2850,863 @@ static const zt_block_type zt__llama_layer = {"llama.layer", sizeof(zt__layer_sa
 ZT_API const zt_block_type *zt_gpt2_block(void) { return &zt__gpt2_layer; }
 ZT_API const zt_block_type *zt_llama_block(void) { return &zt__llama_layer; }
 
+/* >>config (implementation) -------------------------------------------------------------------- */
+
+/* One config being read: the tokens, the file name for messages, and what was seen so far. */
+typedef struct zt__cfg {
+    zt__json j;
+    zt_ds_config *c;
+    zt_options *o;
+    char unused[1024];    /* keys read but not acted on yet, for one warning */
+    char mismatch[2048];  /* explicit values that contradict flags, for one error */
+} zt__cfg;
+
+/* where a token is, for messages */
+static void zt__cfg_where(const zt__cfg *g, int t, char *buf, size_t size) {
+    int line, col;
+    zt__json_where(&g->j, zt__json_begin(&g->j, t), &line, &col);
+    snprintf(buf, size, "line %d, column %d", line, col);
+}
+
+static zt_result zt__cfg_bad(const zt__cfg *g, int t, const char *path, const char *expected) {
+    char where[64];
+    int n = g->j.tok[t].end - g->j.tok[t].start;
+    const char *q = g->j.tok[t].type == JSMN_STRING ? "\"" : "";
+    zt__cfg_where(g, t, where, sizeof where);
+    if (g->j.tok[t].type == JSMN_OBJECT || g->j.tok[t].type == JSMN_ARRAY)
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s must be %s, found %s (%s)", g->j.file, path, expected,
+                       g->j.tok[t].type == JSMN_OBJECT ? "an object" : "an array", where);
+    return zt_fail(ZT_ERROR_INVALID, "%s: %s must be %s, found %s%.*s%s (%s)", g->j.file, path, expected, q,
+                   n < 60 ? n : 60, g->j.text + g->j.tok[t].start, q, where);
+}
+
+static int zt__cfg_is_auto(const zt__cfg *g, int t) {
+    return t >= 0 && g->j.tok[t].type == JSMN_STRING && zt__json_eq(&g->j, t, "auto");
+}
+
+/* edit distance, for "did you mean" */
+static int zt__distance(const char *a, int na, const char *b) {
+    int nb = (int)strlen(b), row[64];
+    if (na >= 63 || nb >= 63) return 99;
+    for (int j = 0; j <= nb; j++) row[j] = j;
+    for (int i = 1; i <= na; i++) {
+        int prev = row[0];
+        row[0] = i;
+        for (int j = 1; j <= nb; j++) {
+            int cur = row[j];
+            int sub = prev + (a[i - 1] != b[j - 1]);
+            row[j] = ZT__MIN(ZT__MIN(row[j] + 1, row[j - 1] + 1), sub);
+            prev = cur;
+        }
+    }
+    return row[nb];
+}
+
+/* Every key of object `obj` (JSON path `path`) must be in `known` (NULL-terminated). Unknown keys
+   are an error in a strict section, with the nearest known key offered; a warning elsewhere. */
+static zt_result zt__cfg_keys(zt__cfg *g, int obj, const char *path, const char *const *known, int strict) {
+    const zt__json *j = &g->j;
+    int key = obj + 1;
+    for (int i = 0; i < j->tok[obj].size; i++, key = zt__json_skip(j, key + 1)) {
+        const char *k = j->text + j->tok[key].start;
+        int n = j->tok[key].end - j->tok[key].start, found = 0, best = 99;
+        const char *near = NULL;
+        for (int m = 0; known[m]; m++) {
+            if ((int)strlen(known[m]) == n && memcmp(known[m], k, (size_t)n) == 0) found = 1;
+            int d = zt__distance(k, n, known[m]);
+            if (d < best) best = d, near = known[m];
+        }
+        if (found) continue;
+        char where[64], hint[128] = "";
+        zt__cfg_where(g, key, where, sizeof where);
+        if (near && best <= 3) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
+        if (strict)
+            return zt_fail(ZT_ERROR_INVALID, "%s: unknown key %s%s%.*s (%s): DeepSpeed rejects unknown keys here%s",
+                           j->file, path, *path ? "." : "", n, k, where, hint);
+        zt_log(ZT_LOG_WARN, "%s: unknown key %s%s%.*s (%s) is ignored, as DeepSpeed ignores it%s", j->file, path,
+               *path ? "." : "", n, k, where, hint);
+    }
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_object(zt__cfg *g, int t, const char *path) {
+    if (t >= 0 && g->j.tok[t].type != JSMN_OBJECT) return zt__cfg_bad(g, t, path, "an object");
+    return ZT_OK;
+}
+
+/* typed values: absent (t < 0) leaves *out; "auto" is handled by the callers that allow it */
+static zt_result zt__cfg_bool(zt__cfg *g, int t, const char *path, int *out) {
+    if (t < 0) return ZT_OK;
+    if (g->j.tok[t].type == JSMN_PRIMITIVE && (zt__json_eq(&g->j, t, "true") || zt__json_eq(&g->j, t, "1")))
+        *out = 1;
+    else if (g->j.tok[t].type == JSMN_PRIMITIVE && (zt__json_eq(&g->j, t, "false") || zt__json_eq(&g->j, t, "0")))
+        *out = 0;
+    else
+        return zt__cfg_bad(g, t, path, "true or false");
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_num(zt__cfg *g, int t, const char *path, double lo, double hi, double *out) {
+    double v = 0;
+    if (t < 0) return ZT_OK;
+    if (g->j.tok[t].type != JSMN_PRIMITIVE || zt__json_eq(&g->j, t, "true") || zt__json_eq(&g->j, t, "false") ||
+        zt__json_eq(&g->j, t, "null") || zt__json_number(&g->j, t, path, &v) != ZT_OK)
+        return zt__cfg_bad(g, t, path, "a number");
+    if (!(v >= lo && v <= hi)) {
+        char what[96];
+        if (hi >= 1e300) snprintf(what, sizeof what, "a number >= %g", lo);
+        else snprintf(what, sizeof what, "a number in [%g, %g]", lo, hi);
+        return zt__cfg_bad(g, t, path, what);
+    }
+    *out = v;
+    return ZT_OK;
+}
+
+/* integers as DeepSpeed's pydantic takes them: 5e8 is 500000000, 5.5 is an error */
+static zt_result zt__cfg_int(zt__cfg *g, int t, const char *path, int64_t lo, int64_t *out) {
+    double v = 0;
+    if (t < 0) return ZT_OK;
+    zt_result r = zt__cfg_num(g, t, path, -9.2e18, 9.2e18, &v);
+    if (r != ZT_OK) return zt__cfg_bad(g, t, path, "an integer");
+    if (v != floor(v)) return zt__cfg_bad(g, t, path, "an integer (it has a fractional part)");
+    if (v < (double)lo) {
+        char what[64];
+        snprintf(what, sizeof what, "an integer >= %lld", (long long)lo);
+        return zt__cfg_bad(g, t, path, what);
+    }
+    *out = (int64_t)v;
+    return ZT_OK;
+}
+
+/* a string from a list of choices (NULL-terminated); returns its index in *out */
+static zt_result zt__cfg_choice(zt__cfg *g, int t, const char *path, const char *const *choices, int *out) {
+    if (t < 0) return ZT_OK;
+    char v[64] = "", expected[256];
+    size_t n = (size_t)snprintf(expected, sizeof expected, "one of");
+    for (int i = 0; choices[i]; i++) n += (size_t)snprintf(expected + n, sizeof expected - n, "%s \"%s\"", i ? "," : "", choices[i]);
+    if (g->j.tok[t].type != JSMN_STRING || zt__json_string(&g->j, t, path, v, sizeof v) != ZT_OK)
+        return zt__cfg_bad(g, t, path, expected);
+    for (int i = 0; choices[i]; i++)
+        if (strcmp(v, choices[i]) == 0) return (*out = i), ZT_OK;
+    return zt__cfg_bad(g, t, path, expected);
+}
+
+static void zt__cfg_note_unused(zt__cfg *g, const char *path) {
+    size_t n = strlen(g->unused);
+    if (strstr(g->unused, path)) return;
+    snprintf(g->unused + n, sizeof g->unused - n, "%s%s", n ? ", " : "", path);
+}
+
+/* An explicit config value against the flag that also sets it: contradicting is an error if the flag
+   was passed; otherwise the config's value wins. */
+static void zt__cfg_match(zt__cfg *g, const char *path, double config, double flag, const char *flag_name) {
+    if (!zt_options_given(g->o, flag_name) || fabs(config - flag) <= 1e-12 * fabs(flag)) return;
+    size_t n = strlen(g->mismatch);
+    snprintf(g->mismatch + n, sizeof g->mismatch - n, "\n- %s=%g vs --%s=%g", path, config, flag_name, flag);
+}
+
+/* a number that may be "auto" (then `fill`), compared with the flag it shares */
+static zt_result zt__cfg_num_flag(zt__cfg *g, int obj, const char *key, const char *path, double lo, double hi,
+                                  const char *flag, double fill, double *out) {
+    int t = zt__json_get(&g->j, obj, key);
+    *out = fill;
+    if (t < 0 || zt__cfg_is_auto(g, t)) return ZT_OK;
+    zt_result r = zt__cfg_num(g, t, path, lo, hi, out);
+    if (r == ZT_OK && flag) zt__cfg_match(g, path, *out, fill, flag);
+    return r;
+}
+
+/* ---- the sections ---- */
+
+static const char *const zt__ds_top[] = {
+    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "gradient_clipping",
+    "steps_per_print", "wall_clock_breakdown", "prescale_gradients", "gradient_predivide_factor",
+    "communication_data_type", "data_types", "optimizer", "scheduler", "fp16", "bf16", "bfloat16",
+    "activation_checkpointing", "zero_optimization", "aio", "checkpoint", "zero_allow_untested_optimizer",
+    "zero_force_ds_cpu_optimizer", "gradient_allreduce_op", "dump_state", "disable_allgather", "memory_breakdown",
+    "dataloader_drop_last", "vocabulary_size", "flops_profiler", "autotuning", "comms_logger", "tensorboard", "wandb",
+    "csv_monitor", "comet", "timers", "hybrid_engine", "pipeline", "data_efficiency", "compile", "tensor_parallel",
+    "torch_autocast", "seq_parallel_communication_data_type", "sequence_parallel_size", "log_level",
+    "managed_gradient_accumulation", "disable_python_gc", NULL};
+/* keys DeepSpeed 0.19.8 removed: it stops with an error, and so does zt */
+static const char *const zt__ds_removed[] = {"nebula", "compression_training", "amp", "quantize_training",
+                                             "sparse_gradients", "eigenvalue", "sparse_attention", "elasticity",
+                                             "graph_harvesting", "curriculum_learning", "progressive_layer_drop", NULL};
+static const char *const zt__ds_zero[] = {
+    "stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size", "use_multi_rank_bucket_allreduce",
+    "allgather_partitions", "allgather_bucket_size", "overlap_comm", "compute_grad_norm", "load_from_fp32_weights",
+    "elastic_checkpoint", "offload_param", "offload_optimizer", "zenflow", "sub_group_size", "prefetch_bucket_size",
+    "stage3_prefetch_bucket_size", "param_persistence_threshold", "stage3_param_persistence_threshold",
+    "model_persistence_threshold", "stage3_model_persistence_threshold", "max_live_parameters",
+    "stage3_max_live_parameters", "max_reuse_distance", "stage3_max_reuse_distance",
+    "gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
+    "stage3_gather_fp16_weights_on_model_save", "module_granularity_threshold",
+    "stage3_module_granularity_threshold", "use_all_reduce_for_fetch_params",
+    "stage3_use_all_reduce_for_fetch_params", "allgather_sequential", "stage3_allgather_sequential",
+    "ignore_unused_parameters", "legacy_stage1", "round_robin_gradients", "parameter_alignment",
+    "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_nontrainable_weights",
+    "zero_quantized_gradients", "memory_efficient_linear", "pipeline_loading_checkpoint", "override_module_apply",
+    "log_trace_cache_warnings", "enable_sanity_checks", "save_muon_momentum_buffer_in_memory", "leaf_module",
+    "cpu_offload", "cpu_offload_param", "cpu_offload_use_pin_memory", NULL};
+static const char *const zt__ds_offload_opt[] = {"device", "nvme_path", "buffer_count", "pin_memory", "pipeline_read",
+                                                 "pipeline_write", "fast_init", "ratio", "super_offload",
+                                                 "cpuadam_cores_perc", NULL};
+static const char *const zt__ds_offload_param[] = {"device", "nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
+                                                   "pin_memory", NULL};
+static const char *const zt__ds_fp16[] = {"enabled", "auto_cast", "loss_scale", "initial_scale_power",
+                                          "loss_scale_window", "hysteresis", "consecutive_hysteresis", "min_loss_scale",
+                                          "fp16_master_weights_and_grads", NULL};
+static const char *const zt__ds_bf16[] = {"enabled", "immediate_grad_update", "check_grad_overflow",
+                                          "bf16_master_weights_and_grads", "bf16_optimizer_states", NULL};
+static const char *const zt__ds_adam[] = {"lr", "betas", "eps", "weight_decay", "adam_w_mode", "torch_adam",
+                                          "bias_correction", "amsgrad", "fused", "foreach", NULL};
+static const char *const zt__ds_sched[] = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type",
+                                           "total_num_steps", "warmup_min_ratio", "cos_min_ratio", "last_batch_iteration",
+                                           NULL};
+static const char *const zt__ds_act[] = {"partition_activations", "contiguous_memory_optimization", "cpu_checkpointing",
+                                         "number_checkpoints", "synchronize_checkpoint_boundary", "profile", NULL};
+static const char *const zt__ds_aio[] = {"block_size", "queue_depth", "intra_op_parallelism", "single_submit",
+                                         "overlap_events", "use_gds", NULL};
+static const char *const zt__ds_ckpt[] = {"tag_validation", "load_universal", "use_node_local_storage",
+                                          "parallel_write", NULL};
+static const char *const zt__ds_types[] = {"grad_accum_dtype", "param_dtype", NULL};
+
+/* batch sizes: DeepSpeed's _set_batch_related_parameters and _batch_assertion, messages included */
+static zt_result zt__cfg_batch(zt__cfg *g) {
+    zt_ds_config *c = g->c;
+    zt_options *o = g->o;
+    const char *keys[3] = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"};
+    int64_t v[3] = {0, 0, 0};
+    int has[3];
+    for (int i = 0; i < 3; i++) {
+        int t = zt__json_get(&g->j, 0, keys[i]);
+        has[i] = t >= 0 && !zt__cfg_is_auto(g, t);
+        if (t >= 0 && zt__cfg_is_auto(g, t)) { /* filled from the flags, as the Transformers integration does */
+            has[i] = 1;
+            v[i] = i == 0 ? o->micro_batch * o->grad_accum * c->world_size : i == 1 ? o->micro_batch : o->grad_accum;
+        } else {
+            zt_result r = zt__cfg_int(g, t, keys[i], INT64_MIN / 2, &v[i]);
+            if (r != ZT_OK) return r;
+            if (has[i] && i == 1) zt__cfg_match(g, keys[i], (double)v[i], (double)o->micro_batch, "per_device_train_batch_size");
+            if (has[i] && i == 2) zt__cfg_match(g, keys[i], (double)v[i], (double)o->grad_accum, "gradient_accumulation_steps");
+        }
+    }
+    int64_t tbs = v[0], mbs = v[1], gas = v[2], ws = c->world_size;
+    if (!has[0] && !has[1] && !has[2]) { /* none given: the flags decide, as with no config */
+        mbs = o->micro_batch;
+        gas = o->grad_accum;
+        tbs = mbs * gas * ws;
+    } else if (!has[0] && !has[1]) {
+        return zt_fail(ZT_ERROR_INVALID, "%s: Either train_batch_size or train_micro_batch_size_per_gpu needs to be "
+                       "provided", g->j.file);
+    } else if (has[0] && has[1] && has[2]) {
+    } else if (has[0] && has[1]) {
+        if (mbs == 0 || ws == 0) return zt_fail(ZT_ERROR_INVALID, "%s: train_micro_batch_size_per_gpu is 0", g->j.file);
+        gas = tbs / mbs / ws;
+    } else if (has[0] && has[2]) {
+        if (gas == 0) return zt_fail(ZT_ERROR_INVALID, "%s: gradient_accumulation_steps is 0", g->j.file);
+        mbs = tbs / ws / gas;
+    } else if (has[1] && has[2]) {
+        tbs = mbs * gas * ws;
+    } else if (has[0]) {
+        gas = 1;
+        mbs = tbs / ws;
+    } else {
+        tbs = mbs * ws;
+        gas = 1;
+    }
+    if (tbs <= 0) return zt_fail(ZT_ERROR_INVALID, "%s: Train batch size: %lld has to be greater than 0", g->j.file, (long long)tbs);
+    if (mbs <= 0) return zt_fail(ZT_ERROR_INVALID, "%s: Micro batch size per gpu: %lld has to be greater than 0", g->j.file, (long long)mbs);
+    if (gas <= 0) return zt_fail(ZT_ERROR_INVALID, "%s: Gradient accumulation steps: %lld has to be greater than 0", g->j.file, (long long)gas);
+    if (tbs != mbs * gas * ws)
+        return zt_fail(ZT_ERROR_INVALID, "%s: Check batch related parameters. train_batch_size is not equal to "
+                       "micro_batch_per_gpu * gradient_acc_step * world_size %lld != %lld * %lld * %lld", g->j.file,
+                       (long long)tbs, (long long)mbs, (long long)gas, (long long)ws);
+    c->train_batch_size = tbs, c->micro_batch = mbs, c->grad_accum = gas;
+    o->micro_batch = mbs, o->grad_accum = gas;
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_optimizer(zt__cfg *g) {
+    zt_options *o = g->o;
+    int t = zt__json_get(&g->j, 0, "optimizer"), p = -1;
+    zt_result r;
+    if ((r = zt__cfg_object(g, t, "optimizer")) != ZT_OK) return r;
+    if (t < 0) return ZT_OK; /* the Trainer's AdamW from the flags */
+    char type[24] = "";
+    int tt = zt__json_get(&g->j, t, "type");
+    if (tt < 0) return ZT_OK;
+    if ((r = zt__json_string(&g->j, tt, "optimizer.type", type, sizeof type)) != ZT_OK) return zt__cfg_bad(g, tt, "optimizer.type", "a string");
+    char lower[24];
+    for (size_t i = 0; i < sizeof lower; i++) lower[i] = (char)((type[i] >= 'A' && type[i] <= 'Z') ? type[i] + 32 : type[i]);
+    if (strcmp(lower, "adam") != 0 && strcmp(lower, "adamw") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.type \"%s\" is not implemented in zt (Adam and AdamW are)",
+                       g->j.file, type);
+    snprintf(g->c->optimizer_type, sizeof g->c->optimizer_type, "%s", lower);
+    p = zt__json_get(&g->j, t, "params");
+    if ((r = zt__cfg_object(g, p, "optimizer.params")) != ZT_OK) return r;
+    if (p < 0) p = -1;
+    if (p >= 0 && zt__json_get(&g->j, p, "max_grad_norm") >= 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: 'max_grad_norm' is not supported as an optimizer parameter, please switch "
+                       "to using the deepspeed parameter 'gradient_clipping'", g->j.file);
+    if (p >= 0 && (r = zt__cfg_keys(g, p, "optimizer.params", zt__ds_adam, 1)) != ZT_OK) return r;
+    double lr, eps, wd, b1 = o->beta1, b2 = o->beta2;
+    if ((r = zt__cfg_num_flag(g, p, "lr", "optimizer.params.lr", 0, 1e300, "learning_rate", o->lr, &lr)) ||
+        (r = zt__cfg_num_flag(g, p, "eps", "optimizer.params.eps", 0, 1e300, "adam_epsilon", o->eps, &eps)) ||
+        (r = zt__cfg_num_flag(g, p, "weight_decay", "optimizer.params.weight_decay", 0, 1e300, "weight_decay",
+                              o->weight_decay, &wd)))
+        return r;
+    int bt = p >= 0 ? zt__json_get(&g->j, p, "betas") : -1;
+    if (bt >= 0 && !zt__cfg_is_auto(g, bt)) {
+        if (g->j.tok[bt].type != JSMN_ARRAY || g->j.tok[bt].size != 2) return zt__cfg_bad(g, bt, "optimizer.params.betas", "two numbers");
+        if ((r = zt__cfg_num(g, bt + 1, "optimizer.params.betas[0]", 0, 0.999999999, &b1)) ||
+            (r = zt__cfg_num(g, bt + 2, "optimizer.params.betas[1]", 0, 0.999999999, &b2)))
+            return r;
+        zt__cfg_match(g, "optimizer.params.betas[0]", b1, o->beta1, "adam_beta1");
+        zt__cfg_match(g, "optimizer.params.betas[1]", b2, o->beta2, "adam_beta2");
+    }
+    int mode = 1, amsgrad = 0, bias_correction = 1, unused = 0;
+    if (p >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, p, "adam_w_mode"), "optimizer.params.adam_w_mode", &mode)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "amsgrad"), "optimizer.params.amsgrad", &amsgrad)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "bias_correction"), "optimizer.params.bias_correction", &bias_correction)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "torch_adam"), "optimizer.params.torch_adam", &unused))))
+        return r;
+    if (amsgrad) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.amsgrad is not implemented in zt", g->j.file);
+    if (!bias_correction) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.bias_correction false is not implemented in zt", g->j.file);
+    o->lr = (float)lr, o->eps = (float)eps, o->weight_decay = (float)wd, o->beta1 = (float)b1, o->beta2 = (float)b2;
+    o->adam_w_mode = strcmp(lower, "adamw") == 0 || mode; /* "Adam" is AdamW unless adam_w_mode is false */
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_scheduler(zt__cfg *g) {
+    zt_options *o = g->o;
+    int t = zt__json_get(&g->j, 0, "scheduler");
+    zt_result r;
+    if ((r = zt__cfg_object(g, t, "scheduler")) != ZT_OK) return r;
+    int tt = t >= 0 ? zt__json_get(&g->j, t, "type") : -1;
+    if (tt < 0) return ZT_OK; /* the Trainer's linear warmup and decay from the flags */
+    static const char *const types[] = {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", NULL};
+    int kind = 0;
+    if (zt__cfg_choice(g, tt, "scheduler.type", types, &kind) != ZT_OK) {
+        char type[32] = "";
+        zt__json_string(&g->j, tt, "scheduler.type", type, sizeof type);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: scheduler.type \"%s\" is not implemented in zt (WarmupLR, "
+                       "WarmupDecayLR and WarmupCosineLR are)", g->j.file, type);
+    }
+    snprintf(g->c->scheduler_type, sizeof g->c->scheduler_type, "%s", types[kind]);
+    int p = zt__json_get(&g->j, t, "params");
+    if (p < 0) return zt_fail(ZT_ERROR_INVALID, "%s: scheduler.params is missing (DeepSpeed needs it for %s)", g->j.file, types[kind]);
+    if ((r = zt__cfg_object(g, p, "scheduler.params")) || (r = zt__cfg_keys(g, p, "scheduler.params", zt__ds_sched, 1)))
+        return r;
+    /* warmup_num_steps must be a positive integer (a JSON 10.0 is refused, as DeepSpeed refuses it) */
+    int wt = zt__json_get(&g->j, p, "warmup_num_steps");
+    int64_t warm = 1000;
+    if (zt__cfg_is_auto(g, wt)) {
+        warm = ZT__MAX(1, o->warmup_steps);
+    } else if (wt >= 0) {
+        const char *v = g->j.text + g->j.tok[wt].start;
+        int n = g->j.tok[wt].end - g->j.tok[wt].start;
+        int integer = g->j.tok[wt].type == JSMN_PRIMITIVE && zt__json_is_number(v, n) && !memchr(v, '.', (size_t)n) &&
+                      !memchr(v, 'e', (size_t)n) && !memchr(v, 'E', (size_t)n);
+        if (!integer || zt__cfg_int(g, wt, "scheduler.params.warmup_num_steps", 1, &warm) != ZT_OK)
+            return zt_fail(ZT_ERROR_INVALID, "%s: warmup_num_steps must be a positive integer, got %.*s", g->j.file, n, v);
+        zt__cfg_match(g, "scheduler.params.warmup_num_steps", (double)warm, (double)o->warmup_steps, "warmup_steps");
+    }
+    static const char *const wtypes[] = {"log", "linear", NULL};
+    int linear = 0;
+    if ((r = zt__cfg_choice(g, zt__json_get(&g->j, p, "warmup_type"), "scheduler.params.warmup_type", wtypes, &linear)))
+        return r;
+    double min_lr, max_lr, total, wmr = 0.0, cmr = 1e-4;
+    double max_default = kind == 1 ? 0.001 : o->lr; /* WarmupLR: the optimizer's lr; WarmupDecayLR: 0.001 */
+    if ((r = zt__cfg_num_flag(g, p, "warmup_min_lr", "scheduler.params.warmup_min_lr", 0, 1e300, NULL, 0.0, &min_lr)) ||
+        (r = zt__cfg_num_flag(g, p, "warmup_max_lr", "scheduler.params.warmup_max_lr", 0, 1e300,
+                              kind == 2 ? NULL : "learning_rate", max_default, &max_lr)) ||
+        (r = zt__cfg_num_flag(g, p, "total_num_steps", "scheduler.params.total_num_steps", 1, 1e300, "max_steps",
+                              (double)o->max_steps, &total)) ||
+        (r = zt__cfg_num_flag(g, p, "warmup_min_ratio", "scheduler.params.warmup_min_ratio", 0, 1, NULL, 0.0, &wmr)) ||
+        (r = zt__cfg_num_flag(g, p, "cos_min_ratio", "scheduler.params.cos_min_ratio", 0, 1, NULL, 1e-4, &cmr)))
+        return r;
+    int tn = zt__json_get(&g->j, p, "total_num_steps");
+    if (kind > 0 && tn < 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: scheduler.params.total_num_steps is required by %s", g->j.file, types[kind]);
+    if (kind == 0 && zt__json_get(&g->j, p, "warmup_max_lr") < 0 && zt__json_get(&g->j, g->j.tok[0].size ? 0 : 0, "optimizer") < 0)
+        max_lr = o->lr;
+    o->schedule = kind == 0 ? ZT_SCHED_WARMUP_LR : kind == 1 ? ZT_SCHED_WARMUP_DECAY_LR : ZT_SCHED_WARMUP_COSINE_LR;
+    o->warmup_steps = warm;
+    o->warmup_log = !linear;
+    o->warmup_min_lr = (float)min_lr, o->warmup_max_lr = (float)max_lr;
+    o->warmup_min_ratio = (float)wmr, o->cos_min_ratio = (float)cmr;
+    o->schedule_total = kind > 0 ? (int64_t)total : 0;
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_precision(zt__cfg *g) {
+    zt_ds_config *c = g->c;
+    zt_options *o = g->o;
+    zt_result r;
+    int f = zt__json_get(&g->j, 0, "fp16"), b = zt__json_get(&g->j, 0, "bf16");
+    if (b < 0) b = zt__json_get(&g->j, 0, "bfloat16");
+    if ((r = zt__cfg_object(g, f, "fp16")) || (r = zt__cfg_object(g, b, "bf16"))) return r;
+    if (f >= 0 && (r = zt__cfg_keys(g, f, "fp16", zt__ds_fp16, 1))) return r;
+    if (b >= 0 && (r = zt__cfg_keys(g, b, "bf16", zt__ds_bf16, 1))) return r;
+    int fe = o->precision == ZT_PRECISION_FP16, be = o->precision == ZT_PRECISION_BF16;
+    int ft = f >= 0 ? zt__json_get(&g->j, f, "enabled") : -1, bt = b >= 0 ? zt__json_get(&g->j, b, "enabled") : -1;
+    if (ft >= 0 && !zt__cfg_is_auto(g, ft)) {
+        if ((r = zt__cfg_bool(g, ft, "fp16.enabled", &fe))) return r;
+        zt__cfg_match(g, "fp16.enabled", fe, o->precision == ZT_PRECISION_FP16, "fp16");
+    }
+    if (bt >= 0 && !zt__cfg_is_auto(g, bt)) {
+        if ((r = zt__cfg_bool(g, bt, "bf16.enabled", &be))) return r;
+        zt__cfg_match(g, "bf16.enabled", be, o->precision == ZT_PRECISION_BF16, "bf16");
+    }
+    if (fe && be) return zt_fail(ZT_ERROR_INVALID, "%s: bfloat16 and fp16 modes cannot be simultaneously enabled", g->j.file);
+    c->fp16 = fe, c->bf16 = be;
+    o->precision = fe ? ZT_PRECISION_FP16 : be ? ZT_PRECISION_BF16 : ZT_PRECISION_FP32;
+    int64_t power = o->initial_scale_power, window = o->loss_scale_window, hyst = o->hysteresis, min_scale = 1;
+    double scale = 0;
+    int consecutive = o->consecutive_hysteresis, master = 0;
+    c->bf16_check_grad_overflow = 1;
+    if (f >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, f, "auto_cast"), "fp16.auto_cast", &c->fp16_auto_cast)) ||
+                   (r = zt__cfg_num(g, zt__json_get(&g->j, f, "loss_scale"), "fp16.loss_scale", 0, 1e300, &scale)) ||
+                   (r = zt__cfg_int(g, zt__json_get(&g->j, f, "initial_scale_power"), "fp16.initial_scale_power", 0, &power)) ||
+                   (r = zt__cfg_int(g, zt__json_get(&g->j, f, "loss_scale_window"), "fp16.loss_scale_window", 0, &window)) ||
+                   (r = zt__cfg_int(g, zt__json_get(&g->j, f, "hysteresis"), "fp16.hysteresis", 0, &hyst)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, f, "consecutive_hysteresis"), "fp16.consecutive_hysteresis", &consecutive)) ||
+                   (r = zt__cfg_int(g, zt__json_get(&g->j, f, "min_loss_scale"), "fp16.min_loss_scale", 0, &min_scale)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, f, "fp16_master_weights_and_grads"), "fp16.fp16_master_weights_and_grads", &master))))
+        return r;
+    if (fe && scale == 0 && window <= 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0)", g->j.file);
+    if (fe && scale == 0 && min_scale <= 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: fp16.min_loss_scale must be > 0 when dynamic loss scaling is enabled (loss_scale=0)", g->j.file);
+    if (master) zt__cfg_note_unused(g, "fp16.fp16_master_weights_and_grads");
+    if (c->fp16_auto_cast) zt__cfg_note_unused(g, "fp16.auto_cast");
+    o->static_loss_scale = (float)scale;
+    o->initial_scale_power = (int)power, o->loss_scale_window = (int)window, o->hysteresis = (int)hyst;
+    o->consecutive_hysteresis = consecutive, o->min_loss_scale = (float)min_scale;
+    if (b >= 0) {
+        int unused = 0;
+        if ((r = zt__cfg_bool(g, zt__json_get(&g->j, b, "check_grad_overflow"), "bf16.check_grad_overflow", &c->bf16_check_grad_overflow)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, b, "immediate_grad_update"), "bf16.immediate_grad_update", &unused)))
+            return r;
+        static const char *const later[] = {"bf16_master_weights_and_grads", "bf16_optimizer_states", NULL};
+        for (int i = 0; later[i]; i++) {
+            int v = 0, k = zt__json_get(&g->j, b, later[i]);
+            char path[64];
+            snprintf(path, sizeof path, "bf16.%s", later[i]);
+            if ((r = zt__cfg_bool(g, k, path, &v))) return r;
+            if (v) zt__cfg_note_unused(g, path);
+        }
+    }
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_offload(zt__cfg *g, int t, const char *path, zt_offload_config *off, int param) {
+    zt_result r;
+    memset(off, 0, sizeof *off);
+    off->buffer_count = param ? 5 : 4;
+    off->buffer_size = 100000000;
+    off->max_in_cpu = 1000000000;
+    off->pin_memory = 1; /* true since DeepSpeed 0.18 (false before) */
+    off->ratio = 1.0;
+    if (t < 0 || zt__json_is_null(&g->j, t)) return ZT_OK;
+    if ((r = zt__cfg_object(g, t, path)) || (r = zt__cfg_keys(g, t, path, param ? zt__ds_offload_param : zt__ds_offload_opt, 1)))
+        return r;
+    static const char *const devices[] = {"none", "cpu", "nvme", NULL};
+    char p[128];
+    int dev = 0;
+#define ZT__P(k) (snprintf(p, sizeof p, "%s.%s", path, k), p)
+    int k = zt__json_get(&g->j, t, "device");
+    if (!zt__cfg_is_auto(g, k) && (r = zt__cfg_choice(g, k, ZT__P("device"), devices, &dev))) return r;
+    off->device = (zt_offload_device)dev;
+    int nt = zt__json_get(&g->j, t, "nvme_path");
+    if (nt >= 0 && !zt__json_is_null(&g->j, nt) &&
+        (g->j.tok[nt].type != JSMN_STRING || zt__json_string(&g->j, nt, ZT__P("nvme_path"), off->nvme_path, sizeof off->nvme_path)))
+        return zt__cfg_bad(g, nt, ZT__P("nvme_path"), "a path");
+    if ((r = zt__cfg_int(g, zt__json_get(&g->j, t, "buffer_count"), ZT__P("buffer_count"), 0, &off->buffer_count)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "pin_memory"), ZT__P("pin_memory"), &off->pin_memory)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "pipeline_read"), ZT__P("pipeline_read"), &off->pipeline_read)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "pipeline_write"), ZT__P("pipeline_write"), &off->pipeline_write)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "fast_init"), ZT__P("fast_init"), &off->fast_init)) ||
+        (r = zt__cfg_num(g, zt__json_get(&g->j, t, "ratio"), ZT__P("ratio"), 0, 1, &off->ratio)) ||
+        (r = zt__cfg_int(g, zt__json_get(&g->j, t, "buffer_size"), ZT__P("buffer_size"), 0, &off->buffer_size)) ||
+        (r = zt__cfg_int(g, zt__json_get(&g->j, t, "max_in_cpu"), ZT__P("max_in_cpu"), 0, &off->max_in_cpu)))
+        return r;
+#undef ZT__P
+    return ZT_OK;
+}
+
+/* one of DeepSpeed's renamed keys (the old stage3_ name or the new): its token and path, or -1; giving
+   both names is an error, as in DeepSpeed */
+static zt_result zt__cfg_alias_token(zt__cfg *g, int z, const char *name, const char *alias, int *t, char *path,
+                                     size_t size) {
+    int a = zt__json_get(&g->j, z, name), b = zt__json_get(&g->j, z, alias);
+    if (a >= 0 && b >= 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.%s and zero_optimization.%s are the same setting; give one",
+                       g->j.file, alias, name);
+    *t = a >= 0 ? a : b;
+    snprintf(path, size, "zero_optimization.%s", a >= 0 ? name : alias);
+    return ZT_OK;
+}
+
+static zt_result zt__cfg_alias(zt__cfg *g, int z, const char *name, const char *alias, int64_t lo, int64_t fill_auto,
+                               int64_t *out) {
+    char path[96];
+    int t = -1;
+    zt_result r = zt__cfg_alias_token(g, z, name, alias, &t, path, sizeof path);
+    if (r != ZT_OK) return r;
+    if (zt__cfg_is_auto(g, t)) {
+        if (fill_auto >= 0) *out = fill_auto;
+        return ZT_OK;
+    }
+    return zt__cfg_int(g, t, path, lo, out);
+}
+
+static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
+    zt_ds_config *c = g->c;
+    zt_result r;
+    int z = zt__json_get(&g->j, 0, "zero_optimization");
+    c->contiguous_gradients = c->reduce_scatter = c->allgather_partitions = 1;
+    c->reduce_bucket_size = c->allgather_bucket_size = 500000000;
+    c->sub_group_size = 1000000000;
+    c->prefetch_bucket_size = 50000000;
+    c->param_persistence_threshold = 100000;
+    c->model_persistence_threshold = INT64_MAX;
+    c->max_live_parameters = c->max_reuse_distance = 1000000000;
+    c->zero_hpz_partition_size = 1;
+    c->overlap_comm = -1;
+    zt__cfg_offload(g, -1, "", &c->offload_optimizer, 0); /* the defaults, when there is no block */
+    zt__cfg_offload(g, -1, "", &c->offload_param, 1);
+    if (z >= 0 && g->j.tok[z].type == JSMN_PRIMITIVE) { /* the old boolean form: stage 1 or 0 */
+        int on = 0;
+        if ((r = zt__cfg_bool(g, z, "zero_optimization", &on))) return r;
+        c->zero_stage = on;
+        z = -1;
+    }
+    if (z >= 0) {
+        if ((r = zt__cfg_object(g, z, "zero_optimization"))) return r;
+        static const char *const removed[] = {"mics_shard_size", "mics_hierarchical_params_gather", "zeropp_loco_param", NULL};
+        for (int i = 0; removed[i]; i++)
+            if (zt__json_get(&g->j, z, removed[i]) >= 0)
+                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: 'zero_optimization.%s' is no longer supported by DeepSpeed "
+                               "(removed before %s)", g->j.file, removed[i], ZT_DEEPSPEED_VERSION);
+        if ((r = zt__cfg_keys(g, z, "zero_optimization", zt__ds_zero, 1))) return r;
+        int64_t stage = 0;
+        int st = zt__json_get(&g->j, z, "stage");
+        if (!zt__cfg_is_auto(g, st) && (r = zt__cfg_int(g, st, "zero_optimization.stage", 0, &stage))) return r;
+        if (stage > 3) return zt__cfg_bad(g, st, "zero_optimization.stage", "0, 1, 2 or 3");
+        c->zero_stage = (int)stage;
+        int h2 = hidden > 0;
+        int64_t hh = hidden * hidden;
+        int rb = zt__json_get(&g->j, z, "reduce_bucket_size");
+        if (zt__cfg_is_auto(g, rb)) { if (h2) c->reduce_bucket_size = hh; }
+        else if ((r = zt__cfg_int(g, rb, "zero_optimization.reduce_bucket_size", 1, &c->reduce_bucket_size))) return r;
+        int ab = zt__json_get(&g->j, z, "allgather_bucket_size");
+        if (!zt__cfg_is_auto(g, ab) && (r = zt__cfg_int(g, ab, "zero_optimization.allgather_bucket_size", 0, &c->allgather_bucket_size))) return r;
+        int s3 = stage == 3 && h2;
+        if ((r = zt__cfg_alias(g, z, "prefetch_bucket_size", "stage3_prefetch_bucket_size", 0, s3 ? (int64_t)(0.9 * (double)hh) : -1, &c->prefetch_bucket_size)) ||
+            (r = zt__cfg_alias(g, z, "param_persistence_threshold", "stage3_param_persistence_threshold", 0, s3 ? 10 * hidden : -1, &c->param_persistence_threshold)) ||
+            (r = zt__cfg_alias(g, z, "model_persistence_threshold", "stage3_model_persistence_threshold", 0, -1, &c->model_persistence_threshold)) ||
+            (r = zt__cfg_alias(g, z, "max_live_parameters", "stage3_max_live_parameters", 0, -1, &c->max_live_parameters)) ||
+            (r = zt__cfg_alias(g, z, "max_reuse_distance", "stage3_max_reuse_distance", 0, -1, &c->max_reuse_distance)))
+            return r;
+        char gpath[96];
+        int gt = -1, gold = zt__json_get(&g->j, z, "stage3_gather_fp16_weights_on_model_save");
+        if ((r = zt__cfg_alias_token(g, z, "gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
+                                     &gt, gpath, sizeof gpath)))
+            return r;
+        if (gt < 0 && gold >= 0) {
+            zt_log(ZT_LOG_WARN, "%s: Config parameter stage3_gather_fp16_weights_on_model_save is deprecated use "
+                   "gather_16bit_weights_on_model_save instead", g->j.file);
+            gt = gold;
+            snprintf(gpath, sizeof gpath, "zero_optimization.stage3_gather_fp16_weights_on_model_save");
+        }
+        if (!zt__cfg_is_auto(g, gt) && (r = zt__cfg_bool(g, gt, gpath, &c->gather_16bit_weights_on_model_save))) return r;
+        struct { const char *key; int *out; } bools[] = {
+            {"contiguous_gradients", &c->contiguous_gradients}, {"reduce_scatter", &c->reduce_scatter},
+            {"allgather_partitions", &c->allgather_partitions}, {"round_robin_gradients", &c->round_robin_gradients},
+            {"overlap_comm", &c->overlap_comm}, {"zero_quantized_weights", &c->zero_quantized_weights},
+            {"zero_quantized_gradients", &c->zero_quantized_gradients}};
+        for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
+            char path[96];
+            snprintf(path, sizeof path, "zero_optimization.%s", bools[i].key);
+            int t = zt__json_get(&g->j, z, bools[i].key);
+            if (!zt__cfg_is_auto(g, t) && (r = zt__cfg_bool(g, t, path, bools[i].out))) return r;
+        }
+        if ((r = zt__cfg_int(g, zt__json_get(&g->j, z, "sub_group_size"), "zero_optimization.sub_group_size", 0, &c->sub_group_size)) ||
+            (r = zt__cfg_int(g, zt__json_get(&g->j, z, "zero_hpz_partition_size"), "zero_optimization.zero_hpz_partition_size", 0, &c->zero_hpz_partition_size)))
+            return r;
+        int legacy = 0;
+        if ((r = zt__cfg_bool(g, zt__json_get(&g->j, z, "legacy_stage1"), "zero_optimization.legacy_stage1", &legacy))) return r;
+        if (legacy) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: zero_optimization.legacy_stage1: the deprecated version of ZeRO Stage 1 is not supported", g->j.file);
+        /* the deprecated cpu_offload: true means offload_optimizer {device: cpu} */
+        int cpu_off = 0, oo = zt__json_get(&g->j, z, "offload_optimizer"), op = zt__json_get(&g->j, z, "offload_param");
+        if ((r = zt__cfg_bool(g, zt__json_get(&g->j, z, "cpu_offload"), "zero_optimization.cpu_offload", &cpu_off))) return r;
+        if (zt__json_get(&g->j, z, "cpu_offload") >= 0 && oo >= 0)
+            return zt_fail(ZT_ERROR_INVALID, "%s: Cannot provide deprecated parameter 'cpu_offload' and replacing parameter 'offload_optimizer' together", g->j.file);
+        if ((r = zt__cfg_offload(g, oo, "zero_optimization.offload_optimizer", &c->offload_optimizer, 0)) ||
+            (r = zt__cfg_offload(g, op, "zero_optimization.offload_param", &c->offload_param, 1)))
+            return r;
+        if (cpu_off) {
+            zt_log(ZT_LOG_WARN, "%s: Config parameter cpu_offload is deprecated use offload_optimizer instead", g->j.file);
+            c->offload_optimizer.device = ZT_OFFLOAD_CPU;
+        }
+    }
+    if (c->overlap_comm < 0) c->overlap_comm = c->zero_stage == 3; /* DeepSpeed's stage-dependent default */
+    g->o->zero_stage = c->zero_stage;
+    /* combinations */
+    if (c->offload_optimizer.device == ZT_OFFLOAD_NVME && c->zero_stage < 3)
+        return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer.device is \"nvme\" at stage %d: NVMe "
+                       "optimizer offload needs stage 3 (DeepSpeed would silently offload to CPU memory)", g->j.file, c->zero_stage);
+    if (c->offload_optimizer.ratio < 1.0 && c->zero_stage < 3)
+        return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer.ratio: Partial offloading only supported for ZeRO Stage 3.", g->j.file);
+    if (c->offload_param.device != ZT_OFFLOAD_NONE && c->zero_stage < 3) {
+        zt_log(ZT_LOG_WARN, "%s: zero_optimization.offload_param is ignored below stage 3 (stage %d), as DeepSpeed ignores it",
+               g->j.file, c->zero_stage);
+        c->offload_param.device = ZT_OFFLOAD_NONE;
+    }
+    zt_offload_config *offs[2] = {&c->offload_optimizer, &c->offload_param};
+    const char *names[2] = {"offload_optimizer", "offload_param"};
+    for (int i = 0; i < 2; i++) {
+        if (offs[i]->device != ZT_OFFLOAD_NVME || offs[i]->nvme_path[0]) continue;
+        const char *from = g->o->nvme_path ? g->o->nvme_path : getenv("ZT_NVME_PATH");
+        if (!from || !*from)
+            return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.%s.device is \"nvme\" but zero_optimization.%s.nvme_path "
+                           "is not set; set it, or pass --nvme_path, or set ZT_NVME_PATH", g->j.file, names[i], names[i]);
+        snprintf(offs[i]->nvme_path, sizeof offs[i]->nvme_path, "%s", from);
+    }
+    if (c->zero_stage > 0) zt__cfg_note_unused(g, "zero_optimization.stage (ZeRO partitioning)");
+    if (c->offload_optimizer.device != ZT_OFFLOAD_NONE) zt__cfg_note_unused(g, "zero_optimization.offload_optimizer");
+    if (c->offload_param.device != ZT_OFFLOAD_NONE) zt__cfg_note_unused(g, "zero_optimization.offload_param");
+    return ZT_OK;
+}
+
+/* the lenient sections: activation_checkpointing, aio, checkpoint, data_types and top-level scalars */
+static zt_result zt__cfg_rest(zt__cfg *g) {
+    zt_ds_config *c = g->c;
+    zt_options *o = g->o;
+    zt_result r;
+    double clip;
+    if ((r = zt__cfg_num_flag(g, 0, "gradient_clipping", "gradient_clipping", 0, 1e300, "max_grad_norm", o->max_grad_norm, &clip)))
+        return r;
+    c->gradient_clipping = clip;
+    o->max_grad_norm = (float)clip;
+    c->gradient_predivide_factor = 1.0;
+    if ((r = zt__cfg_int(g, zt__json_get(&g->j, 0, "steps_per_print"), "steps_per_print", 0, &c->steps_per_print)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "wall_clock_breakdown"), "wall_clock_breakdown", &c->wall_clock_breakdown)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "prescale_gradients"), "prescale_gradients", &c->prescale_gradients)) ||
+        (r = zt__cfg_num(g, zt__json_get(&g->j, 0, "gradient_predivide_factor"), "gradient_predivide_factor", 0, 1e300, &c->gradient_predivide_factor)))
+        return r;
+    static const char *const cdt[] = {"fp32", "fp16", "bf16", NULL};
+    int k = 0, t = zt__json_get(&g->j, 0, "communication_data_type");
+    if (t >= 0 && !zt__json_is_null(&g->j, t)) {
+        if ((r = zt__cfg_choice(g, t, "communication_data_type", cdt, &k))) return r;
+        snprintf(c->communication_data_type, sizeof c->communication_data_type, "%s", cdt[k]);
+    }
+    int dt = zt__json_get(&g->j, 0, "data_types");
+    if ((r = zt__cfg_object(g, dt, "data_types"))) return r;
+    if (dt >= 0) {
+        if ((r = zt__cfg_keys(g, dt, "data_types", zt__ds_types, 0))) return r;
+        static const char *const gad[] = {"fp32", "float32", "float", "fp16", "float16", "half", "bf16", "bfloat16", NULL};
+        int ga = zt__json_get(&g->j, dt, "grad_accum_dtype");
+        if (ga >= 0 && !zt__json_is_null(&g->j, ga)) {
+            if ((r = zt__cfg_choice(g, ga, "data_types.grad_accum_dtype", gad, &k))) return r;
+            snprintf(c->grad_accum_dtype, sizeof c->grad_accum_dtype, "%s", gad[k]);
+            if (k >= 3) zt__cfg_note_unused(g, "data_types.grad_accum_dtype (zt accumulates gradients in fp32)");
+        }
+    }
+    int a = zt__json_get(&g->j, 0, "activation_checkpointing");
+    if ((r = zt__cfg_object(g, a, "activation_checkpointing"))) return r;
+    if (a >= 0) {
+        int profile = 0;
+        if ((r = zt__cfg_keys(g, a, "activation_checkpointing", zt__ds_act, 0)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, a, "partition_activations"), "activation_checkpointing.partition_activations", &c->partition_activations)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, a, "contiguous_memory_optimization"), "activation_checkpointing.contiguous_memory_optimization", &c->contiguous_memory_optimization)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, a, "cpu_checkpointing"), "activation_checkpointing.cpu_checkpointing", &c->cpu_checkpointing)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, a, "synchronize_checkpoint_boundary"), "activation_checkpointing.synchronize_checkpoint_boundary", &c->synchronize_checkpoint_boundary)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, a, "profile"), "activation_checkpointing.profile", &profile)))
+            return r;
+        int nc = zt__json_get(&g->j, a, "number_checkpoints");
+        if (nc >= 0 && !zt__json_is_null(&g->j, nc) && (r = zt__cfg_int(g, nc, "activation_checkpointing.number_checkpoints", 0, &c->number_checkpoints)))
+            return r;
+        c->activation_checkpointing = 1; /* zt: recompute every block; the keys below shape how, in DeepSpeed */
+        o->gradient_checkpointing = 1;
+        if (c->cpu_checkpointing) zt__cfg_note_unused(g, "activation_checkpointing.cpu_checkpointing");
+        if (c->partition_activations) zt__cfg_note_unused(g, "activation_checkpointing.partition_activations (model parallelism)");
+    }
+    int io = zt__json_get(&g->j, 0, "aio");
+    c->aio_block_size = 1048576, c->aio_queue_depth = 8, c->aio_intra_op_parallelism = 1, c->aio_overlap_events = 1;
+    if ((r = zt__cfg_object(g, io, "aio"))) return r;
+    if (io >= 0 && ((r = zt__cfg_keys(g, io, "aio", zt__ds_aio, 0)) ||
+                    (r = zt__cfg_int(g, zt__json_get(&g->j, io, "block_size"), "aio.block_size", 1, &c->aio_block_size)) ||
+                    (r = zt__cfg_int(g, zt__json_get(&g->j, io, "queue_depth"), "aio.queue_depth", 1, &c->aio_queue_depth)) ||
+                    (r = zt__cfg_int(g, zt__json_get(&g->j, io, "intra_op_parallelism"), "aio.intra_op_parallelism", 1, &c->aio_intra_op_parallelism)) ||
+                    (r = zt__cfg_bool(g, zt__json_get(&g->j, io, "single_submit"), "aio.single_submit", &c->aio_single_submit)) ||
+                    (r = zt__cfg_bool(g, zt__json_get(&g->j, io, "overlap_events"), "aio.overlap_events", &c->aio_overlap_events)) ||
+                    (r = zt__cfg_bool(g, zt__json_get(&g->j, io, "use_gds"), "aio.use_gds", &c->aio_use_gds))))
+        return r;
+    int ck = zt__json_get(&g->j, 0, "checkpoint");
+    snprintf(c->tag_validation, sizeof c->tag_validation, "WARN");
+    if ((r = zt__cfg_object(g, ck, "checkpoint"))) return r;
+    if (ck >= 0) {
+        if ((r = zt__cfg_keys(g, ck, "checkpoint", zt__ds_ckpt, 0)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, ck, "load_universal"), "checkpoint.load_universal", &c->load_universal)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, ck, "use_node_local_storage"), "checkpoint.use_node_local_storage", &c->use_node_local_storage)))
+            return r;
+        int tv = zt__json_get(&g->j, ck, "tag_validation");
+        if (tv >= 0) {
+            char v[16] = "";
+            if (g->j.tok[tv].type != JSMN_STRING || zt__json_string(&g->j, tv, "checkpoint.tag_validation", v, sizeof v))
+                return zt__cfg_bad(g, tv, "checkpoint.tag_validation", "\"Warn\", \"Ignore\" or \"Fail\"");
+            for (char *p = v; *p; p++) *p = (char)((*p >= 'a' && *p <= 'z') ? *p - 32 : *p);
+            if (strcmp(v, "WARN") && strcmp(v, "IGNORE") && strcmp(v, "FAIL"))
+                return zt_fail(ZT_ERROR_INVALID, "%s: Checkpoint config contains invalid tag_validation value of %s, "
+                               "expecting one of ['WARN', 'IGNORE', 'FAIL']", g->j.file, v);
+            snprintf(c->tag_validation, sizeof c->tag_validation, "%s", v);
+        }
+    }
+    if (c->prescale_gradients || c->gradient_predivide_factor != 1.0) zt__cfg_note_unused(g, "prescale_gradients / gradient_predivide_factor");
+    if (c->wall_clock_breakdown) zt__cfg_note_unused(g, "wall_clock_breakdown");
+    return ZT_OK;
+}
+
+/* top-level keys: the known, the removed (an error, as in DeepSpeed) and the misplaced (a warning that
+   says where the key belongs) */
+static zt_result zt__cfg_top(zt__cfg *g) {
+    const zt__json *j = &g->j;
+    int key = 1;
+    for (int i = 0; i < j->tok[0].size; i++, key = zt__json_skip(j, key + 1)) {
+        const char *k = j->text + j->tok[key].start;
+        int n = j->tok[key].end - j->tok[key].start;
+        for (int m = 0; zt__ds_removed[m]; m++)
+            if ((int)strlen(zt__ds_removed[m]) == n && memcmp(zt__ds_removed[m], k, (size_t)n) == 0)
+                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" was removed from DeepSpeed before %s and zt does not "
+                               "support it", j->file, zt__ds_removed[m], ZT_DEEPSPEED_VERSION);
+        int known = 0;
+        for (int m = 0; zt__ds_top[m]; m++)
+            if ((int)strlen(zt__ds_top[m]) == n && memcmp(zt__ds_top[m], k, (size_t)n) == 0) known = 1;
+        if (known) continue;
+        struct { const char *const *keys; const char *section; } homes[] = {
+            {zt__ds_zero, "zero_optimization"}, {zt__ds_fp16, "fp16"}, {zt__ds_adam, "optimizer.params"},
+            {zt__ds_sched, "scheduler.params"}, {zt__ds_aio, "aio"}, {zt__ds_act, "activation_checkpointing"}};
+        const char *home = NULL;
+        for (size_t h = 0; h < sizeof homes / sizeof homes[0] && !home; h++)
+            for (int m = 0; homes[h].keys[m]; m++)
+                if ((int)strlen(homes[h].keys[m]) == n && memcmp(homes[h].keys[m], k, (size_t)n) == 0 &&
+                    strcmp(homes[h].keys[m], "enabled") != 0)
+                    home = homes[h].section;
+        char where[64];
+        zt__cfg_where(g, key, where, sizeof where);
+        if (home)
+            zt_log(ZT_LOG_WARN, "%s: %.*s at top level (%s) is ignored by DeepSpeed; it belongs under %s", j->file, n, k,
+                   where, home);
+        else
+            zt_log(ZT_LOG_WARN, "%s: unknown top-level key %.*s (%s) is ignored, as DeepSpeed ignores it", j->file, n, k,
+                   where);
+    }
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len, const char *name,
+                                    int world_size, int64_t hidden) {
+    static uint8_t mem[1 << 22] ZT_ALIGNED(64); /* the tokens of one config */
+    zt_arena a;
+    zt_arena_init(&a, "DeepSpeed config tokens", mem, sizeof mem);
+    zt__cfg g;
+    memset(&g, 0, sizeof g);
+    memset(c, 0, sizeof *c);
+    snprintf(c->path, sizeof c->path, "%s", name);
+    c->world_size = world_size > 0 ? world_size : 1;
+    g.c = c;
+    g.o = o;
+    zt_result r = zt__json_parse(&g.j, &a, name, json, len);
+    if (r != ZT_OK) return r;
+    if ((r = zt__cfg_top(&g)) || (r = zt__cfg_precision(&g)) || (r = zt__cfg_optimizer(&g)) ||
+        (r = zt__cfg_scheduler(&g)) || (r = zt__cfg_batch(&g)) || (r = zt__cfg_zero(&g, hidden)) || (r = zt__cfg_rest(&g)))
+        return r;
+    if (g.mismatch[0])
+        return zt_fail(ZT_ERROR_INVALID, "%s: Please correct the following DeepSpeed config values that mismatch the "
+                       "flags:%s\nThe easiest method is to set these DeepSpeed config values to 'auto'.", name, g.mismatch);
+    if (!c->optimizer_type[0] || !c->scheduler_type[0])
+        zt_log(ZT_LOG_INFO, "%s: no %s%s%s section: the Transformers Trainer's %s%s%s, from the flags", name,
+               c->optimizer_type[0] ? "" : "optimizer", !c->optimizer_type[0] && !c->scheduler_type[0] ? " or " : "",
+               c->scheduler_type[0] ? "" : "scheduler", c->optimizer_type[0] ? "" : "AdamW",
+               !c->optimizer_type[0] && !c->scheduler_type[0] ? " and " : "",
+               c->scheduler_type[0] ? "" : "linear warmup and decay");
+    o->bf16_skip_nonfinite = c->bf16 && c->bf16_check_grad_overflow && (c->zero_stage == 1 || c->zero_stage == 2);
+    if (g.unused[0]) zt_log(ZT_LOG_WARN, "%s: zt %s reads but does not act on yet: %s", name, ZT_VERSION_STRING, g.unused);
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_ds_config_read(zt_ds_config *c, zt_options *o, const char *path, int world_size, int64_t hidden) {
+    static uint8_t mem[1 << 22] ZT_ALIGNED(64);
+    zt_arena a;
+    zt_arena_init(&a, "DeepSpeed config text", mem, sizeof mem);
+    char *text = NULL;
+    size_t len = 0;
+    zt_result r = zt__read_file(&a, path, &text, &len);
+    if (r != ZT_OK) return r;
+    return zt_ds_config_parse(c, o, text, len, path, world_size, hidden);
+}
+
+ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE *out) {
+    static const char *dev[] = {"none", "cpu", "nvme"};
+    static const char *sched[] = {"linear (Transformers)", "constant_with_warmup (Transformers)", "WarmupLR", "WarmupDecayLR", "WarmupCosineLR"};
+    fprintf(out, "{\n  \"deepspeed_semantics\": \"%s\",\n  \"zt_version\": \"%s\",\n", ZT_DEEPSPEED_VERSION, ZT_VERSION_STRING);
+    fprintf(out, "  \"train_batch_size\": %lld,\n  \"train_micro_batch_size_per_gpu\": %lld,\n  \"gradient_accumulation_steps\": %lld,\n",
+            (long long)(o->micro_batch * o->grad_accum * (c->world_size > 0 ? c->world_size : 1)), (long long)o->micro_batch, (long long)o->grad_accum);
+    fprintf(out, "  \"gradient_clipping\": %g,\n  \"steps_per_print\": %lld,\n  \"wall_clock_breakdown\": %s,\n",
+            (double)o->max_grad_norm, (long long)c->steps_per_print, c->wall_clock_breakdown ? "true" : "false");
+    fprintf(out, "  \"prescale_gradients\": %s,\n  \"gradient_predivide_factor\": %g,\n  \"communication_data_type\": \"%s\",\n",
+            c->prescale_gradients ? "true" : "false", c->gradient_predivide_factor ? c->gradient_predivide_factor : 1.0,
+            c->communication_data_type[0] ? c->communication_data_type : o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32");
+    fprintf(out, "  \"data_types\": {\"grad_accum_dtype\": \"fp32\"},\n");
+    fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"eps\": %g, \"weight_decay\": %g, \"adam_w_mode\": %s}},\n",
+            c->optimizer_type[0] ? c->optimizer_type : "AdamW (Transformers)", (double)o->lr, (double)o->beta1, (double)o->beta2,
+            (double)o->eps, (double)o->weight_decay, o->adam_w_mode ? "true" : "false");
+    fprintf(out, "  \"scheduler\": {\"type\": \"%s\", \"params\": {\"warmup_num_steps\": %lld, \"warmup_type\": \"%s\", "
+            "\"warmup_min_lr\": %g, \"warmup_max_lr\": %g, \"total_num_steps\": %lld, \"warmup_min_ratio\": %g, \"cos_min_ratio\": %g}},\n",
+            sched[o->schedule], (long long)o->warmup_steps, o->warmup_log ? "log" : "linear", (double)o->warmup_min_lr,
+            (double)o->warmup_max_lr, (long long)(o->schedule_total ? o->schedule_total : o->max_steps),
+            (double)o->warmup_min_ratio, (double)o->cos_min_ratio);
+    fprintf(out, "  \"fp16\": {\"enabled\": %s, \"loss_scale\": %g, \"initial_scale_power\": %d, \"loss_scale_window\": %d, "
+            "\"hysteresis\": %d, \"consecutive_hysteresis\": %s, \"min_loss_scale\": %g},\n",
+            o->precision == ZT_PRECISION_FP16 ? "true" : "false", (double)o->static_loss_scale, o->initial_scale_power,
+            o->loss_scale_window, o->hysteresis, o->consecutive_hysteresis ? "true" : "false", (double)o->min_loss_scale);
+    fprintf(out, "  \"bf16\": {\"enabled\": %s, \"check_grad_overflow\": %s},\n", o->precision == ZT_PRECISION_BF16 ? "true" : "false",
+            c->bf16_check_grad_overflow ? "true" : "false");
+    fprintf(out, "  \"activation_checkpointing\": {\"zt_recompute_blocks\": %s, \"partition_activations\": %s, "
+            "\"cpu_checkpointing\": %s, \"contiguous_memory_optimization\": %s, \"number_checkpoints\": %lld},\n",
+            o->gradient_checkpointing ? "true" : "false", c->partition_activations ? "true" : "false",
+            c->cpu_checkpointing ? "true" : "false", c->contiguous_memory_optimization ? "true" : "false", (long long)c->number_checkpoints);
+    fprintf(out, "  \"zero_optimization\": {\"stage\": %d, \"contiguous_gradients\": %s, \"overlap_comm\": %s, \"reduce_scatter\": %s, "
+            "\"reduce_bucket_size\": %lld, \"allgather_partitions\": %s, \"allgather_bucket_size\": %lld, \"sub_group_size\": %lld, "
+            "\"stage3_prefetch_bucket_size\": %lld, \"stage3_param_persistence_threshold\": %lld, \"stage3_max_live_parameters\": %lld, "
+            "\"stage3_max_reuse_distance\": %lld, \"stage3_gather_16bit_weights_on_model_save\": %s, \"round_robin_gradients\": %s,\n",
+            c->zero_stage, c->contiguous_gradients ? "true" : "false", c->overlap_comm ? "true" : "false", c->reduce_scatter ? "true" : "false",
+            (long long)c->reduce_bucket_size, c->allgather_partitions ? "true" : "false", (long long)c->allgather_bucket_size,
+            (long long)c->sub_group_size, (long long)c->prefetch_bucket_size, (long long)c->param_persistence_threshold,
+            (long long)c->max_live_parameters, (long long)c->max_reuse_distance, c->gather_16bit_weights_on_model_save ? "true" : "false",
+            c->round_robin_gradients ? "true" : "false");
+    for (int i = 0; i < 2; i++) {
+        const zt_offload_config *f = i ? &c->offload_param : &c->offload_optimizer;
+        fprintf(out, "    \"%s\": {\"device\": \"%s\", \"nvme_path\": \"%s\", \"buffer_count\": %lld, \"pin_memory\": %s",
+                i ? "offload_param" : "offload_optimizer", dev[f->device], f->nvme_path, (long long)f->buffer_count,
+                f->pin_memory ? "true" : "false");
+        if (i) fprintf(out, ", \"buffer_size\": %lld, \"max_in_cpu\": %lld}\n", (long long)f->buffer_size, (long long)f->max_in_cpu);
+        else fprintf(out, ", \"ratio\": %g},\n", f->ratio);
+    }
+    fprintf(out, "  },\n  \"aio\": {\"block_size\": %lld, \"queue_depth\": %lld, \"intra_op_parallelism\": %lld, "
+            "\"single_submit\": %s, \"overlap_events\": %s, \"use_gds\": %s},\n",
+            (long long)c->aio_block_size, (long long)c->aio_queue_depth, (long long)c->aio_intra_op_parallelism,
+            c->aio_single_submit ? "true" : "false", c->aio_overlap_events ? "true" : "false", c->aio_use_gds ? "true" : "false");
+    fprintf(out, "  \"checkpoint\": {\"tag_validation\": \"%s\", \"load_universal\": %s, \"use_node_local_storage\": %s},\n",
+            c->tag_validation[0] ? c->tag_validation : "WARN", c->load_universal ? "true" : "false", c->use_node_local_storage ? "true" : "false");
+    fprintf(out, "  \"learning_rates\": [");
+    for (int k = 0; k < 10; k++) fprintf(out, "%s%.6g", k ? ", " : "", (double)zt_schedule_lr(o, k));
+    fprintf(out, "]\n}\n");
+}
+
 /* >>engine (implementation) -------------------------------------------------------------------- */
 
 /* The engine owns the parameters (one flat group per block), their gradients, master weights and Adam
@@ -2841,12 +3773,9 @@ struct zt_engine {
     float *h_losses, *h_norms, *h_stage, *h_logits;
     int32_t *h_order;
     /* training state */
-    int64_t step, sched_step, adam_step, tokens_in_step, micro_in_step;
+    int64_t step, sched_step, adam_step, tokens_in_step;
     double loss_sum;
-    float loss_scale;
-    int hysteresis_left;
-    int64_t last_overflow, scaler_iter;
-    uint64_t rng;
+    zt_loss_scaler scaler;
     /* checkpoints: set aside at init, so saving allocates nothing */
     char *ckpt_text;
     size_t ckpt_text_bytes;
@@ -2948,7 +3877,10 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("gradient_checkpointing", ZT__F_BOOL, gradient_checkpointing, "recompute each block in backward"),
     ZT__FLAG("backend", ZT__F_STR, backend, "cpu or cuda"),
     ZT__FLAG("threads", ZT__F_INT, threads, "CPU threads (0: every core)"),
+    ZT__FLAG("nvme_path", ZT__F_STR, nvme_path, "directory for NVMe offload when the config names none"),
 };
+#define ZT__N_FLAGS (sizeof zt__flags / sizeof zt__flags[0])
+enum { ZT__GIVEN_BF16 = 62, ZT__GIVEN_FP16 = 63 }; /* bits of zt_options.given beyond the table */
 
 static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *value) {
     char *end = NULL;
@@ -2979,6 +3911,14 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
     case ZT__F_STR: *(const char **)field = value; return ZT_OK;
     }
     return ZT_OK;
+}
+
+ZT_API int zt_options_given(const zt_options *o, const char *name) {
+    if (strcmp(name, "bf16") == 0) return (int)(o->given >> ZT__GIVEN_BF16 & 1);
+    if (strcmp(name, "fp16") == 0) return (int)(o->given >> ZT__GIVEN_FP16 & 1);
+    for (size_t k = 0; k < ZT__N_FLAGS; k++)
+        if (strcmp(zt__flags[k].name, name) == 0) return (int)(o->given >> k & 1);
+    return 0;
 }
 
 ZT_API int zt_options_is_flag(const char *name, int *takes_value) {
@@ -3025,6 +3965,7 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
             if (!on && strcmp(v, "false") != 0 && strcmp(v, "0") != 0)
                 return zt_fail(ZT_ERROR_INVALID, "flag --%.4s expects true or false, found \"%s\"", name, v);
             if (on) o->precision = name[0] == 'b' ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16;
+            if (on) o->given |= (uint64_t)1 << (name[0] == 'b' ? ZT__GIVEN_BF16 : ZT__GIVEN_FP16);
             continue;
         }
         const zt__flag *f = NULL;
@@ -3039,15 +3980,21 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
         }
         zt_result r = zt__set_flag(o, f, value);
         if (r != ZT_OK) return r;
+        o->given |= (uint64_t)1 << (f - zt__flags);
     }
     return ZT_OK;
 }
 
 /* ---- learning-rate schedules and the fp16 loss scaler ---- */
 
-/* the learning rate of the optimizer step with index k (0-based, skipped steps not counted) */
-static float zt__schedule_lr(const zt_options *o, int64_t k) {
-    double lr = o->lr, w = (double)o->warmup_steps, total = (double)o->max_steps, it = (double)k;
+/* The learning rate of optimizer step k (0-based, skipped steps not counted). The Transformers
+   schedules are LambdaLR at k. DeepSpeed's are built at iteration -1 and stepped after each applied
+   optimizer step, so step k runs at iteration t = k - 1 (DeepSpeed 0.19.8, lr_schedules.py). */
+ZT_API float zt_schedule_lr(const zt_options *o, int64_t k) {
+    double lr = o->lr, w = (double)o->warmup_steps, it = (double)k;
+    double total = (double)(o->schedule_total > 0 ? o->schedule_total : o->max_steps);
+    double t = it - 1.0, W = ZT__MAX(2.0, w), g = 0.0; /* DeepSpeed's iteration and warmup length */
+    if (t >= 0 && t < W) g = o->warmup_log ? log(t + 1.0) / log(W) : t / W;
     switch (o->schedule) {
     case ZT_SCHED_LINEAR:
         if (it < w) return (float)(lr * it / ZT__MAX(1.0, w));
@@ -3055,20 +4002,16 @@ static float zt__schedule_lr(const zt_options *o, int64_t k) {
     case ZT_SCHED_CONSTANT: return (float)(it < w ? lr * it / ZT__MAX(1.0, w) : lr);
     case ZT_SCHED_WARMUP_LR:
     case ZT_SCHED_WARMUP_DECAY_LR: {
-        double wn = ZT__MAX(2.0, w), gamma = 1.0;
-        if (it < wn) gamma = o->warmup_log ? log(it + 1.0) / log(wn) : it / wn;
-        else if (o->schedule == ZT_SCHED_WARMUP_DECAY_LR) gamma = ZT__MAX(0.0, (total - it) / ZT__MAX(1.0, total - wn));
-        return (float)(o->warmup_min_lr + ((double)o->warmup_max_lr - o->warmup_min_lr) * gamma);
+        if (t >= W) g = o->schedule == ZT_SCHED_WARMUP_DECAY_LR ? ZT__MAX(0.0, (total - t) / ZT__MAX(1.0, total - W)) : 1.0;
+        return (float)(o->warmup_min_lr + ((double)o->warmup_max_lr - o->warmup_min_lr) * g);
     }
     case ZT_SCHED_WARMUP_COSINE_LR: {
-        double wn = ZT__MAX(2.0, w), ratio;
-        if (it < wn) {
-            ratio = o->warmup_log ? log(it + 1.0) / log(wn) : it / wn;
-            ratio = o->warmup_min_ratio + ratio * (1.0 - o->warmup_min_ratio);
-        } else {
-            double real = it - wn + 1.0, span = total - wn;
-            ratio = (1.0 + cos(3.14159265358979323846 * real / span)) / 2.0;
-            ratio = ZT__MAX(0.0, o->cos_min_ratio + (1.0 - o->cos_min_ratio) * ratio);
+        double ratio;
+        if (t < 0) ratio = 0.0; /* the first step runs at lr 0 */
+        else if (t < W) ratio = o->warmup_min_ratio + g * (1.0 - o->warmup_min_ratio);
+        else {
+            double p = ZT__MIN(1.0, (t - W + 1.0) / ZT__MAX(1.0, total - W));
+            ratio = ZT__MAX(0.0, o->cos_min_ratio + (1.0 - o->cos_min_ratio) * (1.0 + cos(3.14159265358979323846 * p)) / 2.0);
         }
         return (float)(lr * ratio);
     }
@@ -3076,27 +4019,46 @@ static float zt__schedule_lr(const zt_options *o, int64_t k) {
     return (float)lr;
 }
 
-/* DeepSpeed's DynamicLossScaler.update_scale */
-static void zt__scaler_update(zt_engine *e, int overflow) {
-    const zt_options *o = &e->opt;
-    if (o->precision != ZT_PRECISION_FP16 || o->static_loss_scale > 0) return;
+ZT_API zt_loss_scaler zt_loss_scaler_init(const zt_options *o) {
+    zt_loss_scaler s;
+    s.scale = o->precision != ZT_PRECISION_FP16 ? 1.0f
+            : o->static_loss_scale > 0 ? o->static_loss_scale : ldexpf(1.0f, o->initial_scale_power);
+    s.hysteresis_left = o->hysteresis;
+    s.last_overflow = -1;
+    s.iter = 0;
+    return s;
+}
+
+ZT_API zt_result zt_loss_scaler_update(zt_loss_scaler *s, const zt_options *o, int overflow) {
+    if (o->precision != ZT_PRECISION_FP16 || o->static_loss_scale > 0) return ZT_OK;
+    int zero = o->zero_stage > 0;
     if (overflow) {
-        if (o->hysteresis == 1 || e->hysteresis_left == 1) {
-            if (e->loss_scale <= o->min_loss_scale)
-                zt_fatal("Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.");
-            e->loss_scale = ZT__MAX(e->loss_scale / 2.0f, o->min_loss_scale);
+        if (!zero) {
+            s->scale = ZT__MAX(s->scale / 2.0f, o->min_loss_scale);
+        } else if (o->hysteresis == 1 || s->hysteresis_left == 1) {
+            if (s->scale == o->min_loss_scale)
+                return zt_fail(ZT_ERROR_INVALID, "Current loss scale already at minimum - cannot decrease scale anymore. "
+                               "Exiting run.");
+            s->scale = ZT__MAX(s->scale / 2.0f, o->min_loss_scale);
         } else {
-            e->hysteresis_left--;
+            s->hysteresis_left--;
         }
-        e->last_overflow = e->scaler_iter;
+        s->last_overflow = s->iter;
     } else {
-        if (o->consecutive_hysteresis) e->hysteresis_left = o->hysteresis;
-        if ((e->scaler_iter - e->last_overflow) % o->loss_scale_window == 0) {
-            if (!o->consecutive_hysteresis) e->hysteresis_left = o->hysteresis;
-            e->loss_scale *= 2.0f;
+        if (zero && o->consecutive_hysteresis) s->hysteresis_left = o->hysteresis;
+        int64_t stable = s->iter - s->last_overflow - 1;
+        if (stable > 0 && o->loss_scale_window > 0 && stable % o->loss_scale_window == 0) {
+            if (zero && !o->consecutive_hysteresis) s->hysteresis_left = o->hysteresis;
+            s->scale *= 2.0f;
         }
     }
-    e->scaler_iter++;
+    s->iter++;
+    return ZT_OK;
+}
+
+/* once per optimizer step; the minimum scale reached under ZeRO stops the run, as in DeepSpeed */
+static void zt__scaler_update(zt_engine *e, int overflow) {
+    if (zt_loss_scaler_update(&e->scaler, &e->opt, overflow) != ZT_OK) zt_fatal("%s", zt_last_error());
 }
 
 /* ---- layout: the same code measures and allocates ---- */
@@ -3389,7 +4351,7 @@ ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host,
 
 /* accumulated gradients hold sum(loss_scale / (B*T) * d token loss); this brings them to the mean */
 static double zt__to_mean(const zt_engine *e) {
-    return e->tokens_in_step ? (double)(e->B * e->T) / ((double)e->loss_scale * (double)e->tokens_in_step) : 0.0;
+    return e->tokens_in_step ? (double)(e->B * e->T) / ((double)e->scaler.scale * (double)e->tokens_in_step) : 0.0;
 }
 
 ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad) {
@@ -3592,12 +4554,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         zt_fill(e->s, g->v, 0.0f);
     }
     zt_stream_sync(e->s);
-    e->loss_scale = e->opt.precision != ZT_PRECISION_FP16 ? 1.0f
-                  : e->opt.static_loss_scale > 0 ? e->opt.static_loss_scale
-                  : ldexpf(1.0f, e->opt.initial_scale_power);
-    e->hysteresis_left = e->opt.hysteresis;
-    e->last_overflow = -1;
-    e->rng = e->opt.seed;
+    e->scaler = zt_loss_scaler_init(&e->opt);
     return ZT_OK;
 }
 
@@ -3619,11 +4576,17 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
                          char **argv) {
     *out = NULL;
     zt_options o = zt_options_default();
-    if (ds_config_path)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: reading DeepSpeed configs is not implemented yet in zt %s; pass "
-                       "TrainingArguments flags instead", ds_config_path, ZT_VERSION_STRING);
     zt_result r = zt_options_parse_args(&o, argc, argv);
     if (r != ZT_OK) return r;
+    if (ds_config_path) { /* the config needs the model's width for its "auto" bucket sizes */
+        zt_model_config mc;
+        int64_t hidden = model->hidden;
+        if (model->config) hidden = model->config->hidden;
+        else if (model->config_path && (r = zt_model_config_read(&mc, model->config_path)) != ZT_OK) return r;
+        else if (model->config_path) hidden = mc.hidden;
+        zt_ds_config ds;
+        if ((r = zt_ds_config_read(&ds, &o, ds_config_path, 1, hidden)) != ZT_OK) return r;
+    }
     return zt_init_options(out, model, &o);
 }
 
@@ -3654,11 +4617,10 @@ ZT_API int64_t zt_engine_param_count(const zt_engine *e) {
 ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
                                  int64_t n_rows) {
     int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
-    e->batch.dloss = e->loss_scale / (float)(e->B * e->T);
+    e->batch.dloss = e->scaler.scale / (float)(e->B * e->T);
     zt__run(e, 1);
     double sum = zt__loss_sum(e, e->B * e->T);
     e->tokens_in_step += valid;
-    e->micro_in_step++;
     e->loss_sum += sum;
     return valid ? (float)(sum / (double)valid) : 0.0f;
 }
@@ -3668,7 +4630,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     memset(&info, 0, sizeof info);
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
-    info.loss_scale = e->loss_scale;
+    info.loss_scale = e->scaler.scale;
     double to_mean = zt__to_mean(e);
     /* the global norm: one partial per group, combined in group order */
     for (int b = 0; b < e->n_blocks; b++) {
@@ -3686,13 +4648,14 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     int overflow = !isfinite(norm);
     e->step++;
     info.step = e->step;
-    if (overflow && e->opt.precision == ZT_PRECISION_FP16) {
+    if (overflow && (e->opt.precision == ZT_PRECISION_FP16 ||
+                     (e->opt.precision == ZT_PRECISION_BF16 && e->opt.bf16_skip_nonfinite))) {
         info.skipped = 1;
         zt__scaler_update(e, 1);
     } else {
         double clip = 1.0;
         if (e->opt.max_grad_norm > 0 && norm > e->opt.max_grad_norm) clip = e->opt.max_grad_norm / (norm + 1e-6);
-        float lr = zt__schedule_lr(&e->opt, e->sched_step);
+        float lr = zt_schedule_lr(&e->opt, e->sched_step);
         info.lr = lr;
         e->adam_step++;
         for (int p = 0; p < e->n_params; p++) {
@@ -3721,7 +4684,6 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
         if (e->groups[b].trainable) zt_fill(e->s, e->groups[b].grad, 0.0f);
     zt_stream_sync(e->s);
     e->tokens_in_step = 0;
-    e->micro_in_step = 0;
     e->loss_sum = 0.0;
     return info;
 }
@@ -4216,7 +5178,7 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
                      "\"max_steps\": %lld, \"seed\": %llu}\n}\n",
                      ZT_VERSION_STRING, (long long)e->step, (long long)e->adam_step, (long long)e->sched_step,
-                     (double)e->loss_scale, e->hysteresis_left, (long long)e->last_overflow, (long long)e->scaler_iter,
+                     (double)e->scaler.scale, e->scaler.hysteresis_left, (long long)e->scaler.last_overflow, (long long)e->scaler.iter,
                      (long long)epoch, (long long)index, zt__ckpt_items(e, NULL),
                      o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32",
                      (long long)o->micro_batch, (long long)e->T, (long long)o->grad_accum, (double)o->lr,
@@ -4422,10 +5384,10 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     e->step = step;
     e->adam_step = adam;
     e->sched_step = sched;
-    e->loss_scale = (float)scale;
-    e->hysteresis_left = (int)hyst;
-    e->last_overflow = last;
-    e->scaler_iter = iter;
+    e->scaler.scale = (float)scale;
+    e->scaler.hysteresis_left = (int)hyst;
+    e->scaler.last_overflow = last;
+    e->scaler.iter = iter;
     if (data) zt_data_seek(data, epoch, index);
     return ZT_OK;
 }

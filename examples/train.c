@@ -23,7 +23,7 @@ typedef struct args {
     int32_t eot;
     int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
     double temperature, top_p;
-    int eval;
+    int eval, print_config;
 } args;
 
 typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
@@ -31,7 +31,8 @@ enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT };
 #define FLAG(n, k, field, def, help) {n, help, def, k, offsetof(args, field)}
 static const flag FLAGS[] = {
     FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
-    FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (not read yet in this version)"),
+    FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (DeepSpeed " ZT_DEEPSPEED_VERSION "'s meaning)"),
+    FLAG("print_config", F_BOOL, print_config, "false", "print the effective configuration as JSON and stop"),
     FLAG("data", F_STR, data, "", "token files: a file, a glob or a comma-separated list"),
     FLAG("val_data", F_STR, val_data, "", "validation token files"),
     FLAG("data_format", F_FORMAT, format, "auto", "auto (llm.c header; text for *.txt), u16, u32 or text"),
@@ -242,6 +243,15 @@ int main(int argc, char **argv) {
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
     o.eot_token = a.eot;
+    zt_model_config model_config;
+    if (zt_model_config_read(&model_config, a.model) != ZT_OK) return fail(NULL);
+    zt_ds_config ds;
+    if (*a.config && zt_ds_config_read(&ds, &o, a.config, 1, model_config.hidden) != ZT_OK) return fail(NULL);
+    if (a.print_config) {
+        if (!*a.config) memset(&ds, 0, sizeof ds), ds.world_size = 1;
+        zt_ds_config_print(&ds, &o, stdout);
+        return 0;
+    }
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
     const zt_model_config *mc = zt_engine_model_config(e);

@@ -1,0 +1,300 @@
+#define _POSIX_C_SOURCE 200809L
+/* tests/test_config.c - DeepSpeed configs: DeepSpeed's own numbers (the .tsv files in tests/ref/deepspeed, made by
+   running DeepSpeed 0.19.8), the example configs, flags against config values, and every error. */
+#include "test.h"
+
+/* warnings are collected here instead of printed, so tests can check them */
+static char logged[8192];
+static void capture(zt_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    size_t n = strlen(logged);
+    snprintf(logged + n, sizeof logged - n, "%s\n", msg);
+}
+
+static zt_result parse(const char *json, zt_ds_config *c, zt_options *o, int world) {
+    logged[0] = 0;
+    zt_set_log(capture, NULL);
+    zt_result r = zt_ds_config_parse(c, o, json, strlen(json), "ds.json", world, 64);
+    zt_set_log(NULL, NULL);
+    return r;
+}
+
+/* the next tab-separated field of a line */
+static char *field(char **line) {
+    char *f = *line, *tab = strchr(f, '\t');
+    if (tab) *tab = 0, *line = tab + 1;
+    else *line = f + strlen(f);
+    f[strcspn(f, "\n")] = 0;
+    return f;
+}
+
+static FILE *fixture(const char *name) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/ref/deepspeed/%s", name);
+    FILE *f = fopen(path, "r");
+    if (!f) zt_fatal("cannot open %s (run the tests from the repository root)", path);
+    return f;
+}
+
+TEST(config_batch_sizes_match_deepspeed) {
+    FILE *f = fixture("batch.tsv");
+    char buf[4096];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        char *line = buf;
+        int world = atoi(field(&line));
+        char *json = field(&line), *want = field(&line);
+        zt_ds_config c;
+        zt_options o = zt_options_default();
+        zt_result r = parse(json, &c, &o, world);
+        if (strncmp(want, "error: ", 7) == 0) {
+            CHECK_MSG(r != ZT_OK, "%s at world size %d was accepted", json, world);
+            CHECK_STR_CONTAINS(zt_last_error(), want + 7);
+        } else {
+            CHECK_MSG(r == ZT_OK, "%s: %s", json, zt_last_error());
+            char got[64];
+            snprintf(got, sizeof got, "%lld %lld %lld", (long long)c.train_batch_size, (long long)c.micro_batch,
+                     (long long)c.grad_accum);
+            CHECK_MSG(strcmp(got, want) == 0, "%s at world size %d: %s, DeepSpeed %s", json, world, got, want);
+            CHECK_EQ_INT(o.micro_batch, c.micro_batch);
+            CHECK_EQ_INT(o.grad_accum, c.grad_accum);
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n >= 15);
+}
+
+TEST(config_schedules_match_deepspeed) {
+    FILE *f = fixture("schedules.tsv");
+    char buf[8192];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        char *line = buf, *json = field(&line), *want = field(&line);
+        zt_ds_config c;
+        zt_options o = zt_options_default();
+        zt_result r = parse(json, &c, &o, 1);
+        if (strncmp(want, "error: ", 7) == 0) {
+            CHECK_MSG(r != ZT_OK, "%s was accepted", json);
+            CHECK_STR_CONTAINS(zt_last_error(), want + 7);
+        } else {
+            CHECK_MSG(r == ZT_OK, "%s: %s", json, zt_last_error());
+            char *p = want;
+            for (int k = 0; k < 50; k++) {
+                double lr = strtod(p, &p);
+                double got = zt_schedule_lr(&o, k);
+                CHECK_MSG(fabs(got - lr) <= 1e-6 * fabs(lr) + 1e-12, "%s: step %d lr %.9g, DeepSpeed %.9g", json, k, got, lr);
+            }
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n >= 12);
+}
+
+TEST(config_loss_scale_matches_deepspeed) {
+    FILE *f = fixture("loss_scale.tsv");
+    char buf[8192];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        char *line = buf, *path = field(&line), *fp16 = field(&line), *overflow = field(&line);
+        char *scales = field(&line), *skipped = field(&line);
+        int raised = atoi(field(&line));
+        char json[1024];
+        snprintf(json, sizeof json, "{\"fp16\": %s, \"zero_optimization\": {\"stage\": %d}}", fp16,
+                 strcmp(path, "zero") == 0 ? 1 : 0);
+        zt_ds_config c;
+        zt_options o = zt_options_default();
+        CHECK_MSG(parse(json, &c, &o, 1) == ZT_OK, "%s: %s", json, zt_last_error());
+        zt_loss_scaler s = zt_loss_scaler_init(&o);
+        char *p = scales;
+        for (int k = 0; overflow[k]; k++) {
+            if (k == raised) {
+                CHECK_MSG(zt_loss_scaler_update(&s, &o, 1) != ZT_OK, "%s: step %d should stop the run", json, k);
+                CHECK_STR_CONTAINS(zt_last_error(), "Current loss scale already at minimum - cannot decrease scale anymore.");
+                break;
+            }
+            if (!skipped[k]) break;
+            double want = strtod(p, &p);
+            CHECK_MSG(s.scale == want, "%s %s: step %d scale %g, DeepSpeed %g", path, json, k, s.scale, want);
+            CHECK(zt_loss_scaler_update(&s, &o, overflow[k] == '1') == ZT_OK);
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n >= 9);
+}
+
+static zt_result read_example(const char *name, zt_ds_config *c, zt_options *o) {
+    char path[256];
+    snprintf(path, sizeof path, "examples/configs/%s", name);
+    logged[0] = 0;
+    zt_set_log(capture, NULL);
+    zt_result r = zt_ds_config_read(c, o, path, 1, 768);
+    zt_set_log(NULL, NULL);
+    return r;
+}
+
+TEST(config_examples_resolve) {
+    zt_ds_config c;
+    zt_options o = zt_options_default();
+    char *argv[] = {(char *)"p", (char *)"--fp16", (char *)"--learning_rate", (char *)"3e-4",
+                    (char *)"--per_device_train_batch_size", (char *)"4", (char *)"--warmup_steps", (char *)"50"};
+    CHECK(zt_options_parse_args(&o, 8, argv) == ZT_OK);
+    CHECK_MSG(read_example("zero2_offload_cpu.json", &c, &o) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(c.zero_stage, 2);
+    CHECK(c.offload_optimizer.device == ZT_OFFLOAD_CPU && c.offload_optimizer.pin_memory);
+    CHECK_EQ_INT(c.reduce_bucket_size, 200000000);
+    CHECK_EQ_INT(c.allgather_bucket_size, 200000000);
+    CHECK(c.overlap_comm && c.contiguous_gradients && c.fp16);
+    CHECK(o.precision == ZT_PRECISION_FP16 && o.schedule == ZT_SCHED_WARMUP_LR);
+    CHECK_NEAR(o.lr, 3e-4, 1e-10);
+    CHECK_NEAR(o.warmup_max_lr, 3e-4, 1e-10); /* "auto" from --learning_rate */
+    CHECK_EQ_INT(o.warmup_steps, 50);
+    CHECK_EQ_INT(c.micro_batch, 4);
+    CHECK_EQ_INT(c.train_batch_size, 4);
+    CHECK_NEAR(c.gradient_clipping, 1.0, 0);
+    CHECK_STR_CONTAINS(logged, "reads but does not act on yet: zero_optimization.stage");
+
+    o = zt_options_default();
+    o.nvme_path = NULL;
+    CHECK_MSG(read_example("zero3_nvme.json", &c, &o) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(c.zero_stage, 3);
+    CHECK(c.offload_param.device == ZT_OFFLOAD_NVME && strcmp(c.offload_param.nvme_path, "/local_nvme") == 0);
+    CHECK_EQ_INT(c.offload_param.buffer_size, 100000000);
+    CHECK_EQ_INT(c.offload_param.max_in_cpu, 1000000000);
+    CHECK_EQ_INT(c.reduce_bucket_size, 768 * 768);              /* "auto": hidden^2 */
+    CHECK_EQ_INT(c.prefetch_bucket_size, (int64_t)(0.9 * 768 * 768)); /* 0.9 hidden^2 */
+    CHECK_EQ_INT(c.param_persistence_threshold, 7680);          /* 10 hidden */
+    CHECK(c.gather_16bit_weights_on_model_save && c.overlap_comm);
+    CHECK_EQ_INT(c.aio_block_size, 262144);
+    CHECK_EQ_INT(c.aio_queue_depth, 32);
+    CHECK_STR_CONTAINS(logged, "aio.thread_count");
+
+    o = zt_options_default();
+    char *bf[] = {(char *)"p", (char *)"--bf16"};
+    CHECK(zt_options_parse_args(&o, 2, bf) == ZT_OK);
+    CHECK(read_example("bf16.json", &c, &o) == ZT_OK);
+    CHECK(c.bf16 && o.precision == ZT_PRECISION_BF16 && o.bf16_skip_nonfinite); /* stage 2: check_grad_overflow */
+
+    o = zt_options_default();
+    CHECK_MSG(read_example("fp16.json", &c, &o) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(c.zero_stage, 1); /* "zero_optimization": true */
+    CHECK(o.precision == ZT_PRECISION_FP16 && o.adam_w_mode); /* "Adam" is AdamW unless adam_w_mode is false */
+    CHECK_NEAR(o.lr, 0.00015, 1e-10); /* stored as f32 */
+    CHECK_EQ_INT(c.train_batch_size, 8);
+    CHECK_EQ_INT(o.micro_batch, 8);
+
+    o = zt_options_default();
+    CHECK(read_example("seed_zero2_cpu.json", &c, &o) == ZT_OK);
+    CHECK_STR_CONTAINS(logged, "reduce_bucket_size at top level");
+    CHECK_STR_CONTAINS(logged, "belongs under zero_optimization");
+    CHECK(strcmp(c.communication_data_type, "fp16") == 0);
+
+    o = zt_options_default();
+    unsetenv("ZT_NVME_PATH");
+    CHECK(read_example("seed_zero3_nvme.json", &c, &o) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "zero_optimization.offload_param.nvme_path is not set");
+    o = zt_options_default();
+    o.nvme_path = "/tmp";
+    CHECK(read_example("seed_zero3_nvme.json", &c, &o) == ZT_OK);
+    CHECK(strcmp(c.offload_param.nvme_path, "/tmp") == 0);
+}
+
+static void config_error(const char *json, const char *expect) {
+    zt_ds_config c;
+    zt_options o = zt_options_default();
+    zt_result r = parse(json, &c, &o, 1);
+    if (r == ZT_OK) {
+        zt_test_fail(__FILE__, __LINE__, "accepted: %s", json);
+        return;
+    }
+    if (!strstr(zt_last_error(), expect))
+        zt_test_fail(__FILE__, __LINE__, "for %s: \"%s\" does not say \"%s\"", json, zt_last_error(), expect);
+}
+
+TEST(config_errors_name_the_json_path) {
+    config_error("{\"zero_optimization\": {\"stage\": 4}}", "zero_optimization.stage must be 0, 1, 2 or 3, found 4");
+    config_error("{\"zero_optimization\": {\"reduce_bucket_size\": -5}}", "zero_optimization.reduce_bucket_size must be an integer >= 1, found -5");
+    config_error("{\"zero_optimization\": {\"reduce_bucket_size\": 5.5}}", "an integer (it has a fractional part), found 5.5");
+    config_error("{\"zero_optimization\": {\"offload_param\": {\"device\": \"gpu\"}}}",
+                 "zero_optimization.offload_param.device must be one of \"none\", \"cpu\", \"nvme\", found \"gpu\" (line 1, column 52)");
+    config_error("{\"zero_optimization\": {\"stage\": 2, \"reduce_bucket_sise\": 1}}",
+                 "unknown key zero_optimization.reduce_bucket_sise (line 1, column 36): DeepSpeed rejects unknown keys here; did you mean \"reduce_bucket_size\"?");
+    config_error("{\"zero_optimization\": {\"offload_optimizer\": {\"devise\": \"cpu\"}}}", "did you mean \"device\"?");
+    config_error("{\"fp16\": {\"enabled\": \"yes\"}}", "fp16.enabled must be true or false, found \"yes\"");
+    config_error("{\"fp16\": {\"enabled\": true}, \"bf16\": {\"enabled\": true}}", "bfloat16 and fp16 modes cannot be simultaneously enabled");
+    config_error("{\"fp16\": {\"enabled\": true, \"loss_scale_window\": 0}}", "fp16.loss_scale_window must be > 0");
+    config_error("{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"nvme\", \"nvme_path\": \"/x\"}}}",
+                 "NVMe optimizer offload needs stage 3");
+    config_error("{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.5}}}",
+                 "Partial offloading only supported for ZeRO Stage 3.");
+    config_error("{\"zero_optimization\": {\"stage\": 3, \"prefetch_bucket_size\": 1, \"stage3_prefetch_bucket_size\": 2}}",
+                 "are the same setting; give one");
+    config_error("{\"zero_optimization\": {\"cpu_offload\": true, \"offload_optimizer\": {\"device\": \"cpu\"}}}",
+                 "Cannot provide deprecated parameter 'cpu_offload' and replacing parameter 'offload_optimizer' together");
+    config_error("{\"zero_optimization\": {\"mics_shard_size\": 8}}", "'zero_optimization.mics_shard_size' is no longer supported");
+    config_error("{\"amp\": {\"enabled\": true}}", "\"amp\" was removed from DeepSpeed");
+    config_error("{\"optimizer\": {\"type\": \"Lamb\", \"params\": {\"lr\": 1}}}", "optimizer.type \"Lamb\" is not implemented in zt");
+    config_error("{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"lr\": 1, \"max_grad_norm\": 1}}}",
+                 "'max_grad_norm' is not supported as an optimizer parameter");
+    config_error("{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"betas\": [0.9]}}}", "optimizer.params.betas must be two numbers");
+    config_error("{\"scheduler\": {\"type\": \"WarmupLR\"}}", "scheduler.params is missing");
+    config_error("{\"scheduler\": {\"type\": \"OneCycle\", \"params\": {}}}", "scheduler.type \"OneCycle\" is not implemented in zt");
+    config_error("{\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"warmup_num_steps\": 10}}}", "total_num_steps is required by WarmupDecayLR");
+    config_error("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_step\": 10}}}", "did you mean \"warmup_num_steps\"?");
+    config_error("{\"checkpoint\": {\"tag_validation\": \"Maybe\"}}", "invalid tag_validation value of MAYBE");
+    config_error("{\"communication_data_type\": \"fp8\"}", "communication_data_type must be one of \"fp32\", \"fp16\", \"bf16\", found \"fp8\"");
+    config_error("{\"train_batch_size\": 8, \"train_batch_size\": 16}", "duplicate key \"train_batch_size\"");
+    config_error("{\"train_batch_size\": 8,}", "a comma before the closing bracket");
+    config_error("{\"train_batch_size\": tru}", "not a number, true, false or null");
+    config_error("{\"zero_optimization\": [1]}", "zero_optimization must be an object, found an array");
+}
+
+/* a flag the user passed fills "auto" and absent keys, and contradicting an explicit value is an error
+   that lists every contradiction, as the Transformers integration does */
+TEST(config_flags_fill_and_contradict) {
+    zt_ds_config c;
+    zt_options o = zt_options_default();
+    char *argv[] = {(char *)"p", (char *)"--max_grad_norm", (char *)"0.5", (char *)"--per_device_train_batch_size",
+                    (char *)"2", (char *)"--learning_rate", (char *)"1e-3"};
+    CHECK(zt_options_parse_args(&o, 7, argv) == ZT_OK);
+    const char *json = "{\"gradient_clipping\": 2.0, \"train_micro_batch_size_per_gpu\": 2,"
+                       " \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 5e-4, \"eps\": \"auto\"}}}";
+    CHECK(parse(json, &c, &o, 1) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "- gradient_clipping=2 vs --max_grad_norm=0.5");
+    CHECK_STR_CONTAINS(zt_last_error(), "- optimizer.params.lr=0.0005 vs --learning_rate=0.001");
+    CHECK_STR_CONTAINS(zt_last_error(), "set these DeepSpeed config values to 'auto'");
+    /* flags not passed: the config's values win */
+    o = zt_options_default();
+    CHECK(parse(json, &c, &o, 1) == ZT_OK);
+    CHECK_NEAR(o.max_grad_norm, 2.0, 0);
+    CHECK_NEAR(o.lr, 5e-4, 1e-10);
+    CHECK_NEAR(o.eps, 1e-8, 1e-15);
+    CHECK_EQ_INT(o.micro_batch, 2);
+    /* an unknown top-level key is a warning, not an error */
+    o = zt_options_default();
+    CHECK(parse("{\"gradient_clippin\": 1.0}", &c, &o, 1) == ZT_OK);
+    CHECK_STR_CONTAINS(logged, "unknown top-level key gradient_clippin");
+}
+
+/* the engine reads a config: zt_init with a path */
+TEST(config_drives_zt_init) {
+    const char *model_json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
+    zt_model_config mc;
+    CHECK(zt_model_config_parse(&mc, model_json, strlen(model_json), "m") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    char *argv[] = {(char *)"p", (char *)"--seq_len", (char *)"8", (char *)"--threads", (char *)"1"};
+    zt_engine *e = NULL;
+    zt_set_log(capture, NULL);
+    zt_result r = zt_init(&e, &spec, "examples/configs/fp16.json", 5, argv);
+    zt_set_log(NULL, NULL);
+    CHECK_MSG(r == ZT_OK, "%s", zt_last_error());
+    const zt_options *o = zt_engine_options(e);
+    CHECK(o->precision == ZT_PRECISION_FP16 && o->micro_batch == 8 && o->zero_stage == 1);
+    zt_shutdown(e);
+    CHECK(zt_init(&e, &spec, "/nonexistent/ds.json", 5, argv) == ZT_ERROR_IO);
+    CHECK_STR_CONTAINS(zt_last_error(), "/nonexistent/ds.json");
+}
