@@ -7,6 +7,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
+#   ./build.sh fuzz     fuzz the JSON readers with libFuzzer (FUZZ_RUNS runs, default 1000000)
 #
 # Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS.
 # A target is rebuilt when a source, zt.h, this script or its flags are newer than it.
@@ -350,9 +351,30 @@ cmd_bench() {
     done
 }
 
+# the JSON readers under libFuzzer with ASan and UBSan, from the seed corpus in tests/fuzz/corpus_config
+cmd_fuzz() {
+    local bin=$B/fuzz/fuzz_config corpus=$B/fuzz/corpus
+    if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' |
+        clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
+        if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+            apt-get install -y clang libclang-rt-dev || apt-get install -y clang libclang-rt-14-dev
+        else
+            echo "build.sh fuzz needs clang with libFuzzer: apt-get install clang libclang-rt-14-dev" >&2
+            exit 1
+        fi
+    fi
+    mkdir -p $B/fuzz $corpus
+    if stale $bin tests/fuzz/fuzz_config.c "${HEADERS[@]}"; then
+        run clang -O1 -g -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+            -o $bin tests/fuzz/fuzz_config.c -lm -pthread
+    fi
+    cp tests/fuzz/corpus_config/* $corpus/
+    $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=4096 -timeout=10 $corpus 2>&1 | tail -n 5
+}
+
 [[ $# -le 1 ]] || usage
 case ${1:-build} in
-    build | test | asan | run | bench) ;;
+    build | test | asan | run | bench | fuzz) ;;
     *) usage ;;
 esac
 check_deps

@@ -2088,6 +2088,8 @@ static zt_result zt__json_check_separators(const zt__json *j) {
         int obj = k->type == JSMN_OBJECT, at = k->start + 1, child = t + 1;
         zt_result r;
         for (int i = 0; i < k->size; i++) {
+            if (child >= j->n || j->tok[child].start >= k->end || (obj && (child + 1 >= j->n || j->tok[child + 1].start >= k->end)))
+                return zt__json_error(j, k->end - 1, obj ? "a key without a value" : "a missing value");
             if (i > 0 && (r = zt__json_gap(j, at, zt__json_begin(j, child), ',', "expected a comma")) != ZT_OK) return r;
             if (i == 0 && (r = zt__json_gap(j, at, zt__json_begin(j, child), 0, "unexpected character")) != ZT_OK) return r;
             if (obj) {
