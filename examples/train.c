@@ -293,7 +293,7 @@ int main(int argc, char **argv) {
                (long long)B, (long long)T);
         if (mkdir(a.output_dir, 0755) != 0 && access(a.output_dir, W_OK) != 0)
             return fprintf(stderr, "zt_train: cannot create --output_dir %s\n", a.output_dir), 1;
-        int64_t saved[64], n_saved = 0;
+        int64_t saved[64], n_saved = 0; /* saved by this run: --save_total_limit removes the oldest */
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
@@ -338,7 +338,8 @@ int main(int argc, char **argv) {
                 write_svg(a.output_dir);
             }
         }
-        if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+        if ((n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
+            return fail("saving"); /* the last step, unless --save_steps just saved it */
         write_svg(a.output_dir);
     }
     if (a.sample > 0) {

@@ -357,3 +357,63 @@ TEST(checkpoint_errors_are_clear_and_harmless) {
     CHECK_STR_CONTAINS(zt_last_error(), "should name a checkpoint");
     zt_shutdown(e);
 }
+
+static void replace_in_file(const char *path, const char *from, const char *to) {
+    FILE *f = fopen(path, "rb");
+    static char buf[1 << 20];
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    char *at = NULL;
+    for (size_t i = 0; i + strlen(from) <= n; i++) /* the file may hold NULs: search by hand, last match */
+        if (memcmp(buf + i, from, strlen(from)) == 0) at = buf + i;
+    if (!at || strlen(from) != strlen(to)) zt_fatal("cannot edit %s", path);
+    memcpy(at, to, strlen(to));
+    write_bytes(path, buf, n);
+}
+
+/* a checkpoint that fails to load leaves the engine as it was, and lies in its state are refused */
+TEST(checkpoint_damage_is_refused_before_anything_changes) {
+    char dir[256], f[400];
+    temp_dir(dir, sizeof dir, "ckpt_damage");
+    zt_engine *e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
+    CHECK(zt_save(e, dir, NULL) == ZT_OK);
+    float before[61 * 32], after[61 * 32];
+    CHECK(zt_param_get(e, "model.embed_tokens.weight", before, 61 * 32, 0) == ZT_OK);
+    /* the last tensor's dtype is wrong: nothing may be copied, not even the tensors before it */
+    snprintf(f, sizeof f, "%s/global_step0/zt_rank_00000.safetensors", dir);
+    replace_in_file(f, "\"F32\"", "\"F16\"");
+    int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    zt_forward_backward(e, tok, NULL, NULL, 1);
+    zt_step(e); /* the weights now differ from the checkpoint's */
+    CHECK(zt_param_get(e, "model.embed_tokens.weight", before, 61 * 32, 0) == ZT_OK);
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "should be F32");
+    CHECK(zt_param_get(e, "model.embed_tokens.weight", after, 61 * 32, 0) == ZT_OK);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    CHECK_EQ_INT(zt_engine_step(e), 1);
+    /* counters out of range */
+    CHECK(zt_save(e, dir, NULL) == ZT_OK);
+    snprintf(f, sizeof f, "%s/global_step1/zt_state.json", dir);
+    replace_in_file(f, "\"adam_step\": 1", "\"adam_step\": 9");
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "out of range");
+    zt_shutdown(e);
+    /* another sequence length: the data cursor would mean other windows */
+    replace_in_file(f, "\"adam_step\": 9", "\"adam_step\": 1");
+    e = tiny_engine(1, 16, -1, ZT_PRECISION_FP32);
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "was saved with --seq_len 8");
+    zt_shutdown(e);
+}
+
+TEST(model_sizes_beyond_the_kernels_are_refused) {
+    const char *json = "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 1, \"hidden_size\": 8,"
+                       " \"intermediate_size\": 270000, \"max_position_embeddings\": 8, \"vocab_size\": 8}";
+    zt_model_config c;
+    CHECK(zt_model_config_parse(&c, json, strlen(json), "big.json") == ZT_ERROR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(zt_last_error(), "\"intermediate_size\" is 270000; zt takes at most 200000");
+    json = "{\"model_type\": \"gpt2\", \"n_layer\": 4294967296, \"n_head\": 1, \"n_embd\": 8, \"n_positions\": 8, \"vocab_size\": 8}";
+    CHECK(zt_model_config_parse(&c, json, strlen(json), "big.json") == ZT_ERROR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(zt_last_error(), "\"n_layer\" is 4294967296");
+}
