@@ -7,7 +7,6 @@
        #define ZT_IMPLEMENTATION
        #include "zt.h"
 
-   zt_cuda.cuh holds the CUDA kernels and is pulled in by the implementation when nvcc compiles it.
    Dependencies: libc, pthreads, jsmn (JSON) and stb_ds (setup-time tables); on Debian
    `apt-get install libjsmn-dev libstb-dev`.
 
@@ -34,20 +33,25 @@
        zt_backend_destroy(be);
    //<<example
 
-   Contents (each section starts with a grep-able banner; a section uses only those above it):
-       >>base      version, build options, results and errors, asserts, logging, timer, thread pool
-       >>arena     named arenas with a measure mode; stb_ds routed into an arena
-       >>tensor    dtypes, shapes, tensors and views, bf16/f16 conversion
-       >>backend   backends, streams, events, copies (the interface a backend implements)
-       >>ops       every kernel, forward and backward, validated here and run by a backend
-       >>cpu       the CPU backend (implementation only)
-       >>cuda      the CUDA backend (implementation only, when compiled by nvcc)
+   Contents (each section starts with a grep-able banner, declarations first, then the implementation):
+       >>base        version, build options, results and errors, asserts, logging, timer, thread pool
+       >>arena       named arenas with a measure mode; stb_ds routed into an arena
+       >>tensor      dtypes, shapes, tensors and views, bf16/f16 conversion
+       >>backend     backends, streams, events, copies (the interface a backend implements)
+       >>ops         every kernel, forward and backward, validated here and run by a backend
+       >>model       Hugging Face config.json, the block interface, GPT-2 and LLaMA-family blocks
+       >>engine      zt_init, zt_forward_backward, zt_step, zt_eval, zt_generate; options, schedules
+       >>config      DeepSpeed's JSON config (DeepSpeed 0.19.8's meaning)
+       >>io          token data: llm.c, headerless and text files, masks, epochs, ranks
+       >>checkpoint  zt_save / zt_load in DeepSpeed's layout
+       >>json        (implementation only) a validating reader over jsmn
+       >>cpu         (implementation only) the CPU backend: streams and kernels
+   The CUDA backend (zt_cuda.cuh) does not exist yet; zt.h builds under nvcc and runs on the CPU there.
 
    Options (define before including):
-       ZT_IMPLEMENTATION  compile the implementation in this translation unit
+       ZT_IMPLEMENTATION  compile the implementation in this translation unit (include zt.h first there)
        ZT_STATIC          make every function static (and marked unused): a private copy per unit
        ZT_ASSERT(c)       replace the always-on assertion (it must not return when c is false)
-       ZT_NO_CUDA         do not build the CUDA backend even when nvcc compiles this file
        ZT_CPU_MAX_THREADS upper bound on CPU worker threads (default 256)
 
    Version: ZT_VERSION_STRING below. Licence: MIT (end of file).
@@ -556,7 +560,7 @@ typedef struct zt_options {
     uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
 } zt_options;
 
-ZT_API zt_options zt_options_default(void);
+ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
 /* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). */
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
 /* 1 if --name (without dashes or value) is one of the engine's flags, and whether it takes a value */
@@ -613,6 +617,7 @@ ZT_API int64_t zt_engine_param_count(const zt_engine *e);
 /* A parameter by name, copied to or from host f32 memory (vocabulary rows unpadded); with grad, the
    gradient of the mean loss over the tokens accumulated since the last zt_step. */
 ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad);
+/* sets the weights (and the fp32 master); n must be the parameter's unpadded element count */
 ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host, int64_t n);
 ZT_API int zt_param_count(const zt_engine *e);
 /* name and host shape (vocabulary unpadded) of parameter i; NULL for empty slots and tied uses */
@@ -697,8 +702,9 @@ typedef struct zt_data_desc {
     int rank, world;        /* world 0 means 1 */
 } zt_data_desc;
 
+/* Maps the files, checks their headers, sizes and every token against the vocabulary. */
 ZT_API zt_result zt_data_open(zt_data **out, const zt_data_desc *desc);
-ZT_API void zt_data_close(zt_data *d);
+ZT_API void zt_data_close(zt_data *d); /* unmaps the files; NULL is fine */
 /* The next micro-batch: tokens and targets (rows, T); targets hold ignore_index where masked. Returns
    the rows filled: fewer than `rows` at the end of an epoch, after which the next epoch begins. */
 ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int ignore_index);
@@ -1570,6 +1576,8 @@ static void zt__launch(zt_stream *s, const zt__op *op) {
 
 ZT_API void zt_copy(zt_stream *s, zt_tensor dst, zt_tensor src) {
     char a[160], b[160];
+    zt__need(zt__present(dst) && zt__present(src) && (dst.data || !zt_numel(dst)) && (src.data || !zt_numel(src)),
+             "zt_copy", "dst and src must both be tensors with memory");
     zt__need(dst.dtype == src.dtype && zt_numel(dst) == zt_numel(src), "zt_copy",
              "dst %s and src %s differ in dtype or size", zt__desc(dst, a, sizeof a), zt__desc(src, b, sizeof b));
     zt__op op;
@@ -2110,6 +2118,16 @@ static zt_result zt__json_check_separators(const zt__json *j) {
     return ZT_OK;
 }
 
+/* qsort has no context argument in C11: the JSON being sorted is set here, on this thread */
+static ZT_THREAD_LOCAL const zt__json *zt__json_sorting;
+static int zt__json_key_order(const void *pa, const void *pb) {
+    const zt__json *j = zt__json_sorting;
+    int a = *(const int *)pa, b = *(const int *)pb;
+    int na = j->tok[a].end - j->tok[a].start, nb = j->tok[b].end - j->tok[b].start;
+    if (na != nb) return na < nb ? -1 : 1;
+    return memcmp(j->text + j->tok[a].start, j->text + j->tok[b].start, (size_t)na);
+}
+
 static zt_result zt__json_check(const zt__json *j) {
     for (int t = 0; t < j->n; t++) {
         const jsmntok_t *k = &j->tok[t];
@@ -2134,24 +2152,24 @@ static zt_result zt__json_check(const zt__json *j) {
                     return zt__json_error(j, k->start + i, "unknown escape");
                 }
             }
-        } else if (k->type == JSMN_OBJECT) {
-            /* keys must be unique */
-            int key = t + 1;
-            for (int a = 0; a < k->size; a++) {
-                int other = key;
-                for (int b = a + 1; b < k->size; b++) {
-                    other = zt__json_skip(j, other + 1);
-                    int kn = j->tok[key].end - j->tok[key].start;
-                    if (j->tok[other].end - j->tok[other].start == kn &&
-                        memcmp(j->text + j->tok[key].start, j->text + j->tok[other].start, (size_t)kn) == 0) {
-                        char msg[160];
-                        snprintf(msg, sizeof msg, "duplicate key \"%.*s\"", kn < 100 ? kn : 100,
-                                 j->text + j->tok[key].start);
-                        return zt__json_error(j, zt__json_begin(j, other), msg);
-                    }
-                }
-                key = zt__json_skip(j, key + 1);
+        } else if (k->type == JSMN_OBJECT && k->size > 1) {
+            /* keys must be unique: sorted, so that a header of many thousand tensors stays fast */
+            int *keys = (int *)malloc(sizeof(int) * (size_t)k->size); /* parse time, never during a step */
+            if (!keys) return zt_fail(ZT_ERROR_MEMORY, "%s: out of memory checking keys", j->file);
+            for (int a = 0, key = t + 1; a < k->size; a++, key = zt__json_skip(j, key + 1)) keys[a] = key;
+            zt__json_sorting = j;
+            qsort(keys, (size_t)k->size, sizeof(int), zt__json_key_order);
+            zt_result r = ZT_OK;
+            for (int a = 1; a < k->size && r == ZT_OK; a++) {
+                if (zt__json_key_order(&keys[a - 1], &keys[a]) != 0) continue;
+                int dup = keys[a - 1] > keys[a] ? keys[a - 1] : keys[a]; /* report the later one */
+                int kn = j->tok[dup].end - j->tok[dup].start;
+                char msg[160];
+                snprintf(msg, sizeof msg, "duplicate key \"%.*s\"", kn < 100 ? kn : 100, j->text + j->tok[dup].start);
+                r = zt__json_error(j, zt__json_begin(j, dup), msg);
             }
+            free(keys);
+            if (r != ZT_OK) return r;
         }
     }
     return ZT_OK;
@@ -4737,6 +4755,19 @@ static double zt__uniform(uint64_t *state) {
     return (double)(*state >> 11) / 9007199254740992.0;
 }
 
+/* a min-heap of token ids by logit: sorting with it leaves the largest logits first */
+static void zt__sift(const float *x, int32_t *idx, int64_t root, int64_t n) {
+    for (;;) {
+        int64_t child = 2 * root + 1;
+        if (child >= n) return;
+        if (child + 1 < n && x[idx[child + 1]] < x[idx[child]]) child++;
+        if (x[idx[root]] <= x[idx[child]]) return;
+        int32_t tmp = idx[root];
+        idx[root] = idx[child], idx[child] = tmp;
+        root = child;
+    }
+}
+
 /* sample a token from logits: temperature, then top-k, then top-p (nucleus), as transformers orders them */
 static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k, float top_p, uint64_t *rng) {
     float *x = e->h_logits;
@@ -4748,17 +4779,14 @@ static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k,
     }
     int64_t n = V;
     for (int64_t i = 0; i < V; i++) idx[i] = (int32_t)i;
-    if (top_k > 0 || top_p < 1.0f) { /* order by logit, descending (insertion into a prefix for top-k) */
-        int64_t keep = top_k > 0 ? ZT__MIN((int64_t)top_k, V) : V;
-        for (int64_t i = 1; i < V; i++) {
-            int32_t v = idx[i];
-            int64_t j = ZT__MIN(i, keep);
-            if (j == keep && x[v] <= x[idx[keep - 1]]) continue;
-            if (j == keep) j = keep - 1;
-            while (j > 0 && x[idx[j - 1]] < x[v]) { idx[j] = idx[j - 1]; j--; }
-            idx[j] = v;
+    if (top_k > 0 || top_p < 1.0f) { /* the likeliest first: a heap sort in place, O(V log V), no memory */
+        for (int64_t root = V / 2 - 1; root >= 0; root--) zt__sift(x, idx, root, V);
+        for (int64_t end = V - 1; end > 0; end--) {
+            int32_t tmp = idx[0];
+            idx[0] = idx[end], idx[end] = tmp;
+            zt__sift(x, idx, 0, end);
         }
-        n = keep;
+        n = top_k > 0 ? ZT__MIN((int64_t)top_k, V) : V;
     }
     double m = x[idx[0]], total = 0.0;
     for (int64_t i = 0; i < n; i++) m = ZT__MAX(m, (double)x[idx[i]]);
@@ -5697,11 +5725,11 @@ typedef struct zt__job {
     zt__cpu *cpu;
     const zt__op *op;
     int64_t per_task;  /* rows or elements per task, where the kernel splits that way */
-    const void *plan;  /* what the kernel worked out before starting its tasks */
+    void *plan;        /* what the kernel worked out before starting its tasks (tasks may fill it) */
 } zt__job;
 
 static void zt__cpu_run(zt__cpu *cpu, const zt__op *op, int64_t n_tasks, int64_t per_task,
-                        const void *plan, zt_task_fn fn) {
+                        void *plan, zt_task_fn fn) {
     zt__job job = {cpu, op, per_task, plan};
     zt_pool_run(cpu->pool, n_tasks, fn, &job);
 }
@@ -6484,7 +6512,7 @@ typedef struct zt__sumsq_plan { int64_t n, chunk; double part[ZT__SUMSQ_PARTS]; 
 
 static void zt__sumsq_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
-    zt__sumsq_plan *pl = (zt__sumsq_plan *)(void *)(uintptr_t)job->plan;
+    zt__sumsq_plan *pl = (zt__sumsq_plan *)job->plan;
     zt_tensor x = job->op->unary.inp;
     float *buf = job->cpu->scratch[thread];
     int64_t i0 = task * pl->chunk, n = ZT__MIN(pl->chunk, pl->n - i0);

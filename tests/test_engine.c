@@ -282,9 +282,14 @@ TEST(engine_learns_a_sequence_rule) {
         if (step == 0) first = l;
         zt_step(e);
     }
-    int32_t prompt[1] = {10}, out[6];
+    int32_t prompt[1] = {10}, out[6], top1[6], nucleus[6];
     CHECK(zt_generate(e, prompt, 1, out, 5, 0.0f, 0, 1.0f, 1) == ZT_OK);
+    /* top-k 1, and a tiny nucleus, sample the greedy token whatever the temperature */
+    CHECK(zt_generate(e, prompt, 1, top1, 5, 1.5f, 1, 1.0f, 7) == ZT_OK);
+    CHECK(zt_generate(e, prompt, 1, nucleus, 5, 1.0f, 0, 0.01f, 9) == ZT_OK);
     zt_shutdown(e);
+    CHECK(memcmp(out, top1, sizeof out) == 0);
+    CHECK(memcmp(out, nucleus, sizeof out) == 0);
     /* a row's first token is random: 1/32 of the tokens cost ln 61 = 4.1 at best, a floor of 0.13 */
     CHECK_MSG(first > 3.5f && l < 0.3f, "loss went from %g to %g after 200 steps", first, l);
     for (int i = 1; i < 6; i++) CHECK_MSG(out[i] == (out[i - 1] * 3 + 1) % 61, "sampled %d after %d", out[i], out[i - 1]);
