@@ -2957,6 +2957,8 @@ static zt_result zt__cfg_keys(zt__cfg *g, int obj, const char *path, const char 
         char where[64], hint[128] = "";
         zt__cfg_where(g, key, where, sizeof where);
         if (near && best <= 3) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
+        if (n == 12 && memcmp(k, "thread_count", 12) == 0) /* documented once, gone from DeepSpeed 0.19.8's code */
+            snprintf(hint, sizeof hint, "; intra_op_parallelism is the setting (thread_count was its old name)");
         if (strict)
             return zt_fail(ZT_ERROR_INVALID, "%s: unknown key %s%s%.*s (%s): DeepSpeed rejects unknown keys here%s",
                            j->file, path, *path ? "." : "", n, k, where, hint);
