@@ -623,6 +623,38 @@ ZT_API int zt_param_count(const zt_engine *e);
 /* name and host shape (vocabulary unpadded) of parameter i; NULL for empty slots and tied uses */
 ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
 
+/* >>comm ======================================================================================= */
+
+/* Collectives between ranks, queued on a stream like NCCL's: a collective runs when the stream reaches
+   it, in order with the kernels around it. Sums run in rank order, so results are the same bits on every
+   run. Backends: a single rank; shared memory between the processes of one machine (a memfd segment
+   made before the processes fork; waiting ranks sleep, and a rank that disappears is noticed by its
+   pid, so the others stop with a message naming it instead of hanging). */
+typedef struct zt_comm zt_comm;
+typedef enum zt_reduce_op { ZT_REDUCE_SUM, ZT_REDUCE_AVG } zt_reduce_op;
+
+ZT_API zt_result zt_comm_single(zt_comm **out);
+/* The shared segment for `world` ranks, each moving at most chunk_bytes at a time; returns its fd,
+   which the ranks inherit (fork, or exec with the fd left open) and pass to zt_comm_shm_attach. */
+ZT_API zt_result zt_comm_shm_create(int world, size_t chunk_bytes, int *fd);
+ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world);
+ZT_API void zt_comm_destroy(zt_comm *c);
+ZT_API int zt_comm_rank(const zt_comm *c);
+ZT_API int zt_comm_world(const zt_comm *c);
+/* seconds a rank waits for the others before it gives up (default 300) */
+ZT_API void zt_comm_set_timeout(zt_comm *c, double seconds);
+
+/* buf (n) in place: the sum (or mean) over ranks */
+ZT_API void zt_all_reduce(zt_stream *s, zt_comm *c, zt_tensor buf, zt_reduce_op op);
+/* in (world * n) -> out (n): rank r gets the reduction of every rank's slice r */
+ZT_API void zt_reduce_scatter(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in, zt_reduce_op op);
+/* in (n) -> out (world * n): slice r is rank r's in */
+ZT_API void zt_all_gather(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in);
+/* buf (n): root's values everywhere */
+ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root);
+/* host-side: every rank has reached this point (their streams are not waited for) */
+ZT_API zt_result zt_barrier(zt_comm *c);
+
 /* >>config ===================================================================================== */
 
 /* DeepSpeed's JSON config, with the meaning DeepSpeed's code gives it at release v0.19.8 (where its docs
@@ -1355,7 +1387,7 @@ typedef enum zt__op_kind {
     ZT__OP_SWIGLU_FWD, ZT__OP_SWIGLU_BWD,
     ZT__OP_ROPE_FWD, ZT__OP_ROPE_BWD,
     ZT__OP_ATTENTION_FWD, ZT__OP_ATTENTION_BWD,
-    ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ,
+    ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_COUNT
 } zt__op_kind;
 
@@ -1386,6 +1418,8 @@ typedef struct zt__args_crossentropy {
     float dloss;
 } zt__args_crossentropy;
 typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
+typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
+typedef struct zt__args_comm { zt_comm *comm; zt__coll what; zt_reduce_op op; int root; zt_tensor out, inp; } zt__args_comm;
 
 typedef struct zt__op {
     zt__op_kind kind;
@@ -1403,6 +1437,7 @@ typedef struct zt__op {
         zt__args_attention attention;
         zt__args_crossentropy crossentropy;
         zt__args_adamw adamw;
+        zt__args_comm comm;
     };
 } zt__op;
 
@@ -2886,6 +2921,293 @@ static const zt_block_type zt__llama_layer = {"llama.layer", sizeof(zt__layer_sa
                                               zt__layer_forward, zt__layer_backward};
 ZT_API const zt_block_type *zt_gpt2_block(void) { return &zt__gpt2_layer; }
 ZT_API const zt_block_type *zt_llama_block(void) { return &zt__llama_layer; }
+
+/* >>comm (implementation) ---------------------------------------------------------------------- */
+
+#include <fcntl.h>
+#include <signal.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#define ZT__COMM_MAX_RANKS 256
+#define ZT__COMM_MAGIC 0x7a74636f6d6d3031ull /* "ztcomm01" */
+
+/* The shared segment: this header (one page), then one slot of chunk_bytes per rank, then a result
+   slot. The barrier is a counter and a generation word that waiting ranks sleep on (a futex). */
+typedef struct zt__shm_header {
+    uint64_t magic;
+    uint64_t chunk_bytes;
+    int32_t world;
+    uint32_t arrived, generation;
+    int32_t abort_rank; /* -1, or the rank whose loss stopped the job */
+    int32_t pids[ZT__COMM_MAX_RANKS];
+    char abort_msg[256];
+} zt__shm_header;
+ZT_STATIC_ASSERT(sizeof(zt__shm_header) <= 4096, "the header fits in its page");
+
+struct zt_comm {
+    int rank, world, shm;
+    double timeout;
+    zt__shm_header *h;
+    uint8_t *slots, *result;
+    size_t chunk, map_bytes;
+};
+
+static size_t zt__shm_bytes(int world, size_t chunk) { return 4096 + (size_t)(world + 1) * chunk; }
+
+ZT_API zt_result zt_comm_single(zt_comm **out) {
+    zt_comm *c = (zt_comm *)calloc(1, sizeof *c); /* setup time */
+    if (!c) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating a communicator");
+    c->world = 1;
+    c->timeout = 300;
+    *out = c;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_comm_shm_create(int world, size_t chunk_bytes, int *fd) {
+    if (world < 1 || world > ZT__COMM_MAX_RANKS)
+        return zt_fail(ZT_ERROR_INVALID, "a shared-memory job has 1 to %d ranks, not %d", ZT__COMM_MAX_RANKS, world);
+    chunk_bytes = (chunk_bytes + 4095) / 4096 * 4096;
+    /* a memfd, not /dev/shm: containers often give /dev/shm only 64 MB */
+    *fd = (int)syscall(SYS_memfd_create, "zt-comm", 0);
+    if (*fd < 0) return zt_fail(ZT_ERROR_BACKEND, "cannot create the shared-memory segment: %s", strerror(errno));
+    size_t bytes = zt__shm_bytes(world, chunk_bytes);
+    if (ftruncate(*fd, (off_t)bytes) != 0) {
+        close(*fd);
+        return zt_fail(ZT_ERROR_MEMORY, "cannot size the shared-memory segment to %zu bytes: %s", bytes, strerror(errno));
+    }
+    zt__shm_header *h = (zt__shm_header *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    if (h == MAP_FAILED) {
+        close(*fd);
+        return zt_fail(ZT_ERROR_BACKEND, "cannot map the shared-memory segment: %s", strerror(errno));
+    }
+    memset(h, 0, sizeof *h);
+    h->magic = ZT__COMM_MAGIC;
+    h->chunk_bytes = chunk_bytes;
+    h->world = world;
+    h->abort_rank = -1;
+    munmap(h, 4096);
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world) {
+    *out = NULL;
+    zt__shm_header head;
+    if (pread(fd, &head, sizeof head, 0) != (ssize_t)sizeof head || head.magic != ZT__COMM_MAGIC)
+        return zt_fail(ZT_ERROR_INVALID, "fd %d is not a zt shared-memory segment", fd);
+    if (head.world != world || rank < 0 || rank >= world)
+        return zt_fail(ZT_ERROR_INVALID, "rank %d of %d cannot join a segment made for %d ranks", rank, world, head.world);
+    zt_comm *c = (zt_comm *)calloc(1, sizeof *c); /* setup time */
+    if (!c) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating a communicator");
+    c->rank = rank, c->world = world, c->shm = 1, c->timeout = 300;
+    c->chunk = head.chunk_bytes;
+    c->map_bytes = zt__shm_bytes(world, c->chunk);
+    void *m = mmap(NULL, c->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        free(c);
+        return zt_fail(ZT_ERROR_BACKEND, "cannot map the shared-memory segment: %s", strerror(errno));
+    }
+    c->h = (zt__shm_header *)m;
+    c->slots = (uint8_t *)m + 4096;
+    c->result = c->slots + (size_t)world * c->chunk;
+    __atomic_store_n(&c->h->pids[rank], (int32_t)getpid(), __ATOMIC_RELEASE);
+    *out = c;
+    return ZT_OK;
+}
+
+ZT_API void zt_comm_destroy(zt_comm *c) {
+    if (!c) return;
+    if (c->shm) munmap(c->h, c->map_bytes);
+    free(c);
+}
+
+ZT_API int zt_comm_rank(const zt_comm *c) { return c->rank; }
+ZT_API int zt_comm_world(const zt_comm *c) { return c->world; }
+ZT_API void zt_comm_set_timeout(zt_comm *c, double seconds) { c->timeout = seconds; }
+
+/* a process that exited is gone even while it is a zombie its parent has not reaped */
+static int zt__pid_alive(int pid) {
+    if (pid <= 0) return 1; /* not attached yet */
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1; /* no /proc: trust kill */
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 1;
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
+static void zt__comm_abort(zt_comm *c, int rank, const char *msg) {
+    int32_t none = -1;
+    if (__atomic_compare_exchange_n(&c->h->abort_rank, &none, rank, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        snprintf(c->h->abort_msg, sizeof c->h->abort_msg, "%s", msg);
+    __atomic_add_fetch(&c->h->generation, 0x10000, __ATOMIC_RELEASE); /* wake every waiter */
+    syscall(SYS_futex, &c->h->generation, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+static zt_result zt__comm_failed(zt_comm *c) {
+    return zt_fail(ZT_ERROR_BACKEND, "rank %d of %d: %s", c->rank, c->world, c->h->abort_msg);
+}
+
+/* Every rank arrives, then all go on. Waiters sleep on the generation word and look at the others'
+   pids a few times a second: a rank that died stops everyone with its number. */
+static zt_result zt__shm_barrier(zt_comm *c) {
+    zt__shm_header *h = c->h;
+    if (__atomic_load_n(&h->abort_rank, __ATOMIC_ACQUIRE) >= 0) return zt__comm_failed(c);
+    uint32_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&h->arrived, 1, __ATOMIC_ACQ_REL) == (uint32_t)c->world) {
+        __atomic_store_n(&h->arrived, 0, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&h->generation, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &h->generation, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+        return ZT_OK;
+    }
+    uint64_t start = zt_time_ns(), checked = start;
+    while (__atomic_load_n(&h->generation, __ATOMIC_ACQUIRE) == gen) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        syscall(SYS_futex, &h->generation, FUTEX_WAIT, gen, &ts, NULL, 0);
+        if (__atomic_load_n(&h->abort_rank, __ATOMIC_ACQUIRE) >= 0) return zt__comm_failed(c);
+        uint64_t now = zt_time_ns();
+        if (now - checked > 200 * 1000 * 1000) {
+            checked = now;
+            for (int r = 0; r < c->world; r++) {
+                int pid = __atomic_load_n(&h->pids[r], __ATOMIC_ACQUIRE);
+                if (r == c->rank || zt__pid_alive(pid)) continue;
+                char msg[200];
+                snprintf(msg, sizeof msg, "rank %d (pid %d) is gone: it exited or was killed during a collective", r, pid);
+                zt__comm_abort(c, r, msg);
+                return zt__comm_failed(c);
+            }
+        }
+        if ((double)(now - start) / 1e9 > c->timeout) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "rank %d waited %.0f s for the others at a collective (the timeout)", c->rank, c->timeout);
+            zt__comm_abort(c, c->rank, msg);
+            return zt__comm_failed(c);
+        }
+    }
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_barrier(zt_comm *c) { return c->shm ? zt__shm_barrier(c) : ZT_OK; }
+
+/* dst[0..n) = sum over ranks of src_r[0..n) (src_r = base + r * stride bytes), in rank order, f32 */
+static void zt__reduce_ranks(void *dst, zt_dtype t, const uint8_t *base, size_t stride, int world, int64_t n, float scale) {
+    float acc[1024], tmp[1024];
+    size_t es = zt_dtype_size(t);
+    for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+        int64_t k = ZT__MIN(1024, n - i0);
+        zt__to_f32(acc, base + (size_t)i0 * es, t, 0, k);
+        for (int r = 1; r < world; r++) {
+            zt__to_f32(tmp, base + (size_t)r * stride + (size_t)i0 * es, t, 0, k);
+            for (int64_t i = 0; i < k; i++) acc[i] += tmp[i];
+        }
+        if (scale != 1.0f)
+            for (int64_t i = 0; i < k; i++) acc[i] *= scale;
+        zt__from_f32(dst, t, i0, acc, k);
+    }
+}
+
+/* a collective, run on host-visible memory (the CPU backend's device memory is host memory) */
+static zt_result zt__comm_run(const zt__args_comm *a) {
+    zt_comm *c = a->comm;
+    int W = c->world, R = c->rank;
+    zt_dtype t = a->out.dtype;
+    size_t es = zt_dtype_size(t);
+    float scale = a->op == ZT_REDUCE_AVG ? 1.0f / (float)W : 1.0f;
+    uint8_t *out = (uint8_t *)a->out.data;
+    const uint8_t *in = (const uint8_t *)a->inp.data;
+    int64_t n = zt_numel(a->out);
+    zt_result r = ZT_OK;
+    if (!c->shm) { /* one rank */
+        if (a->what == ZT__REDUCE_SCATTER || a->what == ZT__ALL_GATHER) memmove(out, in, (size_t)n * es);
+        return ZT_OK;
+    }
+    int64_t m = (int64_t)(c->chunk / es); /* elements a slot holds */
+    uint8_t *mine = c->slots + (size_t)R * c->chunk;
+    switch (a->what) {
+    case ZT__ALL_REDUCE:
+        for (int64_t o = 0; o < n && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, n - o), lo = k * R / W, hi = k * (R + 1) / W;
+            memcpy(mine, out + (size_t)o * es, (size_t)k * es);
+            if ((r = zt__shm_barrier(c))) break;
+            zt__reduce_ranks(c->result + (size_t)lo * es, t, c->slots + (size_t)lo * es, c->chunk, W, hi - lo, scale);
+            if ((r = zt__shm_barrier(c))) break;
+            memcpy(out + (size_t)o * es, c->result, (size_t)k * es);
+            r = zt__shm_barrier(c);
+        }
+        return r;
+    case ZT__REDUCE_SCATTER: /* in (W*n) -> out (n) */
+        m /= W;
+        for (int64_t o = 0; o < n && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, n - o);
+            for (int s = 0; s < W; s++) memcpy(mine + (size_t)s * (size_t)k * es, in + ((size_t)s * (size_t)n + (size_t)o) * es, (size_t)k * es);
+            if ((r = zt__shm_barrier(c))) break;
+            zt__reduce_ranks(out + (size_t)o * es, t, c->slots + (size_t)R * (size_t)k * es, c->chunk, W, k, scale);
+            r = zt__shm_barrier(c);
+        }
+        return r;
+    case ZT__ALL_GATHER: { /* in (n / W) -> out (n) */
+        int64_t part = n / W;
+        for (int64_t o = 0; o < part && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, part - o);
+            memcpy(mine, in + (size_t)o * es, (size_t)k * es);
+            if ((r = zt__shm_barrier(c))) break;
+            for (int s = 0; s < W; s++) memcpy(out + ((size_t)s * (size_t)part + (size_t)o) * es, c->slots + (size_t)s * c->chunk, (size_t)k * es);
+            r = zt__shm_barrier(c);
+        }
+        return r;
+    }
+    case ZT__BROADCAST:
+        for (int64_t o = 0; o < n && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, n - o);
+            if (R == a->root) memcpy(c->result, out + (size_t)o * es, (size_t)k * es);
+            if ((r = zt__shm_barrier(c))) break;
+            if (R != a->root) memcpy(out + (size_t)o * es, c->result, (size_t)k * es);
+            r = zt__shm_barrier(c);
+        }
+        return r;
+    }
+    return r;
+}
+
+static void zt__comm_launch(zt_stream *s, zt_comm *c, zt__coll what, zt_reduce_op op, int root, zt_tensor out,
+                            zt_tensor inp, const char *name) {
+    zt__need_tensor(name, "out", out, (int)out.dtype, ZT__ANY_SIZE);
+    zt__need(zt_dtype_is_float(out.dtype) || what == ZT__ALL_GATHER || what == ZT__BROADCAST, name,
+             "reductions take f32, bf16 or f16");
+    zt__need(c != NULL, name, "no communicator");
+    zt__op o;
+    memset(&o, 0, sizeof o);
+    o.kind = ZT__OP_COMM;
+    zt__args_comm a = {c, what, op, root, out, inp};
+    o.comm = a;
+    zt__launch(s, &o);
+}
+
+ZT_API void zt_all_reduce(zt_stream *s, zt_comm *c, zt_tensor buf, zt_reduce_op op) {
+    zt__comm_launch(s, c, ZT__ALL_REDUCE, op, 0, buf, buf, "zt_all_reduce");
+}
+
+ZT_API void zt_reduce_scatter(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in, zt_reduce_op op) {
+    zt__need_tensor("zt_reduce_scatter", "in", in, (int)out.dtype, zt_numel(out) * zt_comm_world(c));
+    zt__comm_launch(s, c, ZT__REDUCE_SCATTER, op, 0, out, in, "zt_reduce_scatter");
+}
+
+ZT_API void zt_all_gather(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in) {
+    zt__need_tensor("zt_all_gather", "in", in, (int)out.dtype, ZT__ANY_SIZE);
+    zt__need(zt_numel(out) == zt_numel(in) * zt_comm_world(c), "zt_all_gather", "out must hold world x in elements");
+    zt__comm_launch(s, c, ZT__ALL_GATHER, ZT_REDUCE_SUM, 0, out, in, "zt_all_gather");
+}
+
+ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root) {
+    zt__need(root >= 0 && root < zt_comm_world(c), "zt_broadcast", "root %d is not a rank of %d", root, zt_comm_world(c));
+    zt__comm_launch(s, c, ZT__BROADCAST, ZT_REDUCE_SUM, root, buf, buf, "zt_broadcast");
+}
 
 /* >>config (implementation) -------------------------------------------------------------------- */
 
@@ -6653,6 +6975,9 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         ((float *)op->unary.out.data)[0] = (float)s;
         return;
     }
+    case ZT__OP_COMM:
+        if (zt__comm_run(&op->comm) != ZT_OK) zt_fatal("%s", zt_last_error());
+        return;
     case ZT__OP_COUNT: break;
     }
     zt_fatal("the CPU backend has no kernel for op %d", (int)op->kind);

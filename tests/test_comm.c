@@ -1,0 +1,192 @@
+/* tests/test_comm.c - the collectives, in processes forked from the test: every collective and dtype at
+   1 to 4 ranks against a serial reference, the same bits on every run, and a rank killed during a
+   collective stopping the others, promptly, with its number. */
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+#include <signal.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+/* what rank r contributes at element i (exactly representable in bf16 and f16) */
+static float value(int r, int64_t i) { return (float)((int)((i * 7 + r * 13) % 31) - 15) * 0.25f; }
+
+static zt_backend *rank_backend(void) {
+    zt_backend *be = NULL;
+    zt_backend_desc d = zt_backend_desc_default();
+    d.device_bytes = 64 << 20;
+    d.threads = 1;
+    if (zt_backend_create(&be, "cpu", &d) != ZT_OK) _exit(90);
+    return be;
+}
+
+static void fill(zt_stream *s, zt_tensor t, int r, float *host) {
+    int64_t n = zt_numel(t);
+    for (int64_t i = 0; i < n; i++) host[i] = value(r, i);
+    zt_tensor f = zt_tensor_new(zt_backend_device_arena(zt_stream_backend(s)), ZT_F32, ZT_DEVICE, t.shape);
+    zt_copy(s, f, zt_tensor_make(host, ZT_F32, ZT_HOST, t.shape));
+    zt_cast(s, t, f);
+}
+
+static int64_t read_back(zt_stream *s, zt_tensor t, float *host) {
+    zt_tensor f = zt_tensor_new(zt_backend_device_arena(zt_stream_backend(s)), ZT_F32, ZT_DEVICE, t.shape);
+    zt_cast(s, f, t);
+    zt_copy(s, zt_tensor_make(host, ZT_F32, ZT_HOST, t.shape), f);
+    zt_stream_sync(s);
+    return zt_numel(t);
+}
+
+/* one rank's side of the checks; returns the exit status (0: all right) */
+static int rank_main(int fd, int rank, int world, int64_t n) {
+    zt_comm *c = NULL;
+    if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) return 2;
+    zt_backend *be = rank_backend();
+    zt_stream *s = zt_backend_stream(be);
+    zt_arena *dev = zt_backend_device_arena(be);
+    float *h = (float *)malloc(sizeof(float) * (size_t)(n * world)), *w = (float *)malloc(sizeof(float) * (size_t)(n * world));
+    zt_dtype types[3] = {ZT_F32, ZT_BF16, ZT_F16};
+    int bad = 0;
+    for (int ti = 0; ti < 3 && !bad; ti++) {
+        size_t mark = zt_arena_mark(dev);
+        zt_dtype t = types[ti];
+        /* all_reduce, sum and mean */
+        for (int avg = 0; avg <= 1; avg++) {
+            zt_tensor x = zt_tensor_new(dev, t, ZT_DEVICE, zt_shape1(n));
+            fill(s, x, rank, h);
+            zt_all_reduce(s, c, x, avg ? ZT_REDUCE_AVG : ZT_REDUCE_SUM);
+            read_back(s, x, h);
+            for (int64_t i = 0; i < n && !bad; i++) {
+                float want = 0;
+                for (int r = 0; r < world; r++) want += value(r, i);
+                if (avg) want *= 1.0f / (float)world;
+                float tol = t == ZT_F32 ? 0 : fabsf(want) * 1e-2f + 1e-3f;
+                if (fabsf(h[i] - want) > tol) bad = 10 + ti;
+            }
+        }
+        /* reduce_scatter: every rank sends world * n, gets its slice summed */
+        zt_tensor in = zt_tensor_new(dev, t, ZT_DEVICE, zt_shape1(n * world)), out = zt_tensor_new(dev, t, ZT_DEVICE, zt_shape1(n));
+        fill(s, in, rank, w);
+        zt_reduce_scatter(s, c, out, in, ZT_REDUCE_SUM);
+        read_back(s, out, h);
+        for (int64_t i = 0; i < n && !bad; i++) {
+            float want = 0;
+            for (int r = 0; r < world; r++) want += value(r, rank * n + i);
+            if (fabsf(h[i] - want) > (t == ZT_F32 ? 0 : fabsf(want) * 1e-2f + 1e-3f)) bad = 20 + ti;
+        }
+        /* all_gather, then broadcast from the last rank */
+        zt_tensor part = zt_tensor_new(dev, t, ZT_DEVICE, zt_shape1(n)), all = zt_tensor_new(dev, t, ZT_DEVICE, zt_shape1(n * world));
+        fill(s, part, rank, h);
+        zt_all_gather(s, c, all, part);
+        read_back(s, all, w);
+        for (int r = 0; r < world && !bad; r++)
+            for (int64_t i = 0; i < n; i++)
+                if (w[r * n + i] != value(r, i)) bad = 30 + ti;
+        fill(s, part, rank, h);
+        zt_broadcast(s, c, part, world - 1);
+        read_back(s, part, h);
+        for (int64_t i = 0; i < n && !bad; i++)
+            if (h[i] != value(world - 1, i)) bad = 40 + ti;
+        zt_arena_reset(dev, mark);
+    }
+    if (!bad && zt_barrier(c) != ZT_OK) bad = 50;
+    free(h);
+    free(w);
+    zt_backend_destroy(be);
+    zt_comm_destroy(c);
+    return bad;
+}
+
+/* forks `world` ranks running fn; returns how many exited 0 */
+static int run_ranks(int world, size_t chunk, int64_t n) {
+    int fd = -1;
+    if (zt_comm_shm_create(world, chunk, &fd) != ZT_OK) return -1;
+    pid_t pids[8];
+    for (int r = 0; r < world; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) _exit(rank_main(fd, r, world, n));
+    }
+    int ok = 0;
+    for (int r = 0; r < world; r++) {
+        int status = 0;
+        waitpid(pids[r], &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ok++;
+        else fprintf(stderr, "  rank %d of %d: status %d\n", r, world, status);
+    }
+    close(fd);
+    return ok;
+}
+
+TEST(comm_collectives_match_a_serial_reference) {
+    for (int world = 1; world <= 4; world++) {
+        /* 1001 elements through 4 KiB slots: many chunks, and sizes that do not divide by the world */
+        CHECK_EQ_INT(run_ranks(world, 4096, 1001), world);
+        CHECK_EQ_INT(run_ranks(world, 1 << 20, 37), world);
+    }
+}
+
+TEST(comm_single_rank_is_a_copy) {
+    zt_comm *c = NULL;
+    CHECK(zt_comm_single(&c) == ZT_OK);
+    zt_backend *be = rank_backend();
+    zt_stream *s = zt_backend_stream(be);
+    zt_arena *dev = zt_backend_device_arena(be);
+    float h[8];
+    zt_tensor x = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape1(8)), y = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape1(8));
+    fill(s, x, 0, h);
+    zt_all_reduce(s, c, x, ZT_REDUCE_AVG);
+    zt_all_gather(s, c, y, x);
+    read_back(s, y, h);
+    for (int i = 0; i < 8; i++) CHECK(h[i] == value(0, i));
+    CHECK(zt_barrier(c) == ZT_OK);
+    zt_backend_destroy(be);
+    zt_comm_destroy(c);
+}
+
+/* rank 2 is killed while the others wait in an all_reduce: they stop within seconds, naming it */
+static int victim_main(int fd, int rank, int world, int errfd) {
+    dup2(errfd, 2);
+    zt_comm *c = NULL;
+    if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) return 2;
+    zt_backend *be = rank_backend();
+    zt_stream *s = zt_backend_stream(be);
+    zt_tensor x = zt_tensor_new(zt_backend_device_arena(be), ZT_F32, ZT_DEVICE, zt_shape1(1000));
+    zt_fill(s, x, 1.0f);
+    zt_all_reduce(s, c, x, ZT_REDUCE_SUM); /* once together */
+    zt_stream_sync(s);
+    if (rank == 2) raise(SIGKILL);
+    zt_all_reduce(s, c, x, ZT_REDUCE_SUM); /* rank 2 never comes */
+    zt_stream_sync(s);
+    return 0;
+}
+
+TEST(comm_a_killed_rank_stops_the_others_with_its_number) {
+    enum { W = 3 };
+    int fd = -1, pipefd[2];
+    CHECK(zt_comm_shm_create(W, 1 << 16, &fd) == ZT_OK);
+    CHECK(pipe(pipefd) == 0);
+    pid_t pids[W];
+    uint64_t t0 = zt_time_ns();
+    for (int r = 0; r < W; r++) {
+        pids[r] = fork();
+        if (pids[r] == 0) {
+            close(pipefd[0]);
+            _exit(victim_main(fd, r, W, pipefd[1]));
+        }
+    }
+    close(pipefd[1]);
+    int failed = 0;
+    for (int r = 0; r < W; r++) {
+        int status = 0;
+        waitpid(pids[r], &status, 0);
+        failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    double seconds = (double)(zt_time_ns() - t0) / 1e9;
+    char err[4096] = "";
+    ssize_t got = read(pipefd[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(pipefd[0]);
+    close(fd);
+    CHECK_EQ_INT(failed, W); /* the killed one, and the two that waited for it */
+    CHECK_MSG(seconds < 10, "the others took %.1f s to stop", seconds);
+    CHECK_STR_CONTAINS(err, "rank 2 (pid");
+    CHECK_STR_CONTAINS(err, "is gone");
+}
