@@ -3098,6 +3098,20 @@ ZT_API zt_result zt_barrier(zt_comm *c) { return c->shm ? zt__shm_barrier(c) : Z
 /* dst[0..n) = sum over ranks of src_r[0..n) (src_r = base + r * stride bytes), in rank order, f32 */
 static void zt__reduce_ranks(void *dst, zt_dtype t, const uint8_t *base, size_t stride, int world, int64_t n, float scale) {
     float acc[1024], tmp[1024];
+    if (t == ZT_F32) { /* in place, no staging: a pass per rank over cache-sized blocks */
+        float *d = (float *)dst;
+        for (int64_t i0 = 0; i0 < n; i0 += 4096) {
+            int64_t k = ZT__MIN(4096, n - i0);
+            memcpy(d + i0, base + (size_t)i0 * 4, (size_t)k * 4);
+            for (int r = 1; r < world; r++) {
+                const float *src = (const float *)(base + (size_t)r * stride) + i0;
+                for (int64_t i = 0; i < k; i++) d[i0 + i] += src[i];
+            }
+            if (scale != 1.0f)
+                for (int64_t i = 0; i < k; i++) d[i0 + i] *= scale;
+        }
+        return;
+    }
     size_t es = zt_dtype_size(t);
     for (int64_t i0 = 0; i0 < n; i0 += 1024) {
         int64_t k = ZT__MIN(1024, n - i0);
