@@ -292,6 +292,35 @@ program_checks() {
         fail "examples/minimal.c and zt_train disagree:"
         paste <(echo "$m") <(echo "$t") | sed 's/^/    /'
     fi
+    launcher_checks "$text"
+}
+
+# zt_train --num_processes: two ranks train as one process at twice the batch; a killed rank is named
+launcher_checks() {
+    local text=$1 dir=$B/check worst out
+    flags=(--model examples/models/byte-small --data "$text" --max_steps 5 --seq_len 32 --learning_rate 1e-3
+           --warmup_steps 2 --logging_steps 0 --threads 1)
+    rm -rf $dir/one $dir/two
+    if $B/zt_train "${flags[@]}" --per_device_train_batch_size 4 --output_dir $dir/one >/dev/null 2>&1 &&
+        $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 2 --output_dir $dir/two \
+            >/dev/null 2>&1 &&
+        worst=$(paste -d' ' <(sed 's/.*"loss": \([^,]*\),.*/\1/' $dir/one/metrics.jsonl) \
+                            <(sed 's/.*"loss": \([^,]*\),.*/\1/' $dir/two/metrics.jsonl) |
+                awk '{ d = $1 - $2; if (d < 0) d = -d; d /= $1; if (d > w) w = d } END { print w + 0 }') &&
+        [[ $(wc -l <$dir/two/metrics.jsonl) == 5 ]] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }'; then
+        pass "zt_train --num_processes 2 trains as one process at twice the batch (worst relative loss difference $worst)"
+    else
+        fail "zt_train --num_processes 2 and one process at twice the batch disagree (worst ${worst:-?})"
+    fi
+    local rc=0
+    out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
+        --output_dir $dir/kill 2>&1) || rc=$?
+    if [[ $rc != 0 ]] && grep -q 'rank 1 (pid [0-9]*) was killed by signal 9' <<<"$out"; then
+        pass "a rank killed during training stops the job, named by the launcher"
+    else
+        fail "a killed rank did not stop the job with its number:"
+        tail -n 10 <<<"$out" | sed 's/^/    /'
+    fi
 }
 
 summary() {

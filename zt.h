@@ -260,6 +260,7 @@ ZT_API void zt_convert(void *dst, zt_dtype dst_t, const void *src, zt_dtype src_
 typedef struct zt_backend zt_backend;
 typedef struct zt_stream zt_stream;
 typedef struct zt_event zt_event;
+typedef struct zt_comm zt_comm; /* >>comm */
 
 typedef struct zt_backend_desc {
     size_t device_bytes;   /* capacity of the device arena (the CPU backend honours it too) */
@@ -558,6 +559,9 @@ typedef struct zt_options {
     int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
     const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
     uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
+    struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them at
+                                   each step, in buckets; NULL: one process */
+    int64_t reduce_bucket_size; /* elements per all-reduce; 0: DeepSpeed's 5e8 (never more than a group) */
 } zt_options;
 
 ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
@@ -630,7 +634,6 @@ ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
    run. Backends: a single rank; shared memory between the processes of one machine (a memfd segment
    made before the processes fork; waiting ranks sleep, and a rank that disappears is noticed by its
    pid, so the others stop with a message naming it instead of hanging). */
-typedef struct zt_comm zt_comm;
 typedef enum zt_reduce_op { ZT_REDUCE_SUM, ZT_REDUCE_AVG } zt_reduce_op;
 
 ZT_API zt_result zt_comm_single(zt_comm **out);
@@ -654,6 +657,15 @@ ZT_API void zt_all_gather(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in)
 ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root);
 /* host-side: every rank has reached this point (their streams are not waited for) */
 ZT_API zt_result zt_barrier(zt_comm *c);
+
+/* Accelerate-style launching; call it first in main, before any thread exists. It takes Accelerate's
+   flags out of argv (--num_processes N, the total; --num_machines, --machine_rank, --main_process_ip,
+   --main_process_port). With N > 1 this process becomes the launcher: it starts N ranks of the same
+   program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
+   MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
+   and returns 1 with *exit_code to exit with. In a rank, or with N <= 1, it returns 0 and *comm is the
+   communicator (single-rank for one process). One machine only in this version. */
+ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
 
 /* >>config ===================================================================================== */
 
@@ -3223,6 +3235,129 @@ ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root) {
     zt__comm_launch(s, c, ZT__BROADCAST, ZT_REDUCE_SUM, root, buf, buf, "zt_broadcast");
 }
 
+/* ---- the launcher ---- */
+
+#include <sys/wait.h>
+
+extern char **environ;
+
+/* removes argv[i] (and its value when `with_value`) */
+static void zt__drop_arg(int *argc, char **argv, int i, int with_value) {
+    int n = with_value && i + 1 < *argc && !strchr(argv[i], '=') ? 2 : 1;
+    for (int k = i; k + n <= *argc; k++) argv[k] = argv[k + n];
+    *argc -= n;
+}
+
+static const char *zt__arg_value(int argc, char **argv, int i) {
+    const char *eq = strchr(argv[i], '=');
+    return eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : "";
+}
+
+static void zt__describe_exit(int status, char *buf, size_t size) {
+    if (WIFEXITED(status)) snprintf(buf, size, "exited with status %d", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status)) snprintf(buf, size, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else snprintf(buf, size, "stopped (status %d)", status);
+}
+
+ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
+    int n = 1, machines = 1;
+    const char *ip = "127.0.0.1", *port = "29500";
+    *exit_code = 0;
+    *comm = NULL;
+    for (int i = 1; i < *argc;) {
+        const char *a = argv[i];
+        size_t len = strcspn(a, "=");
+#define ZT__IS(name) (len == strlen(name) && strncmp(a, name, len) == 0)
+        if (ZT__IS("--num_processes")) n = atoi(zt__arg_value(*argc, argv, i));
+        else if (ZT__IS("--num_machines")) machines = atoi(zt__arg_value(*argc, argv, i));
+        else if (ZT__IS("--main_process_ip")) ip = zt__arg_value(*argc, argv, i);
+        else if (ZT__IS("--main_process_port")) port = zt__arg_value(*argc, argv, i);
+        else if (!ZT__IS("--machine_rank")) {
+            i++;
+            continue;
+        }
+#undef ZT__IS
+        zt__drop_arg(argc, argv, i, 1);
+    }
+    const char *fd_env = getenv("ZT_COMM_FD"), *rank_env = getenv("RANK"), *world_env = getenv("WORLD_SIZE");
+    if (fd_env && rank_env && world_env) { /* a rank this launcher started */
+        if (zt_comm_shm_attach(comm, atoi(fd_env), atoi(rank_env), atoi(world_env)) != ZT_OK) {
+            fprintf(stderr, "zt: rank %s: %s\n", rank_env, zt_last_error());
+            *exit_code = 1;
+            return 1;
+        }
+        return 0;
+    }
+    if (world_env && atoi(world_env) > 1) {
+        fprintf(stderr, "zt: started as rank %s of %s by another launcher (torchrun, deepspeed, mpirun, srun): zt's TCP "
+                "rendezvous is not built yet; start it with --num_processes %s instead\n", rank_env ? rank_env : "?",
+                world_env, world_env);
+        *exit_code = 2;
+        return 1;
+    }
+    if (machines > 1) {
+        fprintf(stderr, "zt: --num_machines %d: launching across machines is not built yet (one machine only)\n", machines);
+        *exit_code = 2;
+        return 1;
+    }
+    if (n <= 1) return zt_comm_single(comm) == ZT_OK ? 0 : (*exit_code = 1, 1);
+    int fd = -1;
+    if (zt_comm_shm_create(n, (size_t)4 << 20, &fd) != ZT_OK) {
+        fprintf(stderr, "zt: %s\n", zt_last_error());
+        *exit_code = 1;
+        return 1;
+    }
+    pid_t pids[ZT__COMM_MAX_RANKS];
+    for (int r = 0; r < n; r++) {
+        pids[r] = fork();
+        if (pids[r] < 0) {
+            fprintf(stderr, "zt: cannot start rank %d: %s\n", r, strerror(errno));
+            n = r;
+            *exit_code = 1;
+            break;
+        }
+        if (pids[r] == 0) {
+            char v[32];
+            snprintf(v, sizeof v, "%d", r);
+            setenv("RANK", v, 1);
+            setenv("LOCAL_RANK", v, 1);
+            snprintf(v, sizeof v, "%d", n);
+            setenv("WORLD_SIZE", v, 1);
+            setenv("LOCAL_WORLD_SIZE", v, 1);
+            setenv("MASTER_ADDR", ip, 1);
+            setenv("MASTER_PORT", port, 1);
+            snprintf(v, sizeof v, "%d", fd);
+            setenv("ZT_COMM_FD", v, 1);
+            execv("/proc/self/exe", argv);
+            fprintf(stderr, "zt: rank %d cannot start /proc/self/exe: %s\n", r, strerror(errno));
+            _exit(127);
+        }
+    }
+    close(fd);
+    /* wait; the first rank to fail ends the others (they would stop by themselves within seconds) */
+    int left = n, failed = -1;
+    while (left > 0) {
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) break;
+        int r = 0;
+        while (r < n && pids[r] != pid) r++;
+        if (r == n) continue;
+        pids[r] = 0;
+        left--;
+        if (status != 0 && failed < 0) {
+            char how[96];
+            zt__describe_exit(status, how, sizeof how);
+            fprintf(stderr, "zt: rank %d (pid %d) %s; ending the other ranks\n", r, (int)pid, how);
+            failed = r;
+            *exit_code = 1;
+            for (int k = 0; k < n; k++)
+                if (pids[k] > 0) kill(pids[k], SIGTERM);
+        }
+    }
+    return 1;
+}
+
 /* >>config (implementation) -------------------------------------------------------------------- */
 
 /* One config being read: the tokens, the file name for messages, and what was seen so far. */
@@ -3829,6 +3964,7 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
     }
     if (c->overlap_comm < 0) c->overlap_comm = c->zero_stage == 3; /* DeepSpeed's stage-dependent default */
     g->o->zero_stage = c->zero_stage;
+    g->o->reduce_bucket_size = c->reduce_bucket_size;
     /* combinations */
     if (c->offload_optimizer.device == ZT_OFFLOAD_NVME && c->zero_stage < 3)
         return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer.device is \"nvme\" at stage %d: NVMe "
@@ -4145,7 +4281,8 @@ struct zt_engine {
     zt_batch batch; /* the current batch: views of `full` */
     /* pinned host memory */
     int32_t *h_tokens, *h_targets, *h_pos, *h_starts;
-    float *h_losses, *h_norms, *h_stage, *h_logits;
+    float *h_losses, *h_norms, *h_stage, *h_logits, *h_stats;
+    zt_tensor stats; /* (2) f32: tokens and loss sum of a step, summed across ranks */
     int32_t *h_order;
     /* training state */
     int64_t step, sched_step, adam_step, tokens_in_step;
@@ -4495,6 +4632,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.logits_at = -1;
     e->batch = e->full;
     e->norm_parts = zt__dev(dev, ZT_F32, zt_shape1(e->n_blocks), buf);
+    e->stats = zt__dev(dev, ZT_F32, zt_shape1(2), buf);
     for (int i = 0; i < 2; i++) e->dbuf[i] = zt__dev(dev, e->act, zt_shape3(e->B, e->T, e->C), buf);
     /* activations and scratch: regions measured by running a step (zt__measure_activations) */
     size_t before = dev->used;
@@ -4520,6 +4658,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->h_starts = ZT_PUSH(pinned, int32_t, N);
     e->h_losses = ZT_PUSH(pinned, float, N);
     e->h_norms = ZT_PUSH(pinned, float, e->n_blocks);
+    e->h_stats = ZT_PUSH(pinned, float, 2);
     e->h_stage = ZT_PUSH(pinned, float, ZT__STAGE_FLOATS);
     e->h_logits = ZT_PUSH(pinned, float, V);
     e->h_order = ZT_PUSH(pinned, int32_t, V);
@@ -5015,9 +5154,32 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
     return valid ? (float)(sum / (double)valid) : 0.0f;
 }
 
+/* data parallelism: every rank's gradients summed in buckets, and the step's token count and loss sum,
+   so the step is the one a single process would take over all ranks' rows (in rank order, exactly) */
+static void zt__sum_across_ranks(zt_engine *e) {
+    zt_comm *c = e->opt.comm;
+    int64_t bucket = e->opt.reduce_bucket_size > 0 ? e->opt.reduce_bucket_size : 500000000;
+    for (int b = 0; b < e->n_blocks; b++) {
+        const zt__group *g = &e->groups[b];
+        if (!g->trainable) continue;
+        int64_t n = zt_numel(g->grad);
+        for (int64_t o = 0; o < n; o += bucket) /* a bucket never exceeds the group it serves */
+            zt_all_reduce(e->s, c, zt_view(g->grad, o, zt_shape1(ZT__MIN(bucket, n - o))), ZT_REDUCE_SUM);
+    }
+    e->h_stats[0] = (float)e->tokens_in_step; /* exact up to 2^24 tokens a step */
+    e->h_stats[1] = (float)e->loss_sum;
+    zt_copy(e->s, e->stats, zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(2)));
+    zt_all_reduce(e->s, c, e->stats, ZT_REDUCE_SUM);
+    zt_copy(e->s, zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(2)), e->stats);
+    zt_stream_sync(e->s);
+    e->tokens_in_step = (int64_t)e->h_stats[0];
+    e->loss_sum = e->h_stats[1];
+}
+
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
+    if (e->opt.comm && zt_comm_world(e->opt.comm) > 1) zt__sum_across_ranks(e);
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
     info.loss_scale = e->scaler.scale;

@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L /* open flags and write() under -std=c11 */
 #include "../zt.h"
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -127,8 +128,14 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
     return 1;
 }
 
+static int rank = 0, world = 1; /* with --num_processes, this process's place among the ranks */
+
 static int fail(const char *what) {
-    fprintf(stderr, "zt_train: %s%s%s\n", what ? what : "", what ? ": " : "", zt_last_error());
+    char host[64] = "";
+    if (world > 1) gethostname(host, sizeof host - 1);
+    if (world > 1) fprintf(stderr, "zt_train: rank %d on %s: ", rank, host);
+    else fprintf(stderr, "zt_train: ");
+    fprintf(stderr, "%s%s%s\n", what ? what : "", what ? ": " : "", zt_last_error());
     return 1;
 }
 
@@ -228,6 +235,12 @@ static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
 }
 
 int main(int argc, char **argv) {
+    /* --num_processes N: this process becomes the launcher of N ranks, or is one of them */
+    zt_comm *comm = NULL;
+    int launched_code = 0;
+    if (zt_launch(&argc, argv, &comm, &launched_code)) return launched_code;
+    rank = zt_comm_rank(comm), world = zt_comm_world(comm);
+    if (rank > 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 prints; the others only errors */
     args a;
     memset(&a, 0, sizeof a);
     int eargc;
@@ -243,6 +256,7 @@ int main(int argc, char **argv) {
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
     o.eot_token = a.eot;
+    o.comm = comm;
     zt_model_config model_config;
     if (zt_model_config_read(&model_config, a.model) != ZT_OK) return fail(NULL);
     zt_ds_config ds;
@@ -283,6 +297,7 @@ int main(int argc, char **argv) {
         d.rows = B;
         d.seed = o.seed;
         d.shuffle = 1;
+        d.rank = rank, d.world = world; /* each rank its own rows; together what one rank at world x the batch reads */
         if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
     }
     if (*a.resume && zt_load(e, a.resume, data) != ZT_OK) return fail(NULL);
@@ -294,6 +309,10 @@ int main(int argc, char **argv) {
         if (mkdir(a.output_dir, 0755) != 0 && access(a.output_dir, W_OK) != 0)
             return fprintf(stderr, "zt_train: cannot create --output_dir %s\n", a.output_dir), 1;
         int64_t saved[64], n_saved = 0; /* saved by this run: --save_total_limit removes the oldest */
+        /* ZT_TRAIN_TEST_KILL=RANK:STEP kills that rank in that step (the launcher's failure tests) */
+        int kill_rank = -1;
+        long kill_step = -1;
+        if (getenv("ZT_TRAIN_TEST_KILL")) sscanf(getenv("ZT_TRAIN_TEST_KILL"), "%d:%ld", &kill_rank, &kill_step);
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
@@ -305,6 +324,7 @@ int main(int argc, char **argv) {
                 int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);
                 zt_forward_backward(e, tok, targets, NULL, rows);
             }
+            if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
             zt_step_info s = zt_step(e);
             double ms = (double)(zt_time_ns() - t0) / 1e6;
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
@@ -314,7 +334,7 @@ int main(int argc, char **argv) {
                              (long long)s.step, s.loss, s.lr, s.grad_norm,
                              (double)epoch + (double)index / (double)zt_data_windows(data), ms,
                              (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
-            write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
+            if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
             if (a.logging_steps > 0 && (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps)) {
                 printf("step %lld/%lld | loss %.6f | lr %.2e | grad_norm %.2f | %.1f ms | %.0f tok/s | mem %.2f GiB%s\n",
                        (long long)s.step, (long long)o.max_steps, s.loss, s.lr, s.grad_norm, ms,
@@ -328,7 +348,7 @@ int main(int argc, char **argv) {
                 printf("step %lld | val_loss %.6f\n", (long long)s.step, v);
                 if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
             }
-            if (a.save_steps > 0 && s.step % a.save_steps == 0) {
+            if (rank == 0 && a.save_steps > 0 && s.step % a.save_steps == 0) { /* every rank holds the same state */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
                 if (n_saved < 64) saved[n_saved++] = s.step;
                 while (a.save_total_limit > 0 && n_saved > a.save_total_limit) {
@@ -338,9 +358,9 @@ int main(int argc, char **argv) {
                 write_svg(a.output_dir);
             }
         }
-        if ((n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
+        if (rank == 0 && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
             return fail("saving"); /* the last step, unless --save_steps just saved it */
-        write_svg(a.output_dir);
+        if (rank == 0) write_svg(a.output_dir);
     }
     if (a.sample > 0) {
         int byte_level = mc->vocab == 256;
@@ -368,6 +388,7 @@ int main(int argc, char **argv) {
     zt_data_close(data);
     zt_data_close(val);
     zt_shutdown(e);
+    zt_comm_destroy(comm);
     free(tok);
     free(evalbuf);
     free(eargv);
