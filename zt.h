@@ -7044,42 +7044,34 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     }
 }
 
+/* elements of an op that zt__elementwise_task runs, or -1 */
+static int64_t zt__elementwise_numel(const zt__op *op) {
+    switch (op->kind) {
+    case ZT__OP_COPY:
+    case ZT__OP_CAST:
+    case ZT__OP_GELU_FWD:
+    case ZT__OP_SILU_FWD: return zt_numel(op->unary.out);
+    case ZT__OP_FILL:
+    case ZT__OP_SCALE: return zt_numel(op->fill.t);
+    case ZT__OP_ADD: return zt_numel(op->add.out);
+    case ZT__OP_GELU_BWD:
+    case ZT__OP_SILU_BWD: return zt_numel(op->unary_bwd.inp);
+    case ZT__OP_ADAMW: return zt_numel(op->adamw.master);
+    default: return -1;
+    }
+}
+
 static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     int64_t need = zt__cpu_scratch_need(op);
     if (need > ZT__CPU_SCRATCH_FLOATS)
         zt_fatal("op %d has rows too long for the CPU backend: %lld floats of scratch per thread, %lld available",
                  (int)op->kind, (long long)need, (long long)ZT__CPU_SCRATCH_FLOATS);
+    int64_t elements = zt__elementwise_numel(op);
+    if (elements >= 0) {
+        zt__cpu_run(cpu, op, ZT__CDIV(elements, ZT__CHUNK), elements, NULL, zt__elementwise_task);
+        return;
+    }
     switch (op->kind) {
-    case ZT__OP_COPY:
-    case ZT__OP_CAST:
-    case ZT__OP_GELU_FWD:
-    case ZT__OP_SILU_FWD: {
-        int64_t n = zt_numel(op->unary.out);
-        zt__cpu_run(cpu, op, ZT__CDIV(n, ZT__CHUNK), n, NULL, zt__elementwise_task);
-        return;
-    }
-    case ZT__OP_FILL:
-    case ZT__OP_SCALE: {
-        int64_t n = zt_numel(op->fill.t);
-        zt__cpu_run(cpu, op, ZT__CDIV(n, ZT__CHUNK), n, NULL, zt__elementwise_task);
-        return;
-    }
-    case ZT__OP_ADD: {
-        int64_t n = zt_numel(op->add.out);
-        zt__cpu_run(cpu, op, ZT__CDIV(n, ZT__CHUNK), n, NULL, zt__elementwise_task);
-        return;
-    }
-    case ZT__OP_GELU_BWD:
-    case ZT__OP_SILU_BWD: {
-        int64_t n = zt_numel(op->unary_bwd.inp);
-        zt__cpu_run(cpu, op, ZT__CDIV(n, ZT__CHUNK), n, NULL, zt__elementwise_task);
-        return;
-    }
-    case ZT__OP_ADAMW: {
-        int64_t n = zt_numel(op->adamw.master);
-        zt__cpu_run(cpu, op, ZT__CDIV(n, ZT__CHUNK), n, NULL, zt__elementwise_task);
-        return;
-    }
     case ZT__OP_GEMM: zt__cpu_gemm(cpu, op); return;
     case ZT__OP_SUM_ROWS:
         zt__cpu_run(cpu, op, ZT__CDIV(zt_cols(op->unary.inp), ZT__COLS_PER_TASK), 0, NULL, zt__sum_rows_task);
@@ -7154,7 +7146,7 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     case ZT__OP_COMM:
         if (zt__comm_run(&op->comm) != ZT_OK) zt_fatal("%s", zt_last_error());
         return;
-    case ZT__OP_COUNT: break;
+    default: break; /* the elementwise ops ran above */
     }
     zt_fatal("the CPU backend has no kernel for op %d", (int)op->kind);
 }
