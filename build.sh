@@ -312,6 +312,7 @@ launcher_checks() {
     else
         fail "zt_train --num_processes 2 and one process at twice the batch disagree (worst ${worst:-?})"
     fi
+    rendezvous_checks "$text"
     local rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?
@@ -321,6 +322,53 @@ launcher_checks() {
         fail "a killed rank did not stop the job with its number:"
         tail -n 10 <<<"$out" | sed 's/^/    /'
     fi
+}
+
+# the losses of a run's metrics.jsonl
+losses() { sed 's/.*"loss": \([^,]*\),.*/\1/' "$1/metrics.jsonl"; }
+
+# launchers that meet at the TCP rendezvous: two "machines" on 127.0.0.1, ranks started the way torchrun
+# starts them, a stray job refused by its token, and a busy port
+rendezvous_checks() {
+    local text=$1 dir=$B/check port=$((29600 + RANDOM % 300)) out rc
+    local f=(--model examples/models/byte-small --data "$text" --max_steps 3 --seq_len 32 --logging_steps 0
+             --threads 1 --per_device_train_batch_size 2)
+    rm -rf $dir/four $dir/m0 $dir/m1 $dir/r0 $dir/r1 $dir/two2
+    $B/zt_train "${f[@]}" --num_processes 4 --output_dir $dir/four >/dev/null 2>&1 || true
+    $B/zt_train "${f[@]}" --num_processes 4 --num_machines 2 --machine_rank 0 --main_process_port $port \
+        --output_dir $dir/m0 >/dev/null 2>&1 &
+    local m0=$!
+    $B/zt_train "${f[@]}" --num_processes 4 --num_machines 2 --machine_rank 1 --main_process_port $port \
+        --output_dir $dir/m1 >/dev/null 2>&1 && wait $m0 && [[ -s $dir/m0/metrics.jsonl ]] &&
+        [[ "$(losses $dir/m0)" == "$(losses $dir/four)" ]] && pass "two launchers with --num_machines 2 form one job, the same bits as one launcher" ||
+        fail "two launchers with --num_machines 2 did not train as one job of 4 ranks"
+    port=$((port + 1))
+    $B/zt_train "${f[@]}" --num_processes 2 --output_dir $dir/two2 >/dev/null 2>&1 || true
+    for r in 0 1; do
+        RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+            $B/zt_train "${f[@]}" --output_dir $dir/r$r >/dev/null 2>&1 &
+    done
+    if wait %1 && wait %2 && [[ "$(losses $dir/r0)" == "$(losses $dir/two2)" ]]; then
+        pass "ranks started as torchrun starts them join through the rendezvous"
+    else
+        fail "ranks started with RANK and WORLD_SIZE did not train as zt_train --num_processes 2"
+    fi
+    port=$((port + 1))
+    ZT_RDZV_TIMEOUT=4 $B/zt_train "${f[@]}" --num_processes 4 --num_machines 2 --machine_rank 0 \
+        --main_process_port $port --output_dir $dir/s0 >/dev/null 2>&1 &
+    local first=$!
+    sleep 0.5
+    rc=0
+    out=$($B/zt_train "${f[@]}" --num_processes 4 --num_machines 2 --machine_rank 0 --main_process_port $port \
+        --output_dir $dir/s1 2>&1) || rc=$?
+    [[ $rc != 0 ]] && grep -q "rendezvous port 127.0.0.1:$port is busy" <<<"$out" &&
+        pass "a second job on a busy rendezvous port is told so" || fail "a busy rendezvous port: $out"
+    rc=0
+    out=$($B/zt_train --model tests/ref/gpt2 "${f[@]:2}" --num_processes 4 --num_machines 2 --machine_rank 1 \
+        --main_process_port $port --output_dir $dir/s2 2>&1) || rc=$?
+    wait $first || true
+    [[ $rc != 0 ]] && grep -q "the job token differs" <<<"$out" &&
+        pass "a machine started with another model is refused by the job token" || fail "a stray machine: $out"
 }
 
 summary() {

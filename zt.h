@@ -664,7 +664,12 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
    MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
    and returns 1 with *exit_code to exit with. In a rank, or with N <= 1, it returns 0 and *comm is the
-   communicator (single-rank for one process). One machine only in this version. */
+   communicator (single-rank for one process). With --num_machines M, the launchers meet at a TCP
+   rendezvous at --main_process_ip:--main_process_port, run by machine 0; a job token (ZT_JOB_TOKEN,
+   --rdzv_id, or a hash of the arguments and world size) keeps other jobs out. A process started by
+   torchrun, the deepspeed launcher, mpirun or srun takes its rank from their variables and joins the
+   same way. The shared segment is handed over a Unix socket, so in this version every "machine" is
+   this host: ranks on other hosts need NCCL, which is not built yet. */
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
 
 /* >>config ===================================================================================== */
@@ -3235,11 +3240,14 @@ ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root) {
     zt__comm_launch(s, c, ZT__BROADCAST, ZT_REDUCE_SUM, root, buf, buf, "zt_broadcast");
 }
 
-/* ---- the launcher ---- */
+/* ---- the launcher and the rendezvous ---- */
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
-
-extern char **environ;
 
 /* removes argv[i] (and its value when `with_value`) */
 static void zt__drop_arg(int *argc, char **argv, int i, int with_value) {
@@ -3259,9 +3267,186 @@ static void zt__describe_exit(int status, char *buf, size_t size) {
     else snprintf(buf, size, "stopped (status %d)", status);
 }
 
+static uint64_t zt__fnv(uint64_t h, const char *s) {
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+/* The job token keeps strays out: ZT_JOB_TOKEN, else --rdzv_id, else a hash of the --model and --config
+   arguments and the world size, so a machine started with another model or config is refused. */
+static uint64_t zt__job_token(const char *rdzv_id, int argc, char **argv, int world) {
+    const char *t = getenv("ZT_JOB_TOKEN");
+    if (t && *t) return zt__fnv(0xcbf29ce484222325ull, t);
+    if (rdzv_id && *rdzv_id) return zt__fnv(0xcbf29ce484222325ull, rdzv_id);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int i = 1; i < argc; i++) {
+        size_t len = strcspn(argv[i], "=");
+        if ((len == 7 && strncmp(argv[i], "--model", 7) == 0) || (len == 8 && strncmp(argv[i], "--config", 8) == 0))
+            h = zt__fnv(zt__fnv(zt__fnv(h, argv[i]), "="), zt__arg_value(argc, argv, i));
+    }
+    char w[32];
+    snprintf(w, sizeof w, "world %d", world);
+    return zt__fnv(h, w);
+}
+
+/* the abstract Unix socket beside the TCP port: where the shared segment's fd is handed over */
+static socklen_t zt__rdzv_unix(struct sockaddr_un *a, int port) {
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "zt-rdzv-%d", port);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static int zt__wait_readable(int fd, int ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, ms) == 1;
+}
+
+/* The main process: waits for `expect` registrations (machines, or ranks started by another launcher),
+   refuses strays by token or world size, and hands each one the segment's fd. */
+static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int world, int expect, int segment) {
+    int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), un = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in in;
+    memset(&in, 0, sizeof in);
+    in.sin_family = AF_INET;
+    in.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, ip, &in.sin_addr) != 1) in.sin_addr.s_addr = htonl(INADDR_ANY);
+    setsockopt(tcp, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_un ua;
+    socklen_t ul = zt__rdzv_unix(&ua, port);
+    if (bind(tcp, (struct sockaddr *)&in, sizeof in) != 0 || listen(tcp, 64) != 0 ||
+        bind(un, (struct sockaddr *)&ua, ul) != 0 || listen(un, 64) != 0) {
+        zt_result r = zt_fail(ZT_ERROR_IO, "the rendezvous port %s:%d is busy (%s): another job runs there; pass "
+                              "--main_process_port", ip, port, strerror(errno));
+        close(tcp), close(un);
+        return r;
+    }
+    const char *limit = getenv("ZT_RDZV_TIMEOUT");
+    int timeout_ms = (limit ? atoi(limit) : 300) * 1000;
+    uint64_t start = zt_time_ns();
+    zt_result r = ZT_OK;
+    for (int joined = 0; joined < expect && r == ZT_OK;) {
+        int left = timeout_ms - (int)((zt_time_ns() - start) / 1000000);
+        if (left <= 0 || !zt__wait_readable(tcp, left)) {
+            r = zt_fail(ZT_ERROR_IO, "%d of %d machines or ranks joined the rendezvous at %s:%d within %d s", joined,
+                        expect, ip, port, timeout_ms / 1000);
+            break;
+        }
+        int c = accept(tcp, NULL, NULL);
+        if (c < 0) continue;
+        char line[256] = "", reply[256];
+        ssize_t got = zt__wait_readable(c, 10000) ? read(c, line, sizeof line - 1) : -1;
+        unsigned long long their = 0;
+        int their_world = 0;
+        if (got <= 0 || sscanf(line, "ZT1 %llx %d", &their, &their_world) != 2) {
+            snprintf(reply, sizeof reply, "ERR that is not a zt rendezvous message\n");
+        } else if (their != token) {
+            snprintf(reply, sizeof reply, "ERR the job token differs: this port runs another job (another config, "
+                     "model or world size); set the same ZT_JOB_TOKEN or --rdzv_id on every machine to join it\n");
+        } else if (their_world != world) {
+            snprintf(reply, sizeof reply, "ERR world size %d, but the job has %d ranks\n", their_world, world);
+        } else {
+            snprintf(reply, sizeof reply, "OK\n");
+        }
+        if (write(c, reply, strlen(reply)) < 0) reply[0] = 'E';
+        close(c);
+        if (reply[0] != 'O') continue; /* a stray: keep waiting for the job's own */
+        int u = zt__wait_readable(un, 10000) ? accept(un, NULL, NULL) : -1;
+        if (u < 0) continue;
+        char byte = 'z', control[CMSG_SPACE(sizeof(int))];
+        struct iovec io = {&byte, 1};
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        memset(control, 0, sizeof control);
+        m.msg_iov = &io, m.msg_iovlen = 1, m.msg_control = control, m.msg_controllen = sizeof control;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+        cm->cmsg_level = SOL_SOCKET, cm->cmsg_type = SCM_RIGHTS, cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &segment, sizeof segment);
+        if (sendmsg(u, &m, 0) == 1) joined++;
+        close(u);
+    }
+    close(tcp), close(un);
+    return r;
+}
+
+/* Another machine's launcher, or a rank started by another launcher: registers, and gets the fd. */
+static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int world, int *segment) {
+    struct sockaddr_in in;
+    memset(&in, 0, sizeof in);
+    in.sin_family = AF_INET;
+    in.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, ip, &in.sin_addr) != 1)
+        return zt_fail(ZT_ERROR_INVALID, "--main_process_ip %s is not an IPv4 address", ip);
+    int c = -1;
+    uint64_t start = zt_time_ns();
+    for (;;) { /* the main process may not be listening yet */
+        c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (connect(c, (struct sockaddr *)&in, sizeof in) == 0) break;
+        int err = errno;
+        close(c);
+        if (zt_time_ns() - start > (uint64_t)60 * 1000000000u)
+            return zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for 60 s: %s", ip, port, strerror(err));
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    char line[256];
+    int n = snprintf(line, sizeof line, "ZT1 %llx %d\n", (unsigned long long)token, world);
+    ssize_t got = write(c, line, (size_t)n) == n && zt__wait_readable(c, 300000) ? read(c, line, sizeof line - 1) : -1;
+    close(c);
+    if (got <= 0) return zt_fail(ZT_ERROR_IO, "the main process at %s:%d did not answer the rendezvous", ip, port);
+    line[got] = 0;
+    line[strcspn(line, "\n")] = 0;
+    if (strncmp(line, "OK", 2) != 0)
+        return zt_fail(ZT_ERROR_INVALID, "the main process at %s:%d refused this machine: %s", ip, port, line + 4);
+    struct sockaddr_un ua;
+    socklen_t ul = zt__rdzv_unix(&ua, port);
+    int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (connect(u, (struct sockaddr *)&ua, ul) != 0) {
+        close(u);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "the main process at %s:%d is on another host: ranks on different hosts "
+                       "need NCCL, which this version does not have yet", ip, port);
+    }
+    char byte, control[CMSG_SPACE(sizeof(int))];
+    struct iovec io = {&byte, 1};
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_iov = &io, m.msg_iovlen = 1, m.msg_control = control, m.msg_controllen = sizeof control;
+    ssize_t k = recvmsg(u, &m, 0);
+    close(u);
+    struct cmsghdr *cm = k == 1 ? CMSG_FIRSTHDR(&m) : NULL;
+    if (!cm || cm->cmsg_type != SCM_RIGHTS) return zt_fail(ZT_ERROR_IO, "the main process did not hand over the shared segment");
+    memcpy(segment, CMSG_DATA(cm), sizeof *segment);
+    return ZT_OK;
+}
+
+/* a rank started by torchrun, the deepspeed launcher, mpirun or srun: its rank and world from there */
+static int zt__external_rank(int *argc, char **argv, int *rank, int *world) {
+    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+    if (!r || !w) r = getenv("OMPI_COMM_WORLD_RANK"), w = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!r || !w) r = getenv("SLURM_PROCID"), w = getenv("SLURM_NTASKS");
+    for (int i = 1; i < *argc;) { /* the deepspeed launcher passes --local_rank=N; its env has RANK too */
+        if (strncmp(argv[i], "--local_rank", 12) == 0) zt__drop_arg(argc, argv, i, argv[i][12] != '=');
+        else i++;
+    }
+    if (!r || !w) return 0;
+    *rank = atoi(r), *world = atoi(w);
+    return *world > 1;
+}
+
+/* a rank: the segment's fd in its environment, its rank and world */
+static int zt__attach_rank(zt_comm **comm, int fd, int rank, int world, int *exit_code) {
+    if (zt_comm_shm_attach(comm, fd, rank, world) != ZT_OK) {
+        fprintf(stderr, "zt: rank %d: %s\n", rank, zt_last_error());
+        *exit_code = 1;
+        return 1;
+    }
+    return 0;
+}
+
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
-    int n = 1, machines = 1;
-    const char *ip = "127.0.0.1", *port = "29500";
+    int n = 1, machines = 1, machine = 0, port = 29500;
+    const char *ip = getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1", *rdzv_id = NULL;
+    if (getenv("MASTER_PORT")) port = atoi(getenv("MASTER_PORT"));
     *exit_code = 0;
     *comm = NULL;
     for (int i = 1; i < *argc;) {
@@ -3270,66 +3455,81 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
 #define ZT__IS(name) (len == strlen(name) && strncmp(a, name, len) == 0)
         if (ZT__IS("--num_processes")) n = atoi(zt__arg_value(*argc, argv, i));
         else if (ZT__IS("--num_machines")) machines = atoi(zt__arg_value(*argc, argv, i));
+        else if (ZT__IS("--machine_rank")) machine = atoi(zt__arg_value(*argc, argv, i));
         else if (ZT__IS("--main_process_ip")) ip = zt__arg_value(*argc, argv, i);
-        else if (ZT__IS("--main_process_port")) port = zt__arg_value(*argc, argv, i);
-        else if (!ZT__IS("--machine_rank")) {
+        else if (ZT__IS("--main_process_port")) port = atoi(zt__arg_value(*argc, argv, i));
+        else if (ZT__IS("--rdzv_id")) rdzv_id = zt__arg_value(*argc, argv, i);
+        else {
             i++;
             continue;
         }
 #undef ZT__IS
         zt__drop_arg(argc, argv, i, 1);
     }
-    const char *fd_env = getenv("ZT_COMM_FD"), *rank_env = getenv("RANK"), *world_env = getenv("WORLD_SIZE");
-    if (fd_env && rank_env && world_env) { /* a rank this launcher started */
-        if (zt_comm_shm_attach(comm, atoi(fd_env), atoi(rank_env), atoi(world_env)) != ZT_OK) {
-            fprintf(stderr, "zt: rank %s: %s\n", rank_env, zt_last_error());
+    const char *fd_env = getenv("ZT_COMM_FD");
+    if (fd_env && getenv("RANK") && getenv("WORLD_SIZE")) /* a rank zt_launch started */
+        return zt__attach_rank(comm, atoi(fd_env), atoi(getenv("RANK")), atoi(getenv("WORLD_SIZE")), exit_code);
+    int rank = 0, world = 1, fd = -1;
+    if (zt__external_rank(argc, argv, &rank, &world)) { /* started by torchrun, mpirun, srun, deepspeed */
+        uint64_t token = zt__job_token(rdzv_id, *argc, argv, world);
+        zt_result r = rank == 0 ? zt_comm_shm_create(world, (size_t)4 << 20, &fd) : zt__rdzv_join(ip, port, token, world, &fd);
+        if (r == ZT_OK && rank == 0 && world > 1) r = zt__rdzv_serve(ip, port, token, world, world - 1, fd);
+        if (r != ZT_OK) {
+            fprintf(stderr, "zt: rank %d of %d: %s\n", rank, world, zt_last_error());
             *exit_code = 1;
             return 1;
         }
-        return 0;
-    }
-    if (world_env && atoi(world_env) > 1) {
-        fprintf(stderr, "zt: started as rank %s of %s by another launcher (torchrun, deepspeed, mpirun, srun): zt's TCP "
-                "rendezvous is not built yet; start it with --num_processes %s instead\n", rank_env ? rank_env : "?",
-                world_env, world_env);
-        *exit_code = 2;
-        return 1;
-    }
-    if (machines > 1) {
-        fprintf(stderr, "zt: --num_machines %d: launching across machines is not built yet (one machine only)\n", machines);
-        *exit_code = 2;
-        return 1;
+        return zt__attach_rank(comm, fd, rank, world, exit_code);
     }
     if (n <= 1) return zt_comm_single(comm) == ZT_OK ? 0 : (*exit_code = 1, 1);
-    int fd = -1;
-    if (zt_comm_shm_create(n, (size_t)4 << 20, &fd) != ZT_OK) {
-        fprintf(stderr, "zt: %s\n", zt_last_error());
-        *exit_code = 1;
+    if (machines < 1 || n % machines || machine < 0 || machine >= machines) {
+        fprintf(stderr, "zt: --num_processes %d (the total) must split evenly over --num_machines %d, and --machine_rank "
+                "%d must be below it\n", n, machines, machine);
+        *exit_code = 2;
         return 1;
     }
+    int local = n / machines, first = machine * local;
+    uint64_t token = zt__job_token(rdzv_id, *argc, argv, n);
+    zt_result r = ZT_OK;
+    if (machine == 0) {
+        r = zt_comm_shm_create(n, (size_t)4 << 20, &fd);
+        if (r == ZT_OK && machines > 1) r = zt__rdzv_serve(ip, port, token, n, machines - 1, fd);
+    } else {
+        r = zt__rdzv_join(ip, port, token, n, &fd);
+    }
+    if (r != ZT_OK) {
+        fprintf(stderr, "zt: machine %d: %s\n", machine, zt_last_error());
+        *exit_code = 2;
+        return 1;
+    }
+    char ports[16];
+    snprintf(ports, sizeof ports, "%d", port);
     pid_t pids[ZT__COMM_MAX_RANKS];
+    n = local; /* from here on: this machine's ranks */
     for (int r = 0; r < n; r++) {
         pids[r] = fork();
         if (pids[r] < 0) {
-            fprintf(stderr, "zt: cannot start rank %d: %s\n", r, strerror(errno));
+            fprintf(stderr, "zt: cannot start rank %d: %s\n", first + r, strerror(errno));
             n = r;
             *exit_code = 1;
             break;
         }
         if (pids[r] == 0) {
             char v[32];
-            snprintf(v, sizeof v, "%d", r);
+            snprintf(v, sizeof v, "%d", first + r);
             setenv("RANK", v, 1);
+            snprintf(v, sizeof v, "%d", r);
             setenv("LOCAL_RANK", v, 1);
-            snprintf(v, sizeof v, "%d", n);
+            snprintf(v, sizeof v, "%d", local * machines);
             setenv("WORLD_SIZE", v, 1);
+            snprintf(v, sizeof v, "%d", local);
             setenv("LOCAL_WORLD_SIZE", v, 1);
             setenv("MASTER_ADDR", ip, 1);
-            setenv("MASTER_PORT", port, 1);
+            setenv("MASTER_PORT", ports, 1);
             snprintf(v, sizeof v, "%d", fd);
             setenv("ZT_COMM_FD", v, 1);
             execv("/proc/self/exe", argv);
-            fprintf(stderr, "zt: rank %d cannot start /proc/self/exe: %s\n", r, strerror(errno));
+            fprintf(stderr, "zt: rank %d cannot start /proc/self/exe: %s\n", first + r, strerror(errno));
             _exit(127);
         }
     }
@@ -3348,7 +3548,7 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         if (status != 0 && failed < 0) {
             char how[96];
             zt__describe_exit(status, how, sizeof how);
-            fprintf(stderr, "zt: rank %d (pid %d) %s; ending the other ranks\n", r, (int)pid, how);
+            fprintf(stderr, "zt: rank %d (pid %d) %s; ending the other ranks\n", first + r, (int)pid, how);
             failed = r;
             *exit_code = 1;
             for (int k = 0; k < n; k++)
