@@ -344,15 +344,45 @@ rendezvous_checks() {
         fail "two launchers with --num_machines 2 did not train as one job of 4 ranks"
     port=$((port + 1))
     $B/zt_train "${f[@]}" --num_processes 2 --output_dir $dir/two2 >/dev/null 2>&1 || true
+    local pids=()
     for r in 0 1; do
         RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
             $B/zt_train "${f[@]}" --output_dir $dir/r$r >/dev/null 2>&1 &
+        pids+=($!)
     done
-    if wait %1 && wait %2 && [[ "$(losses $dir/r0)" == "$(losses $dir/two2)" ]]; then
+    if wait "${pids[0]}" && wait "${pids[1]}" && [[ "$(losses $dir/r0)" == "$(losses $dir/two2)" ]]; then
         pass "ranks started as torchrun starts them join through the rendezvous"
     else
         fail "ranks started with RANK and WORLD_SIZE did not train as zt_train --num_processes 2"
     fi
+    local style
+    for style in mpirun srun deepspeed; do
+        port=$((port + 1))
+        rm -rf $dir/e0 $dir/e1
+        pids=()
+        for r in 0 1; do
+            case $style in
+                mpirun) env OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=2 MASTER_PORT=$port \
+                            $B/zt_train "${f[@]}" --output_dir $dir/e$r >/dev/null 2>&1 & ;;
+                srun) env SLURM_PROCID=$r SLURM_NTASKS=2 MASTER_PORT=$port \
+                          $B/zt_train "${f[@]}" --output_dir $dir/e$r >/dev/null 2>&1 & ;;
+                deepspeed) env RANK=$r WORLD_SIZE=2 MASTER_PORT=$port \
+                               $B/zt_train --local_rank=$r "${f[@]}" --output_dir $dir/e$r >/dev/null 2>&1 & ;;
+            esac
+            pids+=($!)
+        done
+        if wait "${pids[0]}" && wait "${pids[1]}" && [[ "$(losses $dir/e0)" == "$(losses $dir/two2)" ]]; then
+            pass "ranks started as $style starts them join through the rendezvous"
+        else
+            fail "ranks started as $style starts them did not train as zt_train --num_processes 2"
+        fi
+    done
+    port=$((port + 1))
+    rc=0
+    out=$(ZT_RDZV_TIMEOUT=2 $B/zt_train "${f[@]}" --num_processes 4 --num_machines 2 --machine_rank 1 \
+        --main_process_port $port --output_dir $dir/u1 2>&1) || rc=$?
+    [[ $rc != 0 ]] && grep -q "cannot reach the main process at 127.0.0.1:$port for 2 s" <<<"$out" &&
+        pass "an unreachable main process is named" || fail "an unreachable main process: $out"
     port=$((port + 1))
     ZT_RDZV_TIMEOUT=4 $B/zt_train "${f[@]}" --num_processes 4 --num_machines 2 --machine_rank 0 \
         --main_process_port $port --output_dir $dir/s0 >/dev/null 2>&1 &

@@ -562,6 +562,7 @@ typedef struct zt_options {
     struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them at
                                    each step, in buckets; NULL: one process */
     int64_t reduce_bucket_size; /* elements per all-reduce; 0: DeepSpeed's 5e8 (never more than a group) */
+    int64_t ddp_timeout;        /* seconds a rank waits for the others at a collective (TrainingArguments' 1800) */
 } zt_options;
 
 ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
@@ -3379,13 +3380,15 @@ static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int wor
         return zt_fail(ZT_ERROR_INVALID, "--main_process_ip %s is not an IPv4 address", ip);
     int c = -1;
     uint64_t start = zt_time_ns();
+    const char *limit = getenv("ZT_RDZV_TIMEOUT");
+    int seconds = limit ? atoi(limit) : 300;
     for (;;) { /* the main process may not be listening yet */
         c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (connect(c, (struct sockaddr *)&in, sizeof in) == 0) break;
         int err = errno;
         close(c);
-        if (zt_time_ns() - start > (uint64_t)60 * 1000000000u)
-            return zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for 60 s: %s", ip, port, strerror(err));
+        if (zt_time_ns() - start > (uint64_t)seconds * 1000000000u)
+            return zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for %d s: %s", ip, port, seconds, strerror(err));
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -4561,6 +4564,7 @@ ZT_API zt_options zt_options_default(void) {
     o.seed = 42;
     o.ignore_index = -100;
     o.eot_token = -1;
+    o.ddp_timeout = 1800;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -4599,6 +4603,7 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("backend", ZT__F_STR, backend, "cpu or cuda"),
     ZT__FLAG("threads", ZT__F_INT, threads, "CPU threads (0: every core)"),
     ZT__FLAG("nvme_path", ZT__F_STR, nvme_path, "directory for NVMe offload when the config names none"),
+    ZT__FLAG("ddp_timeout", ZT__F_INT, ddp_timeout, "seconds a rank waits for the others at a collective"),
 };
 #define ZT__N_FLAGS (sizeof zt__flags / sizeof zt__flags[0])
 enum { ZT__GIVEN_BF16 = 62, ZT__GIVEN_FP16 = 63 }; /* bits of zt_options.given beyond the table */
@@ -5284,6 +5289,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     }
     zt_stream_sync(e->s);
     e->scaler = zt_loss_scaler_init(&e->opt);
+    if (e->opt.comm) zt_comm_set_timeout(e->opt.comm, (double)e->opt.ddp_timeout);
     return ZT_OK;
 }
 
