@@ -669,7 +669,8 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    rendezvous at --main_process_ip:--main_process_port, run by machine 0; a job token (ZT_JOB_TOKEN,
    --rdzv_id, or a hash of the arguments and world size) keeps other jobs out. A process started by
    torchrun, the deepspeed launcher, mpirun or srun takes its rank from their variables and joins the
-   same way. The shared segment is handed over a Unix socket, so in this version every "machine" is
+   same way, at MASTER_PORT + 1 (MASTER_PORT is theirs). The shared segment is handed over a Unix socket,
+   so in this version every "machine" is
    this host: ranks on other hosts need NCCL, which is not built yet. */
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
 
@@ -2332,6 +2333,7 @@ static zt_result zt__json_string(const zt__json *j, int t, const char *key, char
                 char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], 0};
                 cp = (unsigned)strtoul(hex, NULL, 16);
                 i += 4;
+                if (cp == 0) return zt__json_type_error(j, t, key, "a string without NUL characters");
             } else {
                 cp = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (unsigned char)e;
             }
@@ -2986,6 +2988,8 @@ ZT_API zt_result zt_comm_single(zt_comm **out) {
 ZT_API zt_result zt_comm_shm_create(int world, size_t chunk_bytes, int *fd) {
     if (world < 1 || world > ZT__COMM_MAX_RANKS)
         return zt_fail(ZT_ERROR_INVALID, "a shared-memory job has 1 to %d ranks, not %d", ZT__COMM_MAX_RANKS, world);
+    if (chunk_bytes < 4096 || chunk_bytes > ((size_t)1 << 30))
+        return zt_fail(ZT_ERROR_INVALID, "a shared-memory slot is 4 KiB to 1 GiB, not %zu bytes", chunk_bytes);
     chunk_bytes = (chunk_bytes + 4095) / 4096 * 4096;
     /* a memfd, not /dev/shm: containers often give /dev/shm only 64 MB */
     *fd = (int)syscall(SYS_memfd_create, "zt-comm", 0);
@@ -3029,7 +3033,13 @@ ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world) 
     c->h = (zt__shm_header *)m;
     c->slots = (uint8_t *)m + 4096;
     c->result = c->slots + (size_t)world * c->chunk;
-    __atomic_store_n(&c->h->pids[rank], (int32_t)getpid(), __ATOMIC_RELEASE);
+    int32_t none = 0, me = (int32_t)getpid();
+    if (!__atomic_compare_exchange_n(&c->h->pids[rank], &none, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) && none != me) {
+        munmap(m, c->map_bytes);
+        free(c);
+        return zt_fail(ZT_ERROR_INVALID, "rank %d of %d has already joined this job (pid %d): two processes were "
+                       "started as the same rank", rank, world, (int)none);
+    }
     *out = c;
     return ZT_OK;
 }
@@ -3089,12 +3099,14 @@ static zt_result zt__shm_barrier(zt_comm *c) {
         struct timespec ts = {0, 50 * 1000 * 1000};
         syscall(SYS_futex, &h->generation, FUTEX_WAIT, gen, &ts, NULL, 0);
         if (__atomic_load_n(&h->abort_rank, __ATOMIC_ACQUIRE) >= 0) return zt__comm_failed(c);
+        if (__atomic_load_n(&h->generation, __ATOMIC_ACQUIRE) != gen) break; /* done while we slept */
         uint64_t now = zt_time_ns();
         if (now - checked > 200 * 1000 * 1000) {
             checked = now;
             for (int r = 0; r < c->world; r++) {
                 int pid = __atomic_load_n(&h->pids[r], __ATOMIC_ACQUIRE);
                 if (r == c->rank || zt__pid_alive(pid)) continue;
+                if (__atomic_load_n(&h->generation, __ATOMIC_ACQUIRE) != gen) break; /* it left after finishing */
                 char msg[200];
                 snprintf(msg, sizeof msg, "rank %d (pid %d) is gone: it exited or was killed during a collective", r, pid);
                 zt__comm_abort(c, r, msg);
@@ -3108,6 +3120,7 @@ static zt_result zt__shm_barrier(zt_comm *c) {
             return zt__comm_failed(c);
         }
     }
+    if (__atomic_load_n(&h->abort_rank, __ATOMIC_ACQUIRE) >= 0) return zt__comm_failed(c); /* woken by an abort */
     return ZT_OK;
 }
 
@@ -3246,6 +3259,7 @@ ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root) {
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -3438,7 +3452,11 @@ static int zt__external_rank(int *argc, char **argv, int *rank, int *world) {
 
 /* a rank: the segment's fd in its environment, its rank and world */
 static int zt__attach_rank(zt_comm **comm, int fd, int rank, int world, int *exit_code) {
-    if (zt_comm_shm_attach(comm, fd, rank, world) != ZT_OK) {
+    zt_result r = zt_comm_shm_attach(comm, fd, rank, world);
+    /* the mapping keeps the segment; programs this rank starts must not join the job in its place */
+    close(fd);
+    unsetenv("ZT_COMM_FD");
+    if (r != ZT_OK) {
         fprintf(stderr, "zt: rank %d: %s\n", rank, zt_last_error());
         *exit_code = 1;
         return 1;
@@ -3475,6 +3493,7 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     int rank = 0, world = 1, fd = -1;
     if (zt__external_rank(argc, argv, &rank, &world)) { /* started by torchrun, mpirun, srun, deepspeed */
         uint64_t token = zt__job_token(rdzv_id, *argc, argv, world);
+        port += 1; /* MASTER_PORT itself is the other launcher's (torchrun's store listens there) */
         zt_result r = rank == 0 ? zt_comm_shm_create(world, (size_t)4 << 20, &fd) : zt__rdzv_join(ip, port, token, world, &fd);
         if (r == ZT_OK && rank == 0 && world > 1) r = zt__rdzv_serve(ip, port, token, world, world - 1, fd);
         if (r != ZT_OK) {
@@ -3513,11 +3532,13 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         pids[r] = fork();
         if (pids[r] < 0) {
             fprintf(stderr, "zt: cannot start rank %d: %s\n", first + r, strerror(errno));
+            for (int k = 0; k < r; k++) kill(pids[k], SIGTERM);
             n = r;
             *exit_code = 1;
             break;
         }
         if (pids[r] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed launcher takes its ranks along */
             char v[32];
             snprintf(v, sizeof v, "%d", first + r);
             setenv("RANK", v, 1);
@@ -3804,6 +3825,9 @@ static zt_result zt__cfg_batch(zt__cfg *g) {
             if (has[i] && i == 2) zt__cfg_match(g, keys[i], (double)v[i], (double)o->grad_accum, "gradient_accumulation_steps");
         }
     }
+    for (int i = 0; i < 3; i++)
+        if (v[i] > ((int64_t)1 << 30) || v[i] < -((int64_t)1 << 30))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s %lld is out of range", g->j.file, keys[i], (long long)v[i]);
     int64_t tbs = v[0], mbs = v[1], gas = v[2], ws = c->world_size;
     if (!has[0] && !has[1] && !has[2]) { /* none given: the flags decide, as with no config */
         mbs = o->micro_batch;
@@ -3934,7 +3958,7 @@ static zt_result zt__cfg_scheduler(zt__cfg *g) {
     if ((r = zt__cfg_num_flag(g, p, "warmup_min_lr", "scheduler.params.warmup_min_lr", 0, 1e300, NULL, 0.0, &min_lr)) ||
         (r = zt__cfg_num_flag(g, p, "warmup_max_lr", "scheduler.params.warmup_max_lr", 0, 1e300,
                               kind == 2 ? NULL : "learning_rate", max_default, &max_lr)) ||
-        (r = zt__cfg_num_flag(g, p, "total_num_steps", "scheduler.params.total_num_steps", 1, 1e300, "max_steps",
+        (r = zt__cfg_num_flag(g, p, "total_num_steps", "scheduler.params.total_num_steps", 1, 1e15, "max_steps",
                               (double)o->max_steps, &total)) ||
         (r = zt__cfg_num_flag(g, p, "warmup_min_ratio", "scheduler.params.warmup_min_ratio", 0, 1, NULL, 0.0, &wmr)) ||
         (r = zt__cfg_num_flag(g, p, "cos_min_ratio", "scheduler.params.cos_min_ratio", 0, 1, NULL, 1e-4, &cmr)))
@@ -3982,12 +4006,15 @@ static zt_result zt__cfg_precision(zt__cfg *g) {
     if (f >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, f, "auto_cast"), "fp16.auto_cast", &c->fp16_auto_cast)) ||
                    (r = zt__cfg_num(g, zt__json_get(&g->j, f, "loss_scale"), "fp16.loss_scale", 0, 1e300, &scale)) ||
                    (r = zt__cfg_int(g, zt__json_get(&g->j, f, "initial_scale_power"), "fp16.initial_scale_power", 0, &power)) ||
+                   (power > 64 && (r = zt__cfg_bad(g, zt__json_get(&g->j, f, "initial_scale_power"), "fp16.initial_scale_power", "an integer in [0, 64]"))) ||
                    (r = zt__cfg_int(g, zt__json_get(&g->j, f, "loss_scale_window"), "fp16.loss_scale_window", 0, &window)) ||
                    (r = zt__cfg_int(g, zt__json_get(&g->j, f, "hysteresis"), "fp16.hysteresis", 0, &hyst)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, f, "consecutive_hysteresis"), "fp16.consecutive_hysteresis", &consecutive)) ||
                    (r = zt__cfg_int(g, zt__json_get(&g->j, f, "min_loss_scale"), "fp16.min_loss_scale", 0, &min_scale)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, f, "fp16_master_weights_and_grads"), "fp16.fp16_master_weights_and_grads", &master))))
         return r;
+    if (window > INT32_MAX || hyst > INT32_MAX || min_scale > INT32_MAX)
+        return zt_fail(ZT_ERROR_INVALID, "%s: fp16.loss_scale_window, hysteresis and min_loss_scale must be below 2^31", g->j.file);
     if (fe && scale == 0 && window <= 0)
         return zt_fail(ZT_ERROR_INVALID, "%s: fp16.loss_scale_window must be > 0 when dynamic loss scaling is enabled (loss_scale=0)", g->j.file);
     if (fe && scale == 0 && min_scale <= 0)
@@ -5320,7 +5347,8 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
         else if (model->config_path && (r = zt_model_config_read(&mc, model->config_path)) != ZT_OK) return r;
         else if (model->config_path) hidden = mc.hidden;
         zt_ds_config ds;
-        if ((r = zt_ds_config_read(&ds, &o, ds_config_path, 1, hidden)) != ZT_OK) return r;
+        int world = o.comm ? zt_comm_world(o.comm) : 1;
+        if ((r = zt_ds_config_read(&ds, &o, ds_config_path, world, hidden)) != ZT_OK) return r;
     }
     return zt_init_options(out, model, &o);
 }

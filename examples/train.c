@@ -260,9 +260,9 @@ int main(int argc, char **argv) {
     zt_model_config model_config;
     if (zt_model_config_read(&model_config, a.model) != ZT_OK) return fail(NULL);
     zt_ds_config ds;
-    if (*a.config && zt_ds_config_read(&ds, &o, a.config, 1, model_config.hidden) != ZT_OK) return fail(NULL);
+    if (*a.config && zt_ds_config_read(&ds, &o, a.config, world, model_config.hidden) != ZT_OK) return fail(NULL);
     if (a.print_config) {
-        if (!*a.config) memset(&ds, 0, sizeof ds), ds.world_size = 1;
+        if (!*a.config) memset(&ds, 0, sizeof ds), ds.world_size = world;
         zt_ds_config_print(&ds, &o, stdout);
         return 0;
     }

@@ -190,3 +190,23 @@ TEST(comm_a_killed_rank_stops_the_others_with_its_number) {
     CHECK_STR_CONTAINS(err, "rank 2 (pid");
     CHECK_STR_CONTAINS(err, "is gone");
 }
+
+TEST(comm_refuses_a_rank_twice_and_bad_slots) {
+    int fd = -1;
+    CHECK(zt_comm_shm_create(2, 0, &fd) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "a shared-memory slot is 4 KiB to 1 GiB");
+    CHECK(zt_comm_shm_create(2, 1 << 16, &fd) == ZT_OK);
+    pid_t pid = fork();
+    if (pid == 0) {
+        zt_comm *c = NULL;
+        _exit(zt_comm_shm_attach(&c, fd, 1, 2) == ZT_OK ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    zt_comm *c = NULL;
+    CHECK(zt_comm_shm_attach(&c, fd, 1, 2) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "rank 1 of 2 has already joined this job");
+    CHECK(c == NULL);
+    close(fd);
+}
