@@ -2962,12 +2962,14 @@ typedef struct zt__shm_header {
     uint32_t arrived, generation;
     int32_t abort_rank; /* -1, or the rank whose loss stopped the job */
     int32_t pids[ZT__COMM_MAX_RANKS];
+    uint64_t call[ZT__COMM_MAX_RANKS]; /* what each rank's current collective is, to catch a mismatch */
     char abort_msg[256];
 } zt__shm_header;
 ZT_STATIC_ASSERT(sizeof(zt__shm_header) <= 4096, "the header fits in its page");
 
 struct zt_comm {
     int rank, world, shm;
+    uint64_t calls; /* collectives run so far */
     double timeout;
     zt__shm_header *h;
     uint8_t *slots, *result;
@@ -3157,6 +3159,11 @@ static void zt__reduce_ranks(void *dst, zt_dtype t, const uint8_t *base, size_t 
     }
 }
 
+static uint64_t zt__comm_mix(uint64_t x) {
+    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdull;
+    return x ^ (x >> 29);
+}
+
 /* a collective, run on host-visible memory (the CPU backend's device memory is host memory) */
 static zt_result zt__comm_run(const zt__args_comm *a) {
     zt_comm *c = a->comm;
@@ -3172,6 +3179,22 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
         if (a->what == ZT__REDUCE_SCATTER || a->what == ZT__ALL_GATHER) memmove(out, in, (size_t)n * es);
         return ZT_OK;
     }
+    /* every rank must be at the same collective with the same size: compare, then go on together */
+    static const char *names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
+    uint64_t call = zt__comm_mix(++c->calls ^ zt__comm_mix(((uint64_t)a->what << 56) ^ ((uint64_t)t << 48) ^
+                                                   ((uint64_t)a->root << 40) ^ (uint64_t)n));
+    __atomic_store_n(&c->h->call[R], call, __ATOMIC_RELEASE);
+    if ((r = zt__shm_barrier(c))) return r;
+    for (int q = 0; q < W; q++)
+        if (__atomic_load_n(&c->h->call[q], __ATOMIC_ACQUIRE) != call) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "collective #%llu differs between ranks (rank %d: %s of %lld %s elements; rank %d "
+                     "another): every rank must run the same collectives in the same order", (unsigned long long)c->calls,
+                     R, names[a->what], (long long)n, zt_dtype_name(t), q);
+            zt__comm_abort(c, R, msg);
+            return zt__comm_failed(c);
+        }
+    if ((r = zt__shm_barrier(c))) return r;
     int64_t m = (int64_t)(c->chunk / es); /* elements a slot holds */
     uint8_t *mine = c->slots + (size_t)R * c->chunk;
     switch (a->what) {
@@ -3337,7 +3360,7 @@ static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int wo
         return r;
     }
     const char *limit = getenv("ZT_RDZV_TIMEOUT");
-    int timeout_ms = (limit ? atoi(limit) : 300) * 1000;
+    int timeout_ms = ZT__MIN(ZT__MAX(limit ? atoi(limit) : 300, 1), 86400) * 1000;
     uint64_t start = zt_time_ns();
     zt_result r = ZT_OK;
     for (int joined = 0; joined < expect && r == ZT_OK;) {
@@ -3348,9 +3371,13 @@ static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int wo
             break;
         }
         int c = accept(tcp, NULL, NULL);
-        if (c < 0) continue;
+        if (c < 0) { /* out of descriptors, say: do not spin */
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         char line[256] = "", reply[256];
-        ssize_t got = zt__wait_readable(c, 10000) ? read(c, line, sizeof line - 1) : -1;
+        ssize_t got = zt__wait_readable(c, ZT__MIN(left, 5000)) ? read(c, line, sizeof line - 1) : -1;
         unsigned long long their = 0;
         int their_world = 0;
         if (got <= 0 || sscanf(line, "ZT1 %llx %d", &their, &their_world) != 2) {
@@ -3368,6 +3395,12 @@ static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int wo
         if (reply[0] != 'O') continue; /* a stray: keep waiting for the job's own */
         int u = zt__wait_readable(un, 10000) ? accept(un, NULL, NULL) : -1;
         if (u < 0) continue;
+        struct ucred who;
+        socklen_t wl = sizeof who;
+        if (getsockopt(u, SOL_SOCKET, SO_PEERCRED, &who, &wl) != 0 || who.uid != getuid()) { /* only our own user */
+            close(u);
+            continue;
+        }
         char byte = 'z', control[CMSG_SPACE(sizeof(int))];
         struct iovec io = {&byte, 1};
         struct msghdr m;
@@ -3395,7 +3428,7 @@ static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int wor
     int c = -1;
     uint64_t start = zt_time_ns();
     const char *limit = getenv("ZT_RDZV_TIMEOUT");
-    int seconds = limit ? atoi(limit) : 300;
+    int seconds = ZT__MIN(ZT__MAX(limit ? atoi(limit) : 300, 1), 86400);
     for (;;) { /* the main process may not be listening yet */
         c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (connect(c, (struct sockaddr *)&in, sizeof in) == 0) break;

@@ -210,3 +210,43 @@ TEST(comm_refuses_a_rank_twice_and_bad_slots) {
     CHECK(c == NULL);
     close(fd);
 }
+
+/* ranks that disagree about a collective stop with a message instead of summing the wrong things */
+static int mismatch_main(int fd, int rank, int errfd) {
+    dup2(errfd, 2);
+    zt_comm *c = NULL;
+    if (zt_comm_shm_attach(&c, fd, rank, 2) != ZT_OK) return 2;
+    zt_backend *be = rank_backend();
+    zt_stream *s = zt_backend_stream(be);
+    zt_tensor x = zt_tensor_new(zt_backend_device_arena(be), ZT_F32, ZT_DEVICE, zt_shape1(rank ? 20 : 10));
+    zt_fill(s, x, 1.0f);
+    zt_all_reduce(s, c, x, ZT_REDUCE_SUM);
+    zt_stream_sync(s);
+    return 0;
+}
+
+TEST(comm_mismatched_collectives_are_named) {
+    int fd = -1, p[2];
+    CHECK(zt_comm_shm_create(2, 1 << 16, &fd) == ZT_OK);
+    CHECK(pipe(p) == 0);
+    pid_t pids[2];
+    for (int r = 0; r < 2; r++)
+        if ((pids[r] = fork()) == 0) {
+            close(p[0]);
+            _exit(mismatch_main(fd, r, p[1]));
+        }
+    close(p[1]);
+    int failed = 0;
+    for (int r = 0; r < 2; r++) {
+        int status = 0;
+        waitpid(pids[r], &status, 0);
+        failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    char err[4096] = "";
+    ssize_t got = read(p[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(p[0]);
+    close(fd);
+    CHECK_EQ_INT(failed, 2);
+    CHECK_STR_CONTAINS(err, "collective #1 differs between ranks");
+}
