@@ -3560,6 +3560,8 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     char ports[16];
     snprintf(ports, sizeof ports, "%d", port);
     pid_t pids[ZT__COMM_MAX_RANKS];
+    /* the launcher writes each rank's pid, so a rank that dies before it attaches is noticed too */
+    zt__shm_header *head = (zt__shm_header *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     n = local; /* from here on: this machine's ranks */
     for (int r = 0; r < n; r++) {
         pids[r] = fork();
@@ -3589,7 +3591,9 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
             fprintf(stderr, "zt: rank %d cannot start /proc/self/exe: %s\n", first + r, strerror(errno));
             _exit(127);
         }
+        if (head != MAP_FAILED) __atomic_store_n(&head->pids[first + r], (int32_t)pids[r], __ATOMIC_RELEASE);
     }
+    if (head != MAP_FAILED) munmap(head, 4096);
     close(fd);
     /* wait; the first rank to fail ends the others (they would stop by themselves within seconds) */
     int left = n, failed = -1;
