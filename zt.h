@@ -1628,27 +1628,28 @@ static void zt__launch(zt_stream *s, const zt__op *op) {
     s->backend->vt->launch(s, op);
 }
 
+/* queues an op whose arguments are one output and one input */
+static void zt__launch_unary(zt_stream *s, zt__op_kind kind, zt_tensor out, zt_tensor inp) {
+    zt__op op;
+    op.kind = kind;
+    op.unary.out = out;
+    op.unary.inp = inp;
+    zt__launch(s, &op);
+}
+
 ZT_API void zt_copy(zt_stream *s, zt_tensor dst, zt_tensor src) {
     char a[160], b[160];
     zt__need(zt__present(dst) && zt__present(src) && (dst.data || !zt_numel(dst)) && (src.data || !zt_numel(src)),
              "zt_copy", "dst and src must both be tensors with memory");
     zt__need(dst.dtype == src.dtype && zt_numel(dst) == zt_numel(src), "zt_copy",
              "dst %s and src %s differ in dtype or size", zt__desc(dst, a, sizeof a), zt__desc(src, b, sizeof b));
-    zt__op op;
-    op.kind = ZT__OP_COPY;
-    op.unary.out = dst;
-    op.unary.inp = src;
-    zt__launch(s, &op);
+    zt__launch_unary(s, ZT__OP_COPY, dst, src);
 }
 
 ZT_API void zt_cast(zt_stream *s, zt_tensor out, zt_tensor inp) {
     zt__need_tensor("zt_cast", "out", out, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need_tensor("zt_cast", "inp", inp, ZT__FLOAT, zt_numel(out));
-    zt__op op;
-    op.kind = ZT__OP_CAST;
-    op.unary.out = out;
-    op.unary.inp = inp;
-    zt__launch(s, &op);
+    zt__launch_unary(s, ZT__OP_CAST, out, inp);
 }
 
 static void zt__fill_op(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor t, float value) {
@@ -1723,11 +1724,7 @@ ZT_API void zt_gemm(zt_stream *s, zt_tensor c, zt_tensor a, zt_tensor b, int tra
 ZT_API void zt_sum_rows(zt_stream *s, zt_tensor out, zt_tensor x) {
     zt__need_tensor("zt_sum_rows", "x", x, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need_tensor("zt_sum_rows", "out", out, ZT__FLOAT, zt_cols(x));
-    zt__op op;
-    op.kind = ZT__OP_SUM_ROWS;
-    op.unary.out = out;
-    op.unary.inp = x;
-    zt__launch(s, &op);
+    zt__launch_unary(s, ZT__OP_SUM_ROWS, out, x);
 }
 
 ZT_API void zt_matmul_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor weight,
@@ -1841,11 +1838,7 @@ static void zt__unary(zt_stream *s, zt__op_kind kind, const char *name, zt_tenso
     zt__need_tensor(name, "inp", inp, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need_tensor(name, "out", out, ZT__FLOAT, zt_numel(inp) / widen);
     zt__need(zt_rows(out) == zt_rows(inp), name, "out and inp must have the same rows");
-    zt__op op;
-    op.kind = kind;
-    op.unary.out = out;
-    op.unary.inp = inp;
-    zt__launch(s, &op);
+    zt__launch_unary(s, kind, out, inp);
 }
 
 static void zt__unary_bwd(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor dinp,
@@ -2044,11 +2037,7 @@ ZT_API zt_adamw_params zt_adamw_params_default(void) {
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x) {
     zt__need_tensor("zt_sumsq", "x", x, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need_tensor("zt_sumsq", "out", out, ZT_F32, 1);
-    zt__op op;
-    op.kind = ZT__OP_SUMSQ;
-    op.unary.out = out;
-    op.unary.inp = x;
-    zt__launch(s, &op);
+    zt__launch_unary(s, ZT__OP_SUMSQ, out, x);
 }
 
 /* >>json (implementation) ---------------------------------------------------------------------- */
