@@ -2347,6 +2347,15 @@ static zt_result zt__json_string(const zt__json *j, int t, const char *key, char
     return ZT_OK;
 }
 
+/* Setup-time memory for reading one file (its text or its JSON tokens): one allocation, which the
+   caller frees; without it, the arena is empty and the first push fails with a message. */
+static void *zt__setup_arena(zt_arena *a, const char *name, size_t bytes) {
+    void *m = NULL;
+    if (posix_memalign(&m, 64, bytes) != 0) m = NULL;
+    zt_arena_init(a, name, m, m ? bytes : 0);
+    return m;
+}
+
 /* Reads a whole file into arena memory, NUL-terminated. */
 static zt_result zt__read_file(zt_arena *a, const char *path, char **text, size_t *len) {
     FILE *f = fopen(path, "rb");
@@ -2484,10 +2493,20 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
+static zt_result zt__model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name,
+                                        zt_arena *tokens);
+
 ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name) {
-    static uint8_t mem[1 << 20] ZT_ALIGNED(64); /* tokens of one config file */
     zt_arena a;
-    zt_arena_init(&a, "config.json tokens", mem, sizeof mem);
+    void *mem = zt__setup_arena(&a, "config.json tokens", (size_t)1 << 20);
+    zt_result r = zt__model_config_parse(c, text, len, name, &a);
+    free(mem);
+    return r;
+}
+
+static zt_result zt__model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name,
+                                        zt_arena *tokens) {
+    zt_arena a = *tokens;
     memset(c, 0, sizeof *c);
     zt__json j;
     zt_result r = zt__json_parse(&j, &a, name, text, len);
@@ -2554,14 +2573,14 @@ ZT_API zt_result zt_model_config_read(zt_model_config *c, const char *path) {
         snprintf(file, sizeof file, "%s", path);
     else
         snprintf(file, sizeof file, "%s/config.json", path);
-    static uint8_t mem[1 << 20] ZT_ALIGNED(64);
     zt_arena a;
-    zt_arena_init(&a, "config.json text", mem, sizeof mem);
+    void *mem = zt__setup_arena(&a, "config.json text", (size_t)1 << 20);
     char *text = NULL;
     size_t len = 0;
     zt_result r = zt__read_file(&a, file, &text, &len);
-    if (r != ZT_OK) return r;
-    return zt_model_config_parse(c, text, len, file);
+    if (r == ZT_OK) r = zt_model_config_parse(c, text, len, file);
+    free(mem);
+    return r;
 }
 
 ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
@@ -4374,11 +4393,21 @@ static zt_result zt__cfg_top(zt__cfg *g) {
     return ZT_OK;
 }
 
+static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len, const char *name,
+                                     int world_size, int64_t hidden, zt_arena *tokens);
+
 ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len, const char *name,
                                     int world_size, int64_t hidden) {
-    static uint8_t mem[1 << 22] ZT_ALIGNED(64); /* the tokens of one config */
     zt_arena a;
-    zt_arena_init(&a, "DeepSpeed config tokens", mem, sizeof mem);
+    void *mem = zt__setup_arena(&a, "DeepSpeed config tokens", (size_t)1 << 22);
+    zt_result r = zt__ds_config_parse(c, o, json, len, name, world_size, hidden, &a);
+    free(mem);
+    return r;
+}
+
+static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len, const char *name,
+                                     int world_size, int64_t hidden, zt_arena *tokens) {
+    zt_arena a = *tokens;
     zt__cfg g;
     memset(&g, 0, sizeof g);
     memset(c, 0, sizeof *c);
@@ -4406,14 +4435,14 @@ ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *
 }
 
 ZT_API zt_result zt_ds_config_read(zt_ds_config *c, zt_options *o, const char *path, int world_size, int64_t hidden) {
-    static uint8_t mem[1 << 22] ZT_ALIGNED(64);
     zt_arena a;
-    zt_arena_init(&a, "DeepSpeed config text", mem, sizeof mem);
+    void *mem = zt__setup_arena(&a, "DeepSpeed config text", (size_t)1 << 22);
     char *text = NULL;
     size_t len = 0;
     zt_result r = zt__read_file(&a, path, &text, &len);
-    if (r != ZT_OK) return r;
-    return zt_ds_config_parse(c, o, text, len, path, world_size, hidden);
+    if (r == ZT_OK) r = zt_ds_config_parse(c, o, text, len, path, world_size, hidden);
+    free(mem);
+    return r;
 }
 
 ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE *out) {
