@@ -2347,6 +2347,9 @@ static zt_result zt__json_string(const zt__json *j, int t, const char *key, char
     return ZT_OK;
 }
 
+/* room for the tokens of len bytes of JSON: every token takes at least two characters */
+static size_t zt__json_token_bytes(size_t len) { return sizeof(jsmntok_t) * (len / 2 + 16) + 64; }
+
 /* Setup-time memory for reading one file (its text or its JSON tokens): one allocation, which the
    caller frees; without it, the arena is empty and the first push fails with a message. */
 static void *zt__setup_arena(zt_arena *a, const char *name, size_t bytes) {
@@ -2498,7 +2501,7 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
 
 ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name) {
     zt_arena a;
-    void *mem = zt__setup_arena(&a, "config.json tokens", (size_t)1 << 20);
+    void *mem = zt__setup_arena(&a, "config.json tokens", zt__json_token_bytes(len));
     zt_result r = zt__model_config_parse(c, text, len, name, &a);
     free(mem);
     return r;
@@ -4399,7 +4402,7 @@ static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char 
 ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len, const char *name,
                                     int world_size, int64_t hidden) {
     zt_arena a;
-    void *mem = zt__setup_arena(&a, "DeepSpeed config tokens", (size_t)1 << 22);
+    void *mem = zt__setup_arena(&a, "DeepSpeed config tokens", zt__json_token_bytes(len));
     zt_result r = zt__ds_config_parse(c, o, json, len, name, world_size, hidden, &a);
     free(mem);
     return r;
