@@ -279,6 +279,17 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --data "$text" --resume $dir
     expect_output "zt_train --eval prints the loss" '^loss [0-9]+\.[0-9]{6}$' \
         $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64
+    local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
+              --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
+    rm -rf $dir/limit
+    if $B/zt_train "${sl[@]}" --max_steps 6 >/dev/null 2>&1 &&
+        $B/zt_train "${sl[@]}" --max_steps 10 --resume $dir/limit >/dev/null 2>&1 &&
+        [[ "$(cd $dir/limit && echo global_step*)" == "global_step10 global_step8" ]] &&
+        [[ "$(cat $dir/limit/latest)" == global_step10 ]]; then
+        pass "--save_total_limit keeps the newest checkpoints, across a resume"
+    else
+        fail "--save_total_limit: $(ls $dir/limit 2>&1 | tr '\n' ' ')"
+    fi
     flags=(--max_steps 6 --per_device_train_batch_size 2 --seq_len 32 --gradient_accumulation_steps 2
            --learning_rate 1e-3 --warmup_steps 2 --bf16)
     rm -rf $dir/out

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 typedef struct args {
@@ -308,7 +309,17 @@ int main(int argc, char **argv) {
                (long long)B, (long long)T);
         if (mkdir(a.output_dir, 0755) != 0 && access(a.output_dir, W_OK) != 0)
             return fprintf(stderr, "zt_train: cannot create --output_dir %s\n", a.output_dir), 1;
-        int64_t saved[64], n_saved = 0; /* saved by this run: --save_total_limit removes the oldest */
+        int64_t saved[64], n_saved = 0; /* oldest first: --save_total_limit removes from the front */
+        DIR *dir = opendir(a.output_dir); /* checkpoints an earlier run left count too */
+        for (struct dirent *de; dir && (de = readdir(dir)) != NULL;) {
+            long long step;
+            char rest;
+            if (sscanf(de->d_name, "global_step%lld%c", &step, &rest) != 1 || n_saved == 64) continue;
+            int at = (int)n_saved++;
+            while (at > 0 && saved[at - 1] > step) saved[at] = saved[at - 1], at--;
+            saved[at] = step;
+        }
+        if (dir) closedir(dir);
         /* ZT_TRAIN_TEST_KILL=RANK:STEP kills that rank in that step (the launcher's failure tests) */
         int kill_rank = -1;
         long kill_step = -1;
