@@ -6900,6 +6900,13 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
 
 #define ZT__COLS_PER_TASK 64
 
+/* t[i0, i0+n) += v, rounded once to t's dtype; buf holds n floats of scratch */
+static void zt__add_into(zt_tensor t, int64_t i0, const float *v, int64_t n, float *buf) {
+    zt__to_f32(buf, t.data, t.dtype, i0, n);
+    for (int64_t i = 0; i < n; i++) buf[i] += v[i];
+    zt__from_f32(t.data, t.dtype, i0, buf, n);
+}
+
 /* sum_rows: out[c] += sum over rows of x[r][c] */
 static void zt__sum_rows_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
@@ -6912,9 +6919,7 @@ static void zt__sum_rows_task(void *ctx, int64_t task, int thread) {
         const float *x = zt__row_in(a->inp, r * C + c0, nc, buf);
         for (int64_t c = 0; c < nc; c++) acc[c] += x[c];
     }
-    zt__to_f32(buf, a->out.data, a->out.dtype, c0, nc);
-    for (int64_t c = 0; c < nc; c++) buf[c] += acc[c];
-    zt__from_f32(a->out.data, a->out.dtype, c0, buf, nc);
+    zt__add_into(a->out, c0, acc, nc, buf);
 }
 
 /* embedding backward: dtable[ids[n]][c] += dout[n][c], n in order, for this task's columns */
@@ -6929,10 +6934,7 @@ static void zt__embedding_bwd_task(void *ctx, int64_t task, int thread) {
         int64_t id = ids[n];
         if (id < 0 || id >= V) zt_fatal("zt_embedding_backward: id %lld at %lld is outside [0, %lld)",
                                         (long long)id, (long long)n, (long long)V);
-        const float *d = zt__row_in(a->dout, n * C + c0, nc, buf);
-        zt__to_f32(row, a->dtable.data, a->dtable.dtype, id * C + c0, nc);
-        for (int64_t c = 0; c < nc; c++) row[c] += d[c];
-        zt__from_f32(a->dtable.data, a->dtable.dtype, id * C + c0, row, nc);
+        zt__add_into(a->dtable, id * C + c0, zt__row_in(a->dout, n * C + c0, nc, buf), nc, row);
     }
 }
 
@@ -6956,16 +6958,8 @@ static void zt__norm_dweight_task(void *ctx, int64_t task, int thread) {
             db[c] += g[c];
         }
     }
-    if (zt__present(a->dweight)) {
-        zt__to_f32(xb, a->dweight.data, a->dweight.dtype, c0, nc);
-        for (int64_t c = 0; c < nc; c++) xb[c] += dw[c];
-        zt__from_f32(a->dweight.data, a->dweight.dtype, c0, xb, nc);
-    }
-    if (zt__present(a->dbias)) {
-        zt__to_f32(xb, a->dbias.data, a->dbias.dtype, c0, nc);
-        for (int64_t c = 0; c < nc; c++) xb[c] += db[c];
-        zt__from_f32(a->dbias.data, a->dbias.dtype, c0, xb, nc);
-    }
+    if (zt__present(a->dweight)) zt__add_into(a->dweight, c0, dw, nc, xb);
+    if (zt__present(a->dbias)) zt__add_into(a->dbias, c0, db, nc, xb);
 }
 
 /* ---- row kernels: tasks of zt__rows_per_task(C) rows ---- */
@@ -6981,12 +6975,8 @@ static void zt__embedding_fwd_task(void *ctx, int64_t task, int thread) {
         if (id < 0 || id >= V) zt_fatal("zt_embedding_forward: id %lld at %lld is outside [0, %lld)",
                                         (long long)id, (long long)n, (long long)V);
         const float *row = zt__row_in(a->table, id * C, C, buf);
-        if (a->accumulate) {
-            zt__to_f32(acc, a->out.data, a->out.dtype, n * C, C);
-            for (int64_t c = 0; c < C; c++) acc[c] += row[c];
-            row = acc;
-        }
-        zt__from_f32(a->out.data, a->out.dtype, n * C, row, C);
+        if (a->accumulate) zt__add_into(a->out, n * C, row, C, acc);
+        else zt__from_f32(a->out.data, a->out.dtype, n * C, row, C);
     }
 }
 
