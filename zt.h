@@ -554,14 +554,21 @@ typedef struct zt_options {
     float min_loss_scale;
     size_t device_bytes;        /* 0: exactly what the plan needs */
     /* what a DeepSpeed config decides beyond the above (zt_ds_config_read) */
-    int zero_stage;             /* 0-3: also picks DeepSpeed's loss-scaling rule (stage 0 has no hysteresis) */
+    int zero_stage;             /* 0-3: what is split across ranks (1: optimizer state, 2: + gradients,
+                                   3: + parameters); also DeepSpeed's loss-scaling rule (stage 0 has no
+                                   hysteresis) */
     int bf16_skip_nonfinite;    /* bf16.check_grad_overflow at ZeRO stages 1 and 2: skip such steps */
     int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
     const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
     uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
     struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them at
                                    each step, in buckets; NULL: one process */
-    int64_t reduce_bucket_size; /* elements per all-reduce; 0: DeepSpeed's 5e8 (never more than a group) */
+    int64_t reduce_bucket_size; /* elements per gradient all-reduce or reduce-scatter, all ranks' pieces
+                                   together; 0: DeepSpeed's 5e8 (a bucket never exceeds its group) */
+    int64_t allgather_bucket_size; /* elements per all-gather of updated parameters (ZeRO 1-3); 0: 5e8 */
+    int64_t persistence_threshold; /* ZeRO-3: groups with fewer elements stay whole on every rank; -1:
+                                   DeepSpeed's 1e5 */
+    int64_t max_live_parameters; /* ZeRO-3: gathered elements resident at once; 0: DeepSpeed's 1e9 */
     int64_t ddp_timeout;        /* seconds a rank waits for the others at a collective (TrainingArguments' 1800) */
 } zt_options;
 
@@ -571,6 +578,8 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
 /* 1 if --name (without dashes or value) is one of the engine's flags, and whether it takes a value */
 ZT_API int zt_options_is_flag(const char *name, int *takes_value);
 ZT_API void zt_options_help(FILE *out); /* every engine flag with its default */
+/* "80GiB", "24GB", "512MiB", "1e9": bytes (K, M, G, T: powers of 1000; KiB, MiB, GiB, TiB: of 1024) */
+ZT_API zt_result zt_parse_bytes(const char *text, size_t *bytes);
 /* 1 if flag `name` (without dashes) was passed to zt_options_parse_args */
 ZT_API int zt_options_given(const zt_options *o, const char *name);
 /* the learning rate of optimizer step `step` (0-based; steps skipped for fp16 overflow not counted) */
@@ -614,13 +623,49 @@ ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets
 /* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new). */
 ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out,
                              int64_t n_new, float temperature, int top_k, float top_p, uint64_t seed);
+/* Device memory by category. Every category is laid out at init from the plan; activations and
+   scratch are arenas whose peaks are measured as steps run (they reach the plan, never more). */
+typedef enum zt_mem_category {
+    ZT_MEM_PARAMS,      /* parameters in the working dtype (ZeRO-3: this rank's slices) */
+    ZT_MEM_GRADS,       /* fp32 gradient accumulators (ZeRO-2/3: this rank's slices) */
+    ZT_MEM_MASTER,      /* fp32 master weights (mixed precision; ZeRO 1-3: slices) */
+    ZT_MEM_ADAM,        /* Adam moments (ZeRO 1-3: slices) */
+    ZT_MEM_ACTIVATIONS, /* what forward keeps for backward */
+    ZT_MEM_BUCKETS,     /* ZeRO: gathered parameters and open gradients of the groups in use */
+    ZT_MEM_SCRATCH,     /* per-kernel temporaries */
+    ZT_MEM_BUFFERS,     /* batch, losses, norm partials, staging */
+    ZT_MEM_LIBRARY,     /* what the backend's libraries hold (cuBLAS, NCCL); 0 on the CPU */
+    ZT_MEM_COUNT
+} zt_mem_category;
+ZT_API const char *zt_mem_category_name(zt_mem_category c);
+typedef struct zt_memory_plan {
+    int world, zero_stage, gradient_checkpointing;
+    int64_t micro_batch, seq_len, params; /* params: the model's P */
+    size_t bytes[ZT_MEM_COUNT];            /* one rank's device bytes, by category */
+    size_t device, pinned;                 /* one rank's totals */
+} zt_memory_plan;
+/* The memory each of `world` ranks needs for this model and these settings, without allocating it
+   and without ranks (any world size: it is arithmetic over the same layout code zt_init runs). */
+ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model, const zt_options *o, int world);
+/* one line per category, then the total (and, given the ZeRO paper's model-state formula, beside it) */
+ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out);
+/* The cheapest settings whose plan fits device_bytes per rank: ZeRO stage, activation checkpointing,
+   then smaller micro-batches (with more accumulation, so the global batch stays), in that order of
+   cost. Each rejected plan is printed to `log` (when not NULL). *fits receives the chosen options;
+   ZT_ERROR_MEMORY if nothing fits. */
+ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const zt_options *o, int world,
+                             size_t device_bytes, FILE *log);
+/* the engine's categories: planned bytes, and in-use peaks as measured so far */
+ZT_API void zt_memory_stats(zt_engine *e, size_t planned[ZT_MEM_COUNT], size_t peak[ZT_MEM_COUNT]);
 ZT_API void zt_memory_report(zt_engine *e, const char *label); /* DeepSpeed's see_memory_usage */
 ZT_API const zt_options *zt_engine_options(const zt_engine *e);
 ZT_API zt_backend *zt_engine_backend(zt_engine *e);
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e); /* NULL for custom models */
 ZT_API int64_t zt_engine_param_count(const zt_engine *e);
 /* A parameter by name, copied to or from host f32 memory (vocabulary rows unpadded); with grad, the
-   gradient of the mean loss over the tokens accumulated since the last zt_step. */
+   gradient of the mean loss over the tokens accumulated since the last zt_step (ZeRO-2/3: already
+   summed across ranks; stages 0-1: this rank's own). Under ZeRO with several ranks, zt_param_get is a
+   collective (the parts live on different ranks): every rank calls it, in the same order. */
 ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64_t n, int grad);
 /* sets the weights (and the fp32 master); n must be the parameter's unpadded element count */
 ZT_API zt_result zt_param_set(zt_engine *e, const char *name, const float *host, int64_t n);
@@ -1438,7 +1483,9 @@ typedef struct zt__args_crossentropy {
 } zt__args_crossentropy;
 typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
-typedef struct zt__args_comm { zt_comm *comm; zt__coll what; zt_reduce_op op; int root; zt_tensor out, inp; } zt__args_comm;
+/* stride: elements between the ranks' parts of a reduce-scatter's input or an all-gather's output
+   (0: the parts are contiguous); ZeRO's buckets are pieces of every rank's slice of a flat group */
+typedef struct zt__args_comm { zt_comm *comm; zt__coll what; zt_reduce_op op; int root; zt_tensor out, inp; int64_t stride; } zt__args_comm;
 
 typedef struct zt__op {
     zt__op_kind kind;
@@ -3206,7 +3253,7 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
             return zt__comm_failed(c);
         }
     if ((r = zt__shm_barrier(c))) return r;
-    int64_t m = (int64_t)(c->chunk / es); /* elements a slot holds */
+    int64_t m = (int64_t)(c->chunk / es), stride = 0; /* elements a slot holds */
     uint8_t *mine = c->slots + (size_t)R * c->chunk;
     switch (a->what) {
     case ZT__ALL_REDUCE:
@@ -3220,23 +3267,25 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
             r = zt__shm_barrier(c);
         }
         return r;
-    case ZT__REDUCE_SCATTER: /* in (W*n) -> out (n) */
+    case ZT__REDUCE_SCATTER: /* in (W parts of n, `stride` apart) -> out (n) */
         m /= W;
+        stride = a->stride ? a->stride : n;
         for (int64_t o = 0; o < n && r == ZT_OK; o += m) {
             int64_t k = ZT__MIN(m, n - o);
-            for (int s = 0; s < W; s++) memcpy(mine + (size_t)s * (size_t)k * es, in + ((size_t)s * (size_t)n + (size_t)o) * es, (size_t)k * es);
+            for (int s = 0; s < W; s++) memcpy(mine + (size_t)s * (size_t)k * es, in + ((size_t)s * (size_t)stride + (size_t)o) * es, (size_t)k * es);
             if ((r = zt__shm_barrier(c))) break;
             zt__reduce_ranks(out + (size_t)o * es, t, c->slots + (size_t)R * (size_t)k * es, c->chunk, W, k, scale);
             r = zt__shm_barrier(c);
         }
         return r;
-    case ZT__ALL_GATHER: { /* in (n / W) -> out (n) */
-        int64_t part = n / W;
+    case ZT__ALL_GATHER: { /* in (part) -> out (W parts, `stride` apart) */
+        int64_t part = a->stride ? zt_numel(a->inp) : n / W;
+        stride = a->stride ? a->stride : part;
         for (int64_t o = 0; o < part && r == ZT_OK; o += m) {
             int64_t k = ZT__MIN(m, part - o);
             memcpy(mine, in + (size_t)o * es, (size_t)k * es);
             if ((r = zt__shm_barrier(c))) break;
-            for (int s = 0; s < W; s++) memcpy(out + ((size_t)s * (size_t)part + (size_t)o) * es, c->slots + (size_t)s * c->chunk, (size_t)k * es);
+            for (int s = 0; s < W; s++) memcpy(out + ((size_t)s * (size_t)stride + (size_t)o) * es, c->slots + (size_t)s * c->chunk, (size_t)k * es);
             r = zt__shm_barrier(c);
         }
         return r;
@@ -3255,7 +3304,7 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
 }
 
 static void zt__comm_launch(zt_stream *s, zt_comm *c, zt__coll what, zt_reduce_op op, int root, zt_tensor out,
-                            zt_tensor inp, const char *name) {
+                            zt_tensor inp, int64_t stride, const char *name) {
     zt__need_tensor(name, "out", out, (int)out.dtype, ZT__ANY_SIZE);
     zt__need(zt_dtype_is_float(out.dtype) || what == ZT__ALL_GATHER || what == ZT__BROADCAST, name,
              "reductions take f32, bf16 or f16");
@@ -3263,29 +3312,47 @@ static void zt__comm_launch(zt_stream *s, zt_comm *c, zt__coll what, zt_reduce_o
     zt__op o;
     memset(&o, 0, sizeof o);
     o.kind = ZT__OP_COMM;
-    zt__args_comm a = {c, what, op, root, out, inp};
+    zt__args_comm a = {c, what, op, root, out, inp, stride};
     o.comm = a;
     zt__launch(s, &o);
 }
 
 ZT_API void zt_all_reduce(zt_stream *s, zt_comm *c, zt_tensor buf, zt_reduce_op op) {
-    zt__comm_launch(s, c, ZT__ALL_REDUCE, op, 0, buf, buf, "zt_all_reduce");
+    zt__comm_launch(s, c, ZT__ALL_REDUCE, op, 0, buf, buf, 0, "zt_all_reduce");
 }
 
 ZT_API void zt_reduce_scatter(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in, zt_reduce_op op) {
     zt__need_tensor("zt_reduce_scatter", "in", in, (int)out.dtype, zt_numel(out) * zt_comm_world(c));
-    zt__comm_launch(s, c, ZT__REDUCE_SCATTER, op, 0, out, in, "zt_reduce_scatter");
+    zt__comm_launch(s, c, ZT__REDUCE_SCATTER, op, 0, out, in, 0, "zt_reduce_scatter");
 }
 
 ZT_API void zt_all_gather(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in) {
     zt__need_tensor("zt_all_gather", "in", in, (int)out.dtype, ZT__ANY_SIZE);
     zt__need(zt_numel(out) == zt_numel(in) * zt_comm_world(c), "zt_all_gather", "out must hold world x in elements");
-    zt__comm_launch(s, c, ZT__ALL_GATHER, ZT_REDUCE_SUM, 0, out, in, "zt_all_gather");
+    zt__comm_launch(s, c, ZT__ALL_GATHER, ZT_REDUCE_SUM, 0, out, in, 0, "zt_all_gather");
+}
+
+/* ZeRO's bucketed collectives over the flat groups: piece [o, o+k) of every rank's slice of `full`
+   (slices of `slice` elements, rank r's at r*slice). reduce-scatter sums the pieces into this rank's
+   own piece, in place; all-gather spreads each rank's own piece to the others. */
+static zt_tensor zt__pieces(zt_tensor full, int64_t slice, int world, int64_t o, int64_t k) {
+    return zt_view(full, o, zt_shape1((int64_t)(world - 1) * slice + k));
+}
+static void zt__reduce_scatter_piece(zt_stream *s, zt_comm *c, zt_tensor full, int64_t slice, int64_t o, int64_t k) {
+    int R = zt_comm_rank(c), W = zt_comm_world(c);
+    zt__comm_launch(s, c, ZT__REDUCE_SCATTER, ZT_REDUCE_SUM, 0, zt_view(full, (int64_t)R * slice + o, zt_shape1(k)),
+                    zt__pieces(full, slice, W, o, k), slice, "zt_reduce_scatter");
+}
+static void zt__all_gather_piece(zt_stream *s, zt_comm *c, zt_tensor full, int64_t slice, int64_t o, int64_t k,
+                                 zt_tensor mine) {
+    int W = zt_comm_world(c);
+    zt__comm_launch(s, c, ZT__ALL_GATHER, ZT_REDUCE_SUM, 0, zt__pieces(full, slice, W, o, k), mine, slice,
+                    "zt_all_gather");
 }
 
 ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root) {
     zt__need(root >= 0 && root < zt_comm_world(c), "zt_broadcast", "root %d is not a rank of %d", root, zt_comm_world(c));
-    zt__comm_launch(s, c, ZT__BROADCAST, ZT_REDUCE_SUM, root, buf, buf, "zt_broadcast");
+    zt__comm_launch(s, c, ZT__BROADCAST, ZT_REDUCE_SUM, root, buf, buf, 0, "zt_broadcast");
 }
 
 /* ---- the launcher and the rendezvous ---- */
@@ -4243,6 +4310,9 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
     if (c->overlap_comm < 0) c->overlap_comm = c->zero_stage == 3; /* DeepSpeed's stage-dependent default */
     g->o->zero_stage = c->zero_stage;
     g->o->reduce_bucket_size = c->reduce_bucket_size;
+    g->o->allgather_bucket_size = c->allgather_bucket_size;
+    g->o->persistence_threshold = c->param_persistence_threshold;
+    g->o->max_live_parameters = c->max_live_parameters;
     /* combinations */
     if (c->offload_optimizer.device == ZT_OFFLOAD_NVME && c->zero_stage < 3)
         return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer.device is \"nvme\" at stage %d: NVMe "
@@ -4264,7 +4334,6 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
                            "is not set; set it, or pass --nvme_path, or set ZT_NVME_PATH", g->j.file, names[i], names[i]);
         snprintf(offs[i]->nvme_path, sizeof offs[i]->nvme_path, "%s", from);
     }
-    if (c->zero_stage > 0) zt__cfg_note_unused(g, "zero_optimization.stage (ZeRO partitioning)");
     if (c->offload_optimizer.device != ZT_OFFLOAD_NONE) zt__cfg_note_unused(g, "zero_optimization.offload_optimizer");
     if (c->offload_param.device != ZT_OFFLOAD_NONE) zt__cfg_note_unused(g, "zero_optimization.offload_param");
     return ZT_OK;
@@ -4526,17 +4595,31 @@ typedef struct zt__param {
     int64_t offset;     /* elements into its group */
 } zt__param;
 
+/* A group is one block's parameters in one flat buffer of world x shard elements; rank r owns
+   [r*shard, (r+1)*shard). What each rank holds depends on the ZeRO stage:
+     stage 0: everything whole;  1: master and Adam state are the owned slice;  2: gradients too
+     (reduced during backward into the slice);  3: the weights too (gathered before use).
+   A group whose weights or gradients are split is computed on in a "full" buffer: its own when other
+   blocks use it too (tied embeddings), else one shared by every such group, used by one at a time. */
 typedef struct zt__group {
     int first, n;       /* its parameters: e->params[first .. first+n) */
-    int64_t numel;      /* padded */
+    int64_t numel;      /* padded: world x shard */
+    int64_t shard;      /* elements each rank owns */
     int trainable;
-    zt_tensor w, grad, master, m, v; /* w in the working dtype; the rest f32 (absent when frozen) */
+    int split_w, split_grad, shared_with_others; /* shared: another block's parameters view this group */
+    int64_t own;        /* the first owned element: rank x shard (stage 0: 0, every element is "owned") */
+    zt_tensor w;        /* working dtype: whole, or (split_w) the owned slice */
+    zt_tensor grad;     /* f32: whole, or (split_grad) the owned slice */
+    zt_tensor master, m, v; /* f32: whole at stage 0, else the owned slice (master absent in fp32 training) */
+    zt_tensor full_w, full_grad; /* split groups: where their whole weights / gradient are assembled */
+    int w_ready, grad_open;
 } zt__group;
 
-enum { ZT__MEM_PARAMS, ZT__MEM_GRADS, ZT__MEM_MASTER, ZT__MEM_ADAM, ZT__MEM_ACTIVATIONS, ZT__MEM_SCRATCH,
-       ZT__MEM_BUFFERS, ZT__MEM_COUNT };
-static const char *zt__mem_names[ZT__MEM_COUNT] = {"parameters", "gradients", "fp32 master", "Adam moments",
-                                                   "activations", "scratch", "buffers"};
+static const char *zt__mem_names[ZT_MEM_COUNT] = {"parameters", "gradients", "fp32 master", "Adam moments",
+                                                  "activations", "buckets", "scratch", "buffers", "library"};
+ZT_API const char *zt_mem_category_name(zt_mem_category c) {
+    return (int)c >= 0 && c < ZT_MEM_COUNT ? zt__mem_names[c] : "?";
+}
 
 struct zt_block_def { zt_engine *e; int index; };
 
@@ -4551,6 +4634,13 @@ struct zt_engine {
     const void **configs;
     int64_t C, vocab, max_seq, B, T;
     zt_dtype wdtype, act;
+    /* data parallelism and ZeRO (zt__group) */
+    zt_comm *comm;      /* NULL: one rank, or planning */
+    int world, rank, stage, planning; /* planning: laid out for `world` ranks, never run */
+    zt_tensor shared_w, shared_grad;  /* the full buffers of split groups no other block uses */
+    int shared_w_group, shared_grad_group; /* which group is in them, or -1 */
+    zt_tensor dstage;   /* f32 staging for reading slices that live on several ranks */
+    int64_t micro;      /* micro-batches since the last zt_step */
     /* metadata: one arena from the host */
     void *meta_mem;
     zt_arena meta;
@@ -4562,7 +4652,7 @@ struct zt_engine {
     zt_tensor **bparam, **bgrad;    /* per block, per slot: what ctx->param and ctx->grad point at */
     void **saved;
     /* device memory */
-    size_t mem[ZT__MEM_COUNT], keep_bytes, scratch_bytes;
+    size_t mem[ZT_MEM_COUNT], keep_bytes, scratch_bytes;
     zt_arena keep, scratch;
     zt_tensor *outs, dbuf[2], norm_parts;
     zt_batch full;  /* batch buffers of the planned size */
@@ -4573,6 +4663,7 @@ struct zt_engine {
     zt_tensor stats; /* (2) f32: tokens and loss sum of a step, summed across ranks */
     int32_t *h_order;
     /* training state */
+    size_t plan_device, plan_pinned; /* what the plan asked of the arenas */
     int64_t step, sched_step, adam_step, tokens_in_step;
     double loss_sum;
     zt_loss_scaler scaler;
@@ -4650,6 +4741,7 @@ ZT_API zt_options zt_options_default(void) {
     o.ignore_index = -100;
     o.eot_token = -1;
     o.ddp_timeout = 1800;
+    o.persistence_threshold = -1;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -4668,7 +4760,7 @@ ZT_API zt_options zt_options_default(void) {
     return o;
 }
 
-typedef enum { ZT__F_INT, ZT__F_FLOAT, ZT__F_BOOL, ZT__F_STR } zt__flag_kind;
+typedef enum { ZT__F_INT, ZT__F_FLOAT, ZT__F_BOOL, ZT__F_STR, ZT__F_BYTES } zt__flag_kind;
 typedef struct zt__flag { const char *name; zt__flag_kind kind; size_t offset; const char *help; } zt__flag;
 #define ZT__FLAG(name, kind, field, help) {name, kind, offsetof(zt_options, field), help}
 static const zt__flag zt__flags[] = {
@@ -4689,6 +4781,7 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("threads", ZT__F_INT, threads, "CPU threads (0: every core)"),
     ZT__FLAG("nvme_path", ZT__F_STR, nvme_path, "directory for NVMe offload when the config names none"),
     ZT__FLAG("ddp_timeout", ZT__F_INT, ddp_timeout, "seconds a rank waits for the others at a collective"),
+    ZT__FLAG("device_memory", ZT__F_BYTES, device_bytes, "device memory per rank, e.g. 80GiB (0: what the plan needs)"),
 };
 #define ZT__N_FLAGS (sizeof zt__flags / sizeof zt__flags[0])
 enum { ZT__GIVEN_BF16 = 62, ZT__GIVEN_FP16 = 63 }; /* bits of zt_options.given beyond the table */
@@ -4720,8 +4813,29 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
         else return zt_fail(ZT_ERROR_INVALID, "flag --%s expects true or false, found \"%s\"", f->name, value);
         return ZT_OK;
     case ZT__F_STR: *(const char **)field = value; return ZT_OK;
+    case ZT__F_BYTES:
+        if (zt_parse_bytes(value, (size_t *)field) != ZT_OK)
+            return zt_fail(ZT_ERROR_INVALID, "flag --%s expects a size such as 80GiB, 24GB or 512MiB, found \"%s\"",
+                           f->name, value);
+        return ZT_OK;
     }
     return ZT_OK;
+}
+
+ZT_API zt_result zt_parse_bytes(const char *text, size_t *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!*text || errno || !(v >= 0) || end == text) return ZT_ERROR_INVALID;
+    static const struct { const char *unit; double scale; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1e3}, {"KB", 1e3}, {"M", 1e6}, {"MB", 1e6}, {"G", 1e9}, {"GB", 1e9}, {"T", 1e12},
+        {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].unit) == 0 && v * units[i].scale < 1.8e19) {
+            *out = (size_t)(v * units[i].scale);
+            return ZT_OK;
+        }
+    return ZT_ERROR_INVALID;
 }
 
 ZT_API int zt_options_given(const zt_options *o, const char *name) {
@@ -4755,6 +4869,7 @@ ZT_API void zt_options_help(FILE *out) {
         if (f->kind == ZT__F_FLOAT) snprintf(def, sizeof def, "%g", (double)*(const float *)v);
         else if (f->kind == ZT__F_BOOL) snprintf(def, sizeof def, "%s", *(const int *)v ? "true" : "false");
         else if (f->kind == ZT__F_STR) snprintf(def, sizeof def, "%s", *(const char *const *)v);
+        else if (f->kind == ZT__F_BYTES) snprintf(def, sizeof def, "%zu", *(const size_t *)v);
         else if (f->offset == offsetof(zt_options, seed)) snprintf(def, sizeof def, "%llu", (unsigned long long)d.seed);
         else if (f->offset == offsetof(zt_options, threads)) snprintf(def, sizeof def, "%d", d.threads);
         else snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)v);
@@ -4881,33 +4996,54 @@ static zt_tensor zt__dev(zt_arena *a, zt_dtype t, zt_shape s, size_t *count) {
     return x;
 }
 
+static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p);
+
+/* the views of block b's parameters and gradients that its forward and backward see */
+static void zt__bind(zt_engine *e, int b) {
+    for (int k = 0; k < e->block_count[b]; k++) {
+        int pi = e->slots[e->block_first[b] + k];
+        const zt__param *p = &e->params[pi];
+        const zt__param *o = &e->params[p->tied >= 0 ? p->tied : pi];
+        const zt__group *g = &e->groups[o->block];
+        e->bparam[b][k] = zt_view(g->split_w ? g->full_w : g->w, o->offset, o->shape);
+        e->bgrad[b][k] = g->trainable && !(o->flags & ZT_PARAM_FROZEN) && zt__numel_of(o->shape) > 0
+                             ? zt_view(g->split_grad ? g->full_grad : g->grad, o->offset, o->shape) : zt__none();
+    }
+}
+
 static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     memset(e->mem, 0, sizeof e->mem);
     int mixed = e->opt.precision != ZT_PRECISION_FP32;
+    size_t *buckets = &e->mem[ZT_MEM_BUCKETS];
+    int64_t shared_w = 0, shared_grad = 0;
     for (int b = 0; b < e->n_blocks; b++) {
         zt__group *g = &e->groups[b];
-        g->w = zt__dev(dev, e->wdtype, zt_shape1(ZT__MAX(g->numel, 1)), &e->mem[ZT__MEM_PARAMS]);
-        g->grad = g->master = g->m = g->v = zt__none();
+        zt_shape whole = zt_shape1(ZT__MAX(g->numel, 1)), slice = zt_shape1(ZT__MAX(g->shard, 1));
+        zt_shape owned = e->stage > 0 ? slice : whole;
+        g->w = zt__dev(dev, e->wdtype, g->split_w ? slice : whole, &e->mem[ZT_MEM_PARAMS]);
+        g->grad = g->master = g->m = g->v = g->full_w = g->full_grad = zt__none();
+        g->w_ready = g->grad_open = 0;
+        if (g->split_w && g->shared_with_others) g->full_w = zt__dev(dev, e->wdtype, whole, buckets);
+        else if (g->split_w) shared_w = ZT__MAX(shared_w, g->numel);
         if (!g->trainable) continue;
-        g->grad = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_GRADS]);
-        if (mixed) g->master = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_MASTER]);
-        g->m = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_ADAM]);
-        g->v = zt__dev(dev, ZT_F32, g->w.shape, &e->mem[ZT__MEM_ADAM]);
+        g->grad = zt__dev(dev, ZT_F32, g->split_grad ? slice : whole, &e->mem[ZT_MEM_GRADS]);
+        if (g->split_grad && g->shared_with_others) g->full_grad = zt__dev(dev, ZT_F32, whole, buckets);
+        else if (g->split_grad) shared_grad = ZT__MAX(shared_grad, g->numel);
+        if (mixed) g->master = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_MASTER]);
+        g->m = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
+        g->v = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
     }
-    /* each block's view of its parameters */
+    /* one full buffer for the weights and one for the gradient of the split groups used by one block */
+    e->shared_w = shared_w ? zt__dev(dev, e->wdtype, zt_shape1(shared_w), buckets) : zt__none();
+    e->shared_grad = shared_grad ? zt__dev(dev, ZT_F32, zt_shape1(shared_grad), buckets) : zt__none();
+    e->shared_w_group = e->shared_grad_group = -1;
     for (int b = 0; b < e->n_blocks; b++) {
-        for (int k = 0; k < e->block_count[b]; k++) {
-            int pi = e->slots[e->block_first[b] + k];
-            const zt__param *p = &e->params[pi];
-            int owner = p->tied >= 0 ? p->tied : pi;
-            const zt__param *o = &e->params[owner];
-            const zt__group *g = &e->groups[o->block];
-            e->bparam[b][k] = zt_view(g->w, o->offset, o->shape);
-            e->bgrad[b][k] = g->trainable && !(o->flags & ZT_PARAM_FROZEN) && zt__numel_of(o->shape) > 0
-                                 ? zt_view(g->grad, o->offset, o->shape) : zt__none();
-        }
+        zt__group *g = &e->groups[b];
+        if (g->split_w && !g->shared_with_others) g->full_w = zt_view(e->shared_w, 0, zt_shape1(g->numel));
+        if (g->split_grad && !g->shared_with_others) g->full_grad = zt_view(e->shared_grad, 0, zt_shape1(g->numel));
     }
-    size_t *buf = &e->mem[ZT__MEM_BUFFERS];
+    for (int b = 0; b < e->n_blocks; b++) zt__bind(e, b);
+    size_t *buf = &e->mem[ZT_MEM_BUFFERS];
     zt_shape bt = zt_shape2(e->B, e->T);
     memset(&e->full, 0, sizeof e->full);
     e->full.tokens = zt__dev(dev, ZT_I32, bt, buf);
@@ -4921,16 +5057,20 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.ignore_index = e->opt.ignore_index;
     e->full.logits_at = -1;
     e->batch = e->full;
-    e->norm_parts = zt__dev(dev, ZT_F32, zt_shape1(e->n_blocks), buf);
+    e->norm_parts = zt__dev(dev, ZT_F32, zt_shape1((int64_t)e->n_blocks * e->world), buf);
+    int64_t largest = 1; /* reads of split state go a parameter chunk at a time */
+    for (int p = 0; p < e->n_params; p++) largest = ZT__MAX(largest, zt__param_host_numel(e, &e->params[p]));
+    e->dstage = e->world > 1 && e->stage > 0 ? zt__dev(dev, ZT_F32, zt_shape1(ZT__MIN(ZT__STAGE_FLOATS, largest)), buf)
+                                             : zt__none();
     e->stats = zt__dev(dev, ZT_F32, zt_shape1(2), buf);
     for (int i = 0; i < 2; i++) e->dbuf[i] = zt__dev(dev, e->act, zt_shape3(e->B, e->T, e->C), buf);
     /* activations and scratch: regions measured by running a step (zt__measure_activations) */
     size_t before = dev->used;
     void *k = zt_arena_push(dev, e->keep_bytes, 64);
-    e->mem[ZT__MEM_ACTIVATIONS] = dev->used - before;
-    before = dev->used;
     void *s = zt_arena_push(dev, e->scratch_bytes, 64);
-    e->mem[ZT__MEM_SCRATCH] = dev->used - before;
+    e->mem[ZT_MEM_ACTIVATIONS] = e->keep_bytes;
+    e->mem[ZT_MEM_SCRATCH] = e->scratch_bytes;
+    *buf += dev->used - before - e->keep_bytes - e->scratch_bytes; /* alignment */
     if (zt_arena_measuring(dev)) {
         zt_arena_init_measure(&e->keep, "activations");
         zt_arena_init_measure(&e->scratch, "scratch");
@@ -4947,7 +5087,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->h_pos = ZT_PUSH(pinned, int32_t, N);
     e->h_starts = ZT_PUSH(pinned, int32_t, N);
     e->h_losses = ZT_PUSH(pinned, float, N);
-    e->h_norms = ZT_PUSH(pinned, float, e->n_blocks);
+    e->h_norms = ZT_PUSH(pinned, float, (int64_t)e->n_blocks * e->world);
     e->h_stats = ZT_PUSH(pinned, float, 2);
     e->h_stage = ZT_PUSH(pinned, float, ZT__STAGE_FLOATS);
     e->h_logits = ZT_PUSH(pinned, float, V);
@@ -4977,6 +5117,89 @@ ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape
     return zt_tensor_new(&ctx->scratch, dtype, ZT_DEVICE, shape);
 }
 
+/* ---- ZeRO: slices of the flat groups across ranks ---- */
+
+/* elements of each rank's piece of a bucket: the bucket (all ranks' pieces together) never exceeds
+   the group it serves */
+static int64_t zt__piece(const zt_engine *e, int64_t bucket, int64_t shard) {
+    int64_t k = (bucket > 0 ? bucket : 500000000) / e->world;
+    return ZT__MIN(ZT__MAX(k, 1), ZT__MAX(shard, 1));
+}
+
+/* every rank's slice of `full` summed into this rank's own slice, bucket by bucket */
+static void zt__reduce_slices(zt_engine *e, zt_tensor full, int64_t shard) {
+    if (e->planning || e->world == 1) return;
+    int64_t k = zt__piece(e, e->opt.reduce_bucket_size, shard);
+    for (int64_t o = 0; o < shard; o += k) zt__reduce_scatter_piece(e->s, e->comm, full, shard, o, ZT__MIN(k, shard - o));
+}
+
+/* `full` assembled from every rank's slice; `mine` is this rank's (it may be its place in `full`) */
+static void zt__gather_slices(zt_engine *e, zt_tensor full, int64_t shard, zt_tensor mine) {
+    if (e->planning) return;
+    zt_tensor place = zt_view(full, (int64_t)e->rank * shard, zt_shape1(shard));
+    if (e->world == 1) {
+        if (place.data != mine.data) zt_copy(e->s, place, mine);
+        return;
+    }
+    int64_t k = zt__piece(e, e->opt.allgather_bucket_size, shard);
+    for (int64_t o = 0; o < shard; o += k) {
+        int64_t n = ZT__MIN(k, shard - o);
+        zt__all_gather_piece(e->s, e->comm, full, shard, o, n, zt_view(mine, o, zt_shape1(n)));
+    }
+}
+
+/* calls f(e, group) once for each group whose parameters block b views: its own, and those it is tied to */
+static void zt__each_group(zt_engine *e, int b, void (*f)(zt_engine *, int)) {
+    f(e, b);
+    for (int k = 0; k < e->block_count[b]; k++) {
+        const zt__param *p = &e->params[e->slots[e->block_first[b] + k]];
+        if (p->tied >= 0 && e->params[p->tied].block != b) f(e, e->params[p->tied].block);
+    }
+}
+
+/* ZeRO-3: a split group's whole weights, gathered unless they are still there */
+static void zt__gather_group(zt_engine *e, int gi) {
+    zt__group *g = &e->groups[gi];
+    if (!g->split_w || g->w_ready) return;
+    if (!g->shared_with_others) {
+        if (e->shared_w_group >= 0) e->groups[e->shared_w_group].w_ready = 0;
+        e->shared_w_group = gi;
+    }
+    zt__gather_slices(e, g->full_w, g->shard, g->w);
+    g->w_ready = 1;
+}
+
+/* after the weights change: every gathered copy is stale */
+static void zt__weights_changed(zt_engine *e) {
+    for (int b = 0; b < e->n_blocks; b++) e->groups[b].w_ready = 0;
+    e->shared_w_group = -1;
+}
+
+/* ZeRO-2/3: a group's whole gradient, zeroed when a block's backward first writes it */
+static void zt__open_grad(zt_engine *e, int gi) {
+    zt__group *g = &e->groups[gi];
+    if (!g->split_grad || g->grad_open) return;
+    if (!g->shared_with_others) {
+        ZT_ASSERT(e->shared_grad_group < 0); /* the block that opened it closes it */
+        e->shared_grad_group = gi;
+    }
+    zt_fill(e->s, g->full_grad, 0.0f);
+    g->grad_open = 1;
+}
+
+/* ... and, after its own block's backward (the last that writes it), reduced across ranks into this
+   rank's slice, which accumulates the step's micro-batches */
+static void zt__close_grad(zt_engine *e, int gi) {
+    zt__group *g = &e->groups[gi];
+    if (!g->grad_open) return;
+    zt__reduce_slices(e, g->full_grad, g->shard);
+    zt_tensor mine = zt_view(g->full_grad, g->own, zt_shape1(g->shard));
+    if (e->micro == 0) zt_copy(e->s, g->grad, mine);
+    else zt_add(e->s, g->grad, g->grad, mine);
+    g->grad_open = 0;
+    if (e->shared_grad_group == gi) e->shared_grad_group = -1;
+}
+
 /* Forward through every block for the current batch; in training, then backward. Rows B and T of
    the batch may be smaller than the planned ones (evaluation and sampling use B = 1). */
 static void zt__run(zt_engine *e, int training) {
@@ -4989,6 +5212,8 @@ static void zt__run(zt_engine *e, int training) {
     for (int b = 0; b < L; b++) {
         zt_tensor out = b < L - 1 ? zt_tensor_new(&e->keep, e->act, ZT_DEVICE, zt_shape3(B, T, e->C)) : zt__none();
         size_t mark = zt_arena_mark(&e->keep);
+        zt__each_group(e, b, zt__gather_group);
+        if (training && b == L - 1) zt__each_group(e, b, zt__open_grad); /* the head's forward writes gradients */
         zt_block_ctx c = zt__ctx(e, b, training);
         e->types[b]->forward(&c, out, x);
         /* evaluation keeps nothing for a backward; checkpointing keeps block outputs only (the last
@@ -5002,6 +5227,8 @@ static void zt__run(zt_engine *e, int training) {
     for (int b = L - 1; b >= 0; b--) {
         zt_tensor inp = b > 0 ? e->outs[b - 1] : zt__none();
         size_t mark = zt_arena_mark(&e->keep);
+        zt__each_group(e, b, zt__gather_group);
+        zt__each_group(e, b, zt__open_grad);
         zt_block_ctx c = zt__ctx(e, b, 1);
         if (ckpt && b < L - 1) e->types[b]->forward(&c, e->outs[b], inp); /* the same bits again */
         zt_tensor dinp = zt__none();
@@ -5011,6 +5238,7 @@ static void zt__run(zt_engine *e, int training) {
         }
         c = zt__ctx(e, b, 1);
         e->types[b]->backward(&c, dinp, dout, inp);
+        zt__close_grad(e, b);
         if (ckpt && b < L - 1) zt_arena_reset(&e->keep, mark);
         dout = dinp;
     }
@@ -5105,27 +5333,71 @@ static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p) {
     return p->flags & ZT_PARAM_VOCAB ? n / p->shape.d[0] * e->vocab : n;
 }
 
+/* Elements [at, at+k) of a group (k <= ZT__STAGE_FLOATS) from the f32 values in the pinned staging:
+   which 0 sets the weights (and the fp32 master), 1 and 2 the Adam moments. Each rank writes the
+   part it holds. */
+static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, int64_t k) {
+    int64_t owned = e->stage > 0 ? g->shard : g->numel;
+    int64_t lo = ZT__MAX(at, g->own), hi = ZT__MIN(at + k, g->own + owned);
+    if (which > 0 || zt__present(g->master)) {
+        zt_tensor dst = which == 1 ? g->m : which == 2 ? g->v : g->master;
+        if (hi > lo && zt__present(dst))
+            zt_copy(e->s, zt_view(dst, lo - g->own, zt_shape1(hi - lo)),
+                    zt_tensor_make(e->h_stage + (lo - at), ZT_F32, ZT_HOST, zt_shape1(hi - lo)));
+        zt_stream_sync(e->s); /* the staging is read before it is narrowed below */
+    }
+    if (which > 0) return;
+    int64_t wlo = g->split_w ? lo : at, whi = g->split_w ? hi : at + k; /* the weights: whole or the slice */
+    if (whi <= wlo) return;
+    void *src = e->h_stage + (wlo - at);
+    if (e->wdtype != ZT_F32) { /* narrowed in place, front to back: each write lands behind what is still unread */
+        for (int64_t i = 0; i < whi - wlo; i++) zt__store(e->h_stage, e->wdtype, i, e->h_stage[wlo - at + i]);
+        src = e->h_stage;
+    }
+    zt_copy(e->s, zt_view(g->w, wlo - (g->split_w ? g->own : 0), zt_shape1(whi - wlo)),
+            zt_tensor_make(src, e->wdtype, ZT_HOST, zt_shape1(whi - wlo)));
+    zt_stream_sync(e->s);
+}
+
+/* Elements [at, at+k) of a group's f32 state into the pinned staging: which 0 the weights (the master
+   when there is one), 1 and 2 the Adam moments, 3 the gradient. State split across ranks is summed
+   across them from zeros where a rank holds nothing (exact): a collective, the same on every rank. */
+static void zt__group_read(zt_engine *e, const zt__group *g, int which, int64_t at, int64_t k) {
+    zt_tensor src;
+    int64_t src_at, src_n;
+    if (which == 3) src = g->grad, src_at = g->split_grad ? g->own : 0, src_n = g->split_grad ? g->shard : g->numel;
+    else if (which == 0 && !zt__present(g->master))
+        src = g->w, src_at = g->split_w ? g->own : 0, src_n = g->split_w ? g->shard : g->numel;
+    else src = which == 1 ? g->m : which == 2 ? g->v : g->master, src_at = g->own, src_n = e->stage > 0 ? g->shard : g->numel;
+    zt_tensor h = zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k));
+    if (src_n == g->numel) { /* whole on every rank */
+        zt_copy(e->s, h, zt_view(src, at, zt_shape1(k)));
+    } else if (e->world == 1) {
+        zt_copy(e->s, h, zt_view(src, at - src_at, zt_shape1(k)));
+    } else {
+        zt_tensor d = zt_view(e->dstage, 0, zt_shape1(k));
+        int64_t lo = ZT__MAX(at, src_at), hi = ZT__MIN(at + k, src_at + src_n);
+        zt_fill(e->s, d, 0.0f);
+        if (hi > lo) zt_copy(e->s, zt_view(d, lo - at, zt_shape1(hi - lo)), zt_view(src, lo - src_at, zt_shape1(hi - lo)));
+        zt_all_reduce(e->s, e->comm, d, ZT_REDUCE_SUM);
+        zt_copy(e->s, h, d);
+    }
+    zt_stream_sync(e->s);
+}
+
 /* parameter p from host f32 values (NULL: its initial values), through the pinned staging; padded
    vocabulary rows become zero */
 static void zt__param_write(zt_engine *e, int p, const float *host) {
     const zt__param *pr = &e->params[p];
-    const zt__group *g = &e->groups[pr->block];
+    zt__group *g = &e->groups[pr->block];
     int64_t n = zt__numel_of(pr->shape), nh = zt__param_host_numel(e, pr);
     for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
         int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
         for (int64_t i = 0; i < k; i++)
             e->h_stage[i] = !host ? zt__init_value(e, p, i0 + i) : i0 + i < nh ? host[i0 + i] : 0.0f;
-        zt_tensor h = zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k));
-        zt_tensor w = zt_view(g->w, pr->offset + i0, zt_shape1(k));
-        if (zt__present(g->master)) {
-            zt_tensor m = zt_view(g->master, pr->offset + i0, zt_shape1(k));
-            zt_copy(e->s, m, h);
-            zt_cast(e->s, w, m);
-        } else {
-            zt_copy(e->s, w, h);
-        }
-        zt_stream_sync(e->s); /* the staging buffer is reused */
+        zt__group_write(e, g, 0, pr->offset + i0, k);
     }
+    zt__weights_changed(e);
 }
 
 static int zt__find_param(const zt_engine *e, const char *name) {
@@ -5173,18 +5445,12 @@ ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64
     if (r != ZT_OK) return r;
     const zt__param *pr = &e->params[p];
     const zt__group *g = &e->groups[pr->block];
-    zt_tensor src = grad ? g->grad : zt__present(g->master) ? g->master : g->w;
-    double to_mean = zt__to_mean(e);
-    if (!zt__present(src) || (grad && pr->flags & ZT_PARAM_FROZEN))
+    if (grad && (!g->trainable || pr->flags & ZT_PARAM_FROZEN))
         return zt_fail(ZT_ERROR_INVALID, "parameter \"%s\" is frozen: it has no gradient", name);
+    double to_mean = zt__to_mean(e);
     for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
         int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
-        zt_tensor part = zt_view(src, pr->offset + i0, zt_shape1(k));
-        zt_copy(e->s, zt_tensor_make(e->h_stage, part.dtype, ZT_HOST, zt_shape1(k)), part);
-        zt_stream_sync(e->s);
-        if (part.dtype != ZT_F32) { /* widen in place, from the end so nothing is overwritten early */
-            for (int64_t i = k - 1; i >= 0; i--) e->h_stage[i] = (float)zt__load(e->h_stage, part.dtype, i);
-        }
+        zt__group_read(e, g, grad ? 3 : 0, pr->offset + i0, k);
         if (grad) /* the accumulated sums, as the gradient of the mean loss over the tokens so far */
             for (int64_t i = 0; i < k; i++) e->h_stage[i] = (float)(e->h_stage[i] * to_mean);
         memcpy(host + i0, e->h_stage, (size_t)k * sizeof(float));
@@ -5229,11 +5495,24 @@ static zt_result zt__declare(zt_engine *e) {
             g->numel = p->offset + n;
             if (n > 0 && !(p->flags & ZT_PARAM_FROZEN)) g->trainable = 1;
         }
-        g->numel = ZT__CDIV(g->numel, ZT__PARAM_ALIGN) * ZT__PARAM_ALIGN;
+        /* world x shard elements, the shard a multiple of the alignment: any world size takes any model */
+        int64_t raw = g->numel;
+        g->shard = ZT__CDIV(ZT__CDIV(raw, ZT__PARAM_ALIGN), e->world) * ZT__PARAM_ALIGN;
+        g->numel = g->shard * e->world;
+        g->own = e->stage > 0 ? e->rank * g->shard : 0;
+        g->split_grad = e->stage >= 2 && g->trainable;
+        int64_t persist = e->opt.persistence_threshold >= 0 ? e->opt.persistence_threshold : 100000;
+        g->split_w = e->stage == 3 && raw > 0 && raw >= persist;
+        g->shared_with_others = 0;
         e->bparam[b] = ZT_PUSH(&e->meta, zt_tensor, ZT__MAX(1, e->block_count[b]));
         e->bgrad[b] = ZT_PUSH(&e->meta, zt_tensor, ZT__MAX(1, e->block_count[b]));
         e->saved[b] = zt_arena_push(&e->meta, ZT__MAX(1, e->types[b]->saved_bytes), 64);
     }
+    for (int b = 0; b < e->n_blocks; b++) /* tied uses: the owner's group is shared (only earlier blocks are tied to) */
+        for (int k = 0; k < e->block_count[b]; k++) {
+            const zt__param *p = &e->params[e->slots[e->block_first[b] + k]];
+            if (p->tied >= 0 && e->params[p->tied].block != b) e->groups[e->params[p->tied].block].shared_with_others = 1;
+        }
     return ZT_OK;
 }
 
@@ -5277,9 +5556,30 @@ static zt_result zt__check_options(zt_engine *e) {
                        "takes in one micro-batch (2^28)", (long long)o->micro_batch, (long long)e->T);
     if (o->precision == ZT_PRECISION_FP16 && o->static_loss_scale <= 0 && (o->loss_scale_window <= 0 || o->min_loss_scale <= 0))
         return zt_fail(ZT_ERROR_INVALID, "fp16 dynamic loss scaling needs loss_scale_window > 0 and min_loss_scale > 0");
+    if (o->zero_stage < 0 || o->zero_stage > 3)
+        return zt_fail(ZT_ERROR_INVALID, "zero_optimization.stage %d: ZeRO has stages 0, 1, 2 and 3", o->zero_stage);
     if (o->lr < 0 || o->eps <= 0 || o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1)
         return zt_fail(ZT_ERROR_INVALID, "optimizer settings out of range: learning rate %g, betas (%g, %g), eps %g",
                        (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->eps);
+    return ZT_OK;
+}
+
+static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, size_t need, size_t given);
+
+/* ZeRO-3: the gathered weights resident at once must stay within stage3_max_live_parameters */
+static zt_result zt__check_live(const zt_engine *e) {
+    if (e->stage < 3) return ZT_OK;
+    int64_t limit = e->opt.max_live_parameters > 0 ? e->opt.max_live_parameters : 1000000000, shared = 0, live = 0;
+    for (int b = 0; b < e->n_blocks; b++) {
+        const zt__group *g = &e->groups[b];
+        if (g->split_w && g->shared_with_others) live += g->numel;
+        else if (g->split_w) shared = ZT__MAX(shared, g->numel);
+    }
+    if (live + shared > limit)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "zero_optimization.stage3_max_live_parameters is %lld, but this model needs "
+                       "%lld gathered elements resident at once (a whole block, plus tied embeddings); zt gathers whole "
+                       "blocks and does not split them into sub-groups yet: raise the limit to at least %lld",
+                       (long long)limit, (long long)(live + shared), (long long)(live + shared));
     return ZT_OK;
 }
 
@@ -5330,8 +5630,15 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->opt.seq_len = e->T;
     e->wdtype = e->act = e->opt.precision == ZT_PRECISION_BF16 ? ZT_BF16
                        : e->opt.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
+    if (!e->planning) { /* a plan sets its world itself */
+        e->comm = e->opt.comm;
+        e->world = e->comm ? zt_comm_world(e->comm) : 1;
+        e->rank = e->comm ? zt_comm_rank(e->comm) : 0;
+    }
+    e->stage = e->opt.zero_stage;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
+    if ((r = zt__check_live(e)) != ZT_OK) return r;
     e->ckpt_text_bytes = 8192;
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].name) e->ckpt_text_bytes += 3 * (strlen(e->params[p].name) + 128);
@@ -5351,14 +5658,11 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         zt_arena_init_measure(&pinned, "pinned (measuring)");
         zt__layout(e, &dev, &pinned);
         size_t need = zt_arena_peak(&dev), pinned_need = zt_arena_peak(&pinned);
+        e->plan_device = need;
+        e->plan_pinned = pinned_need;
+        if (e->planning) return ZT_OK;
         size_t dev_bytes = e->opt.device_bytes ? e->opt.device_bytes : need;
-        if (dev_bytes < need) {
-            return zt_fail(ZT_ERROR_MEMORY, "the model needs %.1f MiB of device memory and %.1f MiB were given "
-                        "(parameters %.1f, gradients %.1f, master %.1f, Adam %.1f, activations %.1f, scratch %.1f, "
-                        "buffers %.1f MiB)", need / 1048576.0, dev_bytes / 1048576.0,
-                        e->mem[0] / 1048576.0, e->mem[1] / 1048576.0, e->mem[2] / 1048576.0, e->mem[3] / 1048576.0,
-                        e->mem[4] / 1048576.0, e->mem[5] / 1048576.0, e->mem[6] / 1048576.0);
-        }
+        if (dev_bytes < need) return zt__out_of_memory(e, model, need, dev_bytes);
         if ((r = zt_backend_reserve(e->be, dev_bytes, pinned_need)) != ZT_OK) return r;
         zt__layout(e, zt_backend_device_arena(e->be), zt_backend_pinned_arena(e->be));
     }
@@ -5418,6 +5722,116 @@ ZT_API void zt_shutdown(zt_engine *e) {
     free(e);
 }
 
+/* ---- the memory plan ---- */
+
+ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model, const zt_options *o, int world) {
+    memset(out, 0, sizeof *out);
+    if (world < 1) return zt_fail(ZT_ERROR_INVALID, "a plan needs at least one rank, not %d", world);
+    zt_engine *e = (zt_engine *)calloc(1, sizeof *e); /* planning time */
+    if (!e) return zt_fail(ZT_ERROR_MEMORY, "out of host memory planning");
+    e->opt = *o;
+    e->opt.comm = NULL;
+    e->opt.threads = 1; /* the backend only measures */
+    e->planning = 1;
+    e->world = world;
+    e->rank = 0; /* rank 0 holds the most: a bucket or a slice is never larger on another rank */
+    zt_result r = zt__init(e, model);
+    if (r == ZT_OK) {
+        out->world = world;
+        out->zero_stage = e->stage;
+        out->gradient_checkpointing = e->opt.gradient_checkpointing;
+        out->micro_batch = e->opt.micro_batch;
+        out->seq_len = e->T;
+        out->params = zt_engine_param_count(e);
+        memcpy(out->bytes, e->mem, sizeof out->bytes);
+        out->device = e->plan_device;
+        out->pinned = e->plan_pinned;
+    }
+    zt_shutdown(e);
+    return r;
+}
+
+ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
+    double P = (double)p->params, N = (double)p->world, MiB = 1048576.0;
+    fprintf(out, "memory plan: %lld parameters, %d rank%s, ZeRO stage %d, micro-batch %lld x %lld tokens, "
+            "activation checkpointing %s; per rank:\n", (long long)p->params, p->world, p->world > 1 ? "s" : "",
+            p->zero_stage, (long long)p->micro_batch, (long long)p->seq_len, p->gradient_checkpointing ? "on" : "off");
+    for (int c = 0; c < ZT_MEM_COUNT; c++)
+        fprintf(out, "  %-18s %12.2f MiB\n", zt__mem_names[c], (double)p->bytes[c] / MiB);
+    size_t states = p->bytes[ZT_MEM_PARAMS] + p->bytes[ZT_MEM_GRADS] + p->bytes[ZT_MEM_MASTER] + p->bytes[ZT_MEM_ADAM];
+    /* the ZeRO paper's model states for 16-bit training with Adam (K = 12) */
+    double paper = p->zero_stage == 0 ? 16 * P : p->zero_stage == 1 ? 4 * P + 12 * P / N
+                 : p->zero_stage == 2 ? 2 * P + 14 * P / N : 16 * P / N;
+    fprintf(out, "  %-18s %12.2f MiB\n", "total", (double)p->device / MiB);
+    fprintf(out, "  model states %.2f MiB; the ZeRO paper's %s for 16-bit training: %.2f MiB (zt keeps gradients in "
+            "fp32: 2 bytes more per %s)\n", (double)states / MiB,
+            p->zero_stage == 0 ? "16P" : p->zero_stage == 1 ? "4P + 12P/N" : p->zero_stage == 2 ? "2P + 14P/N" : "16P/N",
+            paper / MiB, p->zero_stage < 2 ? "parameter" : "parameter per rank");
+}
+
+/* settings in order of cost: what a step pays for the memory it saves */
+static const struct { int stage, ckpt; } zt__fit_order[] = {{0, 0}, {1, 0}, {2, 0}, {2, 1}, {3, 0}, {3, 1}};
+
+ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const zt_options *o, int world,
+                             size_t device_bytes, FILE *log) {
+    for (int64_t mb = o->micro_batch; mb >= 1; mb /= 2) {
+        if (mb != o->micro_batch && o->micro_batch % mb != 0) continue;
+        for (size_t i = 0; i < sizeof zt__fit_order / sizeof zt__fit_order[0]; i++) {
+            zt_options t = *o;
+            t.zero_stage = zt__fit_order[i].stage;
+            t.gradient_checkpointing = o->gradient_checkpointing || zt__fit_order[i].ckpt;
+            if (i > 0 && t.zero_stage == zt__fit_order[i - 1].stage && o->gradient_checkpointing) continue; /* the same */
+            t.micro_batch = mb;
+            t.grad_accum = o->grad_accum * (o->micro_batch / mb);
+            t.device_bytes = 0;
+            zt_memory_plan p;
+            zt_result r = zt_plan_memory(&p, model, &t, world);
+            if (r != ZT_OK) return r;
+            if (p.device <= device_bytes) {
+                *fits = t;
+                if (log)
+                    fprintf(log, "fits: ZeRO stage %d, activation checkpointing %s, micro-batch %lld x %lld accumulation: "
+                            "%.2f MiB of %.2f MiB\n", t.zero_stage, t.gradient_checkpointing ? "on" : "off",
+                            (long long)mb, (long long)t.grad_accum, (double)p.device / 1048576.0,
+                            (double)device_bytes / 1048576.0);
+                return ZT_OK;
+            }
+            if (log)
+                fprintf(log, "rejected: ZeRO stage %d, activation checkpointing %s, micro-batch %lld: %.2f MiB (parameters "
+                        "%.2f, gradients %.2f, master %.2f, Adam %.2f, activations %.2f, buckets %.2f, scratch %.2f, "
+                        "buffers %.2f)\n", t.zero_stage, t.gradient_checkpointing ? "on" : "off", (long long)mb,
+                        (double)p.device / 1048576.0, p.bytes[0] / 1048576.0, p.bytes[1] / 1048576.0,
+                        p.bytes[2] / 1048576.0, p.bytes[3] / 1048576.0, p.bytes[4] / 1048576.0, p.bytes[5] / 1048576.0,
+                        p.bytes[6] / 1048576.0, p.bytes[7] / 1048576.0);
+        }
+    }
+    return zt_fail(ZT_ERROR_MEMORY, "nothing fits in %.2f MiB per rank at %d rank%s: not ZeRO-3 with activation "
+                   "checkpointing and a micro-batch of 1", (double)device_bytes / 1048576.0, world, world > 1 ? "s" : "");
+}
+
+/* the error before step 1: the largest category, the shortfall, and the cheapest settings that fit */
+static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, size_t need, size_t given) {
+    int big = 0;
+    for (int c = 1; c < ZT_MEM_COUNT; c++) if (e->mem[c] > e->mem[big]) big = c;
+    char hint[256] = "nothing fits: not ZeRO-3 with activation checkpointing and a micro-batch of 1";
+    zt_options fits;
+    if (zt_plan_fit(&fits, model, &e->opt, e->world, given, NULL) == ZT_OK)
+        snprintf(hint, sizeof hint, "zero_optimization.stage %d%s%s would fit", fits.zero_stage,
+                 fits.gradient_checkpointing && !e->opt.gradient_checkpointing ? " with --gradient_checkpointing" : "",
+                 fits.micro_batch != e->opt.micro_batch ? " and a smaller micro-batch (zt_train --plan --fit)" : "");
+    return zt_fail(ZT_ERROR_MEMORY, "out of device memory before step 1: each rank needs %.2f MiB, %.2f MiB were given "
+                   "(%.2f MiB short); the largest part is %s (%.2f MiB) at ZeRO stage %d; %s", need / 1048576.0,
+                   given / 1048576.0, (need - given) / 1048576.0, zt__mem_names[big], e->mem[big] / 1048576.0, e->stage, hint);
+}
+
+ZT_API void zt_memory_stats(zt_engine *e, size_t planned[ZT_MEM_COUNT], size_t peak[ZT_MEM_COUNT]) {
+    for (int c = 0; c < ZT_MEM_COUNT; c++) {
+        if (planned) planned[c] = e->mem[c];
+        if (peak) peak[c] = c == ZT_MEM_ACTIVATIONS ? zt_arena_peak(&e->keep)
+                          : c == ZT_MEM_SCRATCH ? zt_arena_peak(&e->scratch) : e->mem[c];
+    }
+}
+
 ZT_API const zt_options *zt_engine_options(const zt_engine *e) { return &e->opt; }
 ZT_API zt_backend *zt_engine_backend(zt_engine *e) { return e->be; }
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e) { return e->has_cfg ? &e->cfg : NULL; }
@@ -5440,23 +5854,30 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
     int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
     e->batch.dloss = e->scaler.scale / (float)(e->B * e->T);
     zt__run(e, 1);
+    e->micro++;
     double sum = zt__loss_sum(e, e->B * e->T);
     e->tokens_in_step += valid;
     e->loss_sum += sum;
     return valid ? (float)(sum / (double)valid) : 0.0f;
 }
 
-/* data parallelism: every rank's gradients summed in buckets, and the step's token count and loss sum,
-   so the step is the one a single process would take over all ranks' rows (in rank order, exactly) */
+/* Data parallelism: the step's token count and loss sum across ranks, and the gradients: stage 0
+   all-reduces them in buckets, stage 1 reduce-scatters them (each rank keeps the sum of its slice),
+   stages 2 and 3 have already reduced them during backward. Sums run in rank order, so the step is the
+   one a single process would take over all ranks' rows, and every stage gets the same bits. */
 static void zt__sum_across_ranks(zt_engine *e) {
-    zt_comm *c = e->opt.comm;
+    zt_comm *c = e->comm;
     int64_t bucket = e->opt.reduce_bucket_size > 0 ? e->opt.reduce_bucket_size : 500000000;
     for (int b = 0; b < e->n_blocks; b++) {
         const zt__group *g = &e->groups[b];
         if (!g->trainable) continue;
-        int64_t n = zt_numel(g->grad);
-        for (int64_t o = 0; o < n; o += bucket) /* a bucket never exceeds the group it serves */
-            zt_all_reduce(e->s, c, zt_view(g->grad, o, zt_shape1(ZT__MIN(bucket, n - o))), ZT_REDUCE_SUM);
+        if (e->stage == 0) {
+            int64_t n = zt_numel(g->grad);
+            for (int64_t o = 0; o < n; o += bucket) /* a bucket never exceeds the group it serves */
+                zt_all_reduce(e->s, c, zt_view(g->grad, o, zt_shape1(ZT__MIN(bucket, n - o))), ZT_REDUCE_SUM);
+        } else if (e->stage == 1) {
+            zt__reduce_slices(e, g->grad, g->shard);
+        }
     }
     e->h_stats[0] = (float)e->tokens_in_step; /* exact up to 2^24 tokens a step */
     e->h_stats[1] = (float)e->loss_sum;
@@ -5468,28 +5889,74 @@ static void zt__sum_across_ranks(zt_engine *e) {
     e->loss_sum = e->h_stats[1];
 }
 
+/* The squared global gradient norm: one partial per (group, rank slice), in every stage, combined in
+   that order; a rank computes the partials of the slices it holds summed, the others are zero there
+   and the partials are summed across ranks (adding zeros is exact). */
+static double zt__grad_sumsq(zt_engine *e) {
+    int W = e->world;
+    for (int b = 0; b < e->n_blocks; b++) {
+        const zt__group *g = &e->groups[b];
+        for (int r = 0; r < W; r++) {
+            zt_tensor part = zt_view(e->norm_parts, (int64_t)b * W + r, zt_shape1(1));
+            if (g->trainable && (e->stage == 0 || r == e->rank))
+                zt_sumsq(e->s, part, g->split_grad ? g->grad : zt_view(g->grad, (int64_t)r * g->shard, zt_shape1(g->shard)));
+            else
+                zt_fill(e->s, part, 0.0f);
+        }
+    }
+    if (e->stage > 0 && W > 1) zt_all_reduce(e->s, e->comm, e->norm_parts, ZT_REDUCE_SUM);
+    int64_t n = (int64_t)e->n_blocks * W;
+    zt_copy(e->s, zt_tensor_make(e->h_norms, ZT_F32, ZT_HOST, zt_shape1(n)), e->norm_parts);
+    zt_stream_sync(e->s);
+    double sq = 0.0;
+    for (int64_t i = 0; i < n; i++) sq += e->h_norms[i];
+    return sq;
+}
+
+/* AdamW over this rank's slice of every trainable group, a parameter at a time (each has its own
+   weight decay), then the updated weights gathered where every rank holds them whole */
+static void zt__update(zt_engine *e, float lr, double grad_scale) {
+    for (int p = 0; p < e->n_params; p++) {
+        const zt__param *pr = &e->params[p];
+        int64_t n = zt__numel_of(pr->shape);
+        if (pr->tied >= 0 || n == 0 || pr->flags & ZT_PARAM_FROZEN) continue;
+        const zt__group *g = &e->groups[pr->block];
+        int64_t owned = e->stage > 0 ? g->shard : g->numel;
+        int64_t lo = ZT__MAX(pr->offset, g->own), hi = ZT__MIN(pr->offset + n, g->own + owned);
+        if (hi <= lo) continue;
+        zt_shape k = zt_shape1(hi - lo);
+        zt_tensor w = zt_view(g->w, lo - (g->split_w ? g->own : 0), k);
+        zt_tensor master = zt__present(g->master) ? zt_view(g->master, lo - g->own, k) : w;
+        zt_adamw_params ap = zt_adamw_params_default();
+        ap.lr = lr;
+        ap.beta1 = e->opt.beta1;
+        ap.beta2 = e->opt.beta2;
+        ap.eps = e->opt.eps;
+        ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? e->opt.weight_decay : 0.0f;
+        ap.grad_scale = (float)grad_scale;
+        ap.step = e->adam_step;
+        ap.l2 = !e->opt.adam_w_mode;
+        zt_adamw(e->s, master, zt_view(g->m, lo - g->own, k), zt_view(g->v, lo - g->own, k),
+                 zt_view(g->grad, lo - (g->split_grad ? g->own : 0), k), zt__present(g->master) ? &w : NULL, ap);
+    }
+    for (int b = 0; b < e->n_blocks && e->stage > 0; b++) {
+        zt__group *g = &e->groups[b];
+        if (g->trainable && !g->split_w) zt__gather_slices(e, g->w, g->shard, zt_view(g->w, g->own, zt_shape1(g->shard)));
+    }
+    zt__weights_changed(e);
+}
+
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
-    if (e->opt.comm && zt_comm_world(e->opt.comm) > 1) zt__sum_across_ranks(e);
+    if (e->world > 1) zt__sum_across_ranks(e);
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
     info.loss_scale = e->scaler.scale;
     double to_mean = zt__to_mean(e);
-    /* the global norm: one partial per group, combined in group order */
-    for (int b = 0; b < e->n_blocks; b++) {
-        const zt__group *g = &e->groups[b];
-        zt_tensor part = zt_view(e->norm_parts, b, zt_shape1(1));
-        if (g->trainable) zt_sumsq(e->s, part, g->grad);
-        else zt_fill(e->s, part, 0.0f);
-    }
-    zt_copy(e->s, zt_tensor_make(e->h_norms, ZT_F32, ZT_HOST, zt_shape1(e->n_blocks)), e->norm_parts);
-    zt_stream_sync(e->s);
-    double sq = 0.0;
-    for (int b = 0; b < e->n_blocks; b++) sq += e->h_norms[b];
-    double norm = sqrt(sq) * to_mean;
+    double norm = sqrt(zt__grad_sumsq(e)) * to_mean;
     info.grad_norm = (float)norm;
-    int overflow = !isfinite(norm);
+    int overflow = !isfinite(norm); /* the same on every rank: the partials were summed across them */
     e->step++;
     info.step = e->step;
     if (overflow && (e->opt.precision == ZT_PRECISION_FP16 ||
@@ -5502,25 +5969,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
         float lr = zt_schedule_lr(&e->opt, e->sched_step);
         info.lr = lr;
         e->adam_step++;
-        for (int p = 0; p < e->n_params; p++) {
-            const zt__param *pr = &e->params[p];
-            int64_t n = zt__numel_of(pr->shape);
-            if (pr->tied >= 0 || n == 0 || pr->flags & ZT_PARAM_FROZEN) continue;
-            const zt__group *g = &e->groups[pr->block];
-            zt_tensor w = zt_view(g->w, pr->offset, zt_shape1(n));
-            zt_tensor master = zt__present(g->master) ? zt_view(g->master, pr->offset, zt_shape1(n)) : w;
-            zt_adamw_params ap = zt_adamw_params_default();
-            ap.lr = lr;
-            ap.beta1 = e->opt.beta1;
-            ap.beta2 = e->opt.beta2;
-            ap.eps = e->opt.eps;
-            ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? e->opt.weight_decay : 0.0f;
-            ap.grad_scale = (float)(to_mean * clip);
-            ap.step = e->adam_step;
-            ap.l2 = !e->opt.adam_w_mode;
-            zt_adamw(e->s, master, zt_view(g->m, pr->offset, zt_shape1(n)), zt_view(g->v, pr->offset, zt_shape1(n)),
-                     zt_view(g->grad, pr->offset, zt_shape1(n)), zt__present(g->master) ? &w : NULL, ap);
-        }
+        zt__update(e, lr, to_mean * clip);
         e->sched_step++;
         zt__scaler_update(e, 0);
     }
@@ -5529,6 +5978,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_stream_sync(e->s);
     e->tokens_in_step = 0;
     e->loss_sum = 0.0;
+    e->micro = 0;
     return info;
 }
 
@@ -5629,19 +6079,18 @@ ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prom
 
 ZT_API void zt_memory_report(zt_engine *e, const char *label) {
     zt_arena *dev = zt_backend_device_arena(e->be);
+    size_t planned[ZT_MEM_COUNT], peak[ZT_MEM_COUNT];
+    zt_memory_stats(e, planned, peak);
     char line[1024];
-    int n = snprintf(line, sizeof line, "memory %s | device %.2f MiB (peak %.2f of %.2f)", label ? label : "",
-                     dev->used / 1048576.0, zt_arena_peak(dev) / 1048576.0, dev->cap / 1048576.0);
-    for (int c = 0; c < ZT__MEM_COUNT && n < (int)sizeof line; c++) {
-        double mib = e->mem[c] / 1048576.0;
-        if (c == ZT__MEM_ACTIVATIONS)
-            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f (peak %.2f)", zt__mem_names[c], mib,
-                          zt_arena_peak(&e->keep) / 1048576.0);
-        else if (c == ZT__MEM_SCRATCH)
-            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f (peak %.2f)", zt__mem_names[c], mib,
-                          zt_arena_peak(&e->scratch) / 1048576.0);
+    int n = snprintf(line, sizeof line, "memory %s | rank %d | device %.2f MiB (peak %.2f of %.2f)", label ? label : "",
+                     e->rank, dev->used / 1048576.0, zt_arena_peak(dev) / 1048576.0, dev->cap / 1048576.0);
+    for (int c = 0; c < ZT_MEM_COUNT && n < (int)sizeof line; c++) {
+        if (planned[c] == 0) continue;
+        if (c == ZT_MEM_ACTIVATIONS || c == ZT_MEM_SCRATCH)
+            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f (peak %.2f)", zt__mem_names[c],
+                          planned[c] / 1048576.0, peak[c] / 1048576.0);
         else
-            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f", zt__mem_names[c], mib);
+            n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f", zt__mem_names[c], planned[c] / 1048576.0);
     }
     zt_log(ZT_LOG_INFO, "%s | pinned host %.2f MiB", line, zt_backend_pinned_arena(e->be)->used / 1048576.0);
 }
@@ -5940,13 +6389,6 @@ static int zt__ckpt_items(const zt_engine *e, zt__ckpt_item *items) {
     return n;
 }
 
-static zt_tensor zt__ckpt_source(const zt_engine *e, zt__ckpt_item it) {
-    const zt__param *pr = &e->params[it.param];
-    const zt__group *g = &e->groups[pr->block];
-    zt_tensor src = it.what == 1 ? g->m : it.what == 2 ? g->v : zt__present(g->master) ? g->master : g->w;
-    return zt_view(src, pr->offset, zt_shape1(zt__param_host_numel(e, pr)));
-}
-
 static zt_result zt__pwrite_all(int fd, const void *buf, size_t n, off_t at, const char *path) {
     const uint8_t *p = (const uint8_t *)buf;
     while (n > 0) {
@@ -5991,30 +6433,33 @@ static size_t zt__ckpt_header(zt_engine *e, const zt__ckpt_item *items, int n_it
     return n;
 }
 
+/* Every rank takes part (state split across ranks is gathered a chunk at a time); rank 0 writes the
+   file (path NULL elsewhere). After an error rank 0 goes on gathering, so no rank waits for ever. */
 static zt_result zt__ckpt_write_tensors(zt_engine *e, const char *path) {
     zt__ckpt_item *items = e->ckpt_items;
     int n_items = zt__ckpt_items(e, items);
     size_t hlen = zt__ckpt_header(e, items, n_items);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
+    int fd = -1;
+    zt_result r = ZT_OK;
+    if (path && (fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        r = zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
     uint8_t len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)hlen >> (8 * i));
-    zt_result r = zt__pwrite_all(fd, len8, 8, 0, path);
-    if (r == ZT_OK) r = zt__pwrite_all(fd, e->ckpt_text, hlen, 8, path);
+    if (fd >= 0) r = zt__pwrite_all(fd, len8, 8, 0, path);
+    if (fd >= 0 && r == ZT_OK) r = zt__pwrite_all(fd, e->ckpt_text, hlen, 8, path);
     off_t at = (off_t)(8 + hlen);
-    for (int i = 0; i < n_items && r == ZT_OK; i++) {
-        zt_tensor src = zt__ckpt_source(e, items[i]);
-        int64_t n = zt_numel(src);
-        for (int64_t i0 = 0; i0 < n && r == ZT_OK; i0 += ZT__STAGE_FLOATS) {
+    for (int i = 0; i < n_items; i++) {
+        const zt__param *pr = &e->params[items[i].param];
+        int64_t n = zt__param_host_numel(e, pr);
+        for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
             int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
-            zt_copy(e->s, zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(src, i0, zt_shape1(k)));
-            zt_stream_sync(e->s);
-            r = zt__pwrite_all(fd, e->h_stage, (size_t)k * 4, at, path);
+            zt__group_read(e, &e->groups[pr->block], items[i].what, pr->offset + i0, k);
+            if (fd >= 0 && r == ZT_OK) r = zt__pwrite_all(fd, e->h_stage, (size_t)k * 4, at, path);
             at += (off_t)k * 4;
         }
     }
-    if (r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", path, strerror(errno));
-    close(fd);
+    if (fd >= 0 && r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
     return r;
 }
 
@@ -6026,14 +6471,14 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      "{\n  \"zt_version\": \"%s\",\n  \"global_step\": %lld,\n  \"adam_step\": %lld,\n"
                      "  \"schedule_step\": %lld,\n  \"loss_scale\": %.9g,\n  \"hysteresis_left\": %d,\n"
                      "  \"last_overflow\": %lld,\n  \"scaler_iter\": %lld,\n  \"data_epoch\": %lld,\n"
-                     "  \"data_index\": %lld,\n  \"world_size\": 1,\n  \"parameters\": %d,\n"
+                     "  \"data_index\": %lld,\n  \"world_size\": %d,\n  \"zero_stage\": %d,\n  \"parameters\": %d,\n"
                      "  \"settings\": {\"precision\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, "
                      "\"gradient_accumulation_steps\": %lld, \"learning_rate\": %.9g, \"weight_decay\": %.9g, "
                      "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
                      "\"max_steps\": %lld, \"seed\": %llu}\n}\n",
                      ZT_VERSION_STRING, (long long)e->step, (long long)e->adam_step, (long long)e->sched_step,
                      (double)e->scaler.scale, e->scaler.hysteresis_left, (long long)e->scaler.last_overflow, (long long)e->scaler.iter,
-                     (long long)epoch, (long long)index, zt__ckpt_items(e, NULL),
+                     (long long)epoch, (long long)index, e->world, e->stage, zt__ckpt_items(e, NULL),
                      o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32",
                      (long long)o->micro_batch, (long long)e->T, (long long)o->grad_accum, (double)o->lr,
                      (double)o->weight_decay, (double)o->beta1, (double)o->beta2, (double)o->eps,
@@ -6069,6 +6514,7 @@ ZT_API int64_t zt_engine_step(const zt_engine *e) { return e->step; }
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
     char tag[64], final[ZT__PATH], tmp[ZT__PATH], file[ZT__PATH], old[ZT__PATH], latest[ZT__PATH];
     zt_result r;
+    if (e->rank > 0) return zt__ckpt_write_tensors(e, NULL); /* rank 0 writes what all hold */
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return zt_fail(ZT_ERROR_IO, "cannot create the checkpoint directory %s: %s", dir, strerror(errno));
     snprintf(tag, sizeof tag, "global_step%lld", (long long)e->step);
@@ -6173,21 +6619,17 @@ static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path) {
                             (long long)count, (long long)b0, (long long)b1, (unsigned long long)data_bytes);
             offsets[i] = b0;
         }
-        for (int i = 0; i < n_items && r == ZT_OK; i++) {
+        for (int i = 0; i < n_items && r == ZT_OK; i++) { /* each rank copies the parts it holds */
             zt__ckpt_item it = e->ckpt_items[i];
             const zt__param *pr = &e->params[it.param];
-            const zt__group *g = &e->groups[pr->block];
-            zt_tensor dst = zt__ckpt_source(e, it);
-            int64_t n = zt_numel(dst);
+            int64_t n = zt__param_host_numel(e, pr);
             for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
                 int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
                 memcpy(e->h_stage, data + offsets[i] + i0 * 4, (size_t)k * 4);
-                zt_copy(e->s, zt_view(dst, i0, zt_shape1(k)), zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k)));
-                zt_stream_sync(e->s);
+                zt__group_write(e, &e->groups[pr->block], it.what, pr->offset + i0, k);
             }
-            if (it.what == 0 && zt__present(g->master)) /* the working copy from the master */
-                zt_cast(e->s, zt_view(g->w, pr->offset, zt_shape1(n)), dst);
         }
+        zt__weights_changed(e);
         free(offsets);
         zt_stream_sync(e->s);
     }
@@ -6262,8 +6704,7 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     if (params != zt__ckpt_items(e, NULL))
         return zt_fail(ZT_ERROR_FORMAT, "%s holds %lld tensors, this model has %d: it was saved from another model", file,
                        (long long)params, zt__ckpt_items(e, NULL));
-    if (world != 1)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s was saved by %lld ranks; this version resumes one", file, (long long)world);
+    (void)world; /* tensors are saved whole and unpadded: any world size and ZeRO stage resumes them */
     if ((r = zt__path(file, path, ZT__CKPT_TENSORS)) || (r = zt__ckpt_read_tensors(e, file))) return r;
     e->step = step;
     e->adam_step = adam;

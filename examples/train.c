@@ -25,7 +25,8 @@ typedef struct args {
     int32_t eot;
     int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
     double temperature, top_p;
-    int eval, print_config;
+    int eval, print_config, plan;
+    const char *fit;
 } args;
 
 typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
@@ -35,6 +36,8 @@ static const flag FLAGS[] = {
     FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
     FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (DeepSpeed " ZT_DEEPSPEED_VERSION "'s meaning)"),
     FLAG("print_config", F_BOOL, print_config, "false", "print the effective configuration as JSON and stop"),
+    FLAG("plan", F_BOOL, plan, "false", "print each rank's memory for --num_processes ranks and stop (nothing is allocated)"),
+    FLAG("fit", F_STR, fit, "", "with --plan: the cheapest settings that fit this much device memory per rank (e.g. 80GiB)"),
     FLAG("data", F_STR, data, "", "token files: a file, a glob or a comma-separated list"),
     FLAG("val_data", F_STR, val_data, "", "validation token files"),
     FLAG("data_format", F_FORMAT, format, "auto", "auto (llm.c header; text for *.txt), u16, u32 or text"),
@@ -235,12 +238,62 @@ static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
     return count ? sum / (double)count : 0.0;
 }
 
+/* --plan: no ranks are started; the launcher's flags are read here (only --num_processes matters) */
+static int plan_world(int *argc, char **argv) {
+    static const char *launcher[] = {"--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
+                                     "--main_process_port", "--rdzv_id"};
+    int n = 1, out = 1;
+    for (int i = 1; i < *argc; i++) {
+        size_t len = strcspn(argv[i], "=");
+        int hit = -1;
+        for (int k = 0; k < 6; k++)
+            if (len == strlen(launcher[k]) && strncmp(argv[i], launcher[k], len) == 0) hit = k;
+        if (hit < 0) {
+            argv[out++] = argv[i];
+            continue;
+        }
+        const char *v = argv[i][len] == '=' ? argv[i] + len + 1 : i + 1 < *argc ? argv[++i] : "";
+        if (hit == 0) n = atoi(v);
+    }
+    *argc = out;
+    return n;
+}
+
+static int is_plan(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--plan=true") == 0 || strcmp(argv[i], "--plan=1") == 0)
+            return 1;
+    return 0;
+}
+
+/* --plan [--fit SIZE]: each rank's memory by category, from the same layout code zt_init runs */
+static int plan(const zt_model_spec *spec, const zt_options *o, const args *a) {
+    zt_memory_plan p;
+    if (zt_plan_memory(&p, spec, o, world) != ZT_OK) return fail(NULL);
+    zt_memory_plan_print(&p, stdout);
+    if (*a->fit) {
+        size_t bytes;
+        zt_options fits;
+        if (zt_parse_bytes(a->fit, &bytes) != ZT_OK) {
+            fprintf(stderr, "zt_train: --fit expects a size such as 80GiB, 24GB or 512MiB, found \"%s\"\n", a->fit);
+            return 2;
+        }
+        printf("\nfitting %s per rank:\n", a->fit);
+        if (zt_plan_fit(&fits, spec, o, world, bytes, stdout) != ZT_OK) return fail(NULL);
+        if (zt_plan_memory(&p, spec, &fits, world) != ZT_OK) return fail(NULL);
+        zt_memory_plan_print(&p, stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     /* --num_processes N: this process becomes the launcher of N ranks, or is one of them */
     zt_comm *comm = NULL;
-    int launched_code = 0;
-    if (zt_launch(&argc, argv, &comm, &launched_code)) return launched_code;
-    rank = zt_comm_rank(comm), world = zt_comm_world(comm);
+    int launched_code = 0, planning = is_plan(argc, argv);
+    if (planning) world = plan_world(&argc, argv);
+    else if (zt_launch(&argc, argv, &comm, &launched_code)) return launched_code;
+    else rank = zt_comm_rank(comm), world = zt_comm_world(comm);
+    if (world < 1) return fprintf(stderr, "zt_train: --num_processes must be at least 1\n"), 2;
     if (rank > 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 prints; the others only errors */
     args a;
     memset(&a, 0, sizeof a);
@@ -267,6 +320,7 @@ int main(int argc, char **argv) {
         zt_ds_config_print(&ds, &o, stdout);
         return 0;
     }
+    if (planning) return plan(&spec, &o, &a);
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
     const zt_model_config *mc = zt_engine_model_config(e);
@@ -353,23 +407,23 @@ int main(int argc, char **argv) {
                        (double)zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))) / (1 << 30), s.skipped ? " | skipped" : "");
                 fflush(stdout);
             }
-            if (s.step == 1) zt_memory_report(e, "after the first step");
+            if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
             if (a.eval_steps > 0 && val && s.step % a.eval_steps == 0) {
                 double v = evaluate(e, val, evalbuf);
                 printf("step %lld | val_loss %.6f\n", (long long)s.step, v);
                 if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
             }
-            if (rank == 0 && a.save_steps > 0 && s.step % a.save_steps == 0) { /* every rank holds the same state */
+            if (a.save_steps > 0 && s.step % a.save_steps == 0) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
                 if (n_saved < 64) saved[n_saved++] = s.step;
                 while (a.save_total_limit > 0 && n_saved > a.save_total_limit) {
-                    zt_remove_checkpoint(a.output_dir, saved[0]);
+                    if (rank == 0) zt_remove_checkpoint(a.output_dir, saved[0]);
                     memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--n_saved);
                 }
-                write_svg(a.output_dir);
+                if (rank == 0) write_svg(a.output_dir);
             }
         }
-        if (rank == 0 && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
+        if ((n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
             return fail("saving"); /* the last step, unless --save_steps just saved it */
         if (rank == 0) write_svg(a.output_dir);
     }
