@@ -324,6 +324,7 @@ launcher_checks() {
         fail "zt_train --num_processes 2 and one process at twice the batch disagree (worst ${worst:-?})"
     fi
     rendezvous_checks "$text"
+    zero_checks "$text"
     local rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?
@@ -332,6 +333,55 @@ launcher_checks() {
     else
         fail "a killed rank did not stop the job with its number:"
         tail -n 10 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# ZeRO through zt_train: 4 ranks at stage 3 (examples/configs/zero3.json) save the same checkpoint as
+# stage 0, bit for bit; with accumulation, stage 3 saves stage 2's; --plan answers for 1024 ranks and
+# --plan --fit finds a setting
+zero_checks() {
+    local text=$1 dir=$B/check/zero st
+    local f=(--model examples/models/byte-small --data "$text" --max_steps 3 --seq_len 32 --logging_steps 0
+             --threads 1 --bf16 --per_device_train_batch_size 2 --max_grad_norm 0.5)
+    rm -rf $dir && mkdir -p $dir
+    for st in 0 2; do # zero3.json with another stage
+        sed "s/\"stage\": 3/\"stage\": $st/" examples/configs/zero3.json >$dir/stage$st.json
+    done
+    local ok=1
+    $B/zt_train "${f[@]}" --num_processes 4 --config examples/configs/zero3.json --output_dir $dir/s3 >/dev/null 2>&1 &&
+        $B/zt_train "${f[@]}" --num_processes 4 --config $dir/stage0.json --output_dir $dir/s0 >/dev/null 2>&1 &&
+        cmp -s $dir/s0/global_step3/zt_rank_00000.safetensors $dir/s3/global_step3/zt_rank_00000.safetensors || ok=0
+    if [[ $ok == 1 ]]; then
+        pass "zt_train --num_processes 4 at ZeRO stage 3 saves stage 0's weights and Adam state, bit for bit"
+    else
+        fail "zt_train --num_processes 4: ZeRO stage 3 and stage 0 differ (or did not run)"
+    fi
+    ok=1
+    $B/zt_train "${f[@]}" --num_processes 2 --gradient_accumulation_steps 2 --config examples/configs/zero3.json \
+        --output_dir $dir/a3 >/dev/null 2>&1 &&
+        $B/zt_train "${f[@]}" --num_processes 2 --gradient_accumulation_steps 2 --config $dir/stage2.json \
+            --output_dir $dir/a2 >/dev/null 2>&1 &&
+        cmp -s $dir/a2/global_step3/zt_rank_00000.safetensors $dir/a3/global_step3/zt_rank_00000.safetensors || ok=0
+    if [[ $ok == 1 ]]; then
+        pass "with gradient accumulation, ZeRO stage 3 saves stage 2's state, bit for bit"
+    else
+        fail "with gradient accumulation, ZeRO stages 2 and 3 differ (or did not run)"
+    fi
+    local out
+    out=$($B/zt_train --model examples/models/byte-small --config examples/configs/zero3.json --bf16 --plan \
+        --num_processes 1024 2>&1) || true
+    if grep -q '1024 ranks, ZeRO stage 3' <<<"$out" && grep -q '^  total ' <<<"$out"; then
+        pass "zt_train --plan answers for 1024 ranks without starting them"
+    else
+        fail "zt_train --plan --num_processes 1024 did not answer:"
+        tail -n 5 <<<"$out" | sed 's/^/    /'
+    fi
+    out=$($B/zt_train --model examples/models/byte-small --bf16 --plan --num_processes 4 --fit 12MiB 2>&1) || true
+    if grep -q '^rejected: ZeRO stage 0' <<<"$out" && grep -q '^fits: ZeRO stage' <<<"$out"; then
+        pass "zt_train --plan --fit names the cheapest setting that fits and the plans it rejected"
+    else
+        fail "zt_train --plan --fit did not answer:"
+        tail -n 5 <<<"$out" | sed 's/^/    /'
     fi
 }
 
