@@ -348,13 +348,24 @@ zero_checks() {
         sed "s/\"stage\": 3/\"stage\": $st/" examples/configs/zero3.json >$dir/stage$st.json
     done
     local ok=1
-    $B/zt_train "${f[@]}" --num_processes 4 --config examples/configs/zero3.json --output_dir $dir/s3 >/dev/null 2>&1 &&
+    $B/zt_train "${f[@]}" --num_processes 4 --config examples/configs/zero3.json --save_steps 2 --output_dir $dir/s3 \
+        >/dev/null 2>&1 &&
         $B/zt_train "${f[@]}" --num_processes 4 --config $dir/stage0.json --output_dir $dir/s0 >/dev/null 2>&1 &&
         cmp -s $dir/s0/global_step3/zt_rank_00000.safetensors $dir/s3/global_step3/zt_rank_00000.safetensors || ok=0
     if [[ $ok == 1 ]]; then
         pass "zt_train --num_processes 4 at ZeRO stage 3 saves stage 0's weights and Adam state, bit for bit"
     else
         fail "zt_train --num_processes 4: ZeRO stage 3 and stage 0 differ (or did not run)"
+    fi
+    ok=1 # the stage-3 checkpoint of step 2 resumed at stage 0: the same step 3
+    mkdir -p $dir/r0 && cp -r $dir/s3/global_step2 $dir/r0/ && echo global_step2 >$dir/r0/latest &&
+        $B/zt_train "${f[@]}" --num_processes 4 --config $dir/stage0.json --resume $dir/r0 --output_dir $dir/r0 \
+            >/dev/null 2>&1 &&
+        cmp -s $dir/s3/global_step3/zt_rank_00000.safetensors $dir/r0/global_step3/zt_rank_00000.safetensors || ok=0
+    if [[ $ok == 1 ]]; then
+        pass "a ZeRO-3 checkpoint resumed at stage 0 continues bit for bit (checkpoints are whole, for any stage)"
+    else
+        fail "a ZeRO-3 checkpoint resumed at stage 0 did not continue the same run"
     fi
     ok=1
     $B/zt_train "${f[@]}" --num_processes 2 --gradient_accumulation_steps 2 --config examples/configs/zero3.json \
