@@ -561,8 +561,8 @@ typedef struct zt_options {
     int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
     const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
     uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
-    struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them at
-                                   each step, in buckets; NULL: one process */
+    struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them in
+                                   buckets, and zero_stage splits the state across them; NULL: one process */
     int64_t reduce_bucket_size; /* elements per gradient all-reduce or reduce-scatter, all ranks' pieces
                                    together; 0: DeepSpeed's 5e8 (a bucket never exceeds its group) */
     int64_t allgather_bucket_size; /* elements per all-gather of updated parameters (ZeRO 1-3); 0: 5e8 */
@@ -617,7 +617,8 @@ typedef struct zt_step_info {
 } zt_step_info;
 /* Clipping, the optimizer, the schedule and the loss scale; zeroes the gradients. */
 ZT_API zt_step_info zt_step(zt_engine *e);
-/* Mean loss of rows as zt_forward_backward defines them, without gradients; sum and count optional. */
+/* Mean loss of rows as zt_forward_backward defines them, without gradients; sum and count optional.
+   zt_eval and zt_generate gather weights under ZeRO-3: with several ranks, every rank calls them. */
 ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
                      int64_t n_rows, double *loss_sum, int64_t *count);
 /* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new). */
@@ -647,7 +648,7 @@ typedef struct zt_memory_plan {
 /* The memory each of `world` ranks needs for this model and these settings, without allocating it
    and without ranks (any world size: it is arithmetic over the same layout code zt_init runs). */
 ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model, const zt_options *o, int world);
-/* one line per category, then the total (and, given the ZeRO paper's model-state formula, beside it) */
+/* one line per category, the total, and the model states beside the ZeRO paper's formula */
 ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out);
 /* The cheapest settings whose plan fits device_bytes per rank: ZeRO stage, activation checkpointing,
    then smaller micro-batches (with more accumulation, so the global batch stays), in that order of
@@ -812,11 +813,16 @@ ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
 
 /* >>checkpoint ================================================================================= */
 
-/* DeepSpeed's layout: DIR/global_step{N}/ holds each rank's tensors (zt_rank_00000.safetensors: fp32
-   weights and Adam moments, unpadded) and zt_state.json (step, schedule, loss scale, data cursor,
+/* DeepSpeed's layout: DIR/global_step{N}/ holds the tensors (zt_rank_00000.safetensors: fp32 weights
+   and Adam moments, whole and unpadded) and zt_state.json (step, schedule, loss scale, data cursor,
    the resolved settings); DIR/latest names the newest. Files are written under a temporary name,
    fsync'd and renamed, so a run killed at any moment leaves the last good checkpoint loadable. Saving
-   allocates nothing: buffers are set aside at init. data (optional) contributes its cursor. */
+   allocates nothing: buffers are set aside at init. data (optional) contributes its cursor.
+   With several ranks every rank calls zt_save (under ZeRO the state is gathered from the ranks that
+   hold it, a chunk at a time) and rank 0 writes; every rank calls zt_load and takes its part. Whole
+   tensors mean any world size and ZeRO stage resumes any checkpoint. (DeepSpeed writes one shard per
+   rank instead; at thousands of ranks one writer becomes the bottleneck, and per-rank files are the
+   way forward then.) */
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
 /* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
    and settings must match the ones saved; data, if given, continues where it was. */
