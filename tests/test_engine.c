@@ -435,3 +435,56 @@ TEST(engine_frozen_parameters_stay_put) {
     CHECK(memcmp(w0, w1, sizeof w0) == 0);
     CHECK(memcmp(f0, f1, sizeof f0) != 0);
 }
+
+/* a block with every parameter frozen: its group holds no gradient, master or Adam state, in the plan
+   and so in memory, at every ZeRO stage */
+static void all_frozen_declare(zt_block_def *def, const void *config) {
+    const mlp_config *c = (const mlp_config *)config;
+    zt_block_param(def, "frozen.fc1.weight", zt_shape2(c->H, c->C), ZT_PARAM_FROZEN, ZT_INIT_NORMAL, 0.02f);
+    zt_block_param(def, "frozen.fc1.bias", zt_shape1(c->H), ZT_PARAM_FROZEN, ZT_INIT_ZEROS, 0);
+    zt_block_param(def, "frozen.fc2.weight", zt_shape2(c->C, c->H), ZT_PARAM_FROZEN, ZT_INIT_NORMAL, 0.02f);
+}
+static const zt_block_type all_frozen_block = {"test.all_frozen", sizeof(mlp_saved), all_frozen_declare, mlp_forward,
+                                               mlp_backward};
+
+TEST(engine_frozen_groups_hold_no_optimizer_state) {
+    zt_model_config c = config_of(GPT2_JSON);
+    mlp_config mc = {32, 48};
+    const zt_block_type *frozen[3] = {zt_gpt2_embedding_block(), &all_frozen_block, zt_gpt2_head_block()};
+    const zt_block_type *trained[3] = {zt_gpt2_embedding_block(), &mlp_block, zt_gpt2_head_block()};
+    const void *configs[3] = {&c, &mc, &c};
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.n_blocks = 3, spec.block_configs = configs;
+    spec.hidden = 32, spec.vocab = 61, spec.max_seq = 32;
+    for (int stage = 0; stage <= 2; stage += 2) {
+        zt_options o = small_options(2, 16);
+        o.precision = ZT_PRECISION_BF16;
+        o.zero_stage = stage;
+        zt_memory_plan pf, pt;
+        spec.blocks = frozen;
+        CHECK(zt_plan_memory(&pf, &spec, &o, 2) == ZT_OK);
+        spec.blocks = trained;
+        CHECK(zt_plan_memory(&pt, &spec, &o, 2) == ZT_OK);
+        /* the block's 3120 elements padded to 2 x 1568 (two ranks' slices), each rank's 1568 at stage 2 */
+        int64_t grads = stage ? 1568 : 3136, owned = stage ? 1568 : 3136;
+        CHECK_EQ_INT(pt.bytes[ZT_MEM_PARAMS], pf.bytes[ZT_MEM_PARAMS]);
+        CHECK_EQ_INT(pt.bytes[ZT_MEM_GRADS] - pf.bytes[ZT_MEM_GRADS], grads * 4);
+        CHECK_EQ_INT(pt.bytes[ZT_MEM_MASTER] - pf.bytes[ZT_MEM_MASTER], owned * 4);
+        CHECK_EQ_INT(pt.bytes[ZT_MEM_ADAM] - pf.bytes[ZT_MEM_ADAM], owned * 8);
+    }
+    /* and it trains: the frozen weights stay, the others move */
+    spec.blocks = frozen;
+    zt_options o = small_options(2, 16);
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
+    float w0[48 * 32], w1[48 * 32];
+    CHECK(zt_param_get(e, "frozen.fc2.weight", w0, 48 * 32, 0) == ZT_OK);
+    int32_t tok[2 * 16];
+    fill_tokens(tok, 32, 5, 61);
+    zt_forward_backward(e, tok, NULL, NULL, 2);
+    zt_step_info info = zt_step(e);
+    CHECK(zt_param_get(e, "frozen.fc2.weight", w1, 48 * 32, 0) == ZT_OK);
+    zt_shutdown(e);
+    CHECK(info.loss > 0 && memcmp(w0, w1, sizeof w0) == 0);
+}
