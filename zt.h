@@ -5376,18 +5376,19 @@ static void zt__group_read(zt_engine *e, const zt__group *g, int which, int64_t 
         src = g->w, src_at = g->split_w ? g->own : 0, src_n = g->split_w ? g->shard : g->numel;
     else src = which == 1 ? g->m : which == 2 ? g->v : g->master, src_at = g->own, src_n = e->stage > 0 ? g->shard : g->numel;
     zt_tensor h = zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k));
-    if (src_n == g->numel) { /* whole on every rank */
-        zt_copy(e->s, h, zt_view(src, at, zt_shape1(k)));
-    } else if (e->world == 1) {
-        zt_copy(e->s, h, zt_view(src, at - src_at, zt_shape1(k)));
-    } else {
-        zt_tensor d = zt_view(e->dstage, 0, zt_shape1(k));
-        int64_t lo = ZT__MAX(at, src_at), hi = ZT__MIN(at + k, src_at + src_n);
-        zt_fill(e->s, d, 0.0f);
-        if (hi > lo) zt_copy(e->s, zt_view(d, lo - at, zt_shape1(hi - lo)), zt_view(src, lo - src_at, zt_shape1(hi - lo)));
-        zt_all_reduce(e->s, e->comm, d, ZT_REDUCE_SUM);
-        zt_copy(e->s, h, d);
+    if (src_n == g->numel || e->world == 1) { /* all of it here (a frozen group's weights may be 16-bit) */
+        zt_copy(e->s, zt_tensor_make(e->h_stage, src.dtype, ZT_HOST, zt_shape1(k)), zt_view(src, at - src_at, zt_shape1(k)));
+        zt_stream_sync(e->s);
+        if (src.dtype != ZT_F32) /* widened in place from the end, so nothing is overwritten before it is read */
+            for (int64_t i = k - 1; i >= 0; i--) e->h_stage[i] = (float)zt__load(e->h_stage, src.dtype, i);
+        return;
     }
+    zt_tensor d = zt_view(e->dstage, 0, zt_shape1(k));
+    int64_t lo = ZT__MAX(at, src_at), hi = ZT__MIN(at + k, src_at + src_n);
+    zt_fill(e->s, d, 0.0f);
+    if (hi > lo) zt_cast(e->s, zt_view(d, lo - at, zt_shape1(hi - lo)), zt_view(src, lo - src_at, zt_shape1(hi - lo)));
+    zt_all_reduce(e->s, e->comm, d, ZT_REDUCE_SUM);
+    zt_copy(e->s, h, d);
     zt_stream_sync(e->s);
 }
 

@@ -473,9 +473,12 @@ TEST(engine_frozen_groups_hold_no_optimizer_state) {
         CHECK_EQ_INT(pt.bytes[ZT_MEM_MASTER] - pf.bytes[ZT_MEM_MASTER], owned * 4);
         CHECK_EQ_INT(pt.bytes[ZT_MEM_ADAM] - pf.bytes[ZT_MEM_ADAM], owned * 8);
     }
-    /* and it trains: the frozen weights stay, the others move */
+    /* and it trains (bf16 at stage 3, the frozen group's 16-bit weights split): they stay put */
     spec.blocks = frozen;
     zt_options o = small_options(2, 16);
+    o.precision = ZT_PRECISION_BF16;
+    o.zero_stage = 3;
+    o.persistence_threshold = 0;
     zt_engine *e = NULL;
     CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
     float w0[48 * 32], w1[48 * 32];
