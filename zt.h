@@ -569,6 +569,8 @@ typedef struct zt_options {
     int64_t persistence_threshold; /* ZeRO-3: groups with fewer elements stay whole on every rank; -1:
                                    DeepSpeed's 1e5 */
     int64_t max_live_parameters; /* ZeRO-3: gathered elements resident at once; 0: DeepSpeed's 1e9 */
+    int comm_dtype;             /* gradients travel between ranks as this zt_dtype (communication_data_type);
+                                   -1: the working dtype, DeepSpeed's default (fp32 gradients are cast) */
     int64_t ddp_timeout;        /* seconds a rank waits for the others at a collective (TrainingArguments' 1800) */
 } zt_options;
 
@@ -4366,6 +4368,7 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
     if (t >= 0 && !zt__json_is_null(&g->j, t)) {
         if ((r = zt__cfg_choice(g, t, "communication_data_type", cdt, &k))) return r;
         snprintf(c->communication_data_type, sizeof c->communication_data_type, "%s", cdt[k]);
+        o->comm_dtype = k == 0 ? ZT_F32 : k == 1 ? ZT_F16 : ZT_BF16;
     }
     int dt = zt__json_get(&g->j, 0, "data_types");
     if ((r = zt__cfg_object(g, dt, "data_types"))) return r;
@@ -4646,6 +4649,8 @@ struct zt_engine {
     zt_tensor shared_w, shared_grad;  /* the full buffers of split groups no other block uses */
     int shared_w_group, shared_grad_group; /* which group is in them, or -1 */
     zt_tensor dstage;   /* f32 staging for reading slices that live on several ranks */
+    zt_dtype cdtype;    /* gradients between ranks: f32 in place, or 16-bit through cbuf, a bucket */
+    zt_tensor cbuf;
     int64_t micro;      /* micro-batches since the last zt_step */
     /* metadata: one arena from the host */
     void *meta_mem;
@@ -4748,6 +4753,7 @@ ZT_API zt_options zt_options_default(void) {
     o.eot_token = -1;
     o.ddp_timeout = 1800;
     o.persistence_threshold = -1;
+    o.comm_dtype = -1;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -5004,6 +5010,18 @@ static zt_tensor zt__dev(zt_arena *a, zt_dtype t, zt_shape s, size_t *count) {
 
 static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p);
 
+/* elements of an all-reduce bucket: never more than the group it serves (DeepSpeed's default: 5e8) */
+static int64_t zt__bucket(int64_t bucket, int64_t numel) {
+    return ZT__MIN(bucket > 0 ? bucket : 500000000, ZT__MAX(numel, 1));
+}
+
+/* elements of each rank's piece of a reduce-scatter or all-gather bucket: all ranks' pieces together
+   make the bucket, which never exceeds the group it serves */
+static int64_t zt__piece(const zt_engine *e, int64_t bucket, int64_t shard) {
+    int64_t k = (bucket > 0 ? bucket : 500000000) / e->world;
+    return ZT__MIN(ZT__MAX(k, 1), ZT__MAX(shard, 1));
+}
+
 /* the views of block b's parameters and gradients that its forward and backward see */
 static void zt__bind(zt_engine *e, int b) {
     for (int k = 0; k < e->block_count[b]; k++) {
@@ -5069,6 +5087,14 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->dstage = e->world > 1 && e->stage > 0 ? zt__dev(dev, ZT_F32, zt_shape1(ZT__MIN(ZT__STAGE_FLOATS, largest)), buf)
                                              : zt__none();
     e->stats = zt__dev(dev, ZT_F32, zt_shape1(2), buf);
+    int64_t bucket = 0; /* the largest bucket of 16-bit gradients, all ranks' pieces together */
+    for (int b = 0; b < e->n_blocks && e->world > 1 && e->cdtype != ZT_F32; b++) {
+        const zt__group *g = &e->groups[b];
+        if (!g->trainable) continue;
+        bucket = ZT__MAX(bucket, e->stage == 0 ? zt__bucket(e->opt.reduce_bucket_size, g->numel)
+                                               : e->world * zt__piece(e, e->opt.reduce_bucket_size, g->shard));
+    }
+    e->cbuf = bucket ? zt__dev(dev, e->cdtype, zt_shape1(bucket), buckets) : zt__none();
     for (int i = 0; i < 2; i++) e->dbuf[i] = zt__dev(dev, e->act, zt_shape3(e->B, e->T, e->C), buf);
     /* activations and scratch: regions measured by running a step (zt__measure_activations) */
     size_t before = dev->used;
@@ -5125,18 +5151,40 @@ ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape
 
 /* ---- ZeRO: slices of the flat groups across ranks ---- */
 
-/* elements of each rank's piece of a bucket: the bucket (all ranks' pieces together) never exceeds
-   the group it serves */
-static int64_t zt__piece(const zt_engine *e, int64_t bucket, int64_t shard) {
-    int64_t k = (bucket > 0 ? bucket : 500000000) / e->world;
-    return ZT__MIN(ZT__MAX(k, 1), ZT__MAX(shard, 1));
-}
 
-/* every rank's slice of `full` summed into this rank's own slice, bucket by bucket */
+/* every rank's slice of f32 gradients `full` summed into this rank's own slice, bucket by bucket, in
+   the communication type */
 static void zt__reduce_slices(zt_engine *e, zt_tensor full, int64_t shard) {
     if (e->planning || e->world == 1) return;
     int64_t k = zt__piece(e, e->opt.reduce_bucket_size, shard);
-    for (int64_t o = 0; o < shard; o += k) zt__reduce_scatter_piece(e->s, e->comm, full, shard, o, ZT__MIN(k, shard - o));
+    for (int64_t o = 0; o < shard; o += k) {
+        int64_t n = ZT__MIN(k, shard - o);
+        if (e->cdtype == ZT_F32) {
+            zt__reduce_scatter_piece(e->s, e->comm, full, shard, o, n);
+            continue;
+        }
+        for (int r = 0; r < e->world; r++) /* each rank's piece, one after another in the bucket */
+            zt_cast(e->s, zt_view(e->cbuf, (int64_t)r * n, zt_shape1(n)), zt_view(full, (int64_t)r * shard + o, zt_shape1(n)));
+        zt_tensor mine = zt_view(e->cbuf, (int64_t)e->rank * n, zt_shape1(n));
+        zt_reduce_scatter(e->s, e->comm, mine, zt_view(e->cbuf, 0, zt_shape1((int64_t)e->world * n)), ZT_REDUCE_SUM);
+        zt_cast(e->s, zt_view(full, (int64_t)e->rank * shard + o, zt_shape1(n)), mine);
+    }
+}
+
+/* stage 0: f32 gradients summed on every rank, bucket by bucket, in the communication type */
+static void zt__all_reduce_grads(zt_engine *e, zt_tensor grad) {
+    int64_t total = zt_numel(grad), k = zt__bucket(e->opt.reduce_bucket_size, total);
+    for (int64_t o = 0; o < total; o += k) {
+        zt_tensor x = zt_view(grad, o, zt_shape1(ZT__MIN(k, total - o)));
+        if (e->cdtype == ZT_F32) {
+            zt_all_reduce(e->s, e->comm, x, ZT_REDUCE_SUM);
+            continue;
+        }
+        zt_tensor b = zt_view(e->cbuf, 0, x.shape);
+        zt_cast(e->s, b, x);
+        zt_all_reduce(e->s, e->comm, b, ZT_REDUCE_SUM);
+        zt_cast(e->s, x, b);
+    }
 }
 
 /* `full` assembled from every rank's slice; `mine` is this rank's (it may be its place in `full`) */
@@ -5563,6 +5611,8 @@ static zt_result zt__check_options(zt_engine *e) {
                        "takes in one micro-batch (2^28)", (long long)o->micro_batch, (long long)e->T);
     if (o->precision == ZT_PRECISION_FP16 && o->static_loss_scale <= 0 && (o->loss_scale_window <= 0 || o->min_loss_scale <= 0))
         return zt_fail(ZT_ERROR_INVALID, "fp16 dynamic loss scaling needs loss_scale_window > 0 and min_loss_scale > 0");
+    if (o->comm_dtype >= 0 && o->comm_dtype != ZT_F32 && o->comm_dtype != ZT_BF16 && o->comm_dtype != ZT_F16)
+        return zt_fail(ZT_ERROR_INVALID, "communication_data_type must be fp32, fp16 or bf16");
     if (o->zero_stage < 0 || o->zero_stage > 3)
         return zt_fail(ZT_ERROR_INVALID, "zero_optimization.stage %d: ZeRO has stages 0, 1, 2 and 3", o->zero_stage);
     if (o->lr < 0 || o->eps <= 0 || o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1)
@@ -5643,6 +5693,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         e->rank = e->comm ? zt_comm_rank(e->comm) : 0;
     }
     e->stage = e->opt.zero_stage;
+    e->cdtype = e->opt.comm_dtype >= 0 ? (zt_dtype)e->opt.comm_dtype : e->wdtype;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
     if ((r = zt__check_live(e)) != ZT_OK) return r;
@@ -5874,17 +5925,11 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
    one a single process would take over all ranks' rows, and every stage gets the same bits. */
 static void zt__sum_across_ranks(zt_engine *e) {
     zt_comm *c = e->comm;
-    int64_t bucket = e->opt.reduce_bucket_size > 0 ? e->opt.reduce_bucket_size : 500000000;
     for (int b = 0; b < e->n_blocks; b++) {
         const zt__group *g = &e->groups[b];
         if (!g->trainable) continue;
-        if (e->stage == 0) {
-            int64_t n = zt_numel(g->grad);
-            for (int64_t o = 0; o < n; o += bucket) /* a bucket never exceeds the group it serves */
-                zt_all_reduce(e->s, c, zt_view(g->grad, o, zt_shape1(ZT__MIN(bucket, n - o))), ZT_REDUCE_SUM);
-        } else if (e->stage == 1) {
-            zt__reduce_slices(e, g->grad, g->shard);
-        }
+        if (e->stage == 0) zt__all_reduce_grads(e, g->grad);
+        else if (e->stage == 1) zt__reduce_slices(e, g->grad, g->shard);
     }
     e->h_stats[0] = (float)e->tokens_in_step; /* exact up to 2^24 tokens a step */
     e->h_stats[1] = (float)e->loss_sum;

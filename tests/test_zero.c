@@ -30,6 +30,8 @@ static zt_model_config config_of(const char *json) {
     return c;
 }
 
+static int comm_dtype = ZT_F32; /* the matrix communicates in fp32; the LLaMA test in bf16, DeepSpeed's default */
+
 static zt_options zero_options(int stage, int world, int accum) {
     zt_options o = zt_options_default();
     o.micro_batch = ROWS / world / accum;
@@ -45,6 +47,7 @@ static zt_options zero_options(int stage, int world, int accum) {
     o.persistence_threshold = 0; /* every group split at stage 3 */
     o.reduce_bucket_size = 1000; /* many buckets, pieces that do not divide the slices */
     o.allgather_bucket_size = 700;
+    o.comm_dtype = comm_dtype;
     return o;
 }
 
@@ -203,14 +206,23 @@ static void check_stages(const char *json, int max_world) {
 
 TEST(zero_stages_are_bitwise_stage_0_tied_gpt2) { check_stages(TIED_GPT2, 4); }
 
-TEST(zero_stages_are_bitwise_stage_0_gqa_llama) {
-    result *r = shared_results(8);
+/* gradients communicated in bf16 (communication_data_type's default under bf16): every stage still
+   gives the same bits, and the run stays within 5e-3 (relative RMS) of fp32 communication */
+TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
+    result *r = shared_results(9);
+    comm_dtype = -1;
     stages_at(GQA_LLAMA, 3, r);
+    comm_dtype = ZT_F32;
     for (int stage = 1; stage < 4 && !zt_test_failed(); stage++)
         CHECK_MSG(memcmp(r[stage].w, r[0].w, sizeof(float) * (size_t)r[0].n) == 0, "stage %d differs from stage 0 by %g",
                   stage, max_diff(&r[stage], &r[0]));
+    if (!zt_test_failed()) CHECK(memcmp(r[5].w, r[4].w, sizeof(float) * (size_t)r[0].n) == 0);
     if (!zt_test_failed()) CHECK(memcmp(r[7].w, r[6].w, sizeof(float) * (size_t)r[0].n) == 0);
-    munmap(r, sizeof(result) * 8);
+    if (!zt_test_failed()) CHECK(run(GQA_LLAMA, 0, 3, 1, &r[8]));
+    if (getenv("ZT_TEST_VERBOSE")) printf("     bf16 against fp32 communication: rms %.3g\n", rel_rms(&r[0], &r[8]));
+    if (!zt_test_failed()) CHECK_MSG(rel_rms(&r[0], &r[8]) <= 5e-3, "bf16 and fp32 communication differ by %g",
+                                     rel_rms(&r[0], &r[8]));
+    munmap(r, sizeof(result) * 9);
 }
 
 /* model-state bytes per rank beside the ZeRO paper (16-bit training, Adam: K = 12): zt keeps fp32
