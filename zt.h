@@ -525,6 +525,9 @@ typedef enum zt_schedule {
     ZT_SCHED_WARMUP_COSINE_LR /* DeepSpeed WarmupCosineLR */
 } zt_schedule;
 
+/* where ZeRO-Offload puts state: the device (none), host memory, or files on an NVMe drive */
+typedef enum zt_offload_device { ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NVME } zt_offload_device;
+
 typedef struct zt_options {
     const char *backend;        /* "cpu" (default) or "cuda" */
     int threads;                /* CPU threads, 0 = every core */
@@ -571,6 +574,13 @@ typedef struct zt_options {
     int64_t max_live_parameters; /* ZeRO-3: gathered elements resident at once; 0: DeepSpeed's 1e9 */
     int comm_dtype;             /* gradients travel between ranks as this zt_dtype (communication_data_type);
                                    -1: the working dtype, DeepSpeed's default (fp32 gradients are cast) */
+    /* ZeRO-Offload (zero_optimization.offload_optimizer / offload_param): the fp32 master and Adam
+       moments (stages 1-3), and at stage 3 the parameter slices, in host memory or NVMe files */
+    zt_offload_device offload_optimizer, offload_param;
+    const char *offload_optimizer_path, *offload_param_path; /* NVMe: directories (copied at init) */
+    int64_t offload_buffer_size; /* elements per NVMe staging unit (offload_param.buffer_size, else
+                                   sub_group_size; 0: 1e8) */
+    int64_t aio_block_size, aio_threads; /* NVMe I/O: bytes per request (0: 1 MiB), I/O threads (0: 1) */
     int64_t ddp_timeout;        /* seconds a rank waits for the others at a collective (TrainingArguments' 1800) */
 } zt_options;
 
@@ -643,9 +653,11 @@ typedef enum zt_mem_category {
 ZT_API const char *zt_mem_category_name(zt_mem_category c);
 typedef struct zt_memory_plan {
     int world, zero_stage, gradient_checkpointing;
+    zt_offload_device offload_optimizer, offload_param;
     int64_t micro_batch, seq_len, params; /* params: the model's P */
     size_t bytes[ZT_MEM_COUNT];            /* one rank's device bytes, by category */
-    size_t device, pinned;                 /* one rank's totals */
+    size_t host_bytes[ZT_MEM_COUNT];       /* one rank's pinned host bytes, by category (offload) */
+    size_t device, pinned, nvme;           /* one rank's totals; nvme: bytes of its swap files */
 } zt_memory_plan;
 /* The memory each of `world` ranks needs for this model and these settings, without allocating it
    and without ranks (any world size: it is arithmetic over the same layout code zt_init runs). */
@@ -734,7 +746,6 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
    a flag the user passed that contradicts an explicit value is an error naming both. */
 #define ZT_DEEPSPEED_VERSION "0.19.8"
 
-typedef enum zt_offload_device { ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NVME } zt_offload_device;
 typedef struct zt_offload_config {
     zt_offload_device device;
     char nvme_path[512];
@@ -890,6 +901,7 @@ ZT_EXTERN_C_END
 
 static ZT_THREAD_LOCAL char zt__error_msg[1024];
 static zt_fatal_fn zt__fatal_fn;
+static void (*zt__at_fatal)(void); /* cleanup before the process ends */
 static void *zt__fatal_user;
 static zt_log_fn zt__log_fn;
 static void *zt__log_user;
@@ -929,6 +941,7 @@ ZT_API ZT_NORETURN void zt_fatal(const char *fmt, ...) {
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     memcpy(zt__error_msg, msg, sizeof msg);
+    if (zt__at_fatal) zt__at_fatal(); /* e.g. the NVMe swap files */
     if (zt__fatal_fn) {
         zt__fatal_fn(msg, zt__fatal_user);
     } else {
@@ -4321,6 +4334,8 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
     g->o->allgather_bucket_size = c->allgather_bucket_size;
     g->o->persistence_threshold = c->param_persistence_threshold;
     g->o->max_live_parameters = c->max_live_parameters;
+    g->o->offload_optimizer = c->offload_optimizer.device;
+    g->o->offload_param = c->offload_param.device;
     /* combinations */
     if (c->offload_optimizer.device == ZT_OFFLOAD_NVME && c->zero_stage < 3)
         return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer.device is \"nvme\" at stage %d: NVMe "
@@ -4342,8 +4357,15 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
                            "is not set; set it, or pass --nvme_path, or set ZT_NVME_PATH", g->j.file, names[i], names[i]);
         snprintf(offs[i]->nvme_path, sizeof offs[i]->nvme_path, "%s", from);
     }
-    if (c->offload_optimizer.device != ZT_OFFLOAD_NONE) zt__cfg_note_unused(g, "zero_optimization.offload_optimizer");
-    if (c->offload_param.device != ZT_OFFLOAD_NONE) zt__cfg_note_unused(g, "zero_optimization.offload_param");
+    if (c->offload_optimizer.device != ZT_OFFLOAD_NONE && c->zero_stage == 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3; the stage is 0",
+                       g->j.file);
+    if (c->offload_optimizer.device != ZT_OFFLOAD_NONE && c->offload_optimizer.ratio < 1.0)
+        zt__cfg_note_unused(g, "zero_optimization.offload_optimizer.ratio (all of the optimizer state is offloaded)");
+    g->o->offload_optimizer_path = c->offload_optimizer.nvme_path[0] ? c->offload_optimizer.nvme_path : NULL;
+    g->o->offload_param_path = c->offload_param.nvme_path[0] ? c->offload_param.nvme_path : NULL;
+    /* the staging unit: offload_param's buffer_size, else (DeepSpeed's optimizer swapper) sub_group_size */
+    g->o->offload_buffer_size = c->offload_param.device == ZT_OFFLOAD_NVME ? c->offload_param.buffer_size : c->sub_group_size;
     return ZT_OK;
 }
 
@@ -4412,6 +4434,8 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
                     (r = zt__cfg_bool(g, zt__json_get(&g->j, io, "overlap_events"), "aio.overlap_events", &c->aio_overlap_events)) ||
                     (r = zt__cfg_bool(g, zt__json_get(&g->j, io, "use_gds"), "aio.use_gds", &c->aio_use_gds))))
         return r;
+    o->aio_block_size = c->aio_block_size;
+    o->aio_threads = c->aio_intra_op_parallelism;
     int ck = zt__json_get(&g->j, 0, "checkpoint");
     snprintf(c->tag_validation, sizeof c->tag_validation, "WARN");
     if ((r = zt__cfg_object(g, ck, "checkpoint"))) return r;
@@ -4593,6 +4617,8 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
 
 #define ZT__PARAM_ALIGN 16 /* elements: each parameter of a group starts on a multiple (unless joined) */
 #define ZT__STAGE_FLOATS ((int64_t)1 << 20) /* pinned staging for host <-> device parameter copies */
+#define ZT__HOST_TASK ((int64_t)16384)      /* elements per task of the host optimizer */
+#define ZT__PATH 4096                       /* bytes of a path zt makes (longer ones are refused) */
 
 typedef struct zt__param {
     const char *name;   /* NULL: an empty slot */
@@ -4622,6 +4648,7 @@ typedef struct zt__group {
     zt_tensor master, m, v; /* f32: whole at stage 0, else the owned slice (master absent in fp32 training) */
     zt_tensor full_w, full_grad; /* split groups: where their whole weights / gradient are assembled */
     int w_ready, grad_open;
+    int64_t nv_state, nv_w; /* NVMe offload: byte offsets of its state (master, m, v) and weight slice */
 } zt__group;
 
 static const char *zt__mem_names[ZT_MEM_COUNT] = {"parameters", "gradients", "fp32 master", "Adam moments",
@@ -4651,6 +4678,21 @@ struct zt_engine {
     zt_tensor dstage;   /* f32 staging for reading slices that live on several ranks */
     zt_dtype cdtype;    /* gradients between ranks: f32 in place, or 16-bit through cbuf, a bucket */
     zt_tensor cbuf;
+    /* ZeRO-Offload: the optimizer state (and at stage 3 the weight slices) in pinned host memory or
+       NVMe swap files; a host AdamW updates it a unit of elements at a time */
+    zt_offload_device off_opt, off_param;
+    size_t hmem[ZT_MEM_COUNT];       /* pinned host bytes by category */
+    int64_t nvme[2], block;          /* bytes of the swap files (0: optimizer state, 1: weights); alignment */
+    uint64_t *nvme_sums[2];          /* a checksum per block */
+    struct zt__swap *swap;
+    zt_pool *hpool;                  /* the host optimizer's threads */
+    int hthreads;
+    float *hscratch;                 /* ZT__HOST_TASK floats per host thread */
+    int64_t unit;                    /* elements per unit of the offloaded update and the swap */
+    float *h_grad, *h_state[2][3];   /* a unit of gradient; two units of NVMe state (master, m, v) */
+    void *h_w, *h_slice[2], *bounce; /* a unit of weights; two of an NVMe weight slice; unaligned swap I/O */
+    int64_t bounce_bytes;
+    zt_tensor wstage;                /* device: an offloaded weight slice on its way in or out */
     int64_t micro;      /* micro-batches since the last zt_step */
     /* metadata: one arena from the host */
     void *meta_mem;
@@ -5035,28 +5077,87 @@ static void zt__bind(zt_engine *e, int b) {
     }
 }
 
+static zt_tensor zt__host(zt_arena *a, zt_dtype t, zt_shape s, size_t *count) {
+    size_t before = a->used;
+    zt_tensor x = zt_tensor_new(a, t, ZT_HOST, s);
+    *count += a->used - before;
+    return x;
+}
+
+/* pinned host memory for the swap's I/O: block aligned, whole blocks */
+static void *zt__host_block(zt_engine *e, zt_arena *a, int64_t bytes) {
+    size_t before = a->used;
+    void *p = zt_arena_push(a, (size_t)(ZT__CDIV(bytes, e->block) * e->block), 4096);
+    e->hmem[ZT_MEM_BUFFERS] += a->used - before;
+    return p;
+}
+
+/* a region of swap file k: whole blocks */
+static int64_t zt__nvme_region(zt_engine *e, int k, int64_t bytes) {
+    int64_t at = e->nvme[k];
+    e->nvme[k] += ZT__CDIV(bytes, e->block) * e->block;
+    return at;
+}
+
 static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     memset(e->mem, 0, sizeof e->mem);
+    memset(e->hmem, 0, sizeof e->hmem);
+    e->nvme[0] = e->nvme[1] = 0;
     int mixed = e->opt.precision != ZT_PRECISION_FP32;
-    size_t *buckets = &e->mem[ZT_MEM_BUCKETS];
-    int64_t shared_w = 0, shared_grad = 0;
+    size_t *buckets = &e->mem[ZT_MEM_BUCKETS], es = zt_dtype_size(e->wdtype);
+    int64_t shared_w = 0, shared_grad = 0, away = 0, most = 1;
     for (int b = 0; b < e->n_blocks; b++) {
         zt__group *g = &e->groups[b];
         zt_shape whole = zt_shape1(ZT__MAX(g->numel, 1)), slice = zt_shape1(ZT__MAX(g->shard, 1));
         zt_shape owned = e->stage > 0 ? slice : whole;
-        g->w = zt__dev(dev, e->wdtype, g->split_w ? slice : whole, &e->mem[ZT_MEM_PARAMS]);
         g->grad = g->master = g->m = g->v = g->full_w = g->full_grad = zt__none();
         g->w_ready = g->grad_open = 0;
+        if (g->split_w && e->off_param == ZT_OFFLOAD_CPU) g->w = zt__host(pinned, e->wdtype, slice, &e->hmem[ZT_MEM_PARAMS]);
+        else if (g->split_w && e->off_param == ZT_OFFLOAD_NVME) g->w = zt__none(), g->nv_w = zt__nvme_region(e, 1, g->shard * (int64_t)es);
+        else g->w = zt__dev(dev, e->wdtype, g->split_w ? slice : whole, &e->mem[ZT_MEM_PARAMS]);
+        if (g->split_w && e->off_param != ZT_OFFLOAD_NONE) away = ZT__MAX(away, g->shard);
         if (g->split_w && g->shared_with_others) g->full_w = zt__dev(dev, e->wdtype, whole, buckets);
         else if (g->split_w) shared_w = ZT__MAX(shared_w, g->numel);
         if (!g->trainable) continue;
         g->grad = zt__dev(dev, ZT_F32, g->split_grad ? slice : whole, &e->mem[ZT_MEM_GRADS]);
         if (g->split_grad && g->shared_with_others) g->full_grad = zt__dev(dev, ZT_F32, whole, buckets);
         else if (g->split_grad) shared_grad = ZT__MAX(shared_grad, g->numel);
-        if (mixed) g->master = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_MASTER]);
-        g->m = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
-        g->v = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
+        most = ZT__MAX(most, owned.d[0]);
+        if (e->off_opt == ZT_OFFLOAD_CPU) { /* the host optimizer keeps an fp32 master also in fp32 training */
+            g->master = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_MASTER]);
+            g->m = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_ADAM]);
+            g->v = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_ADAM]);
+        } else if (e->off_opt == ZT_OFFLOAD_NVME) {
+            g->nv_state = zt__nvme_region(e, 0, 3 * ZT__CDIV(owned.d[0] * 4, e->block) * e->block);
+        } else {
+            if (mixed) g->master = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_MASTER]);
+            g->m = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
+            g->v = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
+        }
     }
+    /* offload: a device stage for weight slices, host units for the host optimizer and the swap */
+    e->wstage = away ? zt__dev(dev, e->wdtype, zt_shape1(away), buckets) : zt__none();
+    int nvme = e->off_opt == ZT_OFFLOAD_NVME || e->off_param == ZT_OFFLOAD_NVME;
+    e->unit = ZT__MIN(ZT__STAGE_FLOATS, ZT__MAX(most, away));
+    if (nvme) { /* buffer_size elements, whole blocks in every dtype */
+        int64_t half = e->block / 2, want = e->opt.offload_buffer_size > 0 ? e->opt.offload_buffer_size : 100000000;
+        e->unit = ZT__CDIV(ZT__MIN(want, ZT__MAX(most, away)), half) * half;
+    }
+    e->h_grad = NULL, e->h_w = e->bounce = NULL;
+    if (e->off_opt != ZT_OFFLOAD_NONE) {
+        e->h_grad = (float *)zt__host_block(e, pinned, e->unit * 4);
+        e->h_w = zt__host_block(e, pinned, e->unit * 4);
+        e->hscratch = (float *)zt__host_block(e, pinned, (int64_t)e->hthreads * ZT__HOST_TASK * 4);
+    }
+    for (int set = 0; set < 2; set++)
+        for (int a = 0; a < 3; a++)
+            e->h_state[set][a] = e->off_opt == ZT_OFFLOAD_NVME ? (float *)zt__host_block(e, pinned, e->unit * 4) : NULL;
+    for (int set = 0; set < 2; set++)
+        e->h_slice[set] = e->off_param == ZT_OFFLOAD_NVME ? zt__host_block(e, pinned, e->unit * 4) : NULL;
+    e->bounce_bytes = nvme ? ZT__STAGE_FLOATS * 4 + 2 * e->block : 0;
+    if (nvme) e->bounce = zt__host_block(e, pinned, e->bounce_bytes);
+    for (int k = 0; k < 2; k++)
+        e->nvme_sums[k] = e->nvme[k] ? (uint64_t *)zt__host_block(e, pinned, e->nvme[k] / e->block * 8) : NULL;
     /* one full buffer for the weights and one for the gradient of the split groups used by one block */
     e->shared_w = shared_w ? zt__dev(dev, e->wdtype, zt_shape1(shared_w), buckets) : zt__none();
     e->shared_grad = shared_grad ? zt__dev(dev, ZT_F32, zt_shape1(shared_grad), buckets) : zt__none();
@@ -5149,6 +5250,478 @@ ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape
     return zt_tensor_new(&ctx->scratch, dtype, ZT_DEVICE, shape);
 }
 
+/* ---- offload: NVMe swap files ---- */
+
+/* Each rank keeps its offloaded state in two files (0: optimizer state, 1: parameter slices) in a
+   directory of its own, <nvme_path>/zt-swap-<host>-<pid>, removed at exit (also after zt_fatal); one a
+   killed job left is removed at the next start. I/O goes through threads made at init, a block
+   (aio.block_size) per request, with O_DIRECT where the file system has it. Each block's checksum is
+   kept from its write, so a file truncated or changed under the job is an error, not wrong numbers. */
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+static uint64_t zt__mix(uint64_t x);
+
+#define ZT__IO_QUEUE 64  /* requests waiting for an I/O thread */
+#define ZT__IO_BATCHES 8 /* groups of requests waited for together */
+#define ZT__IO_THREADS 16
+
+typedef struct zt__io_req { int file, write, batch; uint8_t *buf; int64_t at, bytes; } zt__io_req;
+
+typedef struct zt__swap {
+    char dir[2][ZT__PATH], path[2][ZT__PATH];
+    int fd[2], direct[2];
+    int64_t bytes[2];  /* each file's size */
+    uint64_t *sums[2]; /* a checksum per block; 0: never written (reads as zeros) */
+    int64_t block;
+    int n_threads;
+    pthread_t threads[ZT__IO_THREADS];
+    pthread_mutex_t mu;
+    pthread_cond_t work, space, done;
+    zt__io_req q[ZT__IO_QUEUE];
+    uint64_t head, tail;
+    int pending[ZT__IO_BATCHES], next_batch, stop;
+    char error[600];
+} zt__swap;
+
+static zt__swap *zt__swaps[8]; /* live ones, removed at exit and after zt_fatal */
+
+static void zt__swap_remove_files(zt__swap *sw) {
+    for (int k = 0; k < 2; k++) {
+        if (sw->path[k][0]) unlink(sw->path[k]);
+        if (sw->dir[k][0]) rmdir(sw->dir[k]);
+    }
+}
+
+static void zt__swap_cleanup_all(void) {
+    for (int i = 0; i < 8; i++)
+        if (zt__swaps[i]) zt__swap_remove_files(zt__swaps[i]);
+}
+
+/* four lanes of multiply-add over 8-byte words: fast enough to run at I/O speed; never 0 */
+static uint64_t zt__checksum(const uint8_t *p, int64_t n) {
+    uint64_t h[4] = {1, 2, 3, 4};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int l = 0; l < 4; l++) {
+            uint64_t w;
+            memcpy(&w, p + i + 8 * l, 8);
+            h[l] = (h[l] ^ w) * 0x100000001b3ull;
+        }
+    for (; i < n; i++) h[0] = (h[0] ^ p[i]) * 0x100000001b3ull;
+    return (zt__mix(h[0] ^ zt__mix(h[1] ^ zt__mix(h[2] ^ zt__mix(h[3] ^ (uint64_t)n))))) | 1;
+}
+
+static void zt__swap_fail(zt__swap *sw, const char *fmt, ...) ZT_PRINTF(2, 3);
+static void zt__swap_fail(zt__swap *sw, const char *fmt, ...) {
+    if (sw->error[0]) return; /* the first error is the one to report */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sw->error, sizeof sw->error, fmt, ap);
+    va_end(ap);
+}
+
+/* one request: a block, written with its checksum or read and checked against it */
+static void zt__swap_do(zt__swap *sw, const zt__io_req *r) {
+    uint64_t *sum = &sw->sums[r->file][r->at / sw->block];
+    const char *path = sw->path[r->file];
+    if (!r->write && *sum == 0) { /* never written: zeros, as a fresh file would read */
+        memset(r->buf, 0, (size_t)r->bytes);
+        return;
+    }
+    uint64_t want = r->write ? zt__checksum(r->buf, r->bytes) : *sum;
+    int64_t done = 0;
+    while (done < r->bytes) {
+        ssize_t n = r->write ? pwrite(sw->fd[r->file], r->buf + done, (size_t)(r->bytes - done), (off_t)(r->at + done))
+                             : pread(sw->fd[r->file], r->buf + done, (size_t)(r->bytes - done), (off_t)(r->at + done));
+        if (n < 0 && errno == EINTR) continue;
+        pthread_mutex_lock(&sw->mu);
+        if (n < 0) zt__swap_fail(sw, "cannot %s the swap file %s at byte %lld: %s", r->write ? "write" : "read", path,
+                                 (long long)(r->at + done), strerror(errno));
+        else if (n == 0) zt__swap_fail(sw, "the swap file %s ends at byte %lld, before the %lld bytes zt wrote there: it "
+                                      "was truncated under the running job", path, (long long)(r->at + done),
+                                      (long long)(r->at + r->bytes));
+        pthread_mutex_unlock(&sw->mu);
+        if (n <= 0) return;
+        done += n;
+    }
+    if (r->write) {
+        *sum = want;
+    } else if (zt__checksum(r->buf, r->bytes) != want) {
+        pthread_mutex_lock(&sw->mu);
+        zt__swap_fail(sw, "the swap file %s does not hold at bytes %lld-%lld what zt wrote there (checksum): it was "
+                      "changed or replaced under the running job", path, (long long)r->at, (long long)(r->at + r->bytes));
+        pthread_mutex_unlock(&sw->mu);
+    }
+}
+
+static void *zt__swap_thread(void *arg) {
+    zt__swap *sw = (zt__swap *)arg;
+    pthread_mutex_lock(&sw->mu);
+    for (;;) {
+        while (sw->head == sw->tail && !sw->stop) pthread_cond_wait(&sw->work, &sw->mu);
+        if (sw->head == sw->tail) break;
+        zt__io_req r = sw->q[sw->head++ % ZT__IO_QUEUE];
+        pthread_cond_signal(&sw->space);
+        pthread_mutex_unlock(&sw->mu);
+        zt__swap_do(sw, &r);
+        pthread_mutex_lock(&sw->mu);
+        if (--sw->pending[r.batch] == 0) pthread_cond_broadcast(&sw->done);
+    }
+    pthread_mutex_unlock(&sw->mu);
+    return NULL;
+}
+
+/* waits for a batch of requests; an I/O error ends the process with its message */
+static void zt__swap_wait(zt__swap *sw, int batch) {
+    pthread_mutex_lock(&sw->mu);
+    while (sw->pending[batch] > 0) pthread_cond_wait(&sw->done, &sw->mu);
+    int failed = sw->error[0] != 0;
+    pthread_mutex_unlock(&sw->mu);
+    if (failed) zt_fatal("%s", sw->error);
+}
+
+/* a new batch of requests, waited for together (a slot is reused only when its last use is done) */
+static int zt__swap_batch(zt__swap *sw) {
+    int batch = sw->next_batch;
+    sw->next_batch = (batch + 1) % ZT__IO_BATCHES;
+    zt__swap_wait(sw, batch);
+    return batch;
+}
+
+/* adds bytes [at, at+n) of file k from or to buf to a batch (block aligned: at and buf; n is rounded up
+   to blocks, which the file's layout leaves room for) */
+static void zt__swap_add(zt__swap *sw, int batch, int k, int64_t at, int64_t n, void *buf, int write) {
+    ZT_ASSERT(at % sw->block == 0 && ((uintptr_t)buf & 4095) == 0 && at + ZT__CDIV(n, sw->block) * sw->block <= sw->bytes[k]);
+    pthread_mutex_lock(&sw->mu);
+    for (int64_t o = 0; o < n; o += sw->block) {
+        while (sw->tail - sw->head == ZT__IO_QUEUE) pthread_cond_wait(&sw->space, &sw->mu);
+        zt__io_req r = {k, write, batch, (uint8_t *)buf + o, at + o, sw->block};
+        sw->q[sw->tail++ % ZT__IO_QUEUE] = r;
+        sw->pending[batch]++;
+        pthread_cond_signal(&sw->work);
+    }
+    pthread_mutex_unlock(&sw->mu);
+}
+
+/* one transfer, waited for */
+static void zt__swap_io(zt__swap *sw, int k, int64_t at, int64_t n, void *buf, int write) {
+    int batch = zt__swap_batch(sw);
+    zt__swap_add(sw, batch, k, at, n, buf, write);
+    zt__swap_wait(sw, batch);
+}
+
+/* <path>/zt-swap-<host>-<pid>: made here; one of this host whose process is gone is a killed job's */
+static zt_result zt__swap_dir(char *dir, const char *path, const char *key) {
+    struct stat st;
+    if (stat(path, &st) != 0) return zt_fail(ZT_ERROR_IO, "%s %s does not exist: %s", key, path, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return zt_fail(ZT_ERROR_IO, "%s %s is not a directory", key, path);
+    char host[64] = "host", prefix[128];
+    gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++) if (*c == '/' || *c == '-') *c = '_';
+    int n = snprintf(prefix, sizeof prefix, "zt-swap-%s-", host);
+    DIR *d = opendir(path);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        char *end = NULL;
+        if (strncmp(de->d_name, prefix, (size_t)n) != 0) continue;
+        long pid = strtol(de->d_name + n, &end, 10);
+        if (!end || *end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        char stale[ZT__PATH], file[ZT__PATH + 32];
+        if (snprintf(stale, sizeof stale, "%s/%s", path, de->d_name) >= (int)sizeof stale) continue;
+        DIR *sd = opendir(stale);
+        for (struct dirent *f; sd && (f = readdir(sd)) != NULL;)
+            if (f->d_name[0] != '.' && snprintf(file, sizeof file, "%s/%s", stale, f->d_name) < (int)sizeof file) unlink(file);
+        if (sd) closedir(sd);
+        if (rmdir(stale) == 0) zt_log(ZT_LOG_WARN, "removed %s, the swap directory of a job that was killed", stale);
+    }
+    if (d) closedir(d);
+    if (snprintf(dir, ZT__PATH, "%s/%s%ld", path, prefix, (long)getpid()) >= ZT__PATH)
+        return zt_fail(ZT_ERROR_INVALID, "%s %s is too long a path", key, path);
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return zt_fail(ZT_ERROR_IO, "%s %s is not writable: cannot create %s: %s", key, path, dir, strerror(errno));
+    return ZT_OK;
+}
+
+/* The swap files of sizes bytes[0] and bytes[1] (0: not used) under paths[k]: checked (a directory,
+   writable, room for the planned bytes, O_DIRECT or a warning), then made at full size. */
+static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const char *const keys[2], const int64_t bytes[2],
+                               int64_t block, int threads, uint64_t *sums[2]) {
+    memset(sw, 0, sizeof *sw);
+    sw->fd[0] = sw->fd[1] = -1;
+    sw->block = block;
+    zt_result r = ZT_OK;
+    for (int k = 0; k < 2 && r == ZT_OK; k++) {
+        if (!bytes[k]) continue;
+        sw->bytes[k] = bytes[k];
+        sw->sums[k] = sums[k];
+        if ((r = zt__swap_dir(sw->dir[k], paths[k], keys[k])) != ZT_OK) break;
+        struct statvfs vfs;
+        double free_bytes = statvfs(sw->dir[k], &vfs) == 0 ? (double)vfs.f_bavail * (double)vfs.f_frsize : 0;
+        if (getenv("ZT_TEST_NVME_FREE")) free_bytes = atof(getenv("ZT_TEST_NVME_FREE")); /* the tests' hook */
+        int64_t need = bytes[0] * (k == 0 || strcmp(paths[0], paths[1]) != 0 ? 0 : 1) + bytes[k];
+        if ((double)need > free_bytes) {
+            r = zt_fail(ZT_ERROR_IO, "%s %s has %.1f MiB free; this rank's swap files need %.1f MiB (zt_train --plan "
+                        "shows them)", keys[k], paths[k], free_bytes / 1048576.0, (double)need / 1048576.0);
+            break;
+        }
+        snprintf(sw->path[k], ZT__PATH, "%s/%s", sw->dir[k], k == 0 ? "optimizer" : "parameters");
+        sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0600);
+        sw->direct[k] = sw->fd[k] >= 0;
+        if (sw->fd[k] < 0 && errno == EINVAL) { /* tmpfs and some others */
+            sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            if (sw->fd[k] >= 0)
+                zt_log(ZT_LOG_WARN, "%s %s does not take O_DIRECT: swapping through the page cache", keys[k], paths[k]);
+        }
+        if (sw->fd[k] < 0) {
+            r = zt_fail(ZT_ERROR_IO, "%s %s is not writable: cannot create %s: %s", keys[k], paths[k], sw->path[k],
+                        strerror(errno));
+            break;
+        }
+        int rc = posix_fallocate(sw->fd[k], 0, (off_t)bytes[k]);
+        if (rc != 0 && ftruncate(sw->fd[k], (off_t)bytes[k]) != 0) rc = errno;
+        else rc = 0;
+        if (rc != 0) r = zt_fail(ZT_ERROR_IO, "%s %s: cannot make the %.1f MiB swap file %s: %s", keys[k], paths[k],
+                                 (double)bytes[k] / 1048576.0, sw->path[k], strerror(rc));
+    }
+    for (int i = 0; i < 8; i++)
+        if (!zt__swaps[i]) {
+            zt__swaps[i] = sw;
+            break;
+        }
+    if (r != ZT_OK) return r;
+    pthread_mutex_init(&sw->mu, NULL);
+    pthread_cond_init(&sw->work, NULL);
+    pthread_cond_init(&sw->space, NULL);
+    pthread_cond_init(&sw->done, NULL);
+    sw->n_threads = ZT__MIN(ZT__MAX(threads, 1), ZT__IO_THREADS);
+    for (int t = 0; t < sw->n_threads; t++)
+        if (pthread_create(&sw->threads[t], NULL, zt__swap_thread, sw) != 0) {
+            sw->n_threads = t;
+            return zt_fail(ZT_ERROR_MEMORY, "cannot start the NVMe I/O threads");
+        }
+    return ZT_OK;
+}
+
+static void zt__swap_close(zt__swap *sw) {
+    if (sw->n_threads) {
+        pthread_mutex_lock(&sw->mu);
+        sw->stop = 1;
+        pthread_cond_broadcast(&sw->work);
+        pthread_mutex_unlock(&sw->mu);
+        for (int t = 0; t < sw->n_threads; t++) pthread_join(sw->threads[t], NULL);
+        pthread_mutex_destroy(&sw->mu);
+        pthread_cond_destroy(&sw->work);
+        pthread_cond_destroy(&sw->space);
+        pthread_cond_destroy(&sw->done);
+        sw->n_threads = 0;
+    }
+    for (int k = 0; k < 2; k++)
+        if (sw->fd[k] >= 0) close(sw->fd[k]), sw->fd[k] = -1;
+    zt__swap_remove_files(sw);
+    for (int i = 0; i < 8; i++)
+        if (zt__swaps[i] == sw) zt__swaps[i] = NULL;
+}
+
+/* ---- offload: state between the device, host memory and the swap files ---- */
+
+static int zt__has_master(const zt_engine *e, const zt__group *g) {
+    return zt__present(g->master) || (e->off_opt == ZT_OFFLOAD_NVME && g->trainable);
+}
+
+/* bytes of each of a group's three swapped state arrays (master, exp_avg, exp_avg_sq) */
+static int64_t zt__state_bytes(const zt_engine *e, const zt__group *g) {
+    return ZT__CDIV((e->stage > 0 ? g->shard : g->numel) * 4, e->block) * e->block;
+}
+
+/* elements [lo, lo+n) (es bytes each) of the swapped array at byte `base` of file k, to or from host
+   memory, through the bounce buffer: whole blocks are read, and written back with the new bytes in them */
+static void zt__swap_array(zt_engine *e, int k, int64_t base, size_t es, int64_t lo, int64_t n, void *host, int write) {
+    int64_t B = e->block, most = (e->bounce_bytes - 2 * B) / (int64_t)es;
+    uint8_t *h = (uint8_t *)host, *bounce = (uint8_t *)e->bounce;
+    while (n > 0) {
+        int64_t m = ZT__MIN(n, most), off = base + lo * (int64_t)es, b0 = off / B * B;
+        int64_t b1 = ZT__CDIV(off + m * (int64_t)es, B) * B;
+        zt__swap_io(e->swap, k, b0, b1 - b0, bounce, 0);
+        if (write) {
+            memcpy(bounce + (off - b0), h, (size_t)m * es);
+            zt__swap_io(e->swap, k, b0, b1 - b0, bounce, 1);
+        } else {
+            memcpy(h, bounce + (off - b0), (size_t)m * es);
+        }
+        h += (size_t)m * es, lo += m, n -= m;
+    }
+}
+
+/* an offloaded weight slice to a device tensor: from host memory, or from the swap a unit at a time
+   (the next unit read while the last is copied) */
+static void zt__slice_load(zt_engine *e, const zt__group *g, zt_tensor dst) {
+    if (e->off_param == ZT_OFFLOAD_CPU) {
+        zt_copy(e->s, dst, g->w);
+        return;
+    }
+    if (!e->swap) return; /* measuring */
+    int64_t U = e->unit, es = (int64_t)zt_dtype_size(e->wdtype), units = ZT__CDIV(g->shard, U);
+    int batch[2] = {zt__swap_batch(e->swap), -1};
+    zt__swap_add(e->swap, batch[0], 1, g->nv_w, ZT__MIN(U, g->shard) * es, e->h_slice[0], 0);
+    for (int64_t u = 0; u < units; u++) {
+        int64_t k = ZT__MIN(U, g->shard - u * U);
+        if (u + 1 < units) {
+            batch[(u + 1) % 2] = zt__swap_batch(e->swap);
+            zt__swap_add(e->swap, batch[(u + 1) % 2], 1, g->nv_w + (u + 1) * U * es, ZT__MIN(U, g->shard - (u + 1) * U) * es,
+                         e->h_slice[(u + 1) % 2], 0);
+        }
+        zt__swap_wait(e->swap, batch[u % 2]);
+        zt_copy(e->s, zt_view(dst, u * U, zt_shape1(k)), zt_tensor_make(e->h_slice[u % 2], e->wdtype, ZT_HOST, zt_shape1(k)));
+        zt_stream_sync(e->s); /* before the buffer takes the unit after next */
+    }
+}
+
+/* ... and back, after an update on the device */
+static void zt__slice_store(zt_engine *e, const zt__group *g, zt_tensor src) {
+    if (e->off_param == ZT_OFFLOAD_CPU) {
+        zt_copy(e->s, g->w, src);
+        return;
+    }
+    if (!e->swap) return;
+    int64_t U = e->unit, es = (int64_t)zt_dtype_size(e->wdtype), units = ZT__CDIV(g->shard, U);
+    int batch[2] = {-1, -1};
+    for (int64_t u = 0; u < units; u++) {
+        int64_t k = ZT__MIN(U, g->shard - u * U);
+        if (batch[u % 2] >= 0) zt__swap_wait(e->swap, batch[u % 2]);
+        zt_copy(e->s, zt_tensor_make(e->h_slice[u % 2], e->wdtype, ZT_HOST, zt_shape1(k)), zt_view(src, u * U, zt_shape1(k)));
+        zt_stream_sync(e->s);
+        batch[u % 2] = zt__swap_batch(e->swap);
+        zt__swap_add(e->swap, batch[u % 2], 1, g->nv_w + u * U * es, k * es, e->h_slice[u % 2], 1);
+    }
+    for (int i = 0; i < 2; i++)
+        if (batch[i] >= 0) zt__swap_wait(e->swap, batch[i]);
+}
+
+static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, float *g);
+
+typedef struct zt__host_adamw { zt__args_adamw a; int64_t n; float *scratch; } zt__host_adamw;
+
+static void zt__host_adamw_task(void *ctx, int64_t task, int thread) {
+    const zt__host_adamw *j = (const zt__host_adamw *)ctx;
+    int64_t i0 = task * ZT__HOST_TASK;
+    zt__adamw_chunk(&j->a, i0, ZT__MIN(ZT__HOST_TASK, j->n - i0), j->scratch + (size_t)thread * ZT__HOST_TASK);
+}
+
+/* AdamW on host memory, the device kernel's arithmetic (the same function on the CPU backend, so the
+   same bits), spread over the host threads; the updated weights written in the working dtype */
+static void zt__adamw_host(zt_engine *e, float *master, float *m, float *v, const float *grad, void *w, int64_t n,
+                           zt_adamw_params p) {
+    zt__host_adamw j;
+    zt_shape s = zt_shape1(n);
+    j.a.master = zt_tensor_make(master, ZT_F32, ZT_HOST, s);
+    j.a.m = zt_tensor_make(m, ZT_F32, ZT_HOST, s);
+    j.a.v = zt_tensor_make(v, ZT_F32, ZT_HOST, s);
+    j.a.grad = zt_tensor_make((void *)(uintptr_t)grad, ZT_F32, ZT_HOST, s);
+    j.a.param16 = zt_tensor_make(w, e->wdtype, ZT_HOST, s);
+    j.a.p = p;
+    j.n = n;
+    j.scratch = e->hscratch;
+    zt_pool_run(e->hpool, ZT__CDIV(n, ZT__HOST_TASK), zt__host_adamw_task, &j);
+}
+
+static zt_adamw_params zt__adamw_params(const zt_engine *e, const zt__param *pr, float lr, double grad_scale) {
+    zt_adamw_params ap = zt_adamw_params_default();
+    ap.lr = lr;
+    ap.beta1 = e->opt.beta1;
+    ap.beta2 = e->opt.beta2;
+    ap.eps = e->opt.eps;
+    ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? e->opt.weight_decay : 0.0f;
+    ap.grad_scale = (float)grad_scale;
+    ap.step = e->adam_step;
+    ap.l2 = !e->opt.adam_w_mode;
+    return ap;
+}
+
+/* the parameters of group b a step updates, as ranges [*lo, *hi) of the group clipped to [from, to) */
+static int zt__updated(const zt_engine *e, const zt__param *pr, int64_t from, int64_t to, int64_t *lo, int64_t *hi) {
+    int64_t n = zt__numel_of(pr->shape);
+    if (pr->tied >= 0 || n == 0 || pr->flags & ZT_PARAM_FROZEN) return 0;
+    (void)e;
+    *lo = ZT__MAX(pr->offset, from), *hi = ZT__MIN(pr->offset + n, to);
+    return *hi > *lo;
+}
+
+/* the update on the device: the state is there; an offloaded weight slice comes in and goes back */
+static void zt__update_device(zt_engine *e, zt__group *g, float lr, double grad_scale) {
+    int away = g->split_w && e->off_param != ZT_OFFLOAD_NONE;
+    zt_tensor w_all = away ? zt_view(e->wstage, 0, zt_shape1(g->shard)) : g->w;
+    if (away) zt__slice_load(e, g, w_all);
+    int64_t owned = e->stage > 0 ? g->shard : g->numel, lo, hi;
+    for (int p = g->first; p < g->first + g->n; p++) {
+        const zt__param *pr = &e->params[p];
+        if (!zt__updated(e, pr, g->own, g->own + owned, &lo, &hi)) continue;
+        zt_shape k = zt_shape1(hi - lo);
+        zt_tensor w = zt_view(w_all, lo - (g->split_w ? g->own : 0), k);
+        zt_tensor master = zt__present(g->master) ? zt_view(g->master, lo - g->own, k) : w;
+        zt_adamw(e->s, master, zt_view(g->m, lo - g->own, k), zt_view(g->v, lo - g->own, k),
+                 zt_view(g->grad, lo - (g->split_grad ? g->own : 0), k), zt__present(g->master) ? &w : NULL,
+                 zt__adamw_params(e, pr, lr, grad_scale));
+    }
+    if (away) zt__slice_store(e, g, w_all);
+}
+
+/* the update on the host (offload_optimizer), a unit of the rank's slice at a time: its gradient comes
+   over, the state is there (or read from the swap, the next unit while this one is updated, and written
+   back), and the updated weights go to wherever the weights live */
+static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_scale) {
+    int64_t owned = g->shard, U = e->unit, units = ZT__CDIV(owned, U), A = zt__state_bytes(e, g), lo, hi;
+    int64_t es = (int64_t)zt_dtype_size(e->wdtype);
+    int nv = e->off_opt == ZT_OFFLOAD_NVME && e->swap, w_host = g->split_w && e->off_param == ZT_OFFLOAD_CPU;
+    int w_swap = g->split_w && e->off_param == ZT_OFFLOAD_NVME, reads[2] = {-1, -1}, writes[2] = {-1, -1};
+    if (e->off_opt == ZT_OFFLOAD_NVME && !e->swap) return; /* measuring */
+    for (int64_t u = 0; u < units; u++) {
+        int set = (int)(u % 2);
+        int64_t c0 = u * U, k = ZT__MIN(U, owned - c0), at = g->own + c0;
+        for (int64_t v = u; nv && v <= u + 1 && v < units; v++) { /* this unit (the first time) and the next */
+            int vs = (int)(v % 2);
+            if (reads[vs] >= 0 && v == u) continue;
+            if (writes[vs] >= 0) zt__swap_wait(e->swap, writes[vs]), writes[vs] = -1;
+            reads[vs] = zt__swap_batch(e->swap);
+            for (int a = 0; a < 3; a++)
+                zt__swap_add(e->swap, reads[vs], 0, g->nv_state + a * A + v * U * 4, ZT__MIN(U, owned - v * U) * 4,
+                             e->h_state[vs][a], 0);
+        }
+        zt_copy(e->s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)),
+                zt_view(g->grad, g->split_grad ? c0 : at, zt_shape1(k)));
+        zt_stream_sync(e->s);
+        float *st[3];
+        if (nv) {
+            zt__swap_wait(e->swap, reads[set]);
+            reads[set] = -1;
+            for (int a = 0; a < 3; a++) st[a] = e->h_state[set][a];
+        } else {
+            st[0] = (float *)g->master.data + c0, st[1] = (float *)g->m.data + c0, st[2] = (float *)g->v.data + c0;
+        }
+        uint8_t *w = w_host ? (uint8_t *)g->w.data + c0 * es : (uint8_t *)e->h_w;
+        if (w_swap) zt__swap_io(e->swap, 1, g->nv_w + c0 * es, k * es, e->h_w, 0); /* frozen parts stay as they are */
+        for (int p = g->first; p < g->first + g->n; p++) {
+            const zt__param *pr = &e->params[p];
+            if (!zt__updated(e, pr, at, at + k, &lo, &hi)) continue;
+            int64_t o = lo - at;
+            zt__adamw_host(e, st[0] + o, st[1] + o, st[2] + o, e->h_grad + o, w + o * es, hi - lo,
+                           zt__adamw_params(e, pr, lr, grad_scale));
+            if (!w_host && !w_swap) /* the weights are on the device */
+                zt_copy(e->s, zt_view(g->w, lo - (g->split_w ? g->own : 0), zt_shape1(hi - lo)),
+                        zt_tensor_make(w + o * es, e->wdtype, ZT_HOST, zt_shape1(hi - lo)));
+        }
+        if (w_swap) zt__swap_io(e->swap, 1, g->nv_w + c0 * es, k * es, e->h_w, 1);
+        if (nv) {
+            writes[set] = zt__swap_batch(e->swap);
+            for (int a = 0; a < 3; a++)
+                zt__swap_add(e->swap, writes[set], 0, g->nv_state + a * A + c0 * 4, k * 4, e->h_state[set][a], 1);
+        }
+        zt_stream_sync(e->s); /* the unit of weights has gone over */
+    }
+    for (int i = 0; i < 2; i++)
+        if (writes[i] >= 0) zt__swap_wait(e->swap, writes[i]);
+}
+
 /* ---- ZeRO: slices of the flat groups across ranks ---- */
 
 
@@ -5219,7 +5792,12 @@ static void zt__gather_group(zt_engine *e, int gi) {
         if (e->shared_w_group >= 0) e->groups[e->shared_w_group].w_ready = 0;
         e->shared_w_group = gi;
     }
-    zt__gather_slices(e, g->full_w, g->shard, g->w);
+    zt_tensor mine = g->w;
+    if (e->off_param != ZT_OFFLOAD_NONE) { /* the slice comes in from host memory or the swap first */
+        mine = zt_view(e->wstage, 0, zt_shape1(g->shard));
+        zt__slice_load(e, g, mine);
+    }
+    zt__gather_slices(e, g->full_w, g->shard, mine);
     g->w_ready = 1;
 }
 
@@ -5389,13 +5967,15 @@ static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p) {
 
 /* Elements [at, at+k) of a group (k <= ZT__STAGE_FLOATS) from the f32 values in the pinned staging:
    which 0 sets the weights (and the fp32 master), 1 and 2 the Adam moments. Each rank writes the
-   part it holds. */
+   part it holds, wherever it lives: the device, host memory or the swap. */
 static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, int64_t k) {
     int64_t owned = e->stage > 0 ? g->shard : g->numel;
     int64_t lo = ZT__MAX(at, g->own), hi = ZT__MIN(at + k, g->own + owned);
-    if (which > 0 || zt__present(g->master)) {
+    if (which > 0 || zt__has_master(e, g)) {
         zt_tensor dst = which == 1 ? g->m : which == 2 ? g->v : g->master;
-        if (hi > lo && zt__present(dst))
+        if (hi > lo && e->off_opt == ZT_OFFLOAD_NVME && e->swap)
+            zt__swap_array(e, 0, g->nv_state + which * zt__state_bytes(e, g), 4, lo - g->own, hi - lo, e->h_stage + (lo - at), 1);
+        else if (hi > lo && zt__present(dst))
             zt_copy(e->s, zt_view(dst, lo - g->own, zt_shape1(hi - lo)),
                     zt_tensor_make(e->h_stage + (lo - at), ZT_F32, ZT_HOST, zt_shape1(hi - lo)));
         zt_stream_sync(e->s); /* the staging is read before it is narrowed below */
@@ -5408,8 +5988,12 @@ static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, i
         for (int64_t i = 0; i < whi - wlo; i++) zt__store(e->h_stage, e->wdtype, i, e->h_stage[wlo - at + i]);
         src = e->h_stage;
     }
-    zt_copy(e->s, zt_view(g->w, wlo - (g->split_w ? g->own : 0), zt_shape1(whi - wlo)),
-            zt_tensor_make(src, e->wdtype, ZT_HOST, zt_shape1(whi - wlo)));
+    int64_t w_at = wlo - (g->split_w ? g->own : 0);
+    if (g->split_w && e->off_param == ZT_OFFLOAD_NVME) {
+        if (e->swap) zt__swap_array(e, 1, g->nv_w, zt_dtype_size(e->wdtype), w_at, whi - wlo, src, 1);
+    } else {
+        zt_copy(e->s, zt_view(g->w, w_at, zt_shape1(whi - wlo)), zt_tensor_make(src, e->wdtype, ZT_HOST, zt_shape1(whi - wlo)));
+    }
     zt_stream_sync(e->s);
 }
 
@@ -5417,26 +6001,37 @@ static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, i
    when there is one), 1 and 2 the Adam moments, 3 the gradient. State split across ranks is summed
    across them from zeros where a rank holds nothing (exact): a collective, the same on every rank. */
 static void zt__group_read(zt_engine *e, const zt__group *g, int which, int64_t at, int64_t k) {
-    zt_tensor src;
-    int64_t src_at, src_n;
-    if (which == 3) src = g->grad, src_at = g->split_grad ? g->own : 0, src_n = g->split_grad ? g->shard : g->numel;
-    else if (which == 0 && !zt__present(g->master))
-        src = g->w, src_at = g->split_w ? g->own : 0, src_n = g->split_w ? g->shard : g->numel;
-    else src = which == 1 ? g->m : which == 2 ? g->v : g->master, src_at = g->own, src_n = e->stage > 0 ? g->shard : g->numel;
-    zt_tensor h = zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k));
-    if (src_n == g->numel || e->world == 1) { /* all of it here (a frozen group's weights may be 16-bit) */
-        zt_copy(e->s, zt_tensor_make(e->h_stage, src.dtype, ZT_HOST, zt_shape1(k)), zt_view(src, at - src_at, zt_shape1(k)));
-        zt_stream_sync(e->s);
-        if (src.dtype != ZT_F32) /* widened in place from the end, so nothing is overwritten before it is read */
-            for (int64_t i = k - 1; i >= 0; i--) e->h_stage[i] = (float)zt__load(e->h_stage, src.dtype, i);
-        return;
+    zt_tensor src = zt__none();
+    int64_t src_at, src_n, nv_at = -1; /* nv_at: the swapped array's byte offset, in file nv_file */
+    int nv_file = 0;
+    zt_dtype dt = ZT_F32;
+    if (which == 3) {
+        src = g->grad, src_at = g->split_grad ? g->own : 0, src_n = g->split_grad ? g->shard : g->numel;
+    } else if (which == 0 && !zt__has_master(e, g)) {
+        src = g->w, dt = e->wdtype, src_at = g->split_w ? g->own : 0, src_n = g->split_w ? g->shard : g->numel;
+        if (g->split_w && e->off_param == ZT_OFFLOAD_NVME) nv_file = 1, nv_at = g->nv_w;
+    } else {
+        src = which == 1 ? g->m : which == 2 ? g->v : g->master, src_at = g->own, src_n = e->stage > 0 ? g->shard : g->numel;
+        if (e->off_opt == ZT_OFFLOAD_NVME) nv_at = g->nv_state + which * zt__state_bytes(e, g);
     }
-    zt_tensor d = zt_view(e->dstage, 0, zt_shape1(k));
     int64_t lo = ZT__MAX(at, src_at), hi = ZT__MIN(at + k, src_at + src_n);
+    int gather = src_n != g->numel && e->world > 1; /* the same decision on every rank */
+    if (hi > lo) { /* this rank's part, raw, then widened in place from the end */
+        if (nv_at >= 0) {
+            if (e->swap) zt__swap_array(e, nv_file, nv_at, zt_dtype_size(dt), lo - src_at, hi - lo, e->h_stage, 0);
+        } else {
+            zt_copy(e->s, zt_tensor_make(e->h_stage, dt, ZT_HOST, zt_shape1(hi - lo)), zt_view(src, lo - src_at, zt_shape1(hi - lo)));
+            zt_stream_sync(e->s);
+        }
+        if (dt != ZT_F32)
+            for (int64_t i = hi - lo - 1; i >= 0; i--) e->h_stage[i] = (float)zt__load(e->h_stage, dt, i);
+    }
+    if (!gather) return; /* the whole range was here */
+    zt_tensor d = zt_view(e->dstage, 0, zt_shape1(k));
     zt_fill(e->s, d, 0.0f);
-    if (hi > lo) zt_cast(e->s, zt_view(d, lo - at, zt_shape1(hi - lo)), zt_view(src, lo - src_at, zt_shape1(hi - lo)));
+    if (hi > lo) zt_copy(e->s, zt_view(d, lo - at, zt_shape1(hi - lo)), zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(hi - lo)));
     zt_all_reduce(e->s, e->comm, d, ZT_REDUCE_SUM);
-    zt_copy(e->s, h, d);
+    zt_copy(e->s, zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k)), d);
     zt_stream_sync(e->s);
 }
 
@@ -5615,6 +6210,14 @@ static zt_result zt__check_options(zt_engine *e) {
         return zt_fail(ZT_ERROR_INVALID, "communication_data_type must be fp32, fp16 or bf16");
     if (o->zero_stage < 0 || o->zero_stage > 3)
         return zt_fail(ZT_ERROR_INVALID, "zero_optimization.stage %d: ZeRO has stages 0, 1, 2 and 3", o->zero_stage);
+    if ((o->offload_optimizer != ZT_OFFLOAD_NONE && o->zero_stage == 0) ||
+        (o->offload_optimizer == ZT_OFFLOAD_NVME && o->zero_stage < 3) || (o->offload_param != ZT_OFFLOAD_NONE && o->zero_stage < 3))
+        return zt_fail(ZT_ERROR_INVALID, "offload needs ZeRO: the optimizer to host memory at stages 1-3, to NVMe and the "
+                       "parameters at stage 3 (the stage is %d)", o->zero_stage);
+    if ((o->offload_optimizer == ZT_OFFLOAD_NVME && !o->offload_optimizer_path) ||
+        (o->offload_param == ZT_OFFLOAD_NVME && !o->offload_param_path))
+        return zt_fail(ZT_ERROR_INVALID, "NVMe offload needs a directory: zero_optimization.offload_*.nvme_path, "
+                       "--nvme_path or ZT_NVME_PATH");
     if (o->lr < 0 || o->eps <= 0 || o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1)
         return zt_fail(ZT_ERROR_INVALID, "optimizer settings out of range: learning rate %g, betas (%g, %g), eps %g",
                        (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->eps);
@@ -5622,6 +6225,26 @@ static zt_result zt__check_options(zt_engine *e) {
 }
 
 static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, size_t need, size_t given);
+
+/* the host optimizer's threads and the swap files, once the layout is real */
+static zt_result zt__offload_start(zt_engine *e) {
+    if (e->off_opt != ZT_OFFLOAD_NONE && !(e->hpool = zt_pool_create(e->hthreads)))
+        return zt_fail(ZT_ERROR_MEMORY, "cannot start the host optimizer's threads");
+    if (!e->nvme[0] && !e->nvme[1]) return ZT_OK;
+    for (int k = 0; k < 2; k++)
+        if (e->nvme_sums[k]) memset(e->nvme_sums[k], 0, (size_t)(e->nvme[k] / e->block) * 8);
+    static int at_exit;
+    if (!at_exit && atexit(zt__swap_cleanup_all) == 0) at_exit = 1;
+    zt__at_fatal = zt__swap_cleanup_all;
+    e->swap = (zt__swap *)calloc(1, sizeof *e->swap); /* setup time, freed by zt_shutdown */
+    if (!e->swap) return zt_fail(ZT_ERROR_MEMORY, "out of host memory for the swap");
+    const char *paths[2] = {e->opt.offload_optimizer_path, e->opt.offload_param_path};
+    const char *keys[2] = {"zero_optimization.offload_optimizer.nvme_path", "zero_optimization.offload_param.nvme_path"};
+    if (!paths[0]) paths[0] = paths[1];
+    if (!paths[1]) paths[1] = paths[0];
+    return zt__swap_open(e->swap, paths, keys, e->nvme, e->block, (int)(e->opt.aio_threads > 0 ? e->opt.aio_threads : 1),
+                         e->nvme_sums);
+}
 
 /* ZeRO-3: the gathered weights resident at once must stay within stage3_max_live_parameters */
 static zt_result zt__check_live(const zt_engine *e) {
@@ -5694,6 +6317,10 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     }
     e->stage = e->opt.zero_stage;
     e->cdtype = e->opt.comm_dtype >= 0 ? (zt_dtype)e->opt.comm_dtype : e->wdtype;
+    e->off_opt = e->opt.offload_optimizer;
+    e->off_param = e->opt.offload_param;
+    e->block = e->opt.aio_block_size > 0 ? ZT__CDIV(e->opt.aio_block_size, 4096) * 4096 : 1 << 20;
+    e->hthreads = e->off_opt != ZT_OFFLOAD_NONE ? (e->opt.threads > 0 ? e->opt.threads : zt_cpu_count()) : 0;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
     if ((r = zt__check_live(e)) != ZT_OK) return r;
@@ -5724,6 +6351,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         if ((r = zt_backend_reserve(e->be, dev_bytes, pinned_need)) != ZT_OK) return r;
         zt__layout(e, zt_backend_device_arena(e->be), zt_backend_pinned_arena(e->be));
     }
+    if ((r = zt__offload_start(e)) != ZT_OK) return r;
     /* initial values, zeroed gradients and optimizer state */
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].tied < 0 && zt__numel_of(e->params[p].shape) > 0) zt__param_write(e, p, NULL);
@@ -5731,8 +6359,11 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         zt__group *g = &e->groups[b];
         if (!g->trainable) continue;
         zt_fill(e->s, g->grad, 0.0f);
-        zt_fill(e->s, g->m, 0.0f);
-        zt_fill(e->s, g->v, 0.0f);
+        for (int a = 0; a < 2; a++) { /* swapped moments read as zeros until first written */
+            zt_tensor t = a ? g->v : g->m;
+            if (zt__present(t) && t.place == ZT_HOST) memset(t.data, 0, zt_nbytes(t));
+            else if (zt__present(t)) zt_fill(e->s, t, 0.0f);
+        }
     }
     zt_stream_sync(e->s);
     e->scaler = zt_loss_scaler_init(&e->opt);
@@ -5775,6 +6406,9 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
 
 ZT_API void zt_shutdown(zt_engine *e) {
     if (!e) return;
+    if (e->swap) zt__swap_close(e->swap);
+    free(e->swap);
+    zt_pool_destroy(e->hpool);
     if (e->be) zt_backend_destroy(e->be);
     free(e->meta_mem);
     free(e);
@@ -5801,9 +6435,13 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
         out->micro_batch = e->opt.micro_batch;
         out->seq_len = e->T;
         out->params = zt_engine_param_count(e);
+        out->offload_optimizer = e->off_opt;
+        out->offload_param = e->off_param;
         memcpy(out->bytes, e->mem, sizeof out->bytes);
+        memcpy(out->host_bytes, e->hmem, sizeof out->host_bytes);
         out->device = e->plan_device;
         out->pinned = e->plan_pinned;
+        out->nvme = (size_t)(e->nvme[0] + e->nvme[1]);
     }
     zt_shutdown(e);
     return r;
@@ -5811,16 +6449,24 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
 
 ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
     double P = (double)p->params, N = (double)p->world, MiB = 1048576.0;
+    static const char *where[3] = {"none", "cpu", "nvme"};
     fprintf(out, "memory plan: %lld parameters, %d rank%s, ZeRO stage %d, micro-batch %lld x %lld tokens, "
-            "activation checkpointing %s; per rank:\n", (long long)p->params, p->world, p->world > 1 ? "s" : "",
-            p->zero_stage, (long long)p->micro_batch, (long long)p->seq_len, p->gradient_checkpointing ? "on" : "off");
+            "activation checkpointing %s, offload optimizer %s, parameters %s; per rank:\n", (long long)p->params,
+            p->world, p->world > 1 ? "s" : "", p->zero_stage, (long long)p->micro_batch, (long long)p->seq_len,
+            p->gradient_checkpointing ? "on" : "off", where[p->offload_optimizer], where[p->offload_param]);
+    fprintf(out, "  %-18s %12s %16s\n", "", "device", "pinned host");
     for (int c = 0; c < ZT_MEM_COUNT; c++)
-        fprintf(out, "  %-18s %12.2f MiB\n", zt__mem_names[c], (double)p->bytes[c] / MiB);
-    size_t states = p->bytes[ZT_MEM_PARAMS] + p->bytes[ZT_MEM_GRADS] + p->bytes[ZT_MEM_MASTER] + p->bytes[ZT_MEM_ADAM];
+        fprintf(out, "  %-18s %12.2f %12.2f MiB\n", zt__mem_names[c], (double)p->bytes[c] / MiB,
+                (double)p->host_bytes[c] / MiB);
+    size_t states = 0;
+    for (int c = ZT_MEM_PARAMS; c <= ZT_MEM_ADAM; c++) states += p->bytes[c] + p->host_bytes[c];
+    states += p->nvme;
     /* the ZeRO paper's model states for 16-bit training with Adam (K = 12) */
     double paper = p->zero_stage == 0 ? 16 * P : p->zero_stage == 1 ? 4 * P + 12 * P / N
                  : p->zero_stage == 2 ? 2 * P + 14 * P / N : 16 * P / N;
-    fprintf(out, "  %-18s %12.2f MiB\n", "total", (double)p->device / MiB);
+    fprintf(out, "  %-18s %12.2f %12.2f MiB", "total", (double)p->device / MiB, (double)p->pinned / MiB);
+    if (p->nvme) fprintf(out, ", and %.2f MiB of NVMe swap files", (double)p->nvme / MiB);
+    fprintf(out, "\n");
     fprintf(out, "  model states %.2f MiB; the ZeRO paper's %s for 16-bit training: %.2f MiB (zt keeps gradients in "
             "fp32: 2 bytes more per %s)\n", (double)states / MiB,
             p->zero_stage == 0 ? "16P" : p->zero_stage == 1 ? "4P + 12P/N" : p->zero_stage == 2 ? "2P + 14P/N" : "16P/N",
@@ -5966,30 +6612,14 @@ static double zt__grad_sumsq(zt_engine *e) {
 }
 
 /* AdamW over this rank's slice of every trainable group, a parameter at a time (each has its own
-   weight decay), then the updated weights gathered where every rank holds them whole */
+   weight decay), on the device or (offload_optimizer) the host; then the updated weights gathered
+   where every rank holds them whole */
 static void zt__update(zt_engine *e, float lr, double grad_scale) {
-    for (int p = 0; p < e->n_params; p++) {
-        const zt__param *pr = &e->params[p];
-        int64_t n = zt__numel_of(pr->shape);
-        if (pr->tied >= 0 || n == 0 || pr->flags & ZT_PARAM_FROZEN) continue;
-        const zt__group *g = &e->groups[pr->block];
-        int64_t owned = e->stage > 0 ? g->shard : g->numel;
-        int64_t lo = ZT__MAX(pr->offset, g->own), hi = ZT__MIN(pr->offset + n, g->own + owned);
-        if (hi <= lo) continue;
-        zt_shape k = zt_shape1(hi - lo);
-        zt_tensor w = zt_view(g->w, lo - (g->split_w ? g->own : 0), k);
-        zt_tensor master = zt__present(g->master) ? zt_view(g->master, lo - g->own, k) : w;
-        zt_adamw_params ap = zt_adamw_params_default();
-        ap.lr = lr;
-        ap.beta1 = e->opt.beta1;
-        ap.beta2 = e->opt.beta2;
-        ap.eps = e->opt.eps;
-        ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? e->opt.weight_decay : 0.0f;
-        ap.grad_scale = (float)grad_scale;
-        ap.step = e->adam_step;
-        ap.l2 = !e->opt.adam_w_mode;
-        zt_adamw(e->s, master, zt_view(g->m, lo - g->own, k), zt_view(g->v, lo - g->own, k),
-                 zt_view(g->grad, lo - (g->split_grad ? g->own : 0), k), zt__present(g->master) ? &w : NULL, ap);
+    for (int b = 0; b < e->n_blocks; b++) {
+        zt__group *g = &e->groups[b];
+        if (!g->trainable) continue;
+        if (e->off_opt != ZT_OFFLOAD_NONE) zt__update_host(e, g, lr, grad_scale);
+        else zt__update_device(e, g, lr, grad_scale);
     }
     for (int b = 0; b < e->n_blocks && e->stage > 0; b++) {
         zt__group *g = &e->groups[b];
@@ -6413,7 +7043,6 @@ ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int i
 /* >>checkpoint (implementation) ---------------------------------------------------------------- */
 
 #define ZT__CKPT_TENSORS "zt_rank_00000.safetensors"
-#define ZT__PATH 4096
 
 /* dir/name into out (ZT__PATH bytes); a path that does not fit is refused, not truncated */
 static zt_result zt__path(char *out, const char *dir, const char *name) {
