@@ -6473,56 +6473,91 @@ ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
             paper / MiB, p->zero_stage < 2 ? "parameter" : "parameter per rank");
 }
 
-/* settings in order of cost: what a step pays for the memory it saves */
-static const struct { int stage, ckpt; } zt__fit_order[] = {{0, 0}, {1, 0}, {2, 0}, {2, 1}, {3, 0}, {3, 1}};
+/* settings in order of cost: what a step pays for the memory it saves. Without offload first, at every
+   micro-batch (the collectives of stages 1-3 cost about what stage 0's all-reduce does; recomputation a
+   third more compute); then offload, which moves the optimizer's work to the host and its traffic over
+   PCIe (and NVMe only where a path is set) */
+typedef struct zt__fit { int stage, ckpt; zt_offload_device opt, param; } zt__fit;
+static const zt__fit zt__fit_order[] = {
+    {0, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE}, {1, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
+    {2, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE}, {2, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
+    {3, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE}, {3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
+    {2, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE}, {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE},
+    {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU}, {3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_CPU},
+    {3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME}};
+#define ZT__N_FIT (int)(sizeof zt__fit_order / sizeof zt__fit_order[0])
+
+static const char *zt__where(zt_offload_device d) { return d == ZT_OFFLOAD_CPU ? "cpu" : d == ZT_OFFLOAD_NVME ? "nvme" : "none"; }
 
 ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const zt_options *o, int world,
                              size_t device_bytes, FILE *log) {
-    for (int64_t mb = o->micro_batch; mb >= 1; mb /= 2) {
-        if (mb != o->micro_batch && o->micro_batch % mb != 0) continue;
-        for (size_t i = 0; i < sizeof zt__fit_order / sizeof zt__fit_order[0]; i++) {
-            zt_options t = *o;
-            t.zero_stage = zt__fit_order[i].stage;
-            t.gradient_checkpointing = o->gradient_checkpointing || zt__fit_order[i].ckpt;
-            if (i > 0 && t.zero_stage == zt__fit_order[i - 1].stage && o->gradient_checkpointing) continue; /* the same */
-            t.micro_batch = mb;
-            t.grad_accum = o->grad_accum * (o->micro_batch / mb);
-            t.device_bytes = 0;
-            zt_memory_plan p;
-            zt_result r = zt_plan_memory(&p, model, &t, world);
-            if (r != ZT_OK) return r;
-            if (p.device <= device_bytes) {
-                *fits = t;
+    const char *nvme = o->offload_param_path ? o->offload_param_path : o->offload_optimizer_path ? o->offload_optimizer_path
+                     : o->nvme_path ? o->nvme_path : getenv("ZT_NVME_PATH");
+    for (int offload = 0; offload <= 1; offload++)
+        for (int64_t mb = o->micro_batch; mb >= 1; mb /= 2) {
+            if (mb != o->micro_batch && o->micro_batch % mb != 0) continue;
+            for (int i = 0; i < ZT__N_FIT; i++) {
+                zt__fit f = zt__fit_order[i];
+                if ((f.opt != ZT_OFFLOAD_NONE) != offload || (f.ckpt && !f.stage)) continue;
+                if ((f.opt == ZT_OFFLOAD_NVME || f.param == ZT_OFFLOAD_NVME) && !nvme) continue; /* no path to swap to */
+                if (o->gradient_checkpointing && !f.ckpt && i + 1 < ZT__N_FIT && zt__fit_order[i + 1].ckpt &&
+                    zt__fit_order[i + 1].stage == f.stage && zt__fit_order[i + 1].opt == f.opt)
+                    continue; /* checkpointing is on already: the next entry is the same */
+                zt_options t = *o;
+                t.zero_stage = f.stage;
+                t.gradient_checkpointing = o->gradient_checkpointing || f.ckpt;
+                t.offload_optimizer = f.opt;
+                t.offload_param = f.param;
+                if (f.opt == ZT_OFFLOAD_NVME && !t.offload_optimizer_path) t.offload_optimizer_path = nvme;
+                if (f.param == ZT_OFFLOAD_NVME && !t.offload_param_path) t.offload_param_path = nvme;
+                t.micro_batch = mb;
+                t.grad_accum = o->grad_accum * (o->micro_batch / mb);
+                t.device_bytes = 0;
+                zt_memory_plan p;
+                zt_result r = zt_plan_memory(&p, model, &t, world);
+                if (r != ZT_OK) return r;
+                char what[160];
+                snprintf(what, sizeof what, "ZeRO stage %d, activation checkpointing %s, offload optimizer %s, parameters %s, "
+                         "micro-batch %lld", t.zero_stage, t.gradient_checkpointing ? "on" : "off", zt__where(f.opt),
+                         zt__where(f.param), (long long)mb);
+                if (p.device <= device_bytes) {
+                    *fits = t;
+                    if (log)
+                        fprintf(log, "fits: %s x %lld accumulation: %.2f MiB of %.2f MiB (pinned host %.2f MiB, NVMe %.2f MiB)\n",
+                                what, (long long)t.grad_accum, (double)p.device / 1048576.0,
+                                (double)device_bytes / 1048576.0, (double)p.pinned / 1048576.0, (double)p.nvme / 1048576.0);
+                    return ZT_OK;
+                }
                 if (log)
-                    fprintf(log, "fits: ZeRO stage %d, activation checkpointing %s, micro-batch %lld x %lld accumulation: "
-                            "%.2f MiB of %.2f MiB\n", t.zero_stage, t.gradient_checkpointing ? "on" : "off",
-                            (long long)mb, (long long)t.grad_accum, (double)p.device / 1048576.0,
-                            (double)device_bytes / 1048576.0);
-                return ZT_OK;
+                    fprintf(log, "rejected: %s: %.2f MiB (parameters %.2f, gradients %.2f, master %.2f, Adam %.2f, activations "
+                            "%.2f, buckets %.2f, scratch %.2f, buffers %.2f)\n", what, (double)p.device / 1048576.0,
+                            p.bytes[0] / 1048576.0, p.bytes[1] / 1048576.0, p.bytes[2] / 1048576.0, p.bytes[3] / 1048576.0,
+                            p.bytes[4] / 1048576.0, p.bytes[5] / 1048576.0, p.bytes[6] / 1048576.0, p.bytes[7] / 1048576.0);
             }
-            if (log)
-                fprintf(log, "rejected: ZeRO stage %d, activation checkpointing %s, micro-batch %lld: %.2f MiB (parameters "
-                        "%.2f, gradients %.2f, master %.2f, Adam %.2f, activations %.2f, buckets %.2f, scratch %.2f, "
-                        "buffers %.2f)\n", t.zero_stage, t.gradient_checkpointing ? "on" : "off", (long long)mb,
-                        (double)p.device / 1048576.0, p.bytes[0] / 1048576.0, p.bytes[1] / 1048576.0,
-                        p.bytes[2] / 1048576.0, p.bytes[3] / 1048576.0, p.bytes[4] / 1048576.0, p.bytes[5] / 1048576.0,
-                        p.bytes[6] / 1048576.0, p.bytes[7] / 1048576.0);
         }
-    }
     return zt_fail(ZT_ERROR_MEMORY, "nothing fits in %.2f MiB per rank at %d rank%s: not ZeRO-3 with activation "
-                   "checkpointing and a micro-batch of 1", (double)device_bytes / 1048576.0, world, world > 1 ? "s" : "");
+                   "checkpointing, offload%s and a micro-batch of 1", (double)device_bytes / 1048576.0, world,
+                   world > 1 ? "s" : "", nvme ? "" : " to host memory (NVMe needs --nvme_path)");
 }
 
 /* the error before step 1: the largest category, the shortfall, and the cheapest settings that fit */
 static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, size_t need, size_t given) {
     int big = 0;
     for (int c = 1; c < ZT_MEM_COUNT; c++) if (e->mem[c] > e->mem[big]) big = c;
-    char hint[256] = "nothing fits: not ZeRO-3 with activation checkpointing and a micro-batch of 1";
+    char hint[400] = "nothing fits: not ZeRO-3 with activation checkpointing, offload and a micro-batch of 1";
     zt_options fits;
-    if (zt_plan_fit(&fits, model, &e->opt, e->world, given, NULL) == ZT_OK)
-        snprintf(hint, sizeof hint, "zero_optimization.stage %d%s%s would fit", fits.zero_stage,
-                 fits.gradient_checkpointing && !e->opt.gradient_checkpointing ? " with --gradient_checkpointing" : "",
-                 fits.micro_batch != e->opt.micro_batch ? " and a smaller micro-batch (zt_train --plan --fit)" : "");
+    if (zt_plan_fit(&fits, model, &e->opt, e->world, given, NULL) == ZT_OK) {
+        const char *with[4] = {NULL, NULL, NULL, NULL};
+        char opt[48] = "", par[48] = "";
+        int n = 0;
+        if (fits.offload_optimizer) snprintf(opt, sizeof opt, "offload_optimizer %s", zt__where(fits.offload_optimizer)), with[n++] = opt;
+        if (fits.offload_param) snprintf(par, sizeof par, "offload_param %s", zt__where(fits.offload_param)), with[n++] = par;
+        if (fits.gradient_checkpointing && !e->opt.gradient_checkpointing) with[n++] = "--gradient_checkpointing";
+        if (fits.micro_batch != e->opt.micro_batch) with[n++] = "a smaller micro-batch";
+        int k = snprintf(hint, sizeof hint, "zero_optimization.stage %d", fits.zero_stage);
+        for (int i = 0; i < n; i++) k += snprintf(hint + k, sizeof hint - (size_t)k, "%s%s", i ? ", " : " with ", with[i]);
+        snprintf(hint + k, sizeof hint - (size_t)k, " would fit (zt_train --plan --fit shows the plan)");
+    }
     return zt_fail(ZT_ERROR_MEMORY, "out of device memory before step 1: each rank needs %.2f MiB, %.2f MiB were given "
                    "(%.2f MiB short); the largest part is %s (%.2f MiB) at ZeRO stage %d; %s", need / 1048576.0,
                    given / 1048576.0, (need - given) / 1048576.0, zt__mem_names[big], e->mem[big] / 1048576.0, e->stage, hint);
@@ -6763,7 +6798,7 @@ ZT_API void zt_memory_report(zt_engine *e, const char *label) {
     zt_arena *dev = zt_backend_device_arena(e->be);
     size_t planned[ZT_MEM_COUNT], peak[ZT_MEM_COUNT];
     zt_memory_stats(e, planned, peak);
-    char line[1024];
+    char line[2048];
     int n = snprintf(line, sizeof line, "memory %s | rank %d | device %.2f MiB (peak %.2f of %.2f)", label ? label : "",
                      e->rank, dev->used / 1048576.0, zt_arena_peak(dev) / 1048576.0, dev->cap / 1048576.0);
     for (int c = 0; c < ZT_MEM_COUNT && n < (int)sizeof line; c++) {
@@ -6774,7 +6809,12 @@ ZT_API void zt_memory_report(zt_engine *e, const char *label) {
         else
             n += snprintf(line + n, sizeof line - (size_t)n, " | %s %.2f", zt__mem_names[c], planned[c] / 1048576.0);
     }
-    zt_log(ZT_LOG_INFO, "%s | pinned host %.2f MiB", line, zt_backend_pinned_arena(e->be)->used / 1048576.0);
+    n += snprintf(line + n, sizeof line - (size_t)n, " | pinned host %.2f MiB", zt_backend_pinned_arena(e->be)->used / 1048576.0);
+    for (int c = 0; c < ZT_MEM_COUNT && n < (int)sizeof line; c++)
+        if (e->hmem[c]) n += snprintf(line + n, sizeof line - (size_t)n, " | host %s %.2f", zt__mem_names[c], e->hmem[c] / 1048576.0);
+    if (e->nvme[0] + e->nvme[1] && n < (int)sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, " | NVMe swap %.2f MiB", (double)(e->nvme[0] + e->nvme[1]) / 1048576.0);
+    zt_log(ZT_LOG_INFO, "%s", line);
 }
 
 /* >>io (implementation) ------------------------------------------------------------------------ */

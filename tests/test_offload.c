@@ -1,0 +1,317 @@
+/* tests/test_offload.c - ZeRO-Offload on the CPU backend: every setting (optimizer to host memory or
+   NVMe, stage-3 weights to host memory or NVMe, and together) at 1 and 2 ranks gives the parameters of
+   the same run without offload, bit for bit; offload trains within a device capacity the plan refuses
+   without it; and the swap's errors: a missing or wrong path, too little space, a swap file truncated
+   or changed under the job (the process stops with the reason, the swap directory is removed), and the
+   directory a killed job left. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+static const char *MODEL =
+    "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 32,"
+    " \"vocab_size\": 61}";
+
+enum { ROWS = 4, T = 16, STEPS = 3, MAX_N = 1 << 16 };
+
+typedef struct result { int64_t n; float w[MAX_N]; char msg[1024]; } result;
+
+static char nvme_dir[256];
+
+static const char *nvme(void) {
+    if (!nvme_dir[0]) {
+        snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zt_offload_test_%d", (int)getpid());
+        mkdir(nvme_dir, 0700);
+    }
+    return nvme_dir;
+}
+
+static zt_options offload_options(int stage, int world, zt_offload_device opt, zt_offload_device param) {
+    zt_options o = zt_options_default();
+    o.micro_batch = ROWS / world;
+    o.seq_len = T;
+    o.threads = 1;
+    o.precision = ZT_PRECISION_BF16;
+    o.lr = 1e-3f;
+    o.weight_decay = 0.1f;
+    o.max_grad_norm = 0.5f;
+    o.schedule = ZT_SCHED_CONSTANT;
+    o.zero_stage = stage;
+    o.persistence_threshold = 0;
+    o.offload_optimizer = opt;
+    o.offload_param = param;
+    o.offload_optimizer_path = o.offload_param_path = nvme();
+    o.offload_buffer_size = 3000; /* units of 4096 elements: whole 4 KiB blocks in bf16 and f32 */
+    o.aio_block_size = 4096;
+    o.aio_threads = 2;
+    return o;
+}
+
+static int32_t token(int s, int64_t r, int64_t i) { return (int32_t)((s * 7919 + r * 131 + i * 17 + 5) % 61); }
+
+static zt_engine *make(zt_options o, zt_comm *c) {
+    zt_model_config mc;
+    if (zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") != ZT_OK) zt_fatal("%s", zt_last_error());
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    o.comm = c;
+    zt_engine *e = NULL;
+    return zt_init_options(&e, &spec, &o) == ZT_OK ? e : NULL;
+}
+
+static void train(zt_engine *e, int rank, int world, int steps) {
+    int64_t B = ROWS / world;
+    int32_t tok[ROWS * T];
+    for (int s = 0; s < steps; s++) {
+        for (int64_t r = 0; r < B; r++)
+            for (int64_t i = 0; i < T; i++) tok[r * T + i] = token(s, rank * B + r, i);
+        zt_forward_backward(e, tok, NULL, NULL, B);
+        zt_step(e);
+    }
+}
+
+static int64_t read_all(zt_engine *e, float *out) {
+    int64_t n = 0;
+    for (int i = 0; i < zt_param_count(e); i++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, i, &s);
+        if (!name) continue;
+        int64_t k = 1;
+        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
+        if (n + k > MAX_N || zt_param_get(e, name, out + n, k, 0) != ZT_OK) return -1;
+        n += k;
+    }
+    return n;
+}
+
+static int rank_main(zt_options o, zt_comm *c, int rank, int world, result *out) {
+    zt_engine *e = make(o, c);
+    if (!e) {
+        snprintf(out->msg, sizeof out->msg, "%s", zt_last_error());
+        return 3;
+    }
+    train(e, rank, world, STEPS);
+    static float mine[MAX_N];
+    int64_t n = read_all(e, rank == 0 ? out->w : mine);
+    zt_shutdown(e);
+    if (rank == 0) out->n = n;
+    return n < 0 ? 4 : 0;
+}
+
+static result *shared(void) {
+    void *m = mmap(NULL, sizeof(result), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) zt_fatal("cannot map a result");
+    memset(m, 0, sizeof(result));
+    return (result *)m;
+}
+
+/* `world` ranks of one run, forked; their stderr to `err` when not NULL */
+static int run(zt_options o, int world, result *out) {
+    int fd = -1;
+    if (world > 1 && zt_comm_shm_create(world, 1 << 16, &fd) != ZT_OK) return 0;
+    pid_t pids[2];
+    for (int r = 0; r < world; r++)
+        if ((pids[r] = fork()) == 0) {
+            zt_comm *c = NULL;
+            if (world > 1 && zt_comm_shm_attach(&c, fd, r, world) != ZT_OK) _exit(2);
+            _exit(rank_main(o, c, r, world, out));
+        }
+    int good = 0;
+    for (int r = 0; r < world; r++) {
+        int status = 0;
+        waitpid(pids[r], &status, 0);
+        good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    if (fd >= 0) close(fd);
+    return good == world;
+}
+
+static int swap_dirs_left(void) {
+    int n = 0;
+    DIR *d = opendir(nvme());
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) n += strncmp(de->d_name, "zt-swap-", 8) == 0;
+    if (d) closedir(d);
+    return n;
+}
+
+TEST(offload_every_setting_is_bitwise_the_run_without) {
+    static const struct { int stage; zt_offload_device opt, param; const char *name; } cases[] = {
+        {2, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, "stage 2, optimizer to host memory"},
+        {3, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, "optimizer to host memory"},
+        {3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE, "optimizer to NVMe"},
+        {3, ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU, "parameters to host memory"},
+        {3, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NVME, "parameters to NVMe"},
+        {3, ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU, "both to host memory"},
+        {3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME, "both to NVMe"},
+    };
+    result *base = shared(), *r = shared();
+    for (int world = 1; world <= 2; world++) {
+        CHECK_MSG(run(offload_options(3, world, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE), world, base), "world %d: %s", world,
+                  base->msg);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            memset(r, 0, sizeof *r);
+            CHECK_MSG(run(offload_options(cases[i].stage, world, cases[i].opt, cases[i].param), world, r), "world %d, %s: %s",
+                      world, cases[i].name, r->msg);
+            CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
+                      "world %d, %s: not the run without offload", world, cases[i].name);
+        }
+    }
+    munmap(base, sizeof *base);
+    munmap(r, sizeof *r);
+    CHECK_EQ_INT(swap_dirs_left(), 0);
+}
+
+/* a capacity below every plan without offload at micro-batch 1: refused (the message names the offload
+   that fits), and trained with it; the plan counts the host and NVMe bytes */
+TEST(offload_trains_where_the_device_is_too_small) {
+    zt_model_config mc;
+    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    zt_memory_plan p, off, nv;
+    size_t least = (size_t)-1; /* the smallest plan without offload */
+    for (int stage = 0; stage < 4; stage++)
+        for (int ckpt = 0; ckpt < 2; ckpt++) {
+            zt_options o = offload_options(stage, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+            o.micro_batch = 1, o.gradient_checkpointing = ckpt;
+            CHECK(zt_plan_memory(&p, &spec, &o, 1) == ZT_OK);
+            if (p.device < least) least = p.device;
+        }
+    zt_options o = offload_options(2, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
+    o.micro_batch = 1, o.gradient_checkpointing = 1;
+    CHECK(zt_plan_memory(&off, &spec, &o, 1) == ZT_OK);
+    CHECK_MSG(off.device < least, "offload plans %zu bytes, no offload at least %zu", off.device, least);
+    CHECK(off.bytes[ZT_MEM_MASTER] == 0 && off.bytes[ZT_MEM_ADAM] == 0 && off.host_bytes[ZT_MEM_ADAM] > 0);
+    zt_options n = offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME);
+    CHECK(zt_plan_memory(&nv, &spec, &n, 1) == ZT_OK);
+    CHECK(nv.nvme > 0 && nv.bytes[ZT_MEM_PARAMS] == 0 && nv.host_bytes[ZT_MEM_PARAMS] == 0);
+    size_t cap = (off.device + least) / 2;
+    zt_options none = offload_options(2, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+    none.micro_batch = 1, none.device_bytes = cap;
+    CHECK(make(none, NULL) == NULL);
+    CHECK_STR_CONTAINS(zt_last_error(), "out of device memory before step 1");
+    CHECK_STR_CONTAINS(zt_last_error(), "zero_optimization.stage 2 with offload_optimizer cpu, --gradient_checkpointing");
+    o.device_bytes = cap;
+    zt_engine *e = make(o, NULL);
+    CHECK_MSG(e != NULL, "%s", zt_last_error());
+    int32_t tok[T];
+    for (int s = 0; s < 2; s++) {
+        for (int i = 0; i < T; i++) tok[i] = token(s, 0, i);
+        zt_forward_backward(e, tok, NULL, NULL, 1);
+        CHECK(zt_step(e).loss > 0);
+    }
+    CHECK(zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))) <= cap);
+    zt_shutdown(e);
+}
+
+static void expect_error(zt_options o, const char *want) {
+    zt_engine *e = make(o, NULL);
+    if (e) zt_shutdown(e);
+    CHECK_MSG(e == NULL, "accepted: should have said \"%s\"", want);
+    CHECK_STR_CONTAINS(zt_last_error(), want);
+}
+
+TEST(offload_refuses_bad_swap_paths) {
+    zt_options o = offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE);
+    o.offload_optimizer_path = "/nonexistent/zt";
+    expect_error(o, "zero_optimization.offload_optimizer.nvme_path /nonexistent/zt does not exist");
+    o = offload_options(3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NVME);
+    o.offload_param_path = "/dev/null";
+    expect_error(o, "zero_optimization.offload_param.nvme_path /dev/null is not a directory");
+    o = offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME);
+    setenv("ZT_TEST_NVME_FREE", "4096", 1);
+    expect_error(o, "MiB free; this rank's swap files need");
+    unsetenv("ZT_TEST_NVME_FREE");
+    o = offload_options(3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NVME);
+    o.offload_param_path = NULL;
+    expect_error(o, "NVMe offload needs a directory");
+    o = offload_options(1, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE);
+    expect_error(o, "offload needs ZeRO");
+    CHECK_EQ_INT(swap_dirs_left(), 0);
+}
+
+/* the path of this process's swap file `name`, found in the swap directory */
+static int swap_file(char *out, size_t cap, const char *name) {
+    DIR *d = opendir(nvme());
+    int found = 0;
+    for (struct dirent *de; d && (de = readdir(d)) != NULL && !found;)
+        if (strncmp(de->d_name, "zt-swap-", 8) == 0 && strtol(strrchr(de->d_name, '-') + 1, NULL, 10) == (long)getpid())
+            found = snprintf(out, cap, "%s/%s/%s", nvme(), de->d_name, name) < (int)cap;
+    if (d) closedir(d);
+    return found;
+}
+
+/* a child trains a step, damages its own swap file, and trains on: it must stop with `want` */
+static void damaged(int truncate_it, const char *want) {
+    char errpath[300];
+    snprintf(errpath, sizeof errpath, "%s.err", nvme());
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        zt_engine *e = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
+        if (!e) _exit(3);
+        train(e, 0, 1, 1);
+        char path[512];
+        if (!swap_file(path, sizeof path, "parameters")) _exit(4);
+        int sf = open(path, O_WRONLY);
+        if (truncate_it) {
+            if (ftruncate(sf, 4096) != 0) _exit(5);
+        } else {
+            char junk[4096];
+            memset(junk, 0x5a, sizeof junk);
+            if (pwrite(sf, junk, sizeof junk, 0) != (ssize_t)sizeof junk) _exit(5);
+        }
+        close(sf);
+        train(e, 0, 1, 1);
+        _exit(0); /* not reached: the damage is found */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char msg[2048] = "";
+    FILE *f = fopen(errpath, "r");
+    size_t n = f ? fread(msg, 1, sizeof msg - 1, f) : 0;
+    msg[n] = 0;
+    if (f) fclose(f);
+    unlink(errpath);
+    CHECK_MSG(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the damaged swap file went unnoticed");
+    CHECK_STR_CONTAINS(msg, want);
+    CHECK_EQ_INT(swap_dirs_left(), 0); /* removed on the way out */
+}
+
+TEST(offload_finds_a_swap_file_damaged_under_the_job) {
+    damaged(1, "was truncated under the running job");
+    damaged(0, "changed or replaced under the running job");
+}
+
+TEST(offload_clears_the_swap_directory_of_a_killed_job) {
+    pid_t dead = fork();
+    if (dead == 0) _exit(0);
+    waitpid(dead, NULL, 0);
+    char host[64] = "host", dir[512], file[600];
+    gethostname(host, sizeof host - 1);
+    for (char *c = host; *c; c++) if (*c == '/' || *c == '-') *c = '_';
+    snprintf(dir, sizeof dir, "%s/zt-swap-%s-%d", nvme(), host, (int)dead);
+    snprintf(file, sizeof file, "%s/parameters", dir);
+    CHECK(mkdir(dir, 0700) == 0);
+    FILE *f = fopen(file, "w");
+    CHECK(f != NULL);
+    fputs("left by a killed job", f);
+    fclose(f);
+    zt_engine *e = make(offload_options(3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NVME), NULL);
+    CHECK_MSG(e != NULL, "%s", zt_last_error());
+    struct stat st;
+    CHECK(stat(dir, &st) != 0); /* gone */
+    zt_shutdown(e);
+    CHECK_EQ_INT(swap_dirs_left(), 0);
+    rmdir(nvme());
+}
