@@ -325,6 +325,7 @@ launcher_checks() {
     fi
     rendezvous_checks "$text"
     zero_checks "$text"
+    offload_checks "$text"
     local rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?
@@ -394,6 +395,32 @@ zero_checks() {
         fail "zt_train --plan --fit did not answer:"
         tail -n 5 <<<"$out" | sed 's/^/    /'
     fi
+}
+
+# the seed's two offload configs at 2 ranks, with --device_memory between the plans with and without
+# offload: they train, and save what the run without offload saves, bit for bit
+offload_checks() {
+    local text=$1 dir=$B/check/offload name cfg plain mem
+    local f=(--model examples/models/byte-small --data "$text" --max_steps 3 --seq_len 64 --logging_steps 0
+             --threads 1 --per_device_train_batch_size 2 --num_processes 2 --nvme_path $dir/nvme)
+    rm -rf $dir && mkdir -p $dir/nvme
+    for name in seed_zero2_cpu seed_zero3_nvme; do
+        cfg=examples/configs/$name.json plain=$dir/$name.plain.json
+        sed 's/"device": "[a-z]*"/"device": "none"/' $cfg >$plain
+        # each rank's device total from --plan, with and without offload
+        total() { $B/zt_train "${f[@]}" --config "$1" --plan 2>/dev/null | awk '$1 == "total" { print $2 }'; }
+        mem=$(awk -v a="$(total $cfg)" -v b="$(total $plain)" 'BEGIN { if (a > 0 && a < b) printf "%.0f", (a + b) / 2 * 1048576 }')
+        if [[ -n $mem ]] &&
+            ! $B/zt_train "${f[@]}" --config $plain --device_memory $mem --output_dir $dir/$name.refused >/dev/null 2>&1 &&
+            $B/zt_train "${f[@]}" --config $cfg --device_memory $mem --output_dir $dir/$name >/dev/null 2>&1 &&
+            $B/zt_train "${f[@]}" --config $plain --output_dir $dir/$name.plain >/dev/null 2>&1 &&
+            cmp -s $dir/$name/global_step3/zt_rank_00000.safetensors $dir/$name.plain/global_step3/zt_rank_00000.safetensors &&
+            [[ -z $(ls $dir/nvme) ]]; then
+            pass "$name.json trains 2 ranks in $((mem / 1024)) KiB of device memory each, which refuses it without offload; bit for bit the run without"
+        else
+            fail "$name.json did not train within the device memory that refuses it without offload, as the run without"
+        fi
+    done
 }
 
 # the losses of a run's metrics.jsonl

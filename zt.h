@@ -5465,7 +5465,10 @@ static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const c
                         "shows them)", keys[k], paths[k], free_bytes / 1048576.0, (double)need / 1048576.0);
             break;
         }
-        snprintf(sw->path[k], ZT__PATH, "%s/%s", sw->dir[k], k == 0 ? "optimizer" : "parameters");
+        if (snprintf(sw->path[k], ZT__PATH, "%s/%s", sw->dir[k], k == 0 ? "optimizer" : "parameters") >= ZT__PATH) {
+            r = zt_fail(ZT_ERROR_INVALID, "%s %s is too long a path", keys[k], paths[k]);
+            break;
+        }
         sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0600);
         sw->direct[k] = sw->fd[k] >= 0;
         if (sw->fd[k] < 0 && errno == EINVAL) { /* tmpfs and some others */
