@@ -863,6 +863,30 @@ TEST(ops_output_loss_f16) { check_output_loss(ZT_F16); }
    formula from the kernel's own state before it; tiny gradients, where eps is as large as sqrt(v) and
    its place in the formula matters; and the L2 (torch.optim.Adam) form of weight decay. */
 #define TOL_ADAMW 1e-6 /* a step moves a parameter by ~lr = 1e-3; f32 keeps it to ~1e-7 of the scale */
+
+/* the kernel's f32 arithmetic one element at a time: its vector lanes must give these bits exactly
+   (the host optimizer of ZeRO-Offload relies on it to match the device, bit for bit) */
+static void scalar_adamw(float *w, float *m, float *v, const float *g, int64_t n, zt_adamw_params p) {
+    float decay = (float)(1.0 - (double)p.lr * (double)p.weight_decay);
+    float w1 = (float)(1.0 - (double)p.beta1), w2 = (float)(1.0 - (double)p.beta2);
+    double bc1 = 1.0 - pow((double)p.beta1, (double)p.step), bc2 = 1.0 - pow((double)p.beta2, (double)p.step);
+    float step_size = (float)((double)p.lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i] * p.grad_scale;
+        if (p.l2) gi = gi + p.weight_decay * w[i];
+        else w[i] = w[i] * decay;
+        m[i] = m[i] + w1 * (gi - m[i]);
+        v[i] = v[i] * p.beta2 + (w2 * gi) * gi;
+        float denom = sqrtf(v[i]) / bc2_sqrt + p.eps;
+        w[i] = w[i] + (-step_size) * (m[i] / denom);
+    }
+}
+
+static float *to_f32(const double *x, int64_t n) {
+    float *f = (float *)malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) f[i] = (float)x[i];
+    return f;
+}
 static void adamw_case(cpu_dev *d, rng *r, zt_dtype grad_dt, zt_dtype p16_dt, double gmag, int l2,
                        const char *name) {
     const int64_t n = 20011;
@@ -881,7 +905,14 @@ static void adamw_case(cpu_dev *d, rng *r, zt_dtype grad_dt, zt_dtype p16_dt, do
         double *grad = drand(r, n, -gmag, gmag);
         zt_tensor G = to_dev(d, grad_dt, zt_shape1(n), grad);
         double *pe = download(d, Master), *me = download(d, M), *ve = download(d, V);
+        float *sw = to_f32(pe, n), *sm = to_f32(me, n), *sv = to_f32(ve, n), *sg = to_f32(download(d, G), n);
+        scalar_adamw(sw, sm, sv, sg, n, p);
         zt_adamw(d->s, Master, M, V, G, &P16, p);
+        float *kw = to_f32(download(d, Master), n), *km = to_f32(download(d, M), n), *kv = to_f32(download(d, V), n);
+        int same = memcmp(sw, kw, sizeof(float) * (size_t)n) == 0 && memcmp(sm, km, sizeof(float) * (size_t)n) == 0 &&
+                   memcmp(sv, kv, sizeof(float) * (size_t)n) == 0;
+        free(sw), free(sm), free(sv), free(sg), free(kw), free(km), free(kv);
+        CHECK_MSG(same, "%s: the kernel's bits differ from its arithmetic done one element at a time", cfg);
         ref_adamw(pe, me, ve, grad, n, p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.grad_scale, p.step,
                   p.l2);
         double *pg = download(d, Master);
