@@ -403,6 +403,11 @@ ZT_API void zt_adamw(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, z
                      const zt_tensor *param16, zt_adamw_params p);
 /* PyTorch's AdamW defaults (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01), step 1 */
 ZT_API zt_adamw_params zt_adamw_params_default(void);
+/* The same AdamW on host memory (DeepSpeed's CPU Adam, for ZeRO-Offload): f32 master, moments and
+   gradient; param16 (NULL: none) receives the updated weights in param16_dtype. Vectorised, spread over
+   the pool's threads, and the same bits as the CPU backend's zt_adamw. */
+ZT_API void zt_adamw_host(zt_pool *pool, float *master, float *m, float *v, const float *grad, void *param16,
+                          zt_dtype param16_dtype, int64_t n, zt_adamw_params p);
 
 /* out (1) f32 = sum of x^2, accumulated in double in chunks fixed by x's size (for gradient norms) */
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
@@ -4687,7 +4692,6 @@ struct zt_engine {
     struct zt__swap *swap;
     zt_pool *hpool;                  /* the host optimizer's threads */
     int hthreads;
-    float *hscratch;                 /* ZT__HOST_TASK floats per host thread */
     int64_t unit;                    /* elements per unit of the offloaded update and the swap */
     float *h_grad, *h_state[2][3];   /* a unit of gradient; two units of NVMe state (master, m, v) */
     void *h_w, *h_slice[2], *bounce; /* a unit of weights; two of an NVMe weight slice; unaligned swap I/O */
@@ -5119,7 +5123,10 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
         if (g->split_w && g->shared_with_others) g->full_w = zt__dev(dev, e->wdtype, whole, buckets);
         else if (g->split_w) shared_w = ZT__MAX(shared_w, g->numel);
         if (!g->trainable) continue;
-        g->grad = zt__dev(dev, ZT_F32, g->split_grad ? slice : whole, &e->mem[ZT_MEM_GRADS]);
+        if (g->split_grad && e->off_opt != ZT_OFFLOAD_NONE) /* ZeRO-Offload: the reduced slice goes to the host */
+            g->grad = zt__host(pinned, ZT_F32, slice, &e->hmem[ZT_MEM_GRADS]);
+        else
+            g->grad = zt__dev(dev, ZT_F32, g->split_grad ? slice : whole, &e->mem[ZT_MEM_GRADS]);
         if (g->split_grad && g->shared_with_others) g->full_grad = zt__dev(dev, ZT_F32, whole, buckets);
         else if (g->split_grad) shared_grad = ZT__MAX(shared_grad, g->numel);
         most = ZT__MAX(most, owned.d[0]);
@@ -5147,7 +5154,6 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     if (e->off_opt != ZT_OFFLOAD_NONE) {
         e->h_grad = (float *)zt__host_block(e, pinned, e->unit * 4);
         e->h_w = zt__host_block(e, pinned, e->unit * 4);
-        e->hscratch = (float *)zt__host_block(e, pinned, (int64_t)e->hthreads * ZT__HOST_TASK * 4);
     }
     for (int set = 0; set < 2; set++)
         for (int a = 0; a < 3; a++)
@@ -5601,33 +5607,6 @@ static void zt__slice_store(zt_engine *e, const zt__group *g, zt_tensor src) {
         if (batch[i] >= 0) zt__swap_wait(e->swap, batch[i]);
 }
 
-static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, float *g);
-
-typedef struct zt__host_adamw { zt__args_adamw a; int64_t n; float *scratch; } zt__host_adamw;
-
-static void zt__host_adamw_task(void *ctx, int64_t task, int thread) {
-    const zt__host_adamw *j = (const zt__host_adamw *)ctx;
-    int64_t i0 = task * ZT__HOST_TASK;
-    zt__adamw_chunk(&j->a, i0, ZT__MIN(ZT__HOST_TASK, j->n - i0), j->scratch + (size_t)thread * ZT__HOST_TASK);
-}
-
-/* AdamW on host memory, the device kernel's arithmetic (the same function on the CPU backend, so the
-   same bits), spread over the host threads; the updated weights written in the working dtype */
-static void zt__adamw_host(zt_engine *e, float *master, float *m, float *v, const float *grad, void *w, int64_t n,
-                           zt_adamw_params p) {
-    zt__host_adamw j;
-    zt_shape s = zt_shape1(n);
-    j.a.master = zt_tensor_make(master, ZT_F32, ZT_HOST, s);
-    j.a.m = zt_tensor_make(m, ZT_F32, ZT_HOST, s);
-    j.a.v = zt_tensor_make(v, ZT_F32, ZT_HOST, s);
-    j.a.grad = zt_tensor_make((void *)(uintptr_t)grad, ZT_F32, ZT_HOST, s);
-    j.a.param16 = zt_tensor_make(w, e->wdtype, ZT_HOST, s);
-    j.a.p = p;
-    j.n = n;
-    j.scratch = e->hscratch;
-    zt_pool_run(e->hpool, ZT__CDIV(n, ZT__HOST_TASK), zt__host_adamw_task, &j);
-}
-
 static zt_adamw_params zt__adamw_params(const zt_engine *e, const zt__param *pr, float lr, double grad_scale) {
     zt_adamw_params ap = zt_adamw_params_default();
     ap.lr = lr;
@@ -5690,9 +5669,13 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
                 zt__swap_add(e->swap, reads[vs], 0, g->nv_state + a * A + v * U * 4, ZT__MIN(U, owned - v * U) * 4,
                              e->h_state[vs][a], 0);
         }
-        zt_copy(e->s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)),
-                zt_view(g->grad, g->split_grad ? c0 : at, zt_shape1(k)));
-        zt_stream_sync(e->s);
+        const float *grad = e->h_grad;
+        if (g->grad.place == ZT_HOST) {
+            grad = (const float *)g->grad.data + c0; /* stages 2-3: the slice is here already */
+        } else {
+            zt_copy(e->s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(g->grad, g->split_grad ? c0 : at, zt_shape1(k)));
+            zt_stream_sync(e->s);
+        }
         float *st[3];
         if (nv) {
             zt__swap_wait(e->swap, reads[set]);
@@ -5707,8 +5690,8 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
             const zt__param *pr = &e->params[p];
             if (!zt__updated(e, pr, at, at + k, &lo, &hi)) continue;
             int64_t o = lo - at;
-            zt__adamw_host(e, st[0] + o, st[1] + o, st[2] + o, e->h_grad + o, w + o * es, hi - lo,
-                           zt__adamw_params(e, pr, lr, grad_scale));
+            zt_adamw_host(e->hpool, st[0] + o, st[1] + o, st[2] + o, grad + o, w + o * es, e->wdtype, hi - lo,
+                          zt__adamw_params(e, pr, lr, grad_scale));
             if (!w_host && !w_swap) /* the weights are on the device */
                 zt_copy(e->s, zt_view(g->w, lo - (g->split_w ? g->own : 0), zt_shape1(hi - lo)),
                         zt_tensor_make(w + o * es, e->wdtype, ZT_HOST, zt_shape1(hi - lo)));
@@ -5810,6 +5793,20 @@ static void zt__weights_changed(zt_engine *e) {
     e->shared_w_group = -1;
 }
 
+static float zt__sumsq_host(zt_pool *pool, const float *x, int64_t n); /* zt_sumsq's bits, on host memory */
+
+/* host += device, through the unit staging: f32 additions, the bits zt_add gives */
+static void zt__add_to_host(zt_engine *e, float *host, zt_tensor dev) {
+    int64_t n = zt_numel(dev);
+    if (!e->h_grad) return; /* measuring */
+    for (int64_t o = 0; o < n; o += e->unit) {
+        int64_t k = ZT__MIN(e->unit, n - o);
+        zt_copy(e->s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(dev, o, zt_shape1(k)));
+        zt_stream_sync(e->s);
+        for (int64_t i = 0; i < k; i++) host[o + i] = host[o + i] + e->h_grad[i];
+    }
+}
+
 /* ZeRO-2/3: a group's whole gradient, zeroed when a block's backward first writes it */
 static void zt__open_grad(zt_engine *e, int gi) {
     zt__group *g = &e->groups[gi];
@@ -5830,7 +5827,8 @@ static void zt__close_grad(zt_engine *e, int gi) {
     zt__reduce_slices(e, g->full_grad, g->shard);
     zt_tensor mine = zt_view(g->full_grad, g->own, zt_shape1(g->shard));
     if (e->micro == 0) zt_copy(e->s, g->grad, mine);
-    else zt_add(e->s, g->grad, g->grad, mine);
+    else if (g->grad.place == ZT_DEVICE) zt_add(e->s, g->grad, g->grad, mine);
+    else zt__add_to_host(e, (float *)g->grad.data, mine);
     g->grad_open = 0;
     if (e->shared_grad_group == gi) e->shared_grad_group = -1;
 }
@@ -6249,21 +6247,21 @@ static zt_result zt__offload_start(zt_engine *e) {
                          e->nvme_sums);
 }
 
-/* ZeRO-3: the gathered weights resident at once must stay within stage3_max_live_parameters */
-static zt_result zt__check_live(const zt_engine *e) {
-    if (e->stage < 3) return ZT_OK;
+/* ZeRO-3: stage3_max_live_parameters bounds what DeepSpeed keeps gathered; zt gathers a whole block at
+   a time (sub-groups are not built), so a block larger than the limit exceeds it: said once */
+static void zt__check_live(const zt_engine *e) {
+    if (e->stage < 3 || e->planning) return;
     int64_t limit = e->opt.max_live_parameters > 0 ? e->opt.max_live_parameters : 1000000000, shared = 0, live = 0;
     for (int b = 0; b < e->n_blocks; b++) {
         const zt__group *g = &e->groups[b];
         if (g->split_w && g->shared_with_others) live += g->numel;
         else if (g->split_w) shared = ZT__MAX(shared, g->numel);
     }
-    if (live + shared > limit)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "zero_optimization.stage3_max_live_parameters is %lld, but this model needs "
-                       "%lld gathered elements resident at once (a whole block, plus tied embeddings); zt gathers whole "
-                       "blocks and does not split them into sub-groups yet: raise the limit to at least %lld",
-                       (long long)limit, (long long)(live + shared), (long long)(live + shared));
-    return ZT_OK;
+    if (live + shared > limit && e->rank == 0)
+        zt_log(ZT_LOG_WARN, "zero_optimization.stage3_max_live_parameters is %lld, but this model keeps up to %lld "
+               "gathered elements resident (a whole block, plus tied embeddings): zt gathers whole blocks and does "
+               "not split them into sub-groups yet, so the limit is exceeded by that much", (long long)limit,
+               (long long)(live + shared));
 }
 
 static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
@@ -6326,7 +6324,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->hthreads = e->off_opt != ZT_OFFLOAD_NONE ? (e->opt.threads > 0 ? e->opt.threads : zt_cpu_count()) : 0;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
-    if ((r = zt__check_live(e)) != ZT_OK) return r;
+    zt__check_live(e);
     e->ckpt_text_bytes = 8192;
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].name) e->ckpt_text_bytes += 3 * (strlen(e->params[p].name) + 128);
@@ -6361,7 +6359,8 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     for (int b = 0; b < e->n_blocks; b++) {
         zt__group *g = &e->groups[b];
         if (!g->trainable) continue;
-        zt_fill(e->s, g->grad, 0.0f);
+        if (g->grad.place == ZT_HOST) memset(g->grad.data, 0, zt_nbytes(g->grad));
+        else zt_fill(e->s, g->grad, 0.0f);
         for (int a = 0; a < 2; a++) { /* swapped moments read as zeros until first written */
             zt_tensor t = a ? g->v : g->m;
             if (zt__present(t) && t.place == ZT_HOST) memset(t.data, 0, zt_nbytes(t));
@@ -6548,7 +6547,7 @@ static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, siz
     int big = 0;
     for (int c = 1; c < ZT_MEM_COUNT; c++) if (e->mem[c] > e->mem[big]) big = c;
     char hint[400] = "nothing fits: not ZeRO-3 with activation checkpointing, offload and a micro-batch of 1";
-    zt_options fits;
+    zt_options fits = e->opt;
     if (zt_plan_fit(&fits, model, &e->opt, e->world, given, NULL) == ZT_OK) {
         const char *with[4] = {NULL, NULL, NULL, NULL};
         char opt[48] = "", par[48] = "";
@@ -6634,10 +6633,16 @@ static double zt__grad_sumsq(zt_engine *e) {
         const zt__group *g = &e->groups[b];
         for (int r = 0; r < W; r++) {
             zt_tensor part = zt_view(e->norm_parts, (int64_t)b * W + r, zt_shape1(1));
-            if (g->trainable && (e->stage == 0 || r == e->rank))
+            if (g->trainable && (e->stage == 0 || r == e->rank) && g->grad.place == ZT_HOST) {
+                zt_stream_sync(e->s); /* the reductions into it are done */
+                e->h_stats[0] = zt__sumsq_host(e->hpool, (const float *)g->grad.data, g->shard);
+                zt_copy(e->s, part, zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(1)));
+                zt_stream_sync(e->s);
+            } else if (g->trainable && (e->stage == 0 || r == e->rank)) {
                 zt_sumsq(e->s, part, g->split_grad ? g->grad : zt_view(g->grad, (int64_t)r * g->shard, zt_shape1(g->shard)));
-            else
+            } else {
                 zt_fill(e->s, part, 0.0f);
+            }
         }
     }
     if (e->stage > 0 && W > 1) zt_all_reduce(e->s, e->comm, e->norm_parts, ZT_REDUCE_SUM);
@@ -6693,8 +6698,11 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
         e->sched_step++;
         zt__scaler_update(e, 0);
     }
-    for (int b = 0; b < e->n_blocks; b++)
-        if (e->groups[b].trainable) zt_fill(e->s, e->groups[b].grad, 0.0f);
+    for (int b = 0; b < e->n_blocks; b++) {
+        zt_tensor gr = e->groups[b].grad;
+        if (e->groups[b].trainable && gr.place == ZT_HOST) memset(gr.data, 0, zt_nbytes(gr));
+        else if (e->groups[b].trainable) zt_fill(e->s, gr, 0.0f);
+    }
     zt_stream_sync(e->s);
     e->tokens_in_step = 0;
     e->loss_sum = 0.0;
@@ -7969,16 +7977,13 @@ static float zt__silu_grad(float x) {
     return s * (1.0f + x * (1.0f - s));
 }
 
-/* AdamW on n elements, PyTorch's order of operations (scalars computed in double, then f32) */
-static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, float *g) {
-    const zt_adamw_params *p = &a->p;
+/* AdamW on n f32 elements, PyTorch's order of operations (scalars computed in double, then f32) */
+static void zt__adamw_f32(const zt_adamw_params *p, float *w, float *m, float *v, const float *g, int64_t n) {
     float decay = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
     float w1 = (float)(1.0 - (double)p->beta1), w2 = (float)(1.0 - (double)p->beta2);
     double bc1 = 1.0 - pow((double)p->beta1, (double)p->step);
     double bc2 = 1.0 - pow((double)p->beta2, (double)p->step);
     float step_size = (float)((double)p->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-    float *w = (float *)a->master.data + i0, *m = (float *)a->m.data + i0, *v = (float *)a->v.data + i0;
-    zt__to_f32(g, a->grad.data, a->grad.dtype, i0, n);
     int64_t i = 0;
 #if defined(__AVX512F__) || defined(__AVX__)
     /* the same operations in the same order, ZT__VW lanes at a time (sqrt and division are correctly
@@ -8039,7 +8044,38 @@ static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, floa
         float denom = sqrtf(v[i]) / bc2_sqrt + p->eps;
         w[i] = w[i] + (-step_size) * (m[i] / denom);
     }
+}
+
+/* the kernel: gradients of any float dtype widened into scratch g, the 16-bit copy written after */
+static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, float *g) {
+    zt__to_f32(g, a->grad.data, a->grad.dtype, i0, n);
+    float *w = (float *)a->master.data + i0;
+    zt__adamw_f32(&a->p, w, (float *)a->m.data + i0, (float *)a->v.data + i0, g, n);
     if (zt__present(a->param16)) zt__from_f32(a->param16.data, a->param16.dtype, i0, w, n);
+}
+
+typedef struct zt__host_adamw {
+    float *master, *m, *v;
+    const float *grad;
+    void *param16;
+    zt_dtype dtype;
+    int64_t n;
+    zt_adamw_params p;
+} zt__host_adamw;
+
+static void zt__host_adamw_task(void *ctx, int64_t task, int thread) {
+    const zt__host_adamw *j = (const zt__host_adamw *)ctx;
+    int64_t i0 = task * ZT__HOST_TASK, n = ZT__MIN(ZT__HOST_TASK, j->n - i0);
+    (void)thread;
+    zt__adamw_f32(&j->p, j->master + i0, j->m + i0, j->v + i0, j->grad + i0, n);
+    if (j->param16) zt__from_f32(j->param16, j->dtype, i0, j->master + i0, n);
+}
+
+ZT_API void zt_adamw_host(zt_pool *pool, float *master, float *m, float *v, const float *grad, void *param16,
+                          zt_dtype param16_dtype, int64_t n, zt_adamw_params p) {
+    zt__host_adamw j = {master, m, v, grad, param16, param16_dtype, n, p};
+    ZT_ASSERT(p.step >= 1 && (!param16 || zt_dtype_is_float(param16_dtype)));
+    zt_pool_run(pool, ZT__CDIV(n, ZT__HOST_TASK), zt__host_adamw_task, &j);
 }
 
 static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
@@ -8508,6 +8544,8 @@ static void zt__crossentropy_task(void *ctx, int64_t task, int thread) {
 #define ZT__SUMSQ_PARTS 1024
 typedef struct zt__sumsq_plan { int64_t n, chunk; double part[ZT__SUMSQ_PARTS]; } zt__sumsq_plan;
 
+static int64_t zt__sumsq_chunk(int64_t n) { return ZT__MAX(ZT__CHUNK, ZT__CDIV(n, ZT__SUMSQ_PARTS)); }
+
 static void zt__sumsq_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     zt__sumsq_plan *pl = (zt__sumsq_plan *)job->plan;
@@ -8521,6 +8559,30 @@ static void zt__sumsq_task(void *ctx, int64_t task, int thread) {
         for (int64_t i = 0; i < nb; i++) s += (double)v[i] * (double)v[i];
     }
     pl->part[task] = s;
+}
+
+typedef struct zt__host_sumsq { const float *x; zt__sumsq_plan pl; } zt__host_sumsq;
+
+static void zt__host_sumsq_task(void *ctx, int64_t task, int thread) {
+    zt__host_sumsq *j = (zt__host_sumsq *)ctx;
+    int64_t i0 = task * j->pl.chunk, n = ZT__MIN(j->pl.chunk, j->pl.n - i0);
+    double s = 0.0;
+    (void)thread;
+    for (int64_t i = 0; i < n; i++) s += (double)j->x[i0 + i] * (double)j->x[i0 + i];
+    j->pl.part[task] = s;
+}
+
+/* zt_sumsq of host f32 memory: the same parts in the same order, so the same bits */
+static float zt__sumsq_host(zt_pool *pool, const float *x, int64_t n) {
+    zt__host_sumsq j;
+    j.x = x;
+    j.pl.n = n;
+    j.pl.chunk = zt__sumsq_chunk(n);
+    int64_t parts = ZT__CDIV(n, j.pl.chunk);
+    zt_pool_run(pool, parts, zt__host_sumsq_task, &j);
+    double s = 0.0;
+    for (int64_t i = 0; i < parts; i++) s += j.pl.part[i];
+    return (float)s;
 }
 
 /* floats of per-thread scratch a row kernel needs (the rest need a fixed amount that fits) */
@@ -8633,7 +8695,7 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     case ZT__OP_SUMSQ: {
         zt__sumsq_plan pl;
         pl.n = zt_numel(op->unary.inp);
-        pl.chunk = ZT__MAX(ZT__CHUNK, ZT__CDIV(pl.n, ZT__SUMSQ_PARTS));
+        pl.chunk = zt__sumsq_chunk(pl.n);
         int64_t parts = ZT__CDIV(pl.n, pl.chunk);
         zt__cpu_run(cpu, op, parts, 0, &pl, zt__sumsq_task);
         double s = 0.0;

@@ -68,12 +68,14 @@ static zt_engine *make(zt_options o, zt_comm *c) {
 }
 
 static void train(zt_engine *e, int rank, int world, int steps) {
-    int64_t B = ROWS / world;
+    int64_t accum = zt_engine_options(e)->grad_accum, B = ROWS / world / accum;
     int32_t tok[ROWS * T];
     for (int s = 0; s < steps; s++) {
-        for (int64_t r = 0; r < B; r++)
-            for (int64_t i = 0; i < T; i++) tok[r * T + i] = token(s, rank * B + r, i);
-        zt_forward_backward(e, tok, NULL, NULL, B);
+        for (int64_t a = 0; a < accum; a++) {
+            for (int64_t r = 0; r < B; r++)
+                for (int64_t i = 0; i < T; i++) tok[r * T + i] = token(s, (a * world + rank) * B + r, i);
+            zt_forward_backward(e, tok, NULL, NULL, B);
+        }
         zt_step(e);
     }
 }
@@ -163,6 +165,18 @@ TEST(offload_every_setting_is_bitwise_the_run_without) {
             CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
                       "world %d, %s: not the run without offload", world, cases[i].name);
         }
+    }
+    /* with gradient accumulation (ZeRO-Offload adds each micro-batch's reduced slice on the host) */
+    zt_options o = offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+    o.grad_accum = 2, o.micro_batch = 1;
+    CHECK_MSG(run(o, 2, base), "%s", base->msg);
+    for (int i = 0; i < 2; i++) {
+        o = offload_options(3, 2, i ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_CPU, i ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_NONE);
+        o.grad_accum = 2, o.micro_batch = 1;
+        memset(r, 0, sizeof *r);
+        CHECK_MSG(run(o, 2, r), "%s", r->msg);
+        CHECK_MSG(memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0, "accumulation, %s: not the run without",
+                  i ? "both to NVMe" : "optimizer to host memory");
     }
     munmap(base, sizeof *base);
     munmap(r, sizeof *r);
