@@ -5471,10 +5471,13 @@ static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const c
                         "shows them)", keys[k], paths[k], free_bytes / 1048576.0, (double)need / 1048576.0);
             break;
         }
-        if (snprintf(sw->path[k], ZT__PATH, "%s/%s", sw->dir[k], k == 0 ? "optimizer" : "parameters") >= ZT__PATH) {
+        char file[ZT__PATH];
+        int len = snprintf(file, sizeof file, "%s/%s", sw->dir[k], k == 0 ? "optimizer" : "parameters");
+        if (len < 0 || len >= ZT__PATH) {
             r = zt_fail(ZT_ERROR_INVALID, "%s %s is too long a path", keys[k], paths[k]);
             break;
         }
+        memcpy(sw->path[k], file, (size_t)len + 1);
         sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0600);
         sw->direct[k] = sw->fd[k] >= 0;
         if (sw->fd[k] < 0 && errno == EINVAL) { /* tmpfs and some others */
