@@ -1,7 +1,8 @@
 /* tests/noalloc.c - nothing is allocated during training steps.
    This program defines malloc, calloc, realloc, free, posix_memalign and aligned_alloc itself (so
    glibc's own calls are counted too) and counts every call made after the first step, across steps
-   that include an fp16 step skipped for overflow, a checkpoint save, an evaluation and reading data.
+   that include an fp16 step skipped for overflow, a checkpoint save, an evaluation and reading data,
+   at ZeRO stage 3, then in steps offloaded to NVMe.
    Built without sanitizers (they replace malloc themselves); ./build.sh test runs it as one test. */
 #define _GNU_SOURCE
 #include "../zt.h"
@@ -115,9 +116,27 @@ int main(void) {
     zt_data_close(data);
     zt_shutdown(e);
     zt_remove_checkpoint(dir, 4);
+    /* ZeRO-Offload to NVMe: the host optimizer, the I/O threads and the swap files, in steps */
+    long before = calls;
+    o.precision = ZT_PRECISION_BF16;
+    o.offload_optimizer = o.offload_param = ZT_OFFLOAD_NVME;
+    o.offload_optimizer_path = o.offload_param_path = dir;
+    o.offload_buffer_size = 2048;
+    o.aio_block_size = 4096;
+    o.aio_threads = 2;
+    if (zt_init_options(&e, &spec, &o) != ZT_OK) return puts(zt_last_error()), 1;
+    int offloaded = 0;
+    for (int step = 0; step < 4; step++, offloaded++) {
+        if (step == 1) counting = 1;
+        zt_forward_backward(e, x, y, NULL, 2);
+        zt_step(e);
+    }
+    counting = 0;
+    zt_shutdown(e);
     unlink(path);
     rmdir(dir);
-    printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation)\n",
-           calls, skipped, taken, saved ? "saved" : "NOT saved");
+    printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation), "
+           "%ld in %d steps offloaded to NVMe\n", before, skipped, taken, saved ? "saved" : "NOT saved", calls - before,
+           offloaded - 1);
     return calls == 0 && skipped > 0 && taken > 0 && saved ? 0 : 1;
 }
