@@ -849,6 +849,17 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
 ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step);
 ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
 
+/* Hugging Face models. zt_load_hf reads a model directory's weights: model.safetensors, or the shards
+   model.safetensors.index.json names; transformers' names and layouts (GPT-2's Conv1D weights
+   transposed, old GPT-2 names without "transformer.", its attention-mask buffers skipped, tied
+   embeddings absent); F32, F16 and BF16 converted. Every tensor is checked (inside the file, its size,
+   no overlap, the shape config.json gives) before any is copied. zt_export_hf writes config.json (the
+   model's, as read) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
+   bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
+ZT_API int zt_hf_has_weights(const char *dir);
+ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir);
+ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype);
+
 ZT_EXTERN_C_END
 #endif /* ZT_H */
 
@@ -4701,6 +4712,7 @@ struct zt_engine {
     /* metadata: one arena from the host */
     void *meta_mem;
     zt_arena meta;
+    const char *model_path; /* the config.json (or its directory) the model came from, or NULL */
     int n_params, cap_params;
     zt__param *params;
     int *block_first, *block_count; /* each block's slots in `slots` */
@@ -6295,6 +6307,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     if (!e->meta_mem) return zt_fail(ZT_ERROR_MEMORY, "out of host memory for the engine's metadata");
     zt_arena_init(&e->meta, "metadata", e->meta_mem, meta_bytes);
     e->n_blocks = n_blocks;
+    e->model_path = model->config_path ? zt_arena_strdup(&e->meta, model->config_path) : NULL;
     e->types = ZT_PUSH(&e->meta, const zt_block_type *, n_blocks);
     e->configs = ZT_PUSH(&e->meta, const void *, n_blocks);
     for (int b = 0; b < n_blocks; b++) {
@@ -7450,6 +7463,377 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     e->scaler.iter = iter;
     if (data) zt_data_seek(data, epoch, index);
     return ZT_OK;
+}
+
+/* ---- Hugging Face models: safetensors in and out ---- */
+
+/* A safetensors file: 8 bytes of header length, a JSON header naming each tensor's dtype, shape and
+   byte range in the data that follows. Every range is checked against the file before anything is
+   read: inside it, of the size the dtype and shape give, not overlapping another. */
+#define ZT__ST_FILES 256
+#define ZT__ST_DIMS 8
+
+typedef struct zt__st_entry {
+    const char *name; /* into the mapped header: transformers' names have no JSON escapes */
+    int name_len, file, ndim, used;
+    int esize;        /* bytes per element; dtype is set only for the float types zt converts */
+    zt_dtype dtype;
+    int convertible;
+    int64_t shape[ZT__ST_DIMS], numel;
+    const uint8_t *data;
+    int64_t begin, end; /* in the file's data section */
+} zt__st_entry;
+
+typedef struct zt__st {
+    int n_files;
+    char path[ZT__ST_FILES][ZT__PATH];
+    const uint8_t *map[ZT__ST_FILES];
+    size_t bytes[ZT__ST_FILES];
+    zt__st_entry *e;
+    int n, cap;
+    void *mem[ZT__ST_FILES + 1]; /* each file's JSON tokens, and the index's */
+} zt__st;
+
+static void zt__st_close(zt__st *st) {
+    for (int f = 0; f < st->n_files; f++)
+        if (st->map[f]) munmap((void *)(uintptr_t)st->map[f], st->bytes[f]);
+    for (int f = 0; f <= ZT__ST_FILES; f++) free(st->mem[f]);
+    free(st->e);
+    memset(st, 0, sizeof *st);
+}
+
+static int zt__st_order(const void *a, const void *b) {
+    const zt__st_entry *x = (const zt__st_entry *)a, *y = (const zt__st_entry *)b;
+    return x->file != y->file ? (x->file < y->file ? -1 : 1) : x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* the element size of a safetensors dtype, and whether zt converts it (F32, F16, BF16); 0 if unknown */
+static int zt__st_dtype(const char *s, zt_dtype *dt, int *convertible) {
+    static const struct { const char *name; int size; int dt; } k[] = {
+        {"F32", 4, ZT_F32}, {"F16", 2, ZT_F16}, {"BF16", 2, ZT_BF16}, {"F64", 8, -1}, {"I64", 8, -1}, {"U64", 8, -1},
+        {"I32", 4, -1}, {"U32", 4, -1}, {"I16", 2, -1}, {"U16", 2, -1}, {"I8", 1, -1}, {"U8", 1, -1}, {"BOOL", 1, -1},
+        {"F8_E4M3", 1, -1}, {"F8_E5M2", 1, -1}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+        if (strcmp(s, k[i].name) == 0) {
+            *convertible = k[i].dt >= 0;
+            if (k[i].dt >= 0) *dt = (zt_dtype)k[i].dt;
+            return k[i].size;
+        }
+    return 0;
+}
+
+/* maps one safetensors file and adds its entries, every one checked */
+static zt_result zt__st_add(zt__st *st, const char *path) {
+    if (st->n_files == ZT__ST_FILES) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: more than %d shards", path, ZT__ST_FILES);
+    int f = st->n_files++;
+    snprintf(st->path[f], ZT__PATH, "%s", path);
+    zt_result r = zt__map(path, &st->map[f], &st->bytes[f]);
+    if (r != ZT_OK) return r;
+    const uint8_t *m = st->map[f];
+    size_t size = st->bytes[f];
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8 && size >= 8; i++) hlen |= (uint64_t)m[i] << (8 * i);
+    if (size < 8 || hlen > size - 8 || hlen > ((uint64_t)100 << 20))
+        return zt_fail(ZT_ERROR_FORMAT, "%s: the header length %llu does not fit in the file's %zu bytes: not a "
+                       "safetensors file, or a truncated one", path, (unsigned long long)hlen, size);
+    zt_arena a;
+    st->mem[f] = zt__setup_arena(&a, "safetensors header", zt__json_token_bytes((size_t)hlen));
+    zt__json j;
+    if ((r = zt__json_parse(&j, &a, path, (const char *)m + 8, (size_t)hlen)) != ZT_OK) return r;
+    uint64_t data_bytes = size - 8 - hlen;
+    int t = 1;
+    for (int k = 0; k < j.tok[0].size; k++, t = zt__json_skip(&j, t + 1)) {
+        const jsmntok_t *key = &j.tok[t];
+        if (zt__json_eq(&j, t, "__metadata__")) continue;
+        if (memchr(j.text + key->start, '\\', (size_t)(key->end - key->start)))
+            return zt_fail(ZT_ERROR_FORMAT, "%s: a tensor name with a JSON escape in it, which zt does not read", path);
+        int v = t + 1;
+        char name[256], dtype[16] = "";
+        snprintf(name, sizeof name, "%.*s", key->end - key->start, j.text + key->start);
+        if (j.tok[v].type != JSMN_OBJECT) return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" is not an object", path, name);
+        if (st->n == st->cap) {
+            int cap = st->cap ? 2 * st->cap : 256;
+            zt__st_entry *e = (zt__st_entry *)realloc(st->e, sizeof *e * (size_t)cap); /* load time */
+            if (!e) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", path);
+            st->e = e, st->cap = cap;
+        }
+        zt__st_entry *e = &st->e[st->n];
+        memset(e, 0, sizeof *e);
+        e->name = j.text + key->start, e->name_len = key->end - key->start, e->file = f;
+        int td = zt__json_get(&j, v, "dtype"), ts = zt__json_get(&j, v, "shape"), to = zt__json_get(&j, v, "data_offsets");
+        if (td < 0 || ts < 0 || to < 0)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" needs \"dtype\", \"shape\" and \"data_offsets\"", path, name);
+        if ((r = zt__json_string(&j, td, "dtype", dtype, sizeof dtype)) != ZT_OK) return r;
+        if (!(e->esize = zt__st_dtype(dtype, &e->dtype, &e->convertible)))
+            return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" has the unknown dtype \"%s\"", path, name, dtype);
+        if (j.tok[ts].type != JSMN_ARRAY || j.tok[ts].size > ZT__ST_DIMS)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of at most %d sizes", path, name,
+                           ZT__ST_DIMS);
+        e->ndim = j.tok[ts].size, e->numel = 1;
+        for (int d = 0; d < e->ndim; d++) {
+            int64_t s = -1;
+            if ((r = zt__json_int(&j, ts + 1 + d, "shape", &s)) != ZT_OK) return r;
+            if (s < 0 || (s > 0 && e->numel > ((int64_t)1 << 50) / s))
+                return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" has a bad size %lld in its shape", path, name, (long long)s);
+            e->shape[d] = s, e->numel *= s;
+        }
+        if (j.tok[to].type != JSMN_ARRAY || j.tok[to].size != 2 ||
+            (r = zt__json_int(&j, to + 1, "data_offsets", &e->begin)) != ZT_OK ||
+            (r = zt__json_int(&j, to + 2, "data_offsets", &e->end)) != ZT_OK)
+            return r != ZT_OK ? r : zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\": \"data_offsets\" must be [begin, end]", path, name);
+        if (e->begin < 0 || e->end < e->begin || (uint64_t)e->end > data_bytes || e->end - e->begin != e->numel * e->esize)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" (%s, %lld elements) claims bytes [%lld, %lld) of a data section "
+                           "of %llu: it should be %lld bytes inside it", path, name, dtype, (long long)e->numel,
+                           (long long)e->begin, (long long)e->end, (unsigned long long)data_bytes,
+                           (long long)(e->numel * e->esize));
+        e->data = m + 8 + hlen + e->begin;
+        st->n++;
+    }
+    return ZT_OK;
+}
+
+/* model.safetensors, or every shard model.safetensors.index.json names; then no two ranges overlap */
+static zt_result zt__st_open(zt__st *st, const char *dir) {
+    memset(st, 0, sizeof *st);
+    char path[ZT__PATH];
+    zt_result r = zt__path(path, dir, "model.safetensors.index.json");
+    struct stat sb;
+    if (r == ZT_OK && stat(path, &sb) == 0) {
+        zt_arena a;
+        st->mem[ZT__ST_FILES] = zt__setup_arena(&a, "safetensors index", (size_t)sb.st_size * 2 + zt__json_token_bytes((size_t)sb.st_size));
+        char *text = NULL;
+        size_t len = 0;
+        zt__json j;
+        if ((r = zt__read_file(&a, path, &text, &len)) != ZT_OK || (r = zt__json_parse(&j, &a, path, text, len)) != ZT_OK)
+            return r;
+        int map = zt__json_get(&j, 0, "weight_map");
+        if (map < 0 || j.tok[map].type != JSMN_OBJECT)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: \"weight_map\" must be an object of tensor names and files", path);
+        int t = map + 1;
+        for (int k = 0; k < j.tok[map].size && r == ZT_OK; k++, t = zt__json_skip(&j, t + 1)) {
+            char file[512], shard[ZT__PATH];
+            if ((r = zt__json_string(&j, t + 1, "weight_map", file, sizeof file)) != ZT_OK) break;
+            if (strchr(file, '/') || file[0] == '.')
+                return zt_fail(ZT_ERROR_FORMAT, "%s: shard \"%s\" is not a file name in the same directory", path, file);
+            if ((r = zt__path(shard, dir, file)) != ZT_OK) break;
+            int seen = 0;
+            for (int f = 0; f < st->n_files && !seen; f++) seen = strcmp(st->path[f], shard) == 0;
+            if (!seen) r = zt__st_add(st, shard);
+        }
+        if (r != ZT_OK) return r;
+    } else {
+        if ((r = zt__path(path, dir, "model.safetensors")) != ZT_OK) return r;
+        if (stat(path, &sb) != 0)
+            return zt_fail(ZT_ERROR_IO, "%s has no model.safetensors (nor model.safetensors.index.json): zt reads weights "
+                           "in safetensors only (transformers' save_pretrained writes them)", dir);
+        if ((r = zt__st_add(st, path)) != ZT_OK) return r;
+    }
+    zt__st_entry *sorted = (zt__st_entry *)malloc(sizeof *sorted * (size_t)(st->n ? st->n : 1)); /* load time */
+    if (!sorted) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", dir);
+    memcpy(sorted, st->e, sizeof *sorted * (size_t)st->n);
+    qsort(sorted, (size_t)st->n, sizeof *sorted, zt__st_order);
+    for (int i = 1; i < st->n && r == ZT_OK; i++)
+        if (sorted[i].file == sorted[i - 1].file && sorted[i].begin < sorted[i - 1].end && sorted[i].end > sorted[i].begin)
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: tensors \"%.*s\" and \"%.*s\" overlap (bytes %lld and %lld of the data)",
+                        st->path[sorted[i].file], sorted[i - 1].name_len, sorted[i - 1].name, sorted[i].name_len,
+                        sorted[i].name, (long long)sorted[i - 1].begin, (long long)sorted[i].begin);
+    free(sorted);
+    return r;
+}
+
+static zt__st_entry *zt__st_find(zt__st *st, const char *name) {
+    size_t n = strlen(name);
+    for (int i = 0; i < st->n; i++)
+        if ((size_t)st->e[i].name_len == n && memcmp(st->e[i].name, name, n) == 0) return &st->e[i];
+    return NULL;
+}
+
+static int zt__ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* GPT-2's Conv1D weights are stored (in, out); zt's weights are (out, in) as nn.Linear's */
+static int zt__hf_transposed(const zt_engine *e, const char *name) {
+    return e->has_cfg && strcmp(e->cfg.model_type, "gpt2") == 0 &&
+           (zt__ends_with(name, "attn.c_attn.weight") || zt__ends_with(name, "attn.c_proj.weight") ||
+            zt__ends_with(name, "mlp.c_fc.weight") || zt__ends_with(name, "mlp.c_proj.weight"));
+}
+
+/* tensors in transformers' files that are not parameters: GPT-2's causal-mask buffers, rotary tables */
+static int zt__hf_buffer(const char *name, int n) {
+    char s[256];
+    snprintf(s, sizeof s, "%.*s", n, name);
+    return zt__ends_with(s, ".attn.bias") || zt__ends_with(s, ".attn.masked_bias") || zt__ends_with(s, "rotary_emb.inv_freq");
+}
+
+ZT_API int zt_hf_has_weights(const char *dir) {
+    char path[ZT__PATH];
+    struct stat sb;
+    return (zt__path(path, dir, "model.safetensors") == ZT_OK && stat(path, &sb) == 0) ||
+           (zt__path(path, dir, "model.safetensors.index.json") == ZT_OK && stat(path, &sb) == 0);
+}
+
+ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
+    zt__st st;
+    zt_result r = zt__st_open(&st, dir);
+    int n_params = zt_param_count(e);
+    zt__st_entry **found = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *found); /* load time */
+    if (!found && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
+    /* every parameter found, with its shape and a dtype zt converts, before any is copied */
+    for (int p = 0; p < n_params && r == ZT_OK; p++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, p, &s);
+        if (!name) continue;
+        zt__st_entry *t = zt__st_find(&st, name);
+        if (!t && strncmp(name, "transformer.", 12) == 0) t = zt__st_find(&st, name + 12); /* old GPT-2 files */
+        if (!t) {
+            r = zt_fail(ZT_ERROR_FORMAT, "%s has no tensor \"%s\", which its config.json's model has", dir, name);
+            break;
+        }
+        int tr = zt__hf_transposed(e, name), same = t->ndim == s.ndim;
+        for (int d = 0; d < s.ndim && same; d++) same = t->shape[d] == s.d[tr ? s.ndim - 1 - d : d];
+        if (!same || !t->convertible) {
+            char want[96] = "", got[96] = "";
+            for (int d = 0; d < s.ndim; d++)
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? ", " : "", (long long)s.d[tr ? s.ndim - 1 - d : d]);
+            for (int d = 0; d < t->ndim; d++)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" should be F32, F16 or BF16 of shape [%s] (config.json), found "
+                        "shape [%s]%s", st.path[t->file], name, want, got, t->convertible ? "" : " of another dtype");
+            break;
+        }
+        t->used = 1;
+        found[p] = t;
+    }
+    int unused = 0;
+    const zt__st_entry *first = NULL;
+    for (int i = 0; i < st.n && r == ZT_OK; i++)
+        if (!st.e[i].used && !zt__hf_buffer(st.e[i].name, st.e[i].name_len) &&
+            !(st.e[i].name_len == 14 && memcmp(st.e[i].name, "lm_head.weight", 14) == 0 && e->has_cfg && e->cfg.tied_embeddings)) {
+            if (!first) first = &st.e[i];
+            unused++;
+        }
+    if (unused && first)
+        zt_log(ZT_LOG_WARN, "%s: %d tensor%s the model does not use (\"%.*s\"%s)", dir, unused, unused > 1 ? "s" : "",
+               first->name_len, first->name, unused > 1 ? ", ..." : "");
+    /* then each one, widened to f32 (and GPT-2's Conv1D weights transposed) */
+    for (int p = 0; p < n_params && r == ZT_OK; p++) {
+        zt__st_entry *t = found[p];
+        if (!t) continue;
+        float *buf = (float *)malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1)); /* load time */
+        if (!buf) {
+            r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
+            break;
+        }
+        zt_shape s;
+        const char *name = zt_param_name(e, p, &s);
+        int tr = zt__hf_transposed(e, name);
+        int64_t rows = tr ? t->shape[0] : 1, cols = tr ? t->shape[1] : t->numel;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k = 0; k < cols; k++) {
+                int64_t src = i * cols + k, dst = tr ? k * rows + i : src;
+                uint8_t raw[4];
+                memcpy(raw, t->data + src * t->esize, (size_t)t->esize);
+                buf[dst] = (float)zt__load(raw, t->dtype, 0);
+            }
+        r = zt_param_set(e, name, buf, t->numel);
+        free(buf);
+    }
+    free(found);
+    zt__st_close(&st);
+    return r;
+}
+
+/* one tensor's JSON entry in a safetensors header */
+static int zt__st_header_entry(char *b, size_t cap, const char *name, const char *dtype, const int64_t *shape, int ndim,
+                               int64_t begin, int64_t end) {
+    int n = snprintf(b, cap, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", name, dtype);
+    for (int d = 0; d < ndim; d++) n += snprintf(b + n, cap - (size_t)n, d ? ",%lld" : "%lld", (long long)shape[d]);
+    n += snprintf(b + n, cap - (size_t)n, "],\"data_offsets\":[%lld,%lld]}", (long long)begin, (long long)end);
+    return n;
+}
+
+ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
+    if (dtype != ZT_F32 && dtype != ZT_BF16 && dtype != ZT_F16)
+        return zt_fail(ZT_ERROR_INVALID, "an export is f32, bf16 or f16, not %s", zt_dtype_name(dtype));
+    int n_params = zt_param_count(e), writer = e->rank == 0;
+    size_t es = zt_dtype_size(dtype), cap = 4096;
+    for (int p = 0; p < n_params; p++) cap += e->params[p].name ? strlen(e->params[p].name) + 160 : 0;
+    char *header = (char *)malloc(cap), path[ZT__PATH], tmp[ZT__PATH]; /* export time */
+    zt_result r = header ? ZT_OK : zt_fail(ZT_ERROR_MEMORY, "out of memory exporting");
+    if (r == ZT_OK && writer && mkdir(dir, 0755) != 0 && errno != EEXIST)
+        r = zt_fail(ZT_ERROR_IO, "cannot create the export directory %s: %s", dir, strerror(errno));
+    if (r == ZT_OK) r = zt__path(path, dir, "model.safetensors");
+    if (r == ZT_OK && snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) r = zt_fail(ZT_ERROR_INVALID, "%s is too long", path);
+    /* the header: each parameter in transformers' name and layout */
+    size_t n = header ? (size_t)snprintf(header, cap, "{\"__metadata__\":{\"format\":\"pt\"}") : 0;
+    int64_t off = 0;
+    for (int p = 0; p < n_params && r == ZT_OK; p++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, p, &s);
+        if (!name) continue;
+        int64_t shape[ZT_MAX_DIMS], numel = 1;
+        int tr = zt__hf_transposed(e, name);
+        for (int d = 0; d < s.ndim; d++) shape[d] = s.d[tr ? s.ndim - 1 - d : d], numel *= s.d[d];
+        n += (size_t)zt__st_header_entry(header + n, cap - n, name, dtype == ZT_F32 ? "F32" : dtype == ZT_BF16 ? "BF16" : "F16",
+                                         shape, s.ndim, off, off + numel * (int64_t)es);
+        off += numel * (int64_t)es;
+    }
+    if (header) n += (size_t)snprintf(header + n, cap - n, "}");
+    while (header && n % 8) header[n++] = ' ';
+    int fd = -1;
+    if (r == ZT_OK && writer && (fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        r = zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    uint8_t len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    if (fd >= 0) r = zt__pwrite_all(fd, len8, 8, 0, tmp);
+    if (fd >= 0 && r == ZT_OK) r = zt__pwrite_all(fd, header, n, 8, tmp);
+    /* the tensors: gathered from the ranks (a collective under ZeRO: every rank runs this loop) */
+    off_t at = (off_t)(8 + n);
+    for (int p = 0; p < n_params && header; p++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, p, &s);
+        if (!name) continue;
+        int64_t numel = 1;
+        for (int d = 0; d < s.ndim; d++) numel *= s.d[d];
+        float *v = (float *)malloc(sizeof(float) * (size_t)(numel ? numel : 1)); /* export time */
+        uint8_t *out = (uint8_t *)malloc(es * (size_t)(numel ? numel : 1));
+        if (!v || !out) zt_fatal("out of memory exporting %s", name); /* the others wait at the next collective */
+        zt_result g = zt_param_get(e, name, v, numel, 0);
+        if (g != ZT_OK && r == ZT_OK) r = g;
+        int tr = zt__hf_transposed(e, name);
+        int64_t rows = tr ? s.d[0] : 1, cols = tr ? s.d[1] : numel;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t k = 0; k < cols; k++) zt__store(out, dtype, tr ? k * rows + i : i * cols + k, v[i * cols + k]);
+        if (fd >= 0 && r == ZT_OK) r = zt__pwrite_all(fd, out, es * (size_t)numel, at, tmp);
+        at += (off_t)(es * (size_t)numel);
+        free(v), free(out);
+    }
+    if (fd >= 0 && r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", tmp, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (fd >= 0 && r == ZT_OK && rename(tmp, path) != 0) r = zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", tmp, strerror(errno));
+    free(header);
+    /* config.json: the model's own, as it was read */
+    if (r == ZT_OK && writer && e->model_path) {
+        char from[ZT__PATH], to[ZT__PATH];
+        size_t len = strlen(e->model_path);
+        if (len >= 5 && strcmp(e->model_path + len - 5, ".json") == 0) snprintf(from, sizeof from, "%s", e->model_path);
+        else if ((r = zt__path(from, e->model_path, "config.json")) != ZT_OK) return r;
+        if ((r = zt__path(to, dir, "config.json")) != ZT_OK) return r;
+        zt_arena a;
+        void *mem = zt__setup_arena(&a, "config.json", (size_t)1 << 20);
+        char *text = NULL;
+        size_t tl = 0;
+        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK && snprintf(tmp, sizeof tmp, "%s.tmp", to) < (int)sizeof tmp) {
+            int cf = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            r = cf < 0 ? zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno)) : zt__pwrite_all(cf, text, tl, 0, tmp);
+            if (cf >= 0) close(cf);
+            if (r == ZT_OK && rename(tmp, to) != 0) r = zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", tmp, strerror(errno));
+        }
+        free(mem);
+    }
+    return r;
 }
 
 /* >>cpu (implementation) ----------------------------------------------------------------------- */

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 typedef struct args {
-    const char *model, *config, *data, *val_data, *mask, *output_dir, *resume, *prompt;
+    const char *model, *config, *data, *val_data, *mask, *output_dir, *resume, *prompt, *export_dir, *export_dtype;
     zt_data_format format;
     int32_t eot;
     int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
@@ -49,6 +49,8 @@ static const flag FLAGS[] = {
     FLAG("save_steps", F_INT, save_steps, "0", "save a checkpoint every N steps (0: at the end only)"),
     FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints (0: all)"),
     FLAG("resume", F_STR, resume, "", "continue from a checkpoint directory (its `latest`) or a checkpoint"),
+    FLAG("export", F_STR, export_dir, "", "write a Hugging Face model directory here at the end (config.json, model.safetensors)"),
+    FLAG("export_dtype", F_STR, export_dtype, "", "f32, bf16 or f16 for --export (default: the training precision)"),
     FLAG("eval_steps", F_INT, eval_steps, "0", "evaluate on --val_data every N steps"),
     FLAG("logging_steps", F_INT, logging_steps, "10", "print a step line every N steps"),
     FLAG("eval", F_BOOL, eval, "false", "no training: the mean next-token loss over --data"),
@@ -323,6 +325,20 @@ int main(int argc, char **argv) {
     if (planning) return plan(&spec, &o, &a);
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
+    /* a Hugging Face directory with weights: they replace the initialisation (a checkpoint, if resumed, then
+       replaces them) */
+    char model_dir[4096];
+    snprintf(model_dir, sizeof model_dir, "%s", a.model);
+    size_t ml = strlen(model_dir);
+    if (ml >= 5 && strcmp(model_dir + ml - 5, ".json") == 0) {
+        char *slash = strrchr(model_dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(model_dir, sizeof model_dir, ".");
+    }
+    if (!*a.resume && zt_hf_has_weights(model_dir)) {
+        if (zt_load_hf(e, model_dir) != ZT_OK) return fail(NULL);
+        printf("%s: weights from model.safetensors\n", model_dir);
+    }
     const zt_model_config *mc = zt_engine_model_config(e);
     o = *zt_engine_options(e);
     int64_t B = o.micro_batch, T = o.seq_len;
@@ -426,6 +442,17 @@ int main(int argc, char **argv) {
         if ((n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
             return fail("saving"); /* the last step, unless --save_steps just saved it */
         if (rank == 0) write_svg(a.output_dir);
+    }
+    if (*a.export_dir) {
+        zt_dtype dt = o.precision == ZT_PRECISION_BF16 ? ZT_BF16 : o.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
+        if (*a.export_dtype) {
+            if (strcmp(a.export_dtype, "f32") == 0 || strcmp(a.export_dtype, "fp32") == 0) dt = ZT_F32;
+            else if (strcmp(a.export_dtype, "bf16") == 0) dt = ZT_BF16;
+            else if (strcmp(a.export_dtype, "f16") == 0 || strcmp(a.export_dtype, "fp16") == 0) dt = ZT_F16;
+            else return fprintf(stderr, "zt_train: --export_dtype is f32, bf16 or f16, not \"%s\"\n", a.export_dtype), 2;
+        }
+        if (zt_export_hf(e, a.export_dir, dt) != ZT_OK) return fail("exporting");
+        printf("exported %s/model.safetensors (%s)\n", a.export_dir, zt_dtype_name(dt));
     }
     if (a.sample > 0) {
         int byte_level = mc->vocab == 256;

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Hugging Face model directories for tests/test_hf.c, written by transformers itself.
+
+    python3 tests/ref/make_hf_fixtures.py                 (from the repository root; the same files each run)
+    python3 tests/ref/make_hf_fixtures.py --check DIR NAME
+        loads a directory zt exported (zt_train --export DIR) in transformers and compares its logits on
+        tests/ref/hf/NAME/tokens.bin with those of tests/ref/hf/NAME; prints the largest difference
+
+For each case it writes tests/ref/hf/<name>/: what save_pretrained writes (config.json,
+model.safetensors, or shards with model.safetensors.index.json), tokens.bin (llm.c v1: a 1024-byte
+header, then uint16 tokens; ROWS rows of T tokens), and expected.json: {"loss": L}, the mean next-token
+loss transformers computes over those rows (labels=input_ids), which `zt_train --eval` must print.
+
+Cases: the four model types of tests/ref/make_model_fixtures.py (same configurations and seeded
+parameters), plus
+    llama_bf16     the LLaMA case saved in bfloat16 (zt converts on load)
+    mistral_shards the Mistral case in shards of at most 20 kB, with an index
+    gpt2_old       the GPT-2 case with the names of old GPT-2 files (no "transformer." prefix) and their
+                   attn.bias / attn.masked_bias buffers, which zt skips
+"""
+import json
+import os
+import struct
+import sys
+
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_model_fixtures import make_config, randomize  # noqa: E402
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf")
+ROWS, T = 4, 16
+SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4}
+
+
+def model_for(model_type):
+    torch.manual_seed(SEEDS[model_type])
+    gen = torch.Generator().manual_seed(SEEDS[model_type])
+    model = transformers.AutoModelForCausalLM.from_config(make_config(model_type), attn_implementation="eager")
+    randomize(model, gen)
+    return model.eval()
+
+
+def rows(model_type):
+    gen = torch.Generator().manual_seed(100 + SEEDS[model_type])
+    return torch.randint(0, 61, (ROWS, T), generator=gen)
+
+
+def write_tokens(path, ids):
+    flat = ids.flatten().tolist()
+    header = [20240520, 1, len(flat)] + [0] * 253
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", *header))
+        f.write(struct.pack(f"<{len(flat)}H", *flat))
+
+
+def save(name, model, ids, **kwargs):
+    out = os.path.join(HERE, name)
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(out):
+        os.remove(os.path.join(out, f))
+    model.save_pretrained(out, safe_serialization=True, **kwargs)
+    with torch.no_grad():
+        loss = model(ids, labels=ids).loss.item()
+    write_tokens(os.path.join(out, "tokens.bin"), ids)
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"loss": loss}, f)
+        f.write("\n")
+    for extra in ("generation_config.json",):
+        p = os.path.join(out, extra)
+        if os.path.exists(p):
+            os.remove(p)
+    return out
+
+
+def main():
+    torch.use_deterministic_algorithms(True)
+    for model_type in SEEDS:
+        save(model_type, model_for(model_type), rows(model_type))
+    save("llama_bf16", model_for("llama").to(torch.bfloat16), rows("llama"))
+    save("mistral_shards", model_for("mistral"), rows("mistral"), max_shard_size="20KB")
+    # old GPT-2 names: no "transformer." prefix, the causal-mask buffers kept
+    out = save("gpt2_old", model_for("gpt2"), rows("gpt2"))
+    path = os.path.join(out, "model.safetensors")
+    tensors = load_file(path)
+    old = {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in tensors.items()}
+    cfg = make_config("gpt2")
+    for layer in range(cfg.n_layer):
+        old[f"h.{layer}.attn.bias"] = torch.tril(torch.ones(cfg.n_positions, cfg.n_positions)).view(
+            1, 1, cfg.n_positions, cfg.n_positions)
+        old[f"h.{layer}.attn.masked_bias"] = torch.tensor(-1e4)
+    save_file(old, path, metadata={"format": "pt"})
+
+
+def check(exported, name):
+    ref = transformers.AutoModelForCausalLM.from_pretrained(os.path.join(HERE, name), attn_implementation="eager")
+    got = transformers.AutoModelForCausalLM.from_pretrained(exported, attn_implementation="eager",
+                                                            torch_dtype=torch.float32)
+    ids = rows(name.split("_")[0])
+    with torch.no_grad():
+        a = ref.float()(ids).logits
+        b = got.float()(ids).logits
+    print(f"{name}: largest logit difference {(a - b).abs().max().item():.3g} (logits up to {a.abs().max().item():.3g})")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--check":
+        check(sys.argv[2], sys.argv[3])
+    else:
+        main()

@@ -1,0 +1,222 @@
+/* tests/test_hf.c - Hugging Face model directories written by transformers (tests/ref/hf, made by
+   tests/ref/make_hf_fixtures.py): zt loads each (GPT-2 with new and old names, LLaMA in f32 and bf16,
+   Mistral whole and in shards, Qwen2) and its loss on the fixture's rows is the one transformers
+   computed; a load-then-export round trip gives back every tensor byte for byte; damaged files get one
+   clear error each. */
+#define _POSIX_C_SOURCE 200809L
+#include "test.h"
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+enum { ROWS = 4, T = 16 };
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = (char *)malloc((size_t)n + 1);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    b[n] = 0;
+    if (len) *len = (size_t)n;
+    return b;
+}
+
+static int spew(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    int ok = fwrite(data, 1, len, f) == len;
+    return fclose(f) == 0 && ok;
+}
+
+static zt_engine *engine_for(const char *dir, zt_precision precision) {
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config_path = dir;
+    zt_options o = zt_options_default();
+    o.micro_batch = ROWS;
+    o.seq_len = T;
+    o.threads = 2;
+    o.precision = precision;
+    zt_engine *e = NULL;
+    return zt_init_options(&e, &spec, &o) == ZT_OK ? e : NULL;
+}
+
+/* the mean next-token loss over the fixture's rows, as transformers computes it with labels=input_ids */
+static double rows_loss(zt_engine *e, const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/tokens.bin", dir);
+    size_t len = 0;
+    char *b = slurp(path, &len);
+    if (!b || len != 1024 + 2 * ROWS * T) return -1;
+    int32_t tok[ROWS * T];
+    for (int i = 0; i < ROWS * T; i++) tok[i] = (int32_t)((uint8_t)b[1024 + 2 * i] | (uint8_t)b[1025 + 2 * i] << 8);
+    free(b);
+    double sum = 0;
+    int64_t count = 0;
+    zt_eval(e, tok, NULL, NULL, ROWS, &sum, &count);
+    return sum / (double)count;
+}
+
+static double expected_loss(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/expected.json", dir);
+    char *b = slurp(path, NULL);
+    double v = -1;
+    if (b && strstr(b, "\"loss\":")) v = atof(strstr(b, "\"loss\":") + 7);
+    free(b);
+    return v;
+}
+
+TEST(hf_models_load_with_transformers_loss) {
+    static const struct { const char *name; double tol; } cases[] = {
+        {"gpt2", 2e-6}, {"gpt2_old", 2e-6}, {"llama", 2e-6}, {"mistral", 2e-6}, {"mistral_shards", 2e-6}, {"qwen2", 2e-6},
+        {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[256];
+        snprintf(dir, sizeof dir, "tests/ref/hf/%s", cases[i].name);
+        zt_engine *e = engine_for(dir, ZT_PRECISION_FP32);
+        CHECK_MSG(e != NULL, "%s: %s", dir, zt_last_error());
+        CHECK(zt_hf_has_weights(dir));
+        CHECK_MSG(zt_load_hf(e, dir) == ZT_OK, "%s: %s", dir, zt_last_error());
+        double got = rows_loss(e, dir), want = expected_loss(dir);
+        zt_shutdown(e);
+        if (getenv("ZT_TEST_VERBOSE")) printf("     %-15s loss %.7f, transformers %.7f\n", cases[i].name, got, want);
+        CHECK_MSG(want > 0 && fabs(got - want) <= cases[i].tol * want, "%s: loss %.7f, transformers %.7f", cases[i].name,
+                  got, want);
+    }
+}
+
+/* the byte range of tensor `name` in a safetensors file zt or transformers wrote (compact JSON) */
+static const char *tensor_bytes(const char *file, size_t len, const char *name, size_t *n) {
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)(uint8_t)file[i] << (8 * i);
+    char key[300];
+    snprintf(key, sizeof key, "\"%s\":{", name);
+    const char *k = strstr(file + 8, key), *o = k ? strstr(k, "\"data_offsets\":[") : NULL;
+    long long b = -1, e = -1;
+    if (!o || sscanf(o + 16, "%lld,%lld", &b, &e) != 2 || b < 0 || e < b || 8 + hlen + (uint64_t)e > len) return NULL;
+    *n = (size_t)(e - b);
+    return file + 8 + hlen + b;
+}
+
+TEST(hf_load_then_export_gives_back_every_tensor) {
+    static const char *names[] = {"gpt2", "llama", "mistral", "qwen2"};
+    for (int m = 0; m < 4; m++) {
+        char dir[256], out[256], a[300], b[300];
+        snprintf(dir, sizeof dir, "tests/ref/hf/%s", names[m]);
+        snprintf(out, sizeof out, "/tmp/zt_hf_export_%d_%s", (int)getpid(), names[m]);
+        zt_engine *e = engine_for(dir, ZT_PRECISION_FP32);
+        CHECK(e != NULL && zt_load_hf(e, dir) == ZT_OK);
+        CHECK_MSG(zt_export_hf(e, out, ZT_F32) == ZT_OK, "%s", zt_last_error());
+        snprintf(a, sizeof a, "%s/model.safetensors", dir);
+        snprintf(b, sizeof b, "%s/model.safetensors", out);
+        size_t la = 0, lb = 0;
+        char *fa = slurp(a, &la), *fb = slurp(b, &lb);
+        CHECK(fa && fb);
+        int tensors = 0;
+        for (int p = 0; p < zt_param_count(e); p++) {
+            const char *name = zt_param_name(e, p, NULL);
+            if (!name) continue;
+            size_t na = 0, nb = 0;
+            const char *ta = tensor_bytes(fa, la, name, &na), *tb = tensor_bytes(fb, lb, name, &nb);
+            CHECK_MSG(ta && tb && na == nb && memcmp(ta, tb, na) == 0, "%s: tensor %s differs after the round trip",
+                      names[m], name);
+            tensors++;
+        }
+        CHECK(strstr(fb + 8, "\"__metadata__\":{\"format\":\"pt\"}") != NULL);
+        char *ca = NULL, *cb = NULL;
+        snprintf(a, sizeof a, "%s/config.json", dir);
+        snprintf(b, sizeof b, "%s/config.json", out);
+        ca = slurp(a, NULL), cb = slurp(b, NULL);
+        CHECK(ca && cb && strcmp(ca, cb) == 0);
+        free(ca), free(cb), free(fa), free(fb);
+        zt_shutdown(e);
+        /* and it loads back, bf16 too */
+        e = engine_for(out, ZT_PRECISION_FP32);
+        CHECK(e && zt_load_hf(e, out) == ZT_OK && zt_export_hf(e, out, ZT_BF16) == ZT_OK && zt_load_hf(e, out) == ZT_OK);
+        zt_shutdown(e);
+        unlink(b);
+        snprintf(b, sizeof b, "%s/model.safetensors", out);
+        unlink(b);
+        rmdir(out);
+        CHECK(tensors > 10);
+    }
+}
+
+/* a copy of the GPT-2 fixture with model.safetensors replaced by `bytes`; loading it must fail with `want` */
+static void damaged(const char *bytes, size_t len, const char *want) {
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "/tmp/zt_hf_damaged_%d", (int)getpid());
+    mkdir(dir, 0755);
+    char *config = slurp("tests/ref/hf/gpt2/config.json", NULL);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK(config && spew(path, config, strlen(config)));
+    free(config);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(spew(path, bytes, len));
+    zt_engine *e = engine_for(dir, ZT_PRECISION_FP32);
+    CHECK(e != NULL);
+    zt_result r = zt_load_hf(e, dir);
+    zt_shutdown(e);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+    CHECK_MSG(r != ZT_OK, "accepted: should have said \"%s\"", want);
+    CHECK_STR_CONTAINS(zt_last_error(), want);
+}
+
+/* replaces the first `from` in the header by `to` (the same length) */
+static void patch(char *file, const char *from, const char *to) {
+    char *p = strstr(file + 8, from);
+    if (p) memcpy(p, to, strlen(to));
+}
+
+TEST(hf_damaged_files_get_one_clear_error) {
+    size_t len = 0;
+    char *good = slurp("tests/ref/hf/gpt2/model.safetensors", &len);
+    CHECK(good != NULL && len > 1000);
+    char *b = (char *)malloc(len);
+    damaged(good, 5, "does not fit in the file's 5 bytes");
+    memcpy(b, good, len);
+    b[0] = (char)0xff, b[1] = (char)0xff, b[2] = (char)0xff;
+    damaged(b, len, "the header length");
+    damaged(good, len - 100, "should be"); /* truncated: the last tensor runs past the end */
+    memcpy(b, good, len);
+    patch(b, "\"dtype\":\"F32\"", "\"dtype\":\"X32\"");
+    damaged(b, len, "unknown dtype \"X32\"");
+    memcpy(b, good, len);
+    patch(b, "\"dtype\":\"F32\"", "\"dtype\":\"I32\"");
+    damaged(b, len, "of another dtype");
+    memcpy(b, good, len);
+    patch(b, "\"shape\":[32,96]", "\"shape\":[96,32]");
+    damaged(b, len, "should be F32, F16 or BF16 of shape [32, 96]");
+    memcpy(b, good, len);
+    patch(b, "\"data_offsets\":[0,", "\"data_offsets\":[8,");
+    damaged(b, len, "should be");
+    memcpy(b, good, len);
+    patch(b, "transformer.ln_f.weight", "transformer.ln_g.weight");
+    damaged(b, len, "has no tensor \"transformer.ln_f.weight\"");
+    memcpy(b, good, len);
+    patch(b, "{\"__metadata__\"", "[\"__metadata__\"");
+    damaged(b, len, "model.safetensors");
+    free(b);
+    free(good);
+}
+
+/* two tensors claiming the same bytes */
+TEST(hf_overlapping_tensors_are_refused) {
+    const char *hdr = "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                      "\"b.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+    size_t h = strlen(hdr), len = 8 + h + 16;
+    char *b = (char *)calloc(1, len);
+    for (int i = 0; i < 8; i++) b[i] = (char)((uint64_t)h >> (8 * i));
+    memcpy(b + 8, hdr, h);
+    damaged(b, len, "overlap");
+    free(b);
+}
