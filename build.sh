@@ -7,7 +7,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the JSON readers with libFuzzer (FUZZ_RUNS runs, default 1000000)
+#   ./build.sh fuzz     fuzz the JSON and safetensors readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #
 # Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS.
 # A target is rebuilt when a source, zt.h, this script or its flags are newer than it.
@@ -557,9 +557,10 @@ cmd_bench() {
     done
 }
 
-# the JSON readers under libFuzzer with ASan and UBSan, from the seed corpus in tests/fuzz/corpus_config
+# the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config)
+# and safetensors headers (seeds: the files in tests/ref/hf), FUZZ_RUNS runs each
 cmd_fuzz() {
-    local bin=$B/fuzz/fuzz_config corpus=$B/fuzz/corpus
+    local target bin corpus
     if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' |
         clang -x c -fsanitize=fuzzer -o /dev/null - 2>/dev/null; then
         if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
@@ -569,13 +570,22 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    mkdir -p $B/fuzz $corpus
-    if stale $bin tests/fuzz/fuzz_config.c "${HEADERS[@]}"; then
-        run clang -O1 -g -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-            -o $bin tests/fuzz/fuzz_config.c -lm -pthread
-    fi
-    cp tests/fuzz/corpus_config/* $corpus/
-    $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=4096 -timeout=10 $corpus 2>&1 | tail -n 5
+    for target in config safetensors; do
+        bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
+        mkdir -p $B/fuzz $corpus
+        if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then
+            run clang -O1 -g -std=c11 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+                -o $bin tests/fuzz/fuzz_$target.c -lm -pthread
+        fi
+        if [[ $target == config ]]; then
+            cp tests/fuzz/corpus_config/* $corpus/
+        else
+            local f
+            for f in tests/ref/hf/*/model*.safetensors; do cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"; done
+        fi
+        echo "fuzz_$target:"
+        $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=131072 -timeout=10 $corpus 2>&1 | tail -n 3
+    done
 }
 
 [[ $# -le 1 ]] || usage

@@ -7522,13 +7522,10 @@ static int zt__st_dtype(const char *s, zt_dtype *dt, int *convertible) {
     return 0;
 }
 
-/* maps one safetensors file and adds its entries, every one checked */
-static zt_result zt__st_add(zt__st *st, const char *path) {
-    if (st->n_files == ZT__ST_FILES) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: more than %d shards", path, ZT__ST_FILES);
-    int f = st->n_files++;
-    snprintf(st->path[f], ZT__PATH, "%s", path);
-    zt_result r = zt__map(path, &st->map[f], &st->bytes[f]);
-    if (r != ZT_OK) return r;
+/* the entries of file f (st->map[f], st->bytes[f] bytes), every one checked */
+static zt_result zt__st_parse(zt__st *st, int f) {
+    const char *path = st->path[f];
+    zt_result r = ZT_OK;
     const uint8_t *m = st->map[f];
     size_t size = st->bytes[f];
     uint64_t hlen = 0;
@@ -7592,6 +7589,31 @@ static zt_result zt__st_add(zt__st *st, const char *path) {
     return ZT_OK;
 }
 
+/* maps one safetensors file and adds its entries */
+static zt_result zt__st_add(zt__st *st, const char *path) {
+    if (st->n_files == ZT__ST_FILES) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: more than %d shards", path, ZT__ST_FILES);
+    int f = st->n_files++;
+    snprintf(st->path[f], ZT__PATH, "%s", path);
+    zt_result r = zt__map(path, &st->map[f], &st->bytes[f]);
+    return r != ZT_OK ? r : zt__st_parse(st, f);
+}
+
+/* no two tensors of a file share a byte */
+static zt_result zt__st_check_overlaps(zt__st *st) {
+    zt_result r = ZT_OK;
+    zt__st_entry *sorted = (zt__st_entry *)malloc(sizeof *sorted * (size_t)(st->n ? st->n : 1)); /* load time */
+    if (!sorted) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", st->path[0]);
+    memcpy(sorted, st->e, sizeof *sorted * (size_t)st->n);
+    qsort(sorted, (size_t)st->n, sizeof *sorted, zt__st_order);
+    for (int i = 1; i < st->n && r == ZT_OK; i++)
+        if (sorted[i].file == sorted[i - 1].file && sorted[i].begin < sorted[i - 1].end && sorted[i].end > sorted[i].begin)
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: tensors \"%.*s\" and \"%.*s\" overlap (bytes %lld and %lld of the data)",
+                        st->path[sorted[i].file], sorted[i - 1].name_len, sorted[i - 1].name, sorted[i].name_len,
+                        sorted[i].name, (long long)sorted[i - 1].begin, (long long)sorted[i].begin);
+    free(sorted);
+    return r;
+}
+
 /* model.safetensors, or every shard model.safetensors.index.json names; then no two ranges overlap */
 static zt_result zt__st_open(zt__st *st, const char *dir) {
     memset(st, 0, sizeof *st);
@@ -7628,17 +7650,7 @@ static zt_result zt__st_open(zt__st *st, const char *dir) {
                            "in safetensors only (transformers' save_pretrained writes them)", dir);
         if ((r = zt__st_add(st, path)) != ZT_OK) return r;
     }
-    zt__st_entry *sorted = (zt__st_entry *)malloc(sizeof *sorted * (size_t)(st->n ? st->n : 1)); /* load time */
-    if (!sorted) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", dir);
-    memcpy(sorted, st->e, sizeof *sorted * (size_t)st->n);
-    qsort(sorted, (size_t)st->n, sizeof *sorted, zt__st_order);
-    for (int i = 1; i < st->n && r == ZT_OK; i++)
-        if (sorted[i].file == sorted[i - 1].file && sorted[i].begin < sorted[i - 1].end && sorted[i].end > sorted[i].begin)
-            r = zt_fail(ZT_ERROR_FORMAT, "%s: tensors \"%.*s\" and \"%.*s\" overlap (bytes %lld and %lld of the data)",
-                        st->path[sorted[i].file], sorted[i - 1].name_len, sorted[i - 1].name, sorted[i].name_len,
-                        sorted[i].name, (long long)sorted[i - 1].begin, (long long)sorted[i].begin);
-    free(sorted);
-    return r;
+    return zt__st_check_overlaps(st);
 }
 
 static zt__st_entry *zt__st_find(zt__st *st, const char *name) {
