@@ -829,6 +829,27 @@ ZT_API int64_t zt_data_windows(const zt_data *d);  /* windows per epoch, all ran
 ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index);
 ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
 
+/* >>tokenizer ================================================================================== */
+
+/* Hugging Face tokenizer.json files of the two kinds LLMs use, with the ids the `tokenizers` library
+   gives: byte-level BPE (GPT-2, LLaMA-3, Qwen2: their pre-tokenizer rules, Unicode letter, number and
+   space classes included) and SentencePiece-style BPE (LLaMA-2, Mistral: the ▁ word marker, byte fallback
+   to <0xXX> tokens). Added (special) tokens in the text are kept whole. Loading allocates; encoding
+   reuses the tokenizer's own growing buffers, so a tokenizer is for one thread at a time. */
+typedef struct zt_tokenizer zt_tokenizer;
+/* path: a tokenizer.json or its directory */
+ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path);
+ZT_API void zt_tokenizer_free(zt_tokenizer *t);
+ZT_API int64_t zt_tokenizer_vocab(const zt_tokenizer *t); /* ids are in [0, this) */
+/* the id of a token's text (an added token such as "<|endoftext|>", or any vocabulary entry), or -1 */
+ZT_API int32_t zt_tokenizer_id(const zt_tokenizer *t, const char *token);
+/* n bytes of UTF-8 text into ids (no special tokens added); returns how many, even when more than cap
+   (then only cap were written) */
+ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap);
+/* ids back into text, special tokens written as they are; returns the bytes, even when more than cap
+   (then cap were written); out is NUL-terminated when room allows */
+ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap);
+
 /* >>checkpoint ================================================================================= */
 
 /* DeepSpeed's layout: DIR/global_step{N}/ holds the tensors (zt_rank_00000.safetensors: fp32 weights
@@ -7846,6 +7867,790 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         free(mem);
     }
     return r;
+}
+
+/* >>tokenizer (implementation) ----------------------------------------------------------------- */
+
+/* made by tests/ref/make_unicode_tables.py from Unicode 14.0.0 */
+static const uint32_t zt__uni_letter[][2] = { /* 648 ranges */
+    {0x41, 0x5a}, {0x61, 0x7a}, {0xaa, 0xaa}, {0xb5, 0xb5}, {0xba, 0xba}, {0xc0, 0xd6}, {0xd8, 0xf6}, {0xf8, 0x2c1},
+    {0x2c6, 0x2d1}, {0x2e0, 0x2e4}, {0x2ec, 0x2ec}, {0x2ee, 0x2ee}, {0x370, 0x374}, {0x376, 0x377}, {0x37a, 0x37d},
+    {0x37f, 0x37f}, {0x386, 0x386}, {0x388, 0x38a}, {0x38c, 0x38c}, {0x38e, 0x3a1}, {0x3a3, 0x3f5}, {0x3f7, 0x481},
+    {0x48a, 0x52f}, {0x531, 0x556}, {0x559, 0x559}, {0x560, 0x588}, {0x5d0, 0x5ea}, {0x5ef, 0x5f2}, {0x620, 0x64a},
+    {0x66e, 0x66f}, {0x671, 0x6d3}, {0x6d5, 0x6d5}, {0x6e5, 0x6e6}, {0x6ee, 0x6ef}, {0x6fa, 0x6fc}, {0x6ff, 0x6ff},
+    {0x710, 0x710}, {0x712, 0x72f}, {0x74d, 0x7a5}, {0x7b1, 0x7b1}, {0x7ca, 0x7ea}, {0x7f4, 0x7f5}, {0x7fa, 0x7fa},
+    {0x800, 0x815}, {0x81a, 0x81a}, {0x824, 0x824}, {0x828, 0x828}, {0x840, 0x858}, {0x860, 0x86a}, {0x870, 0x887},
+    {0x889, 0x88e}, {0x8a0, 0x8c9}, {0x904, 0x939}, {0x93d, 0x93d}, {0x950, 0x950}, {0x958, 0x961}, {0x971, 0x980},
+    {0x985, 0x98c}, {0x98f, 0x990}, {0x993, 0x9a8}, {0x9aa, 0x9b0}, {0x9b2, 0x9b2}, {0x9b6, 0x9b9}, {0x9bd, 0x9bd},
+    {0x9ce, 0x9ce}, {0x9dc, 0x9dd}, {0x9df, 0x9e1}, {0x9f0, 0x9f1}, {0x9fc, 0x9fc}, {0xa05, 0xa0a}, {0xa0f, 0xa10},
+    {0xa13, 0xa28}, {0xa2a, 0xa30}, {0xa32, 0xa33}, {0xa35, 0xa36}, {0xa38, 0xa39}, {0xa59, 0xa5c}, {0xa5e, 0xa5e},
+    {0xa72, 0xa74}, {0xa85, 0xa8d}, {0xa8f, 0xa91}, {0xa93, 0xaa8}, {0xaaa, 0xab0}, {0xab2, 0xab3}, {0xab5, 0xab9},
+    {0xabd, 0xabd}, {0xad0, 0xad0}, {0xae0, 0xae1}, {0xaf9, 0xaf9}, {0xb05, 0xb0c}, {0xb0f, 0xb10}, {0xb13, 0xb28},
+    {0xb2a, 0xb30}, {0xb32, 0xb33}, {0xb35, 0xb39}, {0xb3d, 0xb3d}, {0xb5c, 0xb5d}, {0xb5f, 0xb61}, {0xb71, 0xb71},
+    {0xb83, 0xb83}, {0xb85, 0xb8a}, {0xb8e, 0xb90}, {0xb92, 0xb95}, {0xb99, 0xb9a}, {0xb9c, 0xb9c}, {0xb9e, 0xb9f},
+    {0xba3, 0xba4}, {0xba8, 0xbaa}, {0xbae, 0xbb9}, {0xbd0, 0xbd0}, {0xc05, 0xc0c}, {0xc0e, 0xc10}, {0xc12, 0xc28},
+    {0xc2a, 0xc39}, {0xc3d, 0xc3d}, {0xc58, 0xc5a}, {0xc5d, 0xc5d}, {0xc60, 0xc61}, {0xc80, 0xc80}, {0xc85, 0xc8c},
+    {0xc8e, 0xc90}, {0xc92, 0xca8}, {0xcaa, 0xcb3}, {0xcb5, 0xcb9}, {0xcbd, 0xcbd}, {0xcdd, 0xcde}, {0xce0, 0xce1},
+    {0xcf1, 0xcf2}, {0xd04, 0xd0c}, {0xd0e, 0xd10}, {0xd12, 0xd3a}, {0xd3d, 0xd3d}, {0xd4e, 0xd4e}, {0xd54, 0xd56},
+    {0xd5f, 0xd61}, {0xd7a, 0xd7f}, {0xd85, 0xd96}, {0xd9a, 0xdb1}, {0xdb3, 0xdbb}, {0xdbd, 0xdbd}, {0xdc0, 0xdc6},
+    {0xe01, 0xe30}, {0xe32, 0xe33}, {0xe40, 0xe46}, {0xe81, 0xe82}, {0xe84, 0xe84}, {0xe86, 0xe8a}, {0xe8c, 0xea3},
+    {0xea5, 0xea5}, {0xea7, 0xeb0}, {0xeb2, 0xeb3}, {0xebd, 0xebd}, {0xec0, 0xec4}, {0xec6, 0xec6}, {0xedc, 0xedf},
+    {0xf00, 0xf00}, {0xf40, 0xf47}, {0xf49, 0xf6c}, {0xf88, 0xf8c}, {0x1000, 0x102a}, {0x103f, 0x103f},
+    {0x1050, 0x1055}, {0x105a, 0x105d}, {0x1061, 0x1061}, {0x1065, 0x1066}, {0x106e, 0x1070}, {0x1075, 0x1081},
+    {0x108e, 0x108e}, {0x10a0, 0x10c5}, {0x10c7, 0x10c7}, {0x10cd, 0x10cd}, {0x10d0, 0x10fa}, {0x10fc, 0x1248},
+    {0x124a, 0x124d}, {0x1250, 0x1256}, {0x1258, 0x1258}, {0x125a, 0x125d}, {0x1260, 0x1288}, {0x128a, 0x128d},
+    {0x1290, 0x12b0}, {0x12b2, 0x12b5}, {0x12b8, 0x12be}, {0x12c0, 0x12c0}, {0x12c2, 0x12c5}, {0x12c8, 0x12d6},
+    {0x12d8, 0x1310}, {0x1312, 0x1315}, {0x1318, 0x135a}, {0x1380, 0x138f}, {0x13a0, 0x13f5}, {0x13f8, 0x13fd},
+    {0x1401, 0x166c}, {0x166f, 0x167f}, {0x1681, 0x169a}, {0x16a0, 0x16ea}, {0x16f1, 0x16f8}, {0x1700, 0x1711},
+    {0x171f, 0x1731}, {0x1740, 0x1751}, {0x1760, 0x176c}, {0x176e, 0x1770}, {0x1780, 0x17b3}, {0x17d7, 0x17d7},
+    {0x17dc, 0x17dc}, {0x1820, 0x1878}, {0x1880, 0x1884}, {0x1887, 0x18a8}, {0x18aa, 0x18aa}, {0x18b0, 0x18f5},
+    {0x1900, 0x191e}, {0x1950, 0x196d}, {0x1970, 0x1974}, {0x1980, 0x19ab}, {0x19b0, 0x19c9}, {0x1a00, 0x1a16},
+    {0x1a20, 0x1a54}, {0x1aa7, 0x1aa7}, {0x1b05, 0x1b33}, {0x1b45, 0x1b4c}, {0x1b83, 0x1ba0}, {0x1bae, 0x1baf},
+    {0x1bba, 0x1be5}, {0x1c00, 0x1c23}, {0x1c4d, 0x1c4f}, {0x1c5a, 0x1c7d}, {0x1c80, 0x1c88}, {0x1c90, 0x1cba},
+    {0x1cbd, 0x1cbf}, {0x1ce9, 0x1cec}, {0x1cee, 0x1cf3}, {0x1cf5, 0x1cf6}, {0x1cfa, 0x1cfa}, {0x1d00, 0x1dbf},
+    {0x1e00, 0x1f15}, {0x1f18, 0x1f1d}, {0x1f20, 0x1f45}, {0x1f48, 0x1f4d}, {0x1f50, 0x1f57}, {0x1f59, 0x1f59},
+    {0x1f5b, 0x1f5b}, {0x1f5d, 0x1f5d}, {0x1f5f, 0x1f7d}, {0x1f80, 0x1fb4}, {0x1fb6, 0x1fbc}, {0x1fbe, 0x1fbe},
+    {0x1fc2, 0x1fc4}, {0x1fc6, 0x1fcc}, {0x1fd0, 0x1fd3}, {0x1fd6, 0x1fdb}, {0x1fe0, 0x1fec}, {0x1ff2, 0x1ff4},
+    {0x1ff6, 0x1ffc}, {0x2071, 0x2071}, {0x207f, 0x207f}, {0x2090, 0x209c}, {0x2102, 0x2102}, {0x2107, 0x2107},
+    {0x210a, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211d}, {0x2124, 0x2124}, {0x2126, 0x2126}, {0x2128, 0x2128},
+    {0x212a, 0x212d}, {0x212f, 0x2139}, {0x213c, 0x213f}, {0x2145, 0x2149}, {0x214e, 0x214e}, {0x2183, 0x2184},
+    {0x2c00, 0x2ce4}, {0x2ceb, 0x2cee}, {0x2cf2, 0x2cf3}, {0x2d00, 0x2d25}, {0x2d27, 0x2d27}, {0x2d2d, 0x2d2d},
+    {0x2d30, 0x2d67}, {0x2d6f, 0x2d6f}, {0x2d80, 0x2d96}, {0x2da0, 0x2da6}, {0x2da8, 0x2dae}, {0x2db0, 0x2db6},
+    {0x2db8, 0x2dbe}, {0x2dc0, 0x2dc6}, {0x2dc8, 0x2dce}, {0x2dd0, 0x2dd6}, {0x2dd8, 0x2dde}, {0x2e2f, 0x2e2f},
+    {0x3005, 0x3006}, {0x3031, 0x3035}, {0x303b, 0x303c}, {0x3041, 0x3096}, {0x309d, 0x309f}, {0x30a1, 0x30fa},
+    {0x30fc, 0x30ff}, {0x3105, 0x312f}, {0x3131, 0x318e}, {0x31a0, 0x31bf}, {0x31f0, 0x31ff}, {0x3400, 0x4dbf},
+    {0x4e00, 0xa48c}, {0xa4d0, 0xa4fd}, {0xa500, 0xa60c}, {0xa610, 0xa61f}, {0xa62a, 0xa62b}, {0xa640, 0xa66e},
+    {0xa67f, 0xa69d}, {0xa6a0, 0xa6e5}, {0xa717, 0xa71f}, {0xa722, 0xa788}, {0xa78b, 0xa7ca}, {0xa7d0, 0xa7d1},
+    {0xa7d3, 0xa7d3}, {0xa7d5, 0xa7d9}, {0xa7f2, 0xa801}, {0xa803, 0xa805}, {0xa807, 0xa80a}, {0xa80c, 0xa822},
+    {0xa840, 0xa873}, {0xa882, 0xa8b3}, {0xa8f2, 0xa8f7}, {0xa8fb, 0xa8fb}, {0xa8fd, 0xa8fe}, {0xa90a, 0xa925},
+    {0xa930, 0xa946}, {0xa960, 0xa97c}, {0xa984, 0xa9b2}, {0xa9cf, 0xa9cf}, {0xa9e0, 0xa9e4}, {0xa9e6, 0xa9ef},
+    {0xa9fa, 0xa9fe}, {0xaa00, 0xaa28}, {0xaa40, 0xaa42}, {0xaa44, 0xaa4b}, {0xaa60, 0xaa76}, {0xaa7a, 0xaa7a},
+    {0xaa7e, 0xaaaf}, {0xaab1, 0xaab1}, {0xaab5, 0xaab6}, {0xaab9, 0xaabd}, {0xaac0, 0xaac0}, {0xaac2, 0xaac2},
+    {0xaadb, 0xaadd}, {0xaae0, 0xaaea}, {0xaaf2, 0xaaf4}, {0xab01, 0xab06}, {0xab09, 0xab0e}, {0xab11, 0xab16},
+    {0xab20, 0xab26}, {0xab28, 0xab2e}, {0xab30, 0xab5a}, {0xab5c, 0xab69}, {0xab70, 0xabe2}, {0xac00, 0xd7a3},
+    {0xd7b0, 0xd7c6}, {0xd7cb, 0xd7fb}, {0xf900, 0xfa6d}, {0xfa70, 0xfad9}, {0xfb00, 0xfb06}, {0xfb13, 0xfb17},
+    {0xfb1d, 0xfb1d}, {0xfb1f, 0xfb28}, {0xfb2a, 0xfb36}, {0xfb38, 0xfb3c}, {0xfb3e, 0xfb3e}, {0xfb40, 0xfb41},
+    {0xfb43, 0xfb44}, {0xfb46, 0xfbb1}, {0xfbd3, 0xfd3d}, {0xfd50, 0xfd8f}, {0xfd92, 0xfdc7}, {0xfdf0, 0xfdfb},
+    {0xfe70, 0xfe74}, {0xfe76, 0xfefc}, {0xff21, 0xff3a}, {0xff41, 0xff5a}, {0xff66, 0xffbe}, {0xffc2, 0xffc7},
+    {0xffca, 0xffcf}, {0xffd2, 0xffd7}, {0xffda, 0xffdc}, {0x10000, 0x1000b}, {0x1000d, 0x10026}, {0x10028, 0x1003a},
+    {0x1003c, 0x1003d}, {0x1003f, 0x1004d}, {0x10050, 0x1005d}, {0x10080, 0x100fa}, {0x10280, 0x1029c},
+    {0x102a0, 0x102d0}, {0x10300, 0x1031f}, {0x1032d, 0x10340}, {0x10342, 0x10349}, {0x10350, 0x10375},
+    {0x10380, 0x1039d}, {0x103a0, 0x103c3}, {0x103c8, 0x103cf}, {0x10400, 0x1049d}, {0x104b0, 0x104d3},
+    {0x104d8, 0x104fb}, {0x10500, 0x10527}, {0x10530, 0x10563}, {0x10570, 0x1057a}, {0x1057c, 0x1058a},
+    {0x1058c, 0x10592}, {0x10594, 0x10595}, {0x10597, 0x105a1}, {0x105a3, 0x105b1}, {0x105b3, 0x105b9},
+    {0x105bb, 0x105bc}, {0x10600, 0x10736}, {0x10740, 0x10755}, {0x10760, 0x10767}, {0x10780, 0x10785},
+    {0x10787, 0x107b0}, {0x107b2, 0x107ba}, {0x10800, 0x10805}, {0x10808, 0x10808}, {0x1080a, 0x10835},
+    {0x10837, 0x10838}, {0x1083c, 0x1083c}, {0x1083f, 0x10855}, {0x10860, 0x10876}, {0x10880, 0x1089e},
+    {0x108e0, 0x108f2}, {0x108f4, 0x108f5}, {0x10900, 0x10915}, {0x10920, 0x10939}, {0x10980, 0x109b7},
+    {0x109be, 0x109bf}, {0x10a00, 0x10a00}, {0x10a10, 0x10a13}, {0x10a15, 0x10a17}, {0x10a19, 0x10a35},
+    {0x10a60, 0x10a7c}, {0x10a80, 0x10a9c}, {0x10ac0, 0x10ac7}, {0x10ac9, 0x10ae4}, {0x10b00, 0x10b35},
+    {0x10b40, 0x10b55}, {0x10b60, 0x10b72}, {0x10b80, 0x10b91}, {0x10c00, 0x10c48}, {0x10c80, 0x10cb2},
+    {0x10cc0, 0x10cf2}, {0x10d00, 0x10d23}, {0x10e80, 0x10ea9}, {0x10eb0, 0x10eb1}, {0x10f00, 0x10f1c},
+    {0x10f27, 0x10f27}, {0x10f30, 0x10f45}, {0x10f70, 0x10f81}, {0x10fb0, 0x10fc4}, {0x10fe0, 0x10ff6},
+    {0x11003, 0x11037}, {0x11071, 0x11072}, {0x11075, 0x11075}, {0x11083, 0x110af}, {0x110d0, 0x110e8},
+    {0x11103, 0x11126}, {0x11144, 0x11144}, {0x11147, 0x11147}, {0x11150, 0x11172}, {0x11176, 0x11176},
+    {0x11183, 0x111b2}, {0x111c1, 0x111c4}, {0x111da, 0x111da}, {0x111dc, 0x111dc}, {0x11200, 0x11211},
+    {0x11213, 0x1122b}, {0x11280, 0x11286}, {0x11288, 0x11288}, {0x1128a, 0x1128d}, {0x1128f, 0x1129d},
+    {0x1129f, 0x112a8}, {0x112b0, 0x112de}, {0x11305, 0x1130c}, {0x1130f, 0x11310}, {0x11313, 0x11328},
+    {0x1132a, 0x11330}, {0x11332, 0x11333}, {0x11335, 0x11339}, {0x1133d, 0x1133d}, {0x11350, 0x11350},
+    {0x1135d, 0x11361}, {0x11400, 0x11434}, {0x11447, 0x1144a}, {0x1145f, 0x11461}, {0x11480, 0x114af},
+    {0x114c4, 0x114c5}, {0x114c7, 0x114c7}, {0x11580, 0x115ae}, {0x115d8, 0x115db}, {0x11600, 0x1162f},
+    {0x11644, 0x11644}, {0x11680, 0x116aa}, {0x116b8, 0x116b8}, {0x11700, 0x1171a}, {0x11740, 0x11746},
+    {0x11800, 0x1182b}, {0x118a0, 0x118df}, {0x118ff, 0x11906}, {0x11909, 0x11909}, {0x1190c, 0x11913},
+    {0x11915, 0x11916}, {0x11918, 0x1192f}, {0x1193f, 0x1193f}, {0x11941, 0x11941}, {0x119a0, 0x119a7},
+    {0x119aa, 0x119d0}, {0x119e1, 0x119e1}, {0x119e3, 0x119e3}, {0x11a00, 0x11a00}, {0x11a0b, 0x11a32},
+    {0x11a3a, 0x11a3a}, {0x11a50, 0x11a50}, {0x11a5c, 0x11a89}, {0x11a9d, 0x11a9d}, {0x11ab0, 0x11af8},
+    {0x11c00, 0x11c08}, {0x11c0a, 0x11c2e}, {0x11c40, 0x11c40}, {0x11c72, 0x11c8f}, {0x11d00, 0x11d06},
+    {0x11d08, 0x11d09}, {0x11d0b, 0x11d30}, {0x11d46, 0x11d46}, {0x11d60, 0x11d65}, {0x11d67, 0x11d68},
+    {0x11d6a, 0x11d89}, {0x11d98, 0x11d98}, {0x11ee0, 0x11ef2}, {0x11fb0, 0x11fb0}, {0x12000, 0x12399},
+    {0x12480, 0x12543}, {0x12f90, 0x12ff0}, {0x13000, 0x1342e}, {0x14400, 0x14646}, {0x16800, 0x16a38},
+    {0x16a40, 0x16a5e}, {0x16a70, 0x16abe}, {0x16ad0, 0x16aed}, {0x16b00, 0x16b2f}, {0x16b40, 0x16b43},
+    {0x16b63, 0x16b77}, {0x16b7d, 0x16b8f}, {0x16e40, 0x16e7f}, {0x16f00, 0x16f4a}, {0x16f50, 0x16f50},
+    {0x16f93, 0x16f9f}, {0x16fe0, 0x16fe1}, {0x16fe3, 0x16fe3}, {0x17000, 0x187f7}, {0x18800, 0x18cd5},
+    {0x18d00, 0x18d08}, {0x1aff0, 0x1aff3}, {0x1aff5, 0x1affb}, {0x1affd, 0x1affe}, {0x1b000, 0x1b122},
+    {0x1b150, 0x1b152}, {0x1b164, 0x1b167}, {0x1b170, 0x1b2fb}, {0x1bc00, 0x1bc6a}, {0x1bc70, 0x1bc7c},
+    {0x1bc80, 0x1bc88}, {0x1bc90, 0x1bc99}, {0x1d400, 0x1d454}, {0x1d456, 0x1d49c}, {0x1d49e, 0x1d49f},
+    {0x1d4a2, 0x1d4a2}, {0x1d4a5, 0x1d4a6}, {0x1d4a9, 0x1d4ac}, {0x1d4ae, 0x1d4b9}, {0x1d4bb, 0x1d4bb},
+    {0x1d4bd, 0x1d4c3}, {0x1d4c5, 0x1d505}, {0x1d507, 0x1d50a}, {0x1d50d, 0x1d514}, {0x1d516, 0x1d51c},
+    {0x1d51e, 0x1d539}, {0x1d53b, 0x1d53e}, {0x1d540, 0x1d544}, {0x1d546, 0x1d546}, {0x1d54a, 0x1d550},
+    {0x1d552, 0x1d6a5}, {0x1d6a8, 0x1d6c0}, {0x1d6c2, 0x1d6da}, {0x1d6dc, 0x1d6fa}, {0x1d6fc, 0x1d714},
+    {0x1d716, 0x1d734}, {0x1d736, 0x1d74e}, {0x1d750, 0x1d76e}, {0x1d770, 0x1d788}, {0x1d78a, 0x1d7a8},
+    {0x1d7aa, 0x1d7c2}, {0x1d7c4, 0x1d7cb}, {0x1df00, 0x1df1e}, {0x1e100, 0x1e12c}, {0x1e137, 0x1e13d},
+    {0x1e14e, 0x1e14e}, {0x1e290, 0x1e2ad}, {0x1e2c0, 0x1e2eb}, {0x1e7e0, 0x1e7e6}, {0x1e7e8, 0x1e7eb},
+    {0x1e7ed, 0x1e7ee}, {0x1e7f0, 0x1e7fe}, {0x1e800, 0x1e8c4}, {0x1e900, 0x1e943}, {0x1e94b, 0x1e94b},
+    {0x1ee00, 0x1ee03}, {0x1ee05, 0x1ee1f}, {0x1ee21, 0x1ee22}, {0x1ee24, 0x1ee24}, {0x1ee27, 0x1ee27},
+    {0x1ee29, 0x1ee32}, {0x1ee34, 0x1ee37}, {0x1ee39, 0x1ee39}, {0x1ee3b, 0x1ee3b}, {0x1ee42, 0x1ee42},
+    {0x1ee47, 0x1ee47}, {0x1ee49, 0x1ee49}, {0x1ee4b, 0x1ee4b}, {0x1ee4d, 0x1ee4f}, {0x1ee51, 0x1ee52},
+    {0x1ee54, 0x1ee54}, {0x1ee57, 0x1ee57}, {0x1ee59, 0x1ee59}, {0x1ee5b, 0x1ee5b}, {0x1ee5d, 0x1ee5d},
+    {0x1ee5f, 0x1ee5f}, {0x1ee61, 0x1ee62}, {0x1ee64, 0x1ee64}, {0x1ee67, 0x1ee6a}, {0x1ee6c, 0x1ee72},
+    {0x1ee74, 0x1ee77}, {0x1ee79, 0x1ee7c}, {0x1ee7e, 0x1ee7e}, {0x1ee80, 0x1ee89}, {0x1ee8b, 0x1ee9b},
+    {0x1eea1, 0x1eea3}, {0x1eea5, 0x1eea9}, {0x1eeab, 0x1eebb}, {0x20000, 0x2a6df}, {0x2a700, 0x2b738},
+    {0x2b740, 0x2b81d}, {0x2b820, 0x2cea1}, {0x2ceb0, 0x2ebe0}, {0x2f800, 0x2fa1d}, {0x30000, 0x3134a},
+};
+static const uint32_t zt__uni_number[][2] = { /* 134 ranges */
+    {0x30, 0x39}, {0xb2, 0xb3}, {0xb9, 0xb9}, {0xbc, 0xbe}, {0x660, 0x669}, {0x6f0, 0x6f9}, {0x7c0, 0x7c9},
+    {0x966, 0x96f}, {0x9e6, 0x9ef}, {0x9f4, 0x9f9}, {0xa66, 0xa6f}, {0xae6, 0xaef}, {0xb66, 0xb6f}, {0xb72, 0xb77},
+    {0xbe6, 0xbf2}, {0xc66, 0xc6f}, {0xc78, 0xc7e}, {0xce6, 0xcef}, {0xd58, 0xd5e}, {0xd66, 0xd78}, {0xde6, 0xdef},
+    {0xe50, 0xe59}, {0xed0, 0xed9}, {0xf20, 0xf33}, {0x1040, 0x1049}, {0x1090, 0x1099}, {0x1369, 0x137c},
+    {0x16ee, 0x16f0}, {0x17e0, 0x17e9}, {0x17f0, 0x17f9}, {0x1810, 0x1819}, {0x1946, 0x194f}, {0x19d0, 0x19da},
+    {0x1a80, 0x1a89}, {0x1a90, 0x1a99}, {0x1b50, 0x1b59}, {0x1bb0, 0x1bb9}, {0x1c40, 0x1c49}, {0x1c50, 0x1c59},
+    {0x2070, 0x2070}, {0x2074, 0x2079}, {0x2080, 0x2089}, {0x2150, 0x2182}, {0x2185, 0x2189}, {0x2460, 0x249b},
+    {0x24ea, 0x24ff}, {0x2776, 0x2793}, {0x2cfd, 0x2cfd}, {0x3007, 0x3007}, {0x3021, 0x3029}, {0x3038, 0x303a},
+    {0x3192, 0x3195}, {0x3220, 0x3229}, {0x3248, 0x324f}, {0x3251, 0x325f}, {0x3280, 0x3289}, {0x32b1, 0x32bf},
+    {0xa620, 0xa629}, {0xa6e6, 0xa6ef}, {0xa830, 0xa835}, {0xa8d0, 0xa8d9}, {0xa900, 0xa909}, {0xa9d0, 0xa9d9},
+    {0xa9f0, 0xa9f9}, {0xaa50, 0xaa59}, {0xabf0, 0xabf9}, {0xff10, 0xff19}, {0x10107, 0x10133}, {0x10140, 0x10178},
+    {0x1018a, 0x1018b}, {0x102e1, 0x102fb}, {0x10320, 0x10323}, {0x10341, 0x10341}, {0x1034a, 0x1034a},
+    {0x103d1, 0x103d5}, {0x104a0, 0x104a9}, {0x10858, 0x1085f}, {0x10879, 0x1087f}, {0x108a7, 0x108af},
+    {0x108fb, 0x108ff}, {0x10916, 0x1091b}, {0x109bc, 0x109bd}, {0x109c0, 0x109cf}, {0x109d2, 0x109ff},
+    {0x10a40, 0x10a48}, {0x10a7d, 0x10a7e}, {0x10a9d, 0x10a9f}, {0x10aeb, 0x10aef}, {0x10b58, 0x10b5f},
+    {0x10b78, 0x10b7f}, {0x10ba9, 0x10baf}, {0x10cfa, 0x10cff}, {0x10d30, 0x10d39}, {0x10e60, 0x10e7e},
+    {0x10f1d, 0x10f26}, {0x10f51, 0x10f54}, {0x10fc5, 0x10fcb}, {0x11052, 0x1106f}, {0x110f0, 0x110f9},
+    {0x11136, 0x1113f}, {0x111d0, 0x111d9}, {0x111e1, 0x111f4}, {0x112f0, 0x112f9}, {0x11450, 0x11459},
+    {0x114d0, 0x114d9}, {0x11650, 0x11659}, {0x116c0, 0x116c9}, {0x11730, 0x1173b}, {0x118e0, 0x118f2},
+    {0x11950, 0x11959}, {0x11c50, 0x11c6c}, {0x11d50, 0x11d59}, {0x11da0, 0x11da9}, {0x11fc0, 0x11fd4},
+    {0x12400, 0x1246e}, {0x16a60, 0x16a69}, {0x16ac0, 0x16ac9}, {0x16b50, 0x16b59}, {0x16b5b, 0x16b61},
+    {0x16e80, 0x16e96}, {0x1d2e0, 0x1d2f3}, {0x1d360, 0x1d378}, {0x1d7ce, 0x1d7ff}, {0x1e140, 0x1e149},
+    {0x1e2f0, 0x1e2f9}, {0x1e8c7, 0x1e8cf}, {0x1e950, 0x1e959}, {0x1ec71, 0x1ecab}, {0x1ecad, 0x1ecaf},
+    {0x1ecb1, 0x1ecb4}, {0x1ed01, 0x1ed2d}, {0x1ed2f, 0x1ed3d}, {0x1f100, 0x1f10c}, {0x1fbf0, 0x1fbf9},
+};
+static const uint32_t zt__uni_space[][2] = { /* 10 ranges */
+    {0x9, 0xd}, {0x20, 0x20}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680}, {0x2000, 0x200a}, {0x2028, 0x2029},
+    {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000},
+};
+
+static int zt__uni_in(const uint32_t (*t)[2], int n, uint32_t c) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (c < t[mid][0]) hi = mid - 1;
+        else if (c > t[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+#define ZT__N(t) (int)(sizeof t / sizeof t[0])
+static int zt__is_letter(uint32_t c) {
+    return c < 128 ? (c | 32) - 'a' < 26 : zt__uni_in(zt__uni_letter, ZT__N(zt__uni_letter), c);
+}
+static int zt__is_number(uint32_t c) { return c < 128 ? c - '0' < 10 : zt__uni_in(zt__uni_number, ZT__N(zt__uni_number), c); }
+static int zt__is_space(uint32_t c) { return zt__uni_in(zt__uni_space, ZT__N(zt__uni_space), c); }
+
+/* the code point at s[i] (n bytes) and its length; a malformed byte stands for itself */
+static uint32_t zt__utf8(const char *s, size_t n, size_t i, int *len) {
+    const uint8_t *u = (const uint8_t *)s + i;
+    size_t left = n - i;
+    if (u[0] < 0x80 || left < 2) return *len = 1, u[0];
+    if ((u[0] & 0xe0) == 0xc0 && (u[1] & 0xc0) == 0x80) return *len = 2, (uint32_t)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+    if ((u[0] & 0xf0) == 0xe0 && left >= 3 && (u[1] & 0xc0) == 0x80 && (u[2] & 0xc0) == 0x80)
+        return *len = 3, (uint32_t)(u[0] & 0x0f) << 12 | (uint32_t)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+    if ((u[0] & 0xf8) == 0xf0 && left >= 4 && (u[1] & 0xc0) == 0x80 && (u[2] & 0xc0) == 0x80 && (u[3] & 0xc0) == 0x80)
+        return *len = 4, (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3f) << 12 | (uint32_t)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
+    return *len = 1, u[0];
+}
+
+static int zt__put_utf8(char *o, uint32_t c) {
+    if (c < 0x80) return o[0] = (char)c, 1;
+    if (c < 0x800) return o[0] = (char)(0xc0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3f)), 2;
+    if (c < 0x10000) return o[0] = (char)(0xe0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3f)), o[2] = (char)(0x80 | (c & 0x3f)), 3;
+    o[0] = (char)(0xf0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3f)), o[2] = (char)(0x80 | (c >> 6 & 0x3f));
+    o[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2 };
+
+struct zt_tokenizer {
+    int byte_level;          /* else SentencePiece-style */
+    int pre;                 /* the pre-tokenizer's rules */
+    int prefix_space;        /* ByteLevel add_prefix_space */
+    int sp_prepend;          /* ▁ before: 0 nothing, 1 every segment (normalizer Prepend), 2 the text's start and
+                                3 every segment (Metaspace "first", "always": unless one is there already) */
+    int sp_split;            /* Metaspace split: pieces start at each ▁ */
+    int byte_fallback, fuse_unk, ignore_merges, strip_left;
+    int32_t unk;
+    int64_t n_vocab;
+    char *pool;              /* every token's text */
+    int64_t *off;            /* per id: its text in pool (off[id], off[id+1]) */
+    int32_t *table;          /* open addressing by text: ids, -1 empty */
+    int64_t table_mask;
+    uint64_t *mkey;          /* merges: (left << 32 | right) + 1, 0 empty */
+    int32_t *mrank, *mres;
+    int64_t merge_mask;
+    int n_added;
+    int32_t *added;          /* ids of added tokens, longest first */
+    int32_t byte_id[256];    /* byte-level: the id of each byte's character; SentencePiece: of <0xXX> */
+    uint32_t byte_char[256]; /* byte-level: the printable character standing for each byte */
+    int16_t char_byte[512];  /* ... and back (-1: none) */
+    /* encoding buffers, grown as needed */
+    char *buf;
+    size_t buf_cap;
+    int32_t *sym, *prev, *next;
+    uint64_t *heap;
+    int64_t sym_cap;
+};
+
+static uint64_t zt__hash_bytes(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static int32_t zt__tok_find(const zt_tokenizer *t, const char *s, size_t n) {
+    for (int64_t i = (int64_t)(zt__hash_bytes(s, n) & (uint64_t)t->table_mask);; i = (i + 1) & t->table_mask) {
+        int32_t id = t->table[i];
+        if (id < 0) return -1;
+        if ((size_t)(t->off[id + 1] - t->off[id]) == n && memcmp(t->pool + t->off[id], s, n) == 0) return id;
+    }
+}
+
+static int64_t zt__merge_slot(const zt_tokenizer *t, uint64_t key) {
+    int64_t i = (int64_t)(zt__mix(key) & (uint64_t)t->merge_mask);
+    while (t->mkey[i] && t->mkey[i] != key) i = (i + 1) & t->merge_mask;
+    return i;
+}
+
+ZT_API void zt_tokenizer_free(zt_tokenizer *t) {
+    if (!t) return;
+    free(t->pool), free(t->off), free(t->table), free(t->mkey), free(t->mrank), free(t->mres), free(t->added);
+    free(t->buf), free(t->sym), free(t->prev), free(t->next), free(t->heap);
+    free(t);
+}
+
+ZT_API int64_t zt_tokenizer_vocab(const zt_tokenizer *t) { return t->n_vocab; }
+ZT_API int32_t zt_tokenizer_id(const zt_tokenizer *t, const char *token) { return zt__tok_find(t, token, strlen(token)); }
+
+/* a JSON string's text, decoded (surrogate pairs joined), into out (cap bytes); its length or -1 */
+static int64_t zt__json_text(const zt__json *j, int tk, char *out, size_t cap) {
+    if (tk < 0 || j->tok[tk].type != JSMN_STRING) return -1;
+    const char *s = j->text + j->tok[tk].start;
+    size_t n = (size_t)(j->tok[tk].end - j->tok[tk].start), o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = (uint8_t)s[i];
+        char enc[4] = {(char)c, 0, 0, 0};
+        int len = 1;
+        if (c != '\\') {
+            enc[0] = (char)c;
+        } else if (i + 1 < n) {
+            char e = s[++i];
+            if (e == 'u' && i + 4 < n) {
+                char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], 0};
+                c = (uint32_t)strtoul(hex, NULL, 16);
+                i += 4;
+                if (c >= 0xd800 && c < 0xdc00 && i + 6 < n && s[i + 1] == '\\' && s[i + 2] == 'u') {
+                    char lo[5] = {s[i + 3], s[i + 4], s[i + 5], s[i + 6], 0};
+                    uint32_t l = (uint32_t)strtoul(lo, NULL, 16);
+                    if (l >= 0xdc00 && l < 0xe000) c = 0x10000 + ((c - 0xd800) << 10) + (l - 0xdc00), i += 6;
+                }
+            } else {
+                c = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (uint8_t)e;
+            }
+            len = zt__put_utf8(enc, c);
+        }
+        if (o + (size_t)len > cap) return -1;
+        memcpy(out + o, enc, (size_t)len);
+        o += (size_t)len;
+    }
+    return (int64_t)o;
+}
+
+static const char *const zt__pre_regex[4] = {
+    NULL, NULL,
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
+
+/* the pre-tokenizer, normalizer and decoder zt knows, from the file */
+static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char *path) {
+    int pre = zt__json_get(j, 0, "pre_tokenizer"), norm = zt__json_get(j, 0, "normalizer");
+    int dec = zt__json_get(j, 0, "decoder");
+    char type[32] = "", buf[512];
+    if (pre >= 0 && !zt__json_is_null(j, pre)) {
+        zt__json_string(j, zt__json_get(j, pre, "type"), "type", type, sizeof type);
+        if (strcmp(type, "ByteLevel") == 0) {
+            int regex = 1;
+            zt__json_bool(j, zt__json_get(j, pre, "use_regex"), "use_regex", &regex);
+            zt__json_bool(j, zt__json_get(j, pre, "add_prefix_space"), "add_prefix_space", &t->prefix_space);
+            t->byte_level = 1, t->pre = regex ? ZT__PRE_GPT2 : ZT__PRE_NONE;
+        } else if (strcmp(type, "Sequence") == 0) {
+            int list = zt__json_get(j, pre, "pretokenizers");
+            int ok = list >= 0 && j->tok[list].type == JSMN_ARRAY && j->tok[list].size == 2;
+            int split = ok ? list + 1 : -1, bl = ok ? zt__json_skip(j, split) : -1;
+            int pattern = split >= 0 ? zt__json_get(j, zt__json_get(j, split, "pattern"), "Regex") : -1;
+            int64_t n = zt__json_text(j, pattern, buf, sizeof buf - 1);
+            if (n >= 0) buf[n] = 0;
+            for (int k = ZT__PRE_LLAMA3; k <= ZT__PRE_QWEN2 && n >= 0; k++)
+                if (strcmp(buf, zt__pre_regex[k]) == 0) t->pre = k;
+            char bl_type[32] = "";
+            if (bl >= 0) zt__json_string(j, zt__json_get(j, bl, "type"), "type", bl_type, sizeof bl_type);
+            if (!t->pre || strcmp(bl_type, "ByteLevel") != 0)
+                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the pre-tokenizer is a Sequence zt does not know: zt knows "
+                               "GPT-2's ByteLevel, and the Split regexes of LLaMA-3 and Qwen2 followed by ByteLevel", path);
+            t->byte_level = 1;
+        } else if (strcmp(type, "Metaspace") == 0) {
+            char scheme[16] = "always";
+            zt__json_string(j, zt__json_get(j, pre, "prepend_scheme"), "prepend_scheme", scheme, sizeof scheme);
+            zt__json_bool(j, zt__json_get(j, pre, "split"), "split", &t->sp_split);
+            t->sp_prepend = strcmp(scheme, "first") == 0 ? 2 : strcmp(scheme, "never") == 0 ? 0 : 3;
+        } else {
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre_tokenizer \"%s\" is not one zt reads (ByteLevel, a Split and "
+                           "ByteLevel Sequence, Metaspace)", path, type);
+        }
+    }
+    if (norm >= 0 && !zt__json_is_null(j, norm)) {
+        zt__json_string(j, zt__json_get(j, norm, "type"), "type", type, sizeof type);
+        int list = zt__json_get(j, norm, "normalizers"), ok = strcmp(type, "Sequence") == 0 && list >= 0;
+        for (int k = 0, it = list + 1; ok && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
+            char ty[32] = "";
+            zt__json_string(j, zt__json_get(j, it, "type"), "type", ty, sizeof ty);
+            if (strcmp(ty, "Prepend") == 0) t->sp_prepend = 1;
+            else if (strcmp(ty, "Replace") != 0) ok = 0; /* the space to ▁ replacement */
+        }
+        if (!ok)
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: normalizer \"%s\" is not one zt reads (LLaMA-2's Prepend and "
+                           "Replace of \" \" by \"\xe2\x96\x81\"; NFC and the others are not built)", path, type);
+    }
+    if (dec >= 0 && !zt__json_is_null(j, dec)) { /* the Strip of SentencePiece decoders: a leading space goes */
+        for (int it = dec; it < zt__json_skip(j, dec); it++)
+            if (zt__json_eq(j, it, "Strip")) t->strip_left = 1;
+        zt__json_string(j, zt__json_get(j, dec, "type"), "type", type, sizeof type);
+        if (strcmp(type, "Metaspace") == 0) t->strip_left = t->sp_prepend != 0;
+    }
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
+    *out = NULL;
+    char file[ZT__PATH];
+    size_t pl = strlen(path);
+    if (pl >= 5 && strcmp(path + pl - 5, ".json") == 0) snprintf(file, sizeof file, "%s", path);
+    else if (zt__path(file, path, "tokenizer.json") != ZT_OK) return zt_fail(ZT_ERROR_INVALID, "%s is too long", path);
+    struct stat sb;
+    if (stat(file, &sb) != 0) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", file, strerror(errno));
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "tokenizer.json", (size_t)sb.st_size + 64 + zt__json_token_bytes((size_t)sb.st_size));
+    zt_tokenizer *t = (zt_tokenizer *)calloc(1, sizeof *t); /* load time, freed by zt_tokenizer_free */
+    char *text = NULL, tmp[1024];
+    size_t len = 0;
+    zt__json j;
+    zt_result r = t ? zt__read_file(&a, file, &text, &len) : zt_fail(ZT_ERROR_MEMORY, "out of memory");
+    if (r == ZT_OK) r = zt__json_parse(&j, &a, file, text, len);
+    int model = r == ZT_OK ? zt__json_get(&j, 0, "model") : -1, vocab = zt__json_get(&j, model, "vocab");
+    int merges = zt__json_get(&j, model, "merges"), added = r == ZT_OK ? zt__json_get(&j, 0, "added_tokens") : -1;
+    char type[32] = "";
+    if (r == ZT_OK) zt__json_string(&j, zt__json_get(&j, model, "type"), "model.type", type, sizeof type);
+    if (r == ZT_OK && strcmp(type, "BPE") != 0)
+        r = zt_fail(ZT_ERROR_UNSUPPORTED, "%s: model.type is \"%s\"; zt reads BPE tokenizers (GPT-2, LLaMA, Mistral, "
+                    "Qwen2)", file, type);
+    if (r == ZT_OK && (vocab < 0 || j.tok[vocab].type != JSMN_OBJECT || merges < 0 || j.tok[merges].type != JSMN_ARRAY))
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: model.vocab must be an object and model.merges an array", file);
+    if (r == ZT_OK) r = zt__tok_pipeline(t, &j, file);
+    if (r == ZT_OK) {
+        zt__json_bool(&j, zt__json_get(&j, model, "byte_fallback"), "byte_fallback", &t->byte_fallback);
+        zt__json_bool(&j, zt__json_get(&j, model, "fuse_unk"), "fuse_unk", &t->fuse_unk);
+        zt__json_bool(&j, zt__json_get(&j, model, "ignore_merges"), "ignore_merges", &t->ignore_merges);
+    }
+    /* the vocabulary: ids may come in any order; added tokens may lie beyond it */
+    int64_t n_vocab = 0, pool = 0;
+    int n_added = added >= 0 && j.tok[added].type == JSMN_ARRAY ? j.tok[added].size : 0;
+    for (int k = 0, it = vocab + 1; r == ZT_OK && k < j.tok[vocab].size; k++, it = zt__json_skip(&j, it + 1)) {
+        int64_t id = -1;
+        if ((r = zt__json_int(&j, it + 1, "model.vocab", &id)) != ZT_OK) break;
+        if (id < 0 || id >= (1 << 24)) r = zt_fail(ZT_ERROR_FORMAT, "%s: a vocabulary id %lld out of range", file, (long long)id);
+        n_vocab = ZT__MAX(n_vocab, id + 1);
+        pool += j.tok[it].end - j.tok[it].start + 8;
+    }
+    for (int k = 0, it = added + 1; r == ZT_OK && k < n_added; k++, it = zt__json_skip(&j, it)) {
+        int64_t id = -1;
+        int c = zt__json_get(&j, it, "content");
+        if ((r = zt__json_int(&j, zt__json_get(&j, it, "id"), "added_tokens.id", &id)) != ZT_OK) break;
+        if (id < 0 || id >= (1 << 24) || c < 0) r = zt_fail(ZT_ERROR_FORMAT, "%s: added token %d has no id or content", file, k);
+        else n_vocab = ZT__MAX(n_vocab, id + 1), pool += j.tok[c].end - j.tok[c].start + 8;
+    }
+    int64_t cap = 64;
+    while (cap < 2 * n_vocab) cap *= 2;
+    if (r == ZT_OK) {
+        t->n_vocab = n_vocab, t->table_mask = cap - 1;
+        t->pool = (char *)malloc((size_t)pool + 1), t->off = (int64_t *)calloc((size_t)n_vocab + 1, sizeof(int64_t));
+        t->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap), t->added = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n_added + 1));
+        if (!t->pool || !t->off || !t->table || !t->added) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
+    }
+    /* texts in id order: each id's text, then the table */
+    int64_t *start = r == ZT_OK ? (int64_t *)malloc(sizeof(int64_t) * (size_t)n_vocab * 2 + 16) : NULL;
+    if (r == ZT_OK && !start) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
+    if (r == ZT_OK) {
+        for (int64_t i = 0; i < 2 * n_vocab; i++) start[i] = -1; /* token index of each id's text (key or content) */
+        for (int k = 0, it = vocab + 1; k < j.tok[vocab].size; k++, it = zt__json_skip(&j, it + 1)) {
+            int64_t id = 0;
+            zt__json_int(&j, it + 1, "model.vocab", &id);
+            start[2 * id] = it;
+        }
+        for (int k = 0, it = added + 1; k < n_added; k++, it = zt__json_skip(&j, it)) {
+            int64_t id = 0;
+            zt__json_int(&j, zt__json_get(&j, it, "id"), "id", &id);
+            start[2 * id] = zt__json_get(&j, it, "content");
+            t->added[t->n_added++] = (int32_t)id;
+        }
+        int64_t o = 0;
+        for (int64_t id = 0; id < n_vocab && r == ZT_OK; id++) {
+            t->off[id] = o;
+            if (start[2 * id] < 0) continue; /* a hole in the ids: an empty text no input can match */
+            int64_t n = zt__json_text(&j, (int)start[2 * id], t->pool + o, (size_t)(pool - o));
+            if (n < 0) r = zt_fail(ZT_ERROR_FORMAT, "%s: the text of token %lld is not a string", file, (long long)id);
+            else o += n;
+        }
+        t->off[n_vocab] = o;
+        for (int64_t i = 0; i < cap; i++) t->table[i] = -1;
+        for (int64_t id = 0; id < n_vocab && r == ZT_OK; id++) {
+            if (start[2 * id] < 0) continue;
+            const char *s = t->pool + t->off[id];
+            size_t n = (size_t)(t->off[id + 1] - t->off[id]);
+            if (zt__tok_find(t, s, n) >= 0) continue; /* the first id of a text wins */
+            int64_t i = (int64_t)(zt__hash_bytes(s, n) & (uint64_t)t->table_mask);
+            while (t->table[i] >= 0) i = (i + 1) & t->table_mask;
+            t->table[i] = (int32_t)id;
+        }
+    }
+    free(start);
+    /* added tokens, longest first (the first of equal ones matches) */
+    for (int a1 = 1; a1 < t->n_added; a1++)
+        for (int a2 = a1; a2 > 0; a2--) {
+            int32_t x = t->added[a2 - 1], y = t->added[a2];
+            if (t->off[y + 1] - t->off[y] <= t->off[x + 1] - t->off[x]) break;
+            t->added[a2 - 1] = y, t->added[a2] = x;
+        }
+    /* merges: "a b" strings or ["a", "b"] pairs, ranked by position */
+    int64_t n_merges = r == ZT_OK ? j.tok[merges].size : 0, mcap = 64;
+    while (mcap < 2 * n_merges) mcap *= 2;
+    if (r == ZT_OK) {
+        t->merge_mask = mcap - 1;
+        t->mkey = (uint64_t *)calloc((size_t)mcap, 8), t->mrank = (int32_t *)malloc(4 * (size_t)mcap), t->mres = (int32_t *)malloc(4 * (size_t)mcap);
+        if (!t->mkey || !t->mrank || !t->mres) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
+    }
+    for (int64_t k = 0, it = merges + 1; r == ZT_OK && k < n_merges; k++, it = zt__json_skip(&j, it)) {
+        char left[512], right[512];
+        int64_t nl = -1, nr = -1;
+        if (j.tok[it].type == JSMN_ARRAY && j.tok[it].size == 2) {
+            nl = zt__json_text(&j, it + 1, left, sizeof left);
+            nr = zt__json_text(&j, zt__json_skip(&j, it + 1), right, sizeof right);
+        } else if (j.tok[it].type == JSMN_STRING) {
+            int64_t n = zt__json_text(&j, it, tmp, sizeof tmp);
+            char *sp = n > 0 ? (char *)memchr(tmp, ' ', (size_t)n) : NULL;
+            if (sp) {
+                nl = sp - tmp, nr = n - nl - 1;
+                memcpy(left, tmp, (size_t)nl), memcpy(right, sp + 1, (size_t)nr);
+            }
+        }
+        if (nl < 0 || nr < 0 || nl + nr >= (int64_t)sizeof tmp) {
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: merge %lld is neither \"a b\" nor [\"a\", \"b\"]", file, (long long)k);
+            break;
+        }
+        memcpy(tmp, left, (size_t)nl), memcpy(tmp + nl, right, (size_t)nr);
+        int32_t a = zt__tok_find(t, left, (size_t)nl), b = zt__tok_find(t, right, (size_t)nr), c = zt__tok_find(t, tmp, (size_t)(nl + nr));
+        if (a < 0 || b < 0 || c < 0) continue; /* a merge into nothing the vocabulary has: never used */
+        uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
+        int64_t slot = zt__merge_slot(t, key);
+        if (t->mkey[slot]) continue; /* the first rank of a pair wins */
+        t->mkey[slot] = key, t->mrank[slot] = (int32_t)k, t->mres[slot] = c;
+    }
+    /* bytes: byte-level's printable stand-ins (GPT-2's table), or SentencePiece's <0xXX> tokens */
+    for (int i = 0; i < 512; i++) t->char_byte[i] = -1;
+    for (int b = 0, extra = 0; b < 256 && r == ZT_OK; b++) {
+        int printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+        t->byte_char[b] = printable ? (uint32_t)b : 256 + (uint32_t)extra++;
+        t->char_byte[t->byte_char[b]] = (int16_t)b;
+        char s[8];
+        int n = t->byte_level ? zt__put_utf8(s, t->byte_char[b]) : snprintf(s, sizeof s, "<0x%02X>", b);
+        t->byte_id[b] = zt__tok_find(t, s, (size_t)n);
+    }
+    t->unk = -1;
+    int unk = zt__json_get(&j, model, "unk_token");
+    int64_t un = r == ZT_OK && unk >= 0 ? zt__json_text(&j, unk, tmp, sizeof tmp) : -1;
+    if (un > 0) t->unk = zt__tok_find(t, tmp, (size_t)un);
+    free(mem);
+    if (r != ZT_OK) {
+        zt_tokenizer_free(t);
+        return r;
+    }
+    *out = t;
+    return ZT_OK;
+}
+
+/* room in the encoding buffers for n symbols and bytes */
+static int zt__tok_grow(zt_tokenizer *t, int64_t n) {
+    if (n <= t->sym_cap && (size_t)n * 4 + 16 <= t->buf_cap) return 1;
+    int64_t cap = ZT__MAX(2 * t->sym_cap, n + 64);
+    int32_t *s = (int32_t *)realloc(t->sym, 4 * (size_t)cap), *p = NULL, *x = NULL;
+    if (s) t->sym = s, p = (int32_t *)realloc(t->prev, 4 * (size_t)cap);
+    if (p) t->prev = p, x = (int32_t *)realloc(t->next, 4 * (size_t)cap);
+    uint64_t *h = x ? (t->next = x, (uint64_t *)realloc(t->heap, 8 * (size_t)cap * 2)) : NULL;
+    char *b = h ? (t->heap = h, (char *)realloc(t->buf, (size_t)cap * 4 + 16)) : NULL;
+    if (!b) return 0;
+    t->buf = b, t->buf_cap = (size_t)cap * 4 + 16, t->sym_cap = cap;
+    return 1;
+}
+
+/* a heap of (rank << 32 | position): the lowest rank first, then the leftmost */
+static void zt__heap_push(uint64_t *h, int64_t *n, uint64_t v) {
+    int64_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2] > v) h[i] = h[(i - 1) / 2], i = (i - 1) / 2;
+    h[i] = v;
+}
+static uint64_t zt__heap_pop(uint64_t *h, int64_t *n) {
+    uint64_t top = h[0], v = h[--*n];
+    int64_t i = 0;
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1] < h[c]) c++;
+        if (h[c] >= v) break;
+        h[i] = h[c], i = c;
+    }
+    h[i] = v;
+    return top;
+}
+
+static void zt__bpe_pair(zt_tokenizer *t, int64_t *nh, int32_t i) {
+    int32_t k = t->next[i];
+    if (i < 0 || k < 0) return;
+    uint64_t key = ((uint64_t)(uint32_t)t->sym[i] << 32 | (uint32_t)t->sym[k]) + 1;
+    int64_t slot = zt__merge_slot(t, key);
+    if (t->mkey[slot]) zt__heap_push(t->heap, nh, (uint64_t)(uint32_t)t->mrank[slot] << 32 | (uint32_t)i);
+}
+
+/* BPE over symbols t->sym[0, n): the lowest-ranked adjacent pair merged first (leftmost on ties),
+   as the tokenizers library does; appends the ids */
+static int64_t zt__bpe(zt_tokenizer *t, int64_t n, int32_t *ids, int64_t cap, int64_t at) {
+    int64_t nh = 0;
+    for (int32_t i = 0; i < n; i++) t->prev[i] = i - 1, t->next[i] = i + 1 < n ? i + 1 : -1;
+    for (int32_t i = 0; i + 1 < n; i++) zt__bpe_pair(t, &nh, i);
+    while (nh > 0) {
+        uint64_t top = zt__heap_pop(t->heap, &nh);
+        int32_t i = (int32_t)(uint32_t)top, k = t->next[i];
+        if (t->sym[i] < 0 || k < 0) continue;
+        uint64_t key = ((uint64_t)(uint32_t)t->sym[i] << 32 | (uint32_t)t->sym[k]) + 1;
+        int64_t slot = zt__merge_slot(t, key);
+        if (!t->mkey[slot] || (uint32_t)t->mrank[slot] != (uint32_t)(top >> 32)) continue; /* stale */
+        t->sym[i] = t->mres[slot];
+        t->sym[k] = -1;
+        t->next[i] = t->next[k];
+        if (t->next[k] >= 0) t->prev[t->next[k]] = i;
+        zt__bpe_pair(t, &nh, t->prev[i]);
+        zt__bpe_pair(t, &nh, i);
+    }
+    for (int32_t i = 0; i >= 0 && n > 0; i = t->next[i]) {
+        if (at < cap) ids[at] = t->sym[i];
+        at++;
+    }
+    return at;
+}
+
+/* one byte-level piece (raw bytes) */
+static int64_t zt__tok_bytes(zt_tokenizer *t, const char *s, size_t n, int32_t *ids, int64_t cap, int64_t at) {
+    if (!zt__tok_grow(t, (int64_t)n)) zt_fatal("out of memory tokenizing");
+    if (t->ignore_merges) { /* the whole piece, when the vocabulary has it */
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) m += (size_t)zt__put_utf8(t->buf + m, t->byte_char[(uint8_t)s[i]]);
+        int32_t id = zt__tok_find(t, t->buf, m);
+        if (id >= 0) {
+            if (at < cap) ids[at] = id;
+            return at + 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) t->sym[i] = t->byte_id[(uint8_t)s[i]] >= 0 ? t->byte_id[(uint8_t)s[i]] : t->unk;
+    return zt__bpe(t, (int64_t)n, ids, cap, at);
+}
+
+/* the pre-tokenizer's next piece at s[i]: its end */
+static size_t zt__pre_next(const zt_tokenizer *t, const char *s, size_t n, size_t i) {
+    int len, l2;
+    uint32_t c = zt__utf8(s, n, i, &len);
+    if (c == '\'' && i + 1 < n) { /* contractions */
+        char a = s[i + 1], b = i + 2 < n ? s[i + 2] : 0;
+        int ci = t->pre != ZT__PRE_GPT2;
+        if (ci) a = (char)(a | (a >= 'A' && a <= 'Z' ? 32 : 0)), b = (char)(b | (b >= 'A' && b <= 'Z' ? 32 : 0));
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return i + 3;
+    }
+    size_t j = i + (size_t)len;
+    uint32_t d = j < n ? zt__utf8(s, n, j, &l2) : 0;
+    if (t->pre == ZT__PRE_GPT2) {
+        size_t k = i;
+        if (c == ' ' && j < n && !zt__is_space(d)) k = j, c = d; /* " ?" before letters, numbers or others */
+        if (k < n && !zt__is_space(c)) {
+            int kind = zt__is_letter(c) ? 1 : zt__is_number(c) ? 2 : 3;
+            while (k < n) {
+                uint32_t e = zt__utf8(s, n, k, &l2);
+                int ek = zt__is_space(e) ? 0 : zt__is_letter(e) ? 1 : zt__is_number(e) ? 2 : 3;
+                if (ek != kind) break;
+                k += (size_t)l2;
+            }
+            return k;
+        }
+    } else {
+        /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+        size_t k = i;
+        if (!zt__is_letter(c) && !zt__is_number(c) && c != '\r' && c != '\n' && j < n && zt__is_letter(d)) k = j;
+        if (k < n && zt__is_letter(zt__utf8(s, n, k, &l2))) {
+            while (k < n && zt__is_letter(zt__utf8(s, n, k, &l2))) k += (size_t)l2;
+            return k;
+        }
+        if (zt__is_number(c)) { /* \p{N}{1,3} or \p{N} */
+            int most = t->pre == ZT__PRE_LLAMA3 ? 3 : 1, count = 0;
+            k = i;
+            while (k < n && count < most && zt__is_number(zt__utf8(s, n, k, &l2))) k += (size_t)l2, count++;
+            return k;
+        }
+        /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+        k = c == ' ' ? j : i;
+        size_t k0 = k;
+        while (k < n) {
+            uint32_t e = zt__utf8(s, n, k, &l2);
+            if (zt__is_space(e) || zt__is_letter(e) || zt__is_number(e)) break;
+            k += (size_t)l2;
+        }
+        if (k > k0) {
+            while (k < n && (s[k] == '\r' || s[k] == '\n')) k++;
+            return k;
+        }
+    }
+    /* white space: \s*[\r\n]+ (not GPT-2), \s+(?!\S), \s+ */
+    size_t k = i, last_nl = 0, last = i;
+    int nl = 0;
+    while (k < n) {
+        uint32_t e = zt__utf8(s, n, k, &l2);
+        if (!zt__is_space(e)) break;
+        if (e == '\r' || e == '\n') nl = 1, last_nl = k + (size_t)l2;
+        last = k;
+        k += (size_t)l2;
+    }
+    if (k == i) return i + (size_t)len; /* not reached: every character is one of the classes */
+    if (t->pre != ZT__PRE_GPT2 && nl) return last_nl;
+    if (k < n && last > i) return last; /* leave the last space to the piece after it */
+    return k;
+}
+
+/* a SentencePiece-style segment: ▁ for spaces (and before it, as the file says), then BPE over its
+   characters, unknown ones as their bytes' <0xXX> tokens */
+static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, int32_t *ids, int64_t cap, int64_t at) {
+    if (!zt__tok_grow(t, (int64_t)n * 3 + 8)) zt_fatal("out of memory tokenizing");
+    char *b = t->buf;
+    size_t m = 0;
+    int marked = n > 0 && s[0] == ' '; /* Metaspace adds no ▁ where a space already makes one */
+    if (t->sp_prepend == 1 || (((t->sp_prepend == 2 && first) || t->sp_prepend == 3) && !marked))
+        memcpy(b, "\xe2\x96\x81", 3), m = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') memcpy(b + m, "\xe2\x96\x81", 3), m += 3;
+        else b[m++] = s[i];
+    }
+    int64_t ns = 0;
+    for (size_t i = 0; i < m;) {
+        int len;
+        zt__utf8(b, m, i, &len);
+        if (t->sp_split && ns > 0 && len == 3 && memcmp(b + i, "\xe2\x96\x81", 3) == 0) { /* a new word at each ▁ */
+            at = zt__bpe(t, ns, ids, cap, at);
+            ns = 0;
+        }
+        int32_t id = zt__tok_find(t, b + i, (size_t)len);
+        if (id >= 0) {
+            t->sym[ns++] = id;
+        } else if (t->byte_fallback) {
+            for (int k = 0; k < len; k++) t->sym[ns++] = t->byte_id[(uint8_t)b[i + k]];
+        } else if (!(t->fuse_unk && ns > 0 && t->sym[ns - 1] == t->unk)) {
+            t->sym[ns++] = t->unk;
+        }
+        i += (size_t)len;
+    }
+    return zt__bpe(t, ns, ids, cap, at);
+}
+
+/* the text between added tokens */
+static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int first, int32_t *ids, int64_t cap, int64_t at) {
+    if (!t->byte_level) return zt__tok_sp(t, s, n, first, ids, cap, at);
+    if (t->prefix_space && first && n > 0 && s[0] != ' ') { /* ByteLevel's add_prefix_space: " " + the text */
+        char *spaced = (char *)malloc(n + 1);
+        if (!spaced) zt_fatal("out of memory tokenizing");
+        spaced[0] = ' ';
+        memcpy(spaced + 1, s, n);
+        at = zt__tok_segment(t, spaced, n + 1, 0, ids, cap, at);
+        free(spaced);
+        return at;
+    }
+    if (t->pre == ZT__PRE_NONE) return zt__tok_bytes(t, s, n, ids, cap, at);
+    for (size_t i = 0; i < n;) {
+        size_t k = zt__pre_next(t, s, n, i);
+        at = zt__tok_bytes(t, s + i, k - i, ids, cap, at);
+        i = k;
+    }
+    return at;
+}
+
+ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
+    int64_t at = 0;
+    size_t seg = 0;
+    int first = 1;
+    for (size_t i = 0; i <= n;) {
+        int32_t hit = -1;
+        for (int a = 0; a < t->n_added && i < n; a++) {
+            int32_t id = t->added[a];
+            size_t len = (size_t)(t->off[id + 1] - t->off[id]);
+            if (len && len <= n - i && memcmp(text + i, t->pool + t->off[id], len) == 0) {
+                hit = id;
+                break;
+            }
+        }
+        if (hit < 0 && i < n) {
+            i++;
+            continue;
+        }
+        if (i > seg) at = zt__tok_segment(t, text + seg, i - seg, first, ids, cap, at), first = 0;
+        if (hit < 0) break;
+        if (at < cap) ids[at] = hit;
+        at++;
+        i += (size_t)(t->off[hit + 1] - t->off[hit]);
+        seg = i;
+    }
+    return at;
+}
+
+ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap) {
+    size_t o = 0;
+    int lead = t->strip_left;
+    for (int64_t k = 0; k < n; k++) {
+        int32_t id = ids[k];
+        if (id < 0 || id >= t->n_vocab) continue;
+        const char *s = t->pool + t->off[id];
+        size_t len = (size_t)(t->off[id + 1] - t->off[id]);
+        int added = 0;
+        for (int a = 0; a < t->n_added && !added; a++) added = t->added[a] == id;
+        for (size_t i = 0; i < len;) {
+            int l;
+            uint32_t c = zt__utf8(s, len, i, &l);
+            char b[4];
+            int bn = 0;
+            if (added) {
+                memcpy(b, s + i, (size_t)l), bn = l;
+            } else if (t->byte_level) {
+                if (c < 512 && t->char_byte[c] >= 0) b[0] = (char)t->char_byte[c], bn = 1;
+            } else if (len == 6 && i == 0 && s[0] == '<' && s[1] == '0' && s[2] == 'x' && s[5] == '>') {
+                b[0] = (char)strtol(s + 3, NULL, 16), bn = 1, l = 6; /* byte fallback */
+            } else if (c == 0x2581) {
+                b[0] = ' ', bn = 1;
+            } else {
+                memcpy(b, s + i, (size_t)l), bn = l;
+            }
+            for (int x = 0; x < bn; x++) {
+                if (lead && o == 0 && b[x] == ' ') {
+                    lead = 0;
+                    continue;
+                }
+                lead = 0;
+                if (o < cap) out[o] = b[x];
+                o++;
+            }
+            i += (size_t)l;
+        }
+    }
+    if (o < cap) out[o] = 0;
+    return o;
 }
 
 /* >>cpu (implementation) ----------------------------------------------------------------------- */

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""The Unicode classes zt's tokenizers need, as the C tables in zt.h (>>tokenizer): ranges of code points
+that are letters (\\p{L}: Lu Ll Lt Lm Lo), numbers (\\p{N}: Nd Nl No) and white space (\\s: White_Space).
+
+    python3 tests/ref/make_unicode_tables.py > /tmp/tables.c    (then replace the tables in zt.h)
+
+Python's unicodedata gives the categories (its Unicode version is printed in the comment)."""
+import sys
+import unicodedata
+
+WHITE_SPACE = [0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F,
+               0x205F, 0x3000]
+
+
+def ranges(pred):
+    out, start = [], None
+    for cp in range(0x110000 + 1):
+        inside = cp < 0x110000 and pred(cp)
+        if inside and start is None:
+            start = cp
+        elif not inside and start is not None:
+            out.append((start, cp - 1))
+            start = None
+    return out
+
+
+def emit(name, rs):
+    print(f"static const uint32_t {name}[][2] = {{ /* {len(rs)} ranges */")
+    line = "   "
+    for a, b in rs:
+        item = f" {{0x{a:x}, 0x{b:x}}},"
+        if len(line) + len(item) > 118:
+            print(line)
+            line = "   "
+        line += item
+    print(line)
+    print("};")
+
+
+def main():
+    print(f"/* made by tests/ref/make_unicode_tables.py from Unicode {unicodedata.unidata_version} */")
+    emit("zt__uni_letter", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Ll", "Lt", "Lm", "Lo")))
+    emit("zt__uni_number", ranges(lambda c: unicodedata.category(chr(c)) in ("Nd", "Nl", "No")))
+    emit("zt__uni_space", ranges(lambda c: c in WHITE_SPACE))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+/* tests/test_tokenizer.c - tokenizer.json files of each kind zt reads, trained by the `tokenizers`
+   library (tests/ref/make_tokenizer_fixtures.py), and the ids the library gives for strings that break
+   naive tokenizers: Chinese and Japanese, full-width punctuation, emoji, combining marks, white-space
+   runs, digits, contractions, special tokens in the text, characters outside the vocabulary. zt must
+   give the same ids, and decode them to the library's text. */
+#include "test.h"
+#include <stdio.h>
+
+static size_t unhex(const char *h, char *out) {
+    size_t n = 0;
+    for (; h[0] && h[1] && h[0] != '\n'; h += 2) {
+        unsigned v = 0;
+        sscanf(h, "%2x", &v);
+        out[n++] = (char)v;
+    }
+    out[n] = 0;
+    return n;
+}
+
+static void check_tokenizer(const char *name) {
+    char path[256], line[65536], text[8192], want_text[8192], got_text[8192];
+    snprintf(path, sizeof path, "tests/ref/tokenizers/%s", name);
+    zt_tokenizer *t = NULL;
+    CHECK_MSG(zt_tokenizer_load(&t, path) == ZT_OK, "%s: %s", path, zt_last_error());
+    snprintf(path, sizeof path, "tests/ref/tokenizers/%s/cases.txt", name);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    int cases = 0;
+    size_t tn = 0;
+    int32_t want[4096], got[4096];
+    int64_t nw = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == 'T') {
+            tn = unhex(line + 2, text);
+        } else if (line[0] == 'I') {
+            nw = 0;
+            for (char *p = line + 1, *end; *p && *p != '\n'; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p) break;
+                want[nw++] = (int32_t)v;
+            }
+        } else if (line[0] == 'D') {
+            unhex(line + 2, want_text);
+            int64_t ng = zt_tokenize(t, text, tn, got, 4096);
+            int same = ng == nw && memcmp(got, want, sizeof(int32_t) * (size_t)nw) == 0;
+            if (!same) {
+                char g[2048] = "", w[2048] = "";
+                for (int64_t i = 0; i < ng && i < 40; i++) snprintf(g + strlen(g), sizeof g - strlen(g), " %d", got[i]);
+                for (int64_t i = 0; i < nw && i < 40; i++) snprintf(w + strlen(w), sizeof w - strlen(w), " %d", want[i]);
+                CHECK_MSG(0, "%s: \"%s\": ids%s; tokenizers gives%s", name, text, g, w);
+            }
+            zt_detokenize(t, want, nw, got_text, sizeof got_text);
+            CHECK_MSG(strcmp(got_text, want_text) == 0, "%s: decoding gives \"%s\"; tokenizers gives \"%s\"", name, got_text,
+                      want_text);
+            cases++;
+        }
+    }
+    fclose(f);
+    zt_tokenizer_free(t);
+    CHECK(cases >= 15);
+}
+
+TEST(tokenizer_gpt2_byte_level) { check_tokenizer("gpt2"); }
+TEST(tokenizer_llama3_byte_level) { check_tokenizer("llama3"); }
+TEST(tokenizer_qwen2_byte_level) { check_tokenizer("qwen2"); }
+TEST(tokenizer_llama2_sentencepiece) { check_tokenizer("llama2"); }
+TEST(tokenizer_mistral_metaspace) { check_tokenizer("mistral"); }
