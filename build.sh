@@ -326,6 +326,7 @@ launcher_checks() {
     rendezvous_checks "$text"
     zero_checks "$text"
     offload_checks "$text"
+    hf_checks "$text"
     local rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?
@@ -421,6 +422,56 @@ offload_checks() {
             fail "$name.json did not train within the device memory that refuses it without offload, as the run without"
         fi
     done
+}
+
+# Hugging Face directories written by transformers: zt_train --eval prints transformers' loss; a JSONL
+# instruction set tokenized with the model's own tokenizer.json fine-tunes at ZeRO-3 on 2 ranks and exports
+# a directory zt loads again; a checkpoint of 4 ranks at stage 3 resumes on 2 and on 1
+hf_checks() {
+    local text=$1 dir=$B/check/hf m got want ok=1
+    rm -rf $dir && mkdir -p $dir
+    for m in gpt2 gpt2_old llama mistral mistral_shards qwen2; do
+        got=$($B/zt_train --model tests/ref/hf/$m --data tests/ref/hf/$m/tokens.bin --eval --seq_len 16 \
+              --per_device_train_batch_size 4 2>/dev/null | awk '$1 == "loss" { print $2 }')
+        want=$(sed 's/.*"loss": *\([0-9.e+-]*\).*/\1/' tests/ref/hf/$m/expected.json)
+        awk -v g="${got:-0}" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= 2e-6 * w) }' || { ok=0; echo "    $m: $got, transformers $want"; }
+    done
+    if [[ $ok == 1 ]]; then
+        pass "zt_train --eval on directories transformers wrote (GPT-2 new and old, LLaMA, Mistral whole and sharded, Qwen2) prints transformers' loss"
+    else
+        fail "zt_train --eval on transformers' directories disagrees with transformers"
+    fi
+    local f=(--model tests/ref/hf/qwen2_tok --data $dir/sft.bin --mask $dir/sft.bin.mask --seq_len 32 --logging_steps 0
+             --per_device_train_batch_size 2 --threads 1 --bf16)
+    if $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --input tests/ref/instructions.jsonl --output $dir/sft.bin \
+            --eot "<|endoftext|>" >/dev/null &&
+        $B/zt_train "${f[@]}" --config examples/configs/zero3.json --num_processes 2 --max_steps 3 --output_dir $dir/run \
+            --export $dir/export >/dev/null 2>&1 &&
+        [[ -f $dir/export/tokenizer.json ]] &&
+        $B/zt_train --model $dir/export --data $dir/sft.bin --eval --seq_len 32 2>/dev/null | grep -q '^loss '; then
+        pass "an instruction set tokenized with the model's tokenizer.json fine-tunes at ZeRO-3 on 2 ranks and exports a Hugging Face directory"
+    else
+        fail "tokenize, fine-tune at ZeRO-3 and export did not go through"
+    fi
+    # resharding: 4 ranks x 2 rows at stage 3, resumed at step 2 as 2 x 4 and 1 x 8 (the same 8 rows a step)
+    local g=(--model examples/models/byte-small --data "$text" --seq_len 32 --logging_steps 0 --threads 1 --max_steps 4
+             --learning_rate 1e-3)
+    local worst=0 w n
+    $B/zt_train "${g[@]}" --per_device_train_batch_size 2 --num_processes 4 --config examples/configs/zero3.json \
+        --save_steps 2 --output_dir $dir/four >/dev/null 2>&1 || ok=0
+    for n in 2 1; do
+        mkdir -p $dir/r$n && cp -r $dir/four/global_step2 $dir/r$n/ && echo global_step2 >$dir/r$n/latest
+        $B/zt_train "${g[@]}" --per_device_train_batch_size $((8 / n)) --num_processes $n --resume $dir/r$n \
+            --output_dir $dir/r$n >/dev/null 2>&1 || ok=0
+        w=$(paste -d' ' <(losses $dir/four | tail -n 2) <(losses $dir/r$n | tail -n 2) |
+            awk '{ d = $1 - $2; if (d < 0) d = -d; d /= $1; if (d > m) m = d } END { print m + 0 }')
+        worst=$(awk -v a="$worst" -v b="$w" 'BEGIN { print (a > b ? a : b) }')
+    done
+    if [[ $ok == 1 ]] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }'; then
+        pass "a checkpoint of 4 ranks at ZeRO-3 resumes on 2 and on 1 and continues the losses (worst relative difference $worst)"
+    else
+        fail "a checkpoint of 4 ranks did not continue on 2 and 1 (worst relative difference $worst)"
+    fi
 }
 
 # the losses of a run's metrics.jsonl

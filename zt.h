@@ -850,6 +850,19 @@ ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t 
    (then cap were written); out is NUL-terminated when room allows */
 ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap);
 
+/* A token file for training from text or JSONL. Text (any other name): the whole file is one
+   document. JSONL (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a
+   mask file (one byte a token, 0 = not a target), the response's are learned. eot (-1: none) ends each
+   document and is learned. The output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32
+   otherwise), what zt_train --data and --mask read. */
+typedef struct zt_tokenize_desc {
+    const char *input, *output;
+    const char *mask;                     /* NULL: output + ".mask" */
+    const char *prompt_key, *response_key; /* NULL: "prompt" and "response" */
+    int32_t eot;
+} zt_tokenize_desc;
+ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens);
+
 /* >>checkpoint ================================================================================= */
 
 /* DeepSpeed's layout: DIR/global_step{N}/ holds the tensors (zt_rank_00000.safetensors: fp32 weights
@@ -875,8 +888,8 @@ ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
    transposed, old GPT-2 names without "transformer.", its attention-mask buffers skipped, tied
    embeddings absent); F32, F16 and BF16 converted. Every tensor is checked (inside the file, its size,
    no overlap, the shape config.json gives) before any is copied. zt_export_hf writes config.json (the
-   model's, as read) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
-   bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
+   model's, as read; its tokenizer files are copied too) and model.safetensors in transformers' names
+   and layout, unpadded, in dtype (f32, bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
 ZT_API int zt_hf_has_weights(const char *dir);
 ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir);
 ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype);
@@ -7465,15 +7478,18 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
         index < 0 || !(scale > 0 && isfinite(scale)))
         return zt_fail(ZT_ERROR_FORMAT, "%s: the counters or the loss scale are out of range (global_step %lld, adam_step "
                        "%lld, schedule_step %lld, loss_scale %g)", file, (long long)step, (long long)adam, (long long)sched, scale);
-    if (saved_T != e->T || saved_B != e->opt.micro_batch || saved_gas != e->opt.grad_accum)
-        return zt_fail(ZT_ERROR_INVALID, "%s was saved with --seq_len %lld, --per_device_train_batch_size %lld and "
-                       "--gradient_accumulation_steps %lld; this run has %lld, %lld and %lld: resume with the same ones",
-                       file, (long long)saved_T, (long long)saved_B, (long long)saved_gas, (long long)e->T,
-                       (long long)e->opt.micro_batch, (long long)e->opt.grad_accum);
+    /* the same step: rows of the same length, as many a step (any split across ranks and micro-batches) */
+    int64_t saved_rows = saved_B * saved_gas * (world > 0 ? world : 1), rows = e->opt.micro_batch * e->opt.grad_accum * e->world;
+    if (saved_T != e->T || saved_rows != rows)
+        return zt_fail(ZT_ERROR_INVALID, "%s was saved with --seq_len %lld and %lld rows a step (%lld ranks x "
+                       "--per_device_train_batch_size %lld x --gradient_accumulation_steps %lld); this run has %lld and "
+                       "%lld (%d x %lld x %lld): resume with the same rows a step, split any way", file, (long long)saved_T,
+                       (long long)saved_rows, (long long)world, (long long)saved_B, (long long)saved_gas, (long long)e->T,
+                       (long long)rows, e->world, (long long)e->opt.micro_batch, (long long)e->opt.grad_accum);
     if (params != zt__ckpt_items(e, NULL))
         return zt_fail(ZT_ERROR_FORMAT, "%s holds %lld tensors, this model has %d: it was saved from another model", file,
                        (long long)params, zt__ckpt_items(e, NULL));
-    (void)world; /* tensors are saved whole and unpadded: any world size and ZeRO stage resumes them */
+    /* tensors are saved whole and unpadded: any world size and ZeRO stage resumes them */
     if ((r = zt__path(file, path, ZT__CKPT_TENSORS)) || (r = zt__ckpt_read_tensors(e, file))) return r;
     e->step = step;
     e->adam_step = adam;
@@ -7847,18 +7863,32 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
     if (fd >= 0) close(fd);
     if (fd >= 0 && r == ZT_OK && rename(tmp, path) != 0) r = zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", tmp, strerror(errno));
     free(header);
-    /* config.json: the model's own, as it was read */
-    if (r == ZT_OK && writer && e->model_path) {
+    /* config.json, the model's own as it was read, and the tokenizer's files beside it */
+    static const char *const side[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                       "generation_config.json"};
+    char src_dir[ZT__PATH] = "";
+    if (e->model_path) {
+        snprintf(src_dir, sizeof src_dir, "%s", e->model_path);
+        size_t len = strlen(src_dir);
+        if (len >= 5 && strcmp(src_dir + len - 5, ".json") == 0) {
+            char *slash = strrchr(src_dir, '/');
+            if (slash) *slash = 0;
+            else snprintf(src_dir, sizeof src_dir, ".");
+        }
+    }
+    for (size_t k = 0; k < sizeof side / sizeof side[0] && r == ZT_OK && writer && src_dir[0]; k++) {
         char from[ZT__PATH], to[ZT__PATH];
+        struct stat sb;
         size_t len = strlen(e->model_path);
-        if (len >= 5 && strcmp(e->model_path + len - 5, ".json") == 0) snprintf(from, sizeof from, "%s", e->model_path);
-        else if ((r = zt__path(from, e->model_path, "config.json")) != ZT_OK) return r;
-        if ((r = zt__path(to, dir, "config.json")) != ZT_OK) return r;
+        if (k == 0 && len >= 5 && strcmp(e->model_path + len - 5, ".json") == 0) snprintf(from, sizeof from, "%s", e->model_path);
+        else if ((r = zt__path(from, src_dir, side[k])) != ZT_OK) break;
+        if (stat(from, &sb) != 0) continue; /* only config.json is always there */
+        if ((r = zt__path(to, dir, side[k])) != ZT_OK || snprintf(tmp, sizeof tmp, "%s.tmp", to) >= (int)sizeof tmp) break;
         zt_arena a;
-        void *mem = zt__setup_arena(&a, "config.json", (size_t)1 << 20);
+        void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size + 64);
         char *text = NULL;
         size_t tl = 0;
-        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK && snprintf(tmp, sizeof tmp, "%s.tmp", to) < (int)sizeof tmp) {
+        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK) {
             int cf = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             r = cf < 0 ? zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno)) : zt__pwrite_all(cf, text, tl, 0, tmp);
             if (cf >= 0) close(cf);
@@ -8651,6 +8681,126 @@ ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char
     }
     if (o < cap) out[o] = 0;
     return o;
+}
+
+/* ---- token files from text and JSONL ---- */
+
+/* grows a malloc'd buffer to hold n elements of size es */
+static int zt__grow(void **p, int64_t *cap, int64_t n, size_t es) {
+    if (n <= *cap) return 1;
+    int64_t c = ZT__MAX(n, 2 * *cap + 1024);
+    void *q = realloc(*p, (size_t)c * es); /* data preparation, not a training step */
+    if (!q) return 0;
+    *p = q, *cap = c;
+    return 1;
+}
+
+typedef struct zt__tokbuf { int32_t *ids; uint8_t *mask; int64_t n, cap, mcap; } zt__tokbuf;
+
+/* appends the tokens of text (mask value m for each) */
+static zt_result zt__tokbuf_add(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t len, uint8_t m) {
+    for (;;) {
+        int64_t room = b->cap - b->n, got = zt_tokenize(t, text, len, b->ids + b->n, room);
+        if (got <= room) {
+            if (!zt__grow((void **)&b->mask, &b->mcap, b->n + got, 1)) return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+            memset(b->mask + b->n, m, (size_t)got);
+            b->n += got;
+            return ZT_OK;
+        }
+        if (!zt__grow((void **)&b->ids, &b->cap, b->n + got, sizeof(int32_t))) return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+    }
+}
+
+static zt_result zt__tokbuf_id(zt__tokbuf *b, int32_t id, uint8_t m) {
+    if (!zt__grow((void **)&b->ids, &b->cap, b->n + 1, sizeof(int32_t)) || !zt__grow((void **)&b->mask, &b->mcap, b->n + 1, 1))
+        return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+    b->ids[b->n] = id, b->mask[b->n++] = m;
+    return ZT_OK;
+}
+
+/* an llm.c token file: v1 (uint16) when the vocabulary fits, else v7 (uint32) */
+static zt_result zt__write_tokens(const char *path, const int32_t *ids, int64_t n, int64_t vocab) {
+    if (n > INT32_MAX) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: %lld tokens are more than an llm.c file holds", path, (long long)n);
+    int wide = vocab > 65536;
+    int32_t header[256] = {wide ? 20240801 : 20240520, wide ? 7 : 1, (int32_t)n};
+    FILE *f = fopen(path, "wb");
+    if (!f) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
+    int ok = fwrite(header, 4, 256, f) == 256;
+    for (int64_t i = 0; i < n && ok; i++) {
+        uint16_t s = (uint16_t)ids[i];
+        ok = wide ? fwrite(&ids[i], 4, 1, f) == 1 : fwrite(&s, 2, 1, f) == 1;
+    }
+    if (fclose(f) != 0) ok = 0;
+    return ok ? ZT_OK : zt_fail(ZT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));
+}
+
+ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens) {
+    const uint8_t *map = NULL;
+    size_t bytes = 0;
+    zt_result r = zt__map(d->input, &map, &bytes);
+    if (r != ZT_OK) return r;
+    size_t il = strlen(d->input);
+    int jsonl = il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0;
+    const char *pk = d->prompt_key ? d->prompt_key : "prompt", *rk = d->response_key ? d->response_key : "response";
+    zt__tokbuf b;
+    memset(&b, 0, sizeof b);
+    const char *text = (const char *)map;
+    if (!jsonl) {
+        r = zt__tokbuf_add(&b, t, text, bytes, 1);
+        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1);
+    }
+    int64_t line_no = 0;
+    char *field = NULL;
+    int64_t field_cap = 0;
+    for (size_t i = 0; jsonl && i < bytes && r == ZT_OK;) { /* one object a line: the prompt out of the loss */
+        const char *nl = (const char *)memchr(text + i, '\n', bytes - i);
+        size_t len = nl ? (size_t)(nl - (text + i)) : bytes - i;
+        line_no++;
+        size_t s0 = i;
+        i += len + 1;
+        while (len > 0 && strchr(" \t\r", text[s0 + len - 1])) len--;
+        if (len == 0) continue;
+        zt_arena a;
+        void *mem = zt__setup_arena(&a, "JSONL line", zt__json_token_bytes(len));
+        zt__json j;
+        char where[ZT__PATH + 32];
+        snprintf(where, sizeof where, "%s:%lld", d->input, (long long)line_no);
+        r = zt__json_parse(&j, &a, where, text + s0, len);
+        const char *keys[2] = {pk, rk};
+        for (int k = 0; k < 2 && r == ZT_OK; k++) {
+            int v = zt__json_get(&j, 0, keys[k]);
+            if (v < 0 || j.tok[v].type != JSMN_STRING) {
+                r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--prompt_key and --response_key name the fields)",
+                            where, keys[k]);
+                break;
+            }
+            int64_t need = (int64_t)(j.tok[v].end - j.tok[v].start) * 2 + 16;
+            if (!zt__grow((void **)&field, &field_cap, need, 1)) {
+                r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+                break;
+            }
+            int64_t n = zt__json_text(&j, v, field, (size_t)field_cap);
+            r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, keys[k])
+                      : zt__tokbuf_add(&b, t, field, (size_t)n, (uint8_t)k);
+        }
+        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1); /* the end is learned too */
+        free(mem);
+    }
+    free(field);
+    munmap((void *)(uintptr_t)map, bytes);
+    if (r == ZT_OK) r = zt__write_tokens(d->output, b.ids, b.n, zt_tokenizer_vocab(t));
+    if (r == ZT_OK && jsonl) {
+        char mask[ZT__PATH];
+        if (d->mask) snprintf(mask, sizeof mask, "%s", d->mask);
+        else if (snprintf(mask, sizeof mask, "%s.mask", d->output) >= (int)sizeof mask) r = zt_fail(ZT_ERROR_INVALID, "%s is too long", d->output);
+        FILE *f = r == ZT_OK ? fopen(mask, "wb") : NULL;
+        if (r == ZT_OK && (!f || fwrite(b.mask, 1, (size_t)b.n, f) != (size_t)b.n))
+            r = zt_fail(ZT_ERROR_IO, "cannot write %s: %s", mask, strerror(errno));
+        if (f && fclose(f) != 0 && r == ZT_OK) r = zt_fail(ZT_ERROR_IO, "cannot write %s", mask);
+    }
+    if (tokens) *tokens = b.n;
+    free(b.ids), free(b.mask);
+    return r;
 }
 
 /* >>cpu (implementation) ----------------------------------------------------------------------- */

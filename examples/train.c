@@ -454,7 +454,23 @@ int main(int argc, char **argv) {
         if (zt_export_hf(e, a.export_dir, dt) != ZT_OK) return fail("exporting");
         printf("exported %s/model.safetensors (%s)\n", a.export_dir, zt_dtype_name(dt));
     }
-    if (a.sample > 0) {
+    zt_tokenizer *tokenizer = NULL; /* the model's tokenizer.json, when it has one: text in, text out */
+    char tok_path[4200];
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", model_dir);
+    if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
+    if (a.sample > 0 && tokenizer) {
+        int64_t plen = (int64_t)strlen(a.prompt), np = zt_tokenize(tokenizer, a.prompt, (size_t)plen, NULL, 0);
+        int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
+        zt_tokenize(tokenizer, a.prompt, (size_t)plen, out, np);
+        if (np == 0) out[np++] = 0;
+        if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
+            return fail("sampling");
+        size_t n = zt_detokenize(tokenizer, out, np + a.sample, NULL, 0);
+        char *text = (char *)malloc(n + 1);
+        zt_detokenize(tokenizer, out, np + a.sample, text, n + 1);
+        printf("sample:\n%s\n", text);
+        free(text), free(out);
+    } else if (a.sample > 0) {
         int byte_level = mc->vocab == 256;
         int64_t np = 0, plen = (int64_t)strlen(a.prompt);
         int32_t *out = (int32_t *)calloc((size_t)(plen + a.sample + 2), sizeof(int32_t));
@@ -477,6 +493,7 @@ int main(int argc, char **argv) {
         printf("\n");
         free(out);
     }
+    zt_tokenizer_free(tokenizer);
     zt_data_close(data);
     zt_data_close(val);
     zt_shutdown(e);

@@ -17,6 +17,7 @@ parameters), plus
     mistral_shards the Mistral case in shards of at most 20 kB, with an index
     gpt2_old       the GPT-2 case with the names of old GPT-2 files (no "transformer." prefix) and their
                    attn.bias / attn.masked_bias buffers, which zt skips
+    qwen2_tok      a Qwen2 with the vocabulary of tests/ref/tokenizers/qwen2 and that tokenizer.json beside it
 """
 import json
 import os
@@ -56,6 +57,12 @@ def write_tokens(path, ids):
         f.write(struct.pack(f"<{len(flat)}H", *flat))
 
 
+def read_tokens(path):
+    with open(path, "rb") as f:
+        header = struct.unpack("<256i", f.read(1024))
+        return list(struct.unpack(f"<{header[2]}H", f.read(2 * header[2])))
+
+
 def save(name, model, ids, **kwargs):
     out = os.path.join(HERE, name)
     os.makedirs(out, exist_ok=True)
@@ -92,13 +99,27 @@ def main():
             1, 1, cfg.n_positions, cfg.n_positions)
         old[f"h.{layer}.attn.masked_bias"] = torch.tensor(-1e4)
     save_file(old, path, metadata={"format": "pt"})
+    # a Qwen2 whose vocabulary is the Qwen2-style tokenizer's of tests/ref/tokenizers (the end-to-end check:
+    # tokenize an instruction set with the model's own tokenizer.json, fine-tune, export)
+    tok = os.path.join(os.path.dirname(HERE), "tokenizers", "qwen2", "tokenizer.json")
+    with open(tok) as f:
+        vocab = len(json.load(f)["model"]["vocab"]) + 3
+    cfg = make_config("qwen2")
+    cfg.vocab_size = vocab
+    torch.manual_seed(5)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    randomize(model, torch.Generator().manual_seed(5))
+    gen = torch.Generator().manual_seed(105)
+    out = save("qwen2_tok", model.eval(), torch.randint(0, vocab, (ROWS, T), generator=gen))
+    with open(tok) as src, open(os.path.join(out, "tokenizer.json"), "w") as dst:
+        dst.write(src.read())
 
 
 def check(exported, name):
     ref = transformers.AutoModelForCausalLM.from_pretrained(os.path.join(HERE, name), attn_implementation="eager")
     got = transformers.AutoModelForCausalLM.from_pretrained(exported, attn_implementation="eager",
                                                             torch_dtype=torch.float32)
-    ids = rows(name.split("_")[0])
+    ids = torch.tensor(read_tokens(os.path.join(HERE, name, "tokens.bin"))).view(ROWS, T)
     with torch.no_grad():
         a = ref.float()(ids).logits
         b = got.float()(ids).logits

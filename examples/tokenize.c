@@ -1,0 +1,80 @@
+/* examples/tokenize.c - zt_tokenize: text or an instruction set into the token files zt_train reads,
+   with a model's own tokenizer.json.
+
+       zt_tokenize --tokenizer MODEL_DIR --input corpus.txt --output train.bin --eot "<|endoftext|>"
+       zt_tokenize --tokenizer MODEL_DIR --input sft.jsonl --output sft.bin --prompt_key instruction \
+                   --response_key output --eot "</s>"        (also writes sft.bin.mask)
+       zt_tokenize --tokenizer MODEL_DIR --decode sft.bin    (prints the text back)
+
+   Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */
+#include "../zt.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *flag(int argc, char **argv, const char *name, const char *def) {
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, n) == 0) {
+            if (argv[i][2 + n] == '=') return argv[i] + 3 + n;
+            if (argv[i][2 + n] == 0 && i + 1 < argc) return argv[i + 1];
+        }
+    return def;
+}
+
+int main(int argc, char **argv) {
+    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "eot", "decode"};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
+            fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE] [--prompt_key K] "
+                    "[--response_key K] [--eot TOKEN] | --decode FILE)\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+        }
+        int ok = 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0] && !ok; k++)
+            ok = strncmp(argv[i] + 2, known[k], strlen(known[k])) == 0 &&
+                 (argv[i][2 + strlen(known[k])] == 0 || argv[i][2 + strlen(known[k])] == '=');
+        if (!ok) return fprintf(stderr, "zt_tokenize: unknown flag %s (see --help)\n", argv[i]), 2;
+        if (!strchr(argv[i], '=')) i++;
+    }
+    const char *dir = flag(argc, argv, "tokenizer", NULL);
+    if (!dir) return fprintf(stderr, "zt_tokenize: --tokenizer is required (a tokenizer.json or its directory)\n"), 2;
+    zt_tokenizer *t = NULL;
+    if (zt_tokenizer_load(&t, dir) != ZT_OK) return fprintf(stderr, "zt_tokenize: %s\n", zt_last_error()), 1;
+    const char *decode = flag(argc, argv, "decode", NULL);
+    if (decode) { /* an llm.c token file back into text */
+        FILE *f = fopen(decode, "rb");
+        int32_t h[256];
+        if (!f || fread(h, 4, 256, f) != 256 || (h[0] != 20240520 && h[0] != 20240801))
+            return fprintf(stderr, "zt_tokenize: %s is not an llm.c token file\n", decode), 1;
+        int32_t *ids = (int32_t *)calloc((size_t)h[2] + 1, 4);
+        for (int32_t i = 0; i < h[2]; i++) {
+            uint16_t s = 0;
+            if (h[0] == 20240520 ? fread(&s, 2, 1, f) != 1 : fread(&ids[i], 4, 1, f) != 1) break;
+            if (h[0] == 20240520) ids[i] = s;
+        }
+        fclose(f);
+        size_t n = zt_detokenize(t, ids, h[2], NULL, 0);
+        char *text = (char *)malloc(n + 1);
+        zt_detokenize(t, ids, h[2], text, n + 1);
+        fwrite(text, 1, n, stdout);
+        free(text), free(ids);
+        zt_tokenizer_free(t);
+        return 0;
+    }
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = flag(argc, argv, "input", NULL);
+    d.output = flag(argc, argv, "output", NULL);
+    d.mask = flag(argc, argv, "mask", NULL);
+    d.prompt_key = flag(argc, argv, "prompt_key", NULL);
+    d.response_key = flag(argc, argv, "response_key", NULL);
+    const char *eot = flag(argc, argv, "eot", NULL);
+    d.eot = eot ? zt_tokenizer_id(t, eot) : -1;
+    if (!d.input || !d.output) return fprintf(stderr, "zt_tokenize: --input and --output are required\n"), 2;
+    if (eot && d.eot < 0) return fprintf(stderr, "zt_tokenize: --eot \"%s\" is not a token of %s\n", eot, dir), 2;
+    int64_t n = 0;
+    if (zt_tokenize_file(t, &d, &n) != ZT_OK) return fprintf(stderr, "zt_tokenize: %s\n", zt_last_error()), 1;
+    printf("%s: %lld tokens into %s\n", d.input, (long long)n, d.output);
+    zt_tokenizer_free(t);
+    return 0;
+}
