@@ -7,7 +7,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the JSON and safetensors readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh fuzz     fuzz the config, safetensors and tokenizer readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #
 # Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS.
 # A target is rebuilt when a source, zt.h, this script or its flags are newer than it.
@@ -608,8 +608,9 @@ cmd_bench() {
     done
 }
 
-# the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config)
-# and safetensors headers (seeds: the files in tests/ref/hf), FUZZ_RUNS runs each
+# the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config),
+# safetensors headers (seeds: the files in tests/ref/hf) and tokenizer.json files with their encoder (seeds:
+# tests/ref/tokenizers), FUZZ_RUNS runs each
 cmd_fuzz() {
     local target bin corpus
     if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' |
@@ -621,7 +622,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors; do
+    for target in config safetensors tokenizer; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then
@@ -630,9 +631,11 @@ cmd_fuzz() {
         fi
         if [[ $target == config ]]; then
             cp tests/fuzz/corpus_config/* $corpus/
-        else
+        elif [[ $target == safetensors ]]; then
             local f
             for f in tests/ref/hf/*/model*.safetensors; do cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"; done
+        else
+            for f in tests/ref/tokenizers/*/tokenizer.json; do cp "$f" "$corpus/$(basename "$(dirname "$f")").json"; done
         fi
         echo "fuzz_$target:"
         $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=131072 -timeout=10 $corpus 2>&1 | tail -n 3

@@ -8247,6 +8247,8 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
     return ZT_OK;
 }
 
+static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_t len, const char *file);
+
 ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
     *out = NULL;
     char file[ZT__PATH];
@@ -8256,13 +8258,24 @@ ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
     struct stat sb;
     if (stat(file, &sb) != 0) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", file, strerror(errno));
     zt_arena a;
-    void *mem = zt__setup_arena(&a, "tokenizer.json", (size_t)sb.st_size + 64 + zt__json_token_bytes((size_t)sb.st_size));
-    zt_tokenizer *t = (zt_tokenizer *)calloc(1, sizeof *t); /* load time, freed by zt_tokenizer_free */
-    char *text = NULL, tmp[1024];
+    void *mem = zt__setup_arena(&a, "tokenizer.json", (size_t)sb.st_size + 64);
+    char *text = NULL;
     size_t len = 0;
+    zt_result r = zt__read_file(&a, file, &text, &len);
+    if (r == ZT_OK) r = zt__tokenizer_parse(out, text, len, file);
+    free(mem);
+    return r;
+}
+
+/* a tokenizer from the text of a tokenizer.json (file names it in messages) */
+static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_t len, const char *file) {
+    *out = NULL;
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "tokenizer.json tokens", zt__json_token_bytes(len));
+    zt_tokenizer *t = (zt_tokenizer *)calloc(1, sizeof *t); /* load time, freed by zt_tokenizer_free */
+    char tmp[1024];
     zt__json j;
-    zt_result r = t ? zt__read_file(&a, file, &text, &len) : zt_fail(ZT_ERROR_MEMORY, "out of memory");
-    if (r == ZT_OK) r = zt__json_parse(&j, &a, file, text, len);
+    zt_result r = t ? zt__json_parse(&j, &a, file, text, len) : zt_fail(ZT_ERROR_MEMORY, "out of memory");
     int model = r == ZT_OK ? zt__json_get(&j, 0, "model") : -1, vocab = zt__json_get(&j, model, "vocab");
     int merges = zt__json_get(&j, model, "merges"), added = r == ZT_OK ? zt__json_get(&j, 0, "added_tokens") : -1;
     char type[32] = "";
@@ -8295,7 +8308,10 @@ ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
         if (id < 0 || id >= (1 << 24) || c < 0) r = zt_fail(ZT_ERROR_FORMAT, "%s: added token %d has no id or content", file, k);
         else n_vocab = ZT__MAX(n_vocab, id + 1), pool += j.tok[c].end - j.tok[c].start + 8;
     }
-    int64_t cap = 64;
+    int64_t cap = 64, count = (r == ZT_OK ? j.tok[vocab].size : 0) + n_added;
+    if (r == ZT_OK && n_vocab > 2 * count + 256)
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: the ids go up to %lld for %lld tokens: a vocabulary's ids are dense", file,
+                    (long long)n_vocab - 1, (long long)count);
     while (cap < 2 * n_vocab) cap *= 2;
     if (r == ZT_OK) {
         t->n_vocab = n_vocab, t->table_mask = cap - 1;
@@ -8439,8 +8455,8 @@ static uint64_t zt__heap_pop(uint64_t *h, int64_t *n) {
 }
 
 static void zt__bpe_pair(zt_tokenizer *t, int64_t *nh, int32_t i) {
+    if (i < 0 || t->next[i] < 0) return;
     int32_t k = t->next[i];
-    if (i < 0 || k < 0) return;
     uint64_t key = ((uint64_t)(uint32_t)t->sym[i] << 32 | (uint32_t)t->sym[k]) + 1;
     int64_t slot = zt__merge_slot(t, key);
     if (t->mkey[slot]) zt__heap_push(t->heap, nh, (uint64_t)(uint32_t)t->mrank[slot] << 32 | (uint32_t)i);
@@ -8485,8 +8501,12 @@ static int64_t zt__tok_bytes(zt_tokenizer *t, const char *s, size_t n, int32_t *
             return at + 1;
         }
     }
-    for (size_t i = 0; i < n; i++) t->sym[i] = t->byte_id[(uint8_t)s[i]] >= 0 ? t->byte_id[(uint8_t)s[i]] : t->unk;
-    return zt__bpe(t, (int64_t)n, ids, cap, at);
+    int64_t ns = 0; /* a byte the vocabulary lacks (and no unk token): dropped, as the tokenizers library does */
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = t->byte_id[(uint8_t)s[i]] >= 0 ? t->byte_id[(uint8_t)s[i]] : t->unk;
+        if (id >= 0) t->sym[ns++] = id;
+    }
+    return zt__bpe(t, ns, ids, cap, at);
 }
 
 /* the pre-tokenizer's next piece at s[i]: its end */
@@ -8583,8 +8603,9 @@ static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, i
         if (id >= 0) {
             t->sym[ns++] = id;
         } else if (t->byte_fallback) {
-            for (int k = 0; k < len; k++) t->sym[ns++] = t->byte_id[(uint8_t)b[i + k]];
-        } else if (!(t->fuse_unk && ns > 0 && t->sym[ns - 1] == t->unk)) {
+            for (int k = 0; k < len; k++)
+                if (t->byte_id[(uint8_t)b[i + k]] >= 0) t->sym[ns++] = t->byte_id[(uint8_t)b[i + k]];
+        } else if (t->unk >= 0 && !(t->fuse_unk && ns > 0 && t->sym[ns - 1] == t->unk)) {
             t->sym[ns++] = t->unk;
         }
         i += (size_t)len;
