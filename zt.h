@@ -7885,7 +7885,7 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         if (stat(from, &sb) != 0) continue; /* only config.json is always there */
         if ((r = zt__path(to, dir, side[k])) != ZT_OK || snprintf(tmp, sizeof tmp, "%s.tmp", to) >= (int)sizeof tmp) break;
         zt_arena a;
-        void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size + 64);
+        void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size + 4096);
         char *text = NULL;
         size_t tl = 0;
         if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK) {
@@ -8258,7 +8258,7 @@ ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
     struct stat sb;
     if (stat(file, &sb) != 0) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", file, strerror(errno));
     zt_arena a;
-    void *mem = zt__setup_arena(&a, "tokenizer.json", (size_t)sb.st_size + 64);
+    void *mem = zt__setup_arena(&a, "tokenizer.json", (size_t)sb.st_size + 4096);
     char *text = NULL;
     size_t len = 0;
     zt_result r = zt__read_file(&a, file, &text, &len);
