@@ -715,6 +715,12 @@ ZT_API void zt_comm_set_timeout(zt_comm *c, double seconds);
 
 /* buf (n) in place: the sum (or mean) over ranks */
 ZT_API void zt_all_reduce(zt_stream *s, zt_comm *c, zt_tensor buf, zt_reduce_op op);
+/* Lets the ranks of one host read and write each other's device memory (the CPU backend's is a memfd):
+   collectives on tensors in it then go directly between ranks instead of through the shared slots, with
+   the same bits. A collective: every rank calls it once, after its backend has its memory. Where it is
+   not possible (another backend, no /proc), collectives stage as before. */
+ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b);
+ZT_API int zt_comm_is_direct(const zt_comm *c); /* 1 once zt_comm_share_device made collectives direct */
 /* in (world * n) -> out (n): rank r gets the reduction of every rank's slice r */
 ZT_API void zt_reduce_scatter(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in, zt_reduce_op op);
 /* in (n) -> out (world * n): slice r is rank r's in */
@@ -3093,8 +3099,14 @@ typedef struct zt__shm_header {
     int32_t pids[ZT__COMM_MAX_RANKS];
     uint64_t call[ZT__COMM_MAX_RANKS]; /* what each rank's current collective is, to catch a mismatch */
     char abort_msg[256];
+    /* shared device memory (zt_comm_share_device): each rank's memfd and size, whether it mapped every
+       other rank's, and where the current collective's tensors lie in it (-1: elsewhere) */
+    int32_t share_fd[ZT__COMM_MAX_RANKS], share_ok[ZT__COMM_MAX_RANKS];
+    uint64_t share_bytes[ZT__COMM_MAX_RANKS];
+    int64_t off_in[ZT__COMM_MAX_RANKS], off_out[ZT__COMM_MAX_RANKS];
 } zt__shm_header;
-ZT_STATIC_ASSERT(sizeof(zt__shm_header) <= 4096, "the header fits in its page");
+#define ZT__SHM_HEADER ((size_t)16384)
+ZT_STATIC_ASSERT(sizeof(zt__shm_header) <= ZT__SHM_HEADER, "the header fits in its pages");
 
 struct zt_comm {
     int rank, world, shm;
@@ -3103,9 +3115,12 @@ struct zt_comm {
     zt__shm_header *h;
     uint8_t *slots, *result;
     size_t chunk, map_bytes;
+    int zero_copy;                           /* every rank maps every other's device memory */
+    uint8_t *peer[ZT__COMM_MAX_RANKS];       /* ... at these addresses (this rank's own: its own) */
+    size_t peer_bytes[ZT__COMM_MAX_RANKS];
 };
 
-static size_t zt__shm_bytes(int world, size_t chunk) { return 4096 + (size_t)(world + 1) * chunk; }
+static size_t zt__shm_bytes(int world, size_t chunk) { return ZT__SHM_HEADER + (size_t)(world + 1) * chunk; }
 
 ZT_API zt_result zt_comm_single(zt_comm **out) {
     zt_comm *c = (zt_comm *)calloc(1, sizeof *c); /* setup time */
@@ -3130,7 +3145,7 @@ ZT_API zt_result zt_comm_shm_create(int world, size_t chunk_bytes, int *fd) {
         close(*fd);
         return zt_fail(ZT_ERROR_MEMORY, "cannot size the shared-memory segment to %zu bytes: %s", bytes, strerror(errno));
     }
-    zt__shm_header *h = (zt__shm_header *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+    zt__shm_header *h = (zt__shm_header *)mmap(NULL, ZT__SHM_HEADER, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
     if (h == MAP_FAILED) {
         close(*fd);
         return zt_fail(ZT_ERROR_BACKEND, "cannot map the shared-memory segment: %s", strerror(errno));
@@ -3140,7 +3155,7 @@ ZT_API zt_result zt_comm_shm_create(int world, size_t chunk_bytes, int *fd) {
     h->chunk_bytes = chunk_bytes;
     h->world = world;
     h->abort_rank = -1;
-    munmap(h, 4096);
+    munmap(h, ZT__SHM_HEADER);
     return ZT_OK;
 }
 
@@ -3162,7 +3177,7 @@ ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world) 
         return zt_fail(ZT_ERROR_BACKEND, "cannot map the shared-memory segment: %s", strerror(errno));
     }
     c->h = (zt__shm_header *)m;
-    c->slots = (uint8_t *)m + 4096;
+    c->slots = (uint8_t *)m + ZT__SHM_HEADER;
     c->result = c->slots + (size_t)world * c->chunk;
     int32_t none = 0, me = (int32_t)getpid();
     if (!__atomic_compare_exchange_n(&c->h->pids[rank], &none, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) && none != me) {
@@ -3177,10 +3192,47 @@ ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world) 
 
 ZT_API void zt_comm_destroy(zt_comm *c) {
     if (!c) return;
+    for (int r = 0; r < c->world && c->shm; r++)
+        if (c->peer[r] && r != c->rank) munmap(c->peer[r], c->peer_bytes[r]);
     if (c->shm) munmap(c->h, c->map_bytes);
     free(c);
 }
 
+static int zt__cpu_share(zt_backend *b, void **base, size_t *bytes);
+static zt_result zt__shm_barrier(zt_comm *c);
+
+ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b) {
+    if (!c->shm || c->world == 1) return ZT_OK;
+    int R = c->rank, W = c->world, ok = 1;
+    void *base = NULL;
+    size_t bytes = 0;
+    int fd = zt__cpu_share(b, &base, &bytes);
+    c->h->share_fd[R] = fd, c->h->share_bytes[R] = bytes, c->h->share_ok[R] = 0;
+    zt_result r = zt__shm_barrier(c);
+    if (r != ZT_OK) return r;
+    c->peer[R] = (uint8_t *)base, c->peer_bytes[R] = bytes;
+    for (int q = 0; q < W && ok; q++) { /* each other rank's memfd, through /proc */
+        if (q == R) continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)c->h->pids[q], (int)c->h->share_fd[q]);
+        int pfd = c->h->share_fd[q] >= 0 && fd >= 0 ? open(path, O_RDWR | O_CLOEXEC) : -1;
+        void *m = pfd >= 0 ? mmap(NULL, (size_t)c->h->share_bytes[q], PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0) : MAP_FAILED;
+        if (pfd >= 0) close(pfd);
+        if (m == MAP_FAILED) ok = 0;
+        else c->peer[q] = (uint8_t *)m, c->peer_bytes[q] = (size_t)c->h->share_bytes[q];
+    }
+    c->h->share_ok[R] = ok;
+    if ((r = zt__shm_barrier(c)) != ZT_OK) return r;
+    c->zero_copy = 1;
+    for (int q = 0; q < W; q++) c->zero_copy &= c->h->share_ok[q];
+    if ((r = zt__shm_barrier(c)) != ZT_OK) return r; /* every rank has read every flag */
+    if (!c->zero_copy) /* one rank could not: every rank stages through the slots */
+        for (int q = 0; q < W; q++)
+            if (q != R && c->peer[q]) munmap(c->peer[q], c->peer_bytes[q]), c->peer[q] = NULL;
+    return ZT_OK;
+}
+
+ZT_API int zt_comm_is_direct(const zt_comm *c) { return c->zero_copy; }
 ZT_API int zt_comm_rank(const zt_comm *c) { return c->rank; }
 ZT_API int zt_comm_world(const zt_comm *c) { return c->world; }
 ZT_API void zt_comm_set_timeout(zt_comm *c, double seconds) { c->timeout = seconds; }
@@ -3257,35 +3309,75 @@ static zt_result zt__shm_barrier(zt_comm *c) {
 
 ZT_API zt_result zt_barrier(zt_comm *c) { return c->shm ? zt__shm_barrier(c) : ZT_OK; }
 
-/* dst[0..n) = sum over ranks of src_r[0..n) (src_r = base + r * stride bytes), in rank order, f32 */
-static void zt__reduce_ranks(void *dst, zt_dtype t, const uint8_t *base, size_t stride, int world, int64_t n, float scale) {
+/* The sum over ranks of src[r][0..n), in rank order in f32 (times scale), written to each of n_dst
+   destinations; every collective reduces through here, so every path gives the same bits. A block is
+   read whole before it is written, so a destination may be one of the sources. */
+static void zt__reduce_into(uint8_t *const *dst, int n_dst, zt_dtype t, const uint8_t *const *src, int world, int64_t n,
+                            float scale) {
     float acc[1024], tmp[1024];
-    if (t == ZT_F32) { /* in place, no staging: a pass per rank over cache-sized blocks */
-        float *d = (float *)dst;
-        for (int64_t i0 = 0; i0 < n; i0 += 4096) {
-            int64_t k = ZT__MIN(4096, n - i0);
-            memcpy(d + i0, base + (size_t)i0 * 4, (size_t)k * 4);
-            for (int r = 1; r < world; r++) {
-                const float *src = (const float *)(base + (size_t)r * stride) + i0;
-                for (int64_t i = 0; i < k; i++) d[i0 + i] += src[i];
-            }
-            if (scale != 1.0f)
-                for (int64_t i = 0; i < k; i++) d[i0 + i] *= scale;
-        }
-        return;
-    }
-    size_t es = zt_dtype_size(t);
     for (int64_t i0 = 0; i0 < n; i0 += 1024) {
         int64_t k = ZT__MIN(1024, n - i0);
-        zt__to_f32(acc, base + (size_t)i0 * es, t, 0, k);
+        zt__to_f32(acc, src[0], t, i0, k);
         for (int r = 1; r < world; r++) {
-            zt__to_f32(tmp, base + (size_t)r * stride + (size_t)i0 * es, t, 0, k);
+            zt__to_f32(tmp, src[r], t, i0, k);
             for (int64_t i = 0; i < k; i++) acc[i] += tmp[i];
         }
         if (scale != 1.0f)
             for (int64_t i = 0; i < k; i++) acc[i] *= scale;
-        zt__from_f32(dst, t, i0, acc, k);
+        for (int d = 0; d < n_dst; d++) zt__from_f32(dst[d], t, i0, acc, k);
     }
+}
+
+/* dst[0..n) = the sum over ranks of src_r[0..n), src_r = base + r * stride bytes */
+static void zt__reduce_ranks(void *dst, zt_dtype t, const uint8_t *base, size_t stride, int world, int64_t n, float scale) {
+    const uint8_t *src[ZT__COMM_MAX_RANKS];
+    uint8_t *d = (uint8_t *)dst;
+    for (int r = 0; r < world; r++) src[r] = base + (size_t)r * stride;
+    zt__reduce_into(&d, 1, t, src, world, n, scale);
+}
+
+/* where tensor x lies in this rank's shared device memory, or -1 */
+static int64_t zt__share_off(const zt_comm *c, zt_tensor x) {
+    const uint8_t *p = (const uint8_t *)x.data, *base = c->peer[c->rank];
+    size_t bytes = zt_nbytes(x);
+    if (!c->zero_copy || !p || p < base || p + bytes > base + c->peer_bytes[c->rank]) return -1;
+    return (int64_t)(p - base);
+}
+
+/* a collective on every rank's device memory directly (zt_comm_share_device), no staging: each rank
+   reduces its own share of the elements, reading every rank's input and writing every rank's output */
+static zt_result zt__comm_direct(zt_comm *c, const zt__args_comm *a) {
+    int W = c->world, R = c->rank;
+    zt_dtype t = a->out.dtype;
+    size_t es = zt_dtype_size(t);
+    int64_t n = zt_numel(a->out);
+    float scale = a->op == ZT_REDUCE_AVG ? 1.0f / (float)W : 1.0f;
+    const uint8_t *in[ZT__COMM_MAX_RANKS];
+    uint8_t *out[ZT__COMM_MAX_RANKS];
+    for (int q = 0; q < W; q++) in[q] = c->peer[q] + c->h->off_in[q], out[q] = c->peer[q] + c->h->off_out[q];
+    switch (a->what) {
+    case ZT__ALL_REDUCE: {
+        int64_t lo = n * R / W, hi = n * (R + 1) / W;
+        for (int q = 0; q < W; q++) in[q] += (size_t)lo * es, out[q] += (size_t)lo * es;
+        zt__reduce_into(out, W, t, in, W, hi - lo, scale);
+        break;
+    }
+    case ZT__REDUCE_SCATTER: { /* this rank's part of every input into its output */
+        int64_t stride = a->stride ? a->stride : n;
+        for (int q = 0; q < W; q++) in[q] += (size_t)R * (size_t)stride * es;
+        zt__reduce_into(&out[R], 1, t, in, W, n, scale);
+        break;
+    }
+    case ZT__ALL_GATHER: { /* this rank's part into every output */
+        int64_t part = a->stride ? zt_numel(a->inp) : n / W, stride = a->stride ? a->stride : part;
+        for (int q = 0; q < W; q++) memmove(out[q] + (size_t)R * (size_t)stride * es, in[R], (size_t)part * es);
+        break;
+    }
+    case ZT__BROADCAST:
+        if (R != a->root) memcpy(out[R], in[a->root], (size_t)n * es);
+        break;
+    }
+    return zt__shm_barrier(c); /* no rank goes on to change its buffers while another still reads them */
 }
 
 static uint64_t zt__comm_mix(uint64_t x) {
@@ -3312,6 +3404,8 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
     static const char *names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
     uint64_t call = zt__comm_mix(++c->calls ^ zt__comm_mix(((uint64_t)a->what << 56) ^ ((uint64_t)t << 48) ^
                                                    ((uint64_t)a->root << 40) ^ (uint64_t)n));
+    c->h->off_in[R] = zt__share_off(c, a->inp);
+    c->h->off_out[R] = zt__share_off(c, a->out);
     __atomic_store_n(&c->h->call[R], call, __ATOMIC_RELEASE);
     if ((r = zt__shm_barrier(c))) return r;
     for (int q = 0; q < W; q++)
@@ -3323,7 +3417,10 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
             zt__comm_abort(c, R, msg);
             return zt__comm_failed(c);
         }
+    int direct = c->zero_copy; /* every rank's tensors in shared memory: no staging through the slots */
+    for (int q = 0; q < W && direct; q++) direct = c->h->off_in[q] >= 0 && c->h->off_out[q] >= 0;
     if ((r = zt__shm_barrier(c))) return r;
+    if (direct) return zt__comm_direct(c, a);
     int64_t m = (int64_t)(c->chunk / es), stride = 0; /* elements a slot holds */
     uint8_t *mine = c->slots + (size_t)R * c->chunk;
     switch (a->what) {
@@ -6403,6 +6500,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         zt__layout(e, zt_backend_device_arena(e->be), zt_backend_pinned_arena(e->be));
     }
     if ((r = zt__offload_start(e)) != ZT_OK) return r;
+    if (e->comm && (r = zt_comm_share_device(e->comm, e->be)) != ZT_OK) return r;
     /* initial values, zeroed gradients and optimizer state */
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].tied < 0 && zt__numel_of(e->params[p].shape) > 0) zt__param_write(e, p, NULL);
@@ -8862,6 +8960,8 @@ struct zt__cpu {
     zt__cpu_event events[ZT_MAX_EVENTS];
     float *scratch[ZT_CPU_MAX_THREADS];
     void *device_mem, *pinned_mem;
+    int device_fd;        /* the device memory is a memfd's, so ranks of one host can map each other's */
+    size_t device_bytes;
 };
 
 static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op);
@@ -8941,15 +9041,19 @@ static void *zt__cpu_alloc(size_t bytes) {
     return p;
 }
 
+static void *zt__cpu_device_alloc(zt__cpu *cpu, size_t bytes);
+static void zt__cpu_device_free(zt__cpu *cpu);
+
 static zt_result zt__cpu_create(zt_backend *b) {
     zt__cpu *cpu = (zt__cpu *)calloc(1, sizeof *cpu);
     if (!cpu) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating the CPU backend");
     b->impl = cpu;
     cpu->strict = b->desc.strict;
-    cpu->device_mem = zt__cpu_alloc(b->desc.device_bytes);
+    cpu->device_fd = -1;
+    cpu->device_mem = zt__cpu_device_alloc(cpu, b->desc.device_bytes);
     cpu->pinned_mem = zt__cpu_alloc(b->desc.pinned_bytes);
     if (!cpu->device_mem || !cpu->pinned_mem) {
-        free(cpu->device_mem);
+        zt__cpu_device_free(cpu);
         free(cpu->pinned_mem);
         free(cpu);
         return zt_fail(ZT_ERROR_MEMORY, "cannot allocate the CPU backend's memory: %zu device bytes and "
@@ -8971,16 +9075,45 @@ static zt_result zt__cpu_create(zt_backend *b) {
     return ZT_OK;
 }
 
+/* the device arena: a memfd's pages (zt_comm_share_device lets the other ranks map them), else plain */
+static void *zt__cpu_device_alloc(zt__cpu *cpu, size_t bytes) {
+    size_t size = (ZT__MAX(bytes, 1) + 4095) / 4096 * 4096;
+    int fd = (int)syscall(SYS_memfd_create, "zt-device", 0);
+    void *p = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)size) == 0) p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        if (fd >= 0) close(fd);
+        cpu->device_fd = -1, cpu->device_bytes = 0;
+        return zt__cpu_alloc(bytes);
+    }
+    cpu->device_fd = fd, cpu->device_bytes = size;
+    return p;
+}
+
+static void zt__cpu_device_free(zt__cpu *cpu) {
+    if (cpu->device_fd >= 0 && cpu->device_mem) munmap(cpu->device_mem, cpu->device_bytes), close(cpu->device_fd);
+    else free(cpu->device_mem);
+    cpu->device_mem = NULL, cpu->device_fd = -1, cpu->device_bytes = 0;
+}
+
+/* the CPU backend's device memory, to share: its memfd, base and size (-1: not shareable) */
+static int zt__cpu_share(zt_backend *b, void **base, size_t *bytes) {
+    if (b->vt != zt__cpu_backend()) return -1;
+    zt__cpu *cpu = zt__cpu_of(b);
+    *base = cpu->device_mem, *bytes = cpu->device_bytes;
+    return cpu->device_fd;
+}
+
 static zt_result zt__cpu_reserve(zt_backend *b, size_t device_bytes, size_t pinned_bytes) {
     zt__cpu *cpu = zt__cpu_of(b);
-    void *d = zt__cpu_alloc(device_bytes), *p = zt__cpu_alloc(pinned_bytes);
+    zt__cpu_device_free(cpu);
+    void *d = zt__cpu_device_alloc(cpu, device_bytes), *p = zt__cpu_alloc(pinned_bytes);
     if (!d || !p) {
-        free(d);
+        if (d) cpu->device_mem = d, zt__cpu_device_free(cpu);
         free(p);
         return zt_fail(ZT_ERROR_MEMORY, "cannot allocate %zu device bytes and %zu pinned bytes for the CPU backend",
                        device_bytes, pinned_bytes);
     }
-    free(cpu->device_mem);
     free(cpu->pinned_mem);
     cpu->device_mem = d;
     cpu->pinned_mem = p;
@@ -9005,7 +9138,7 @@ static void zt__cpu_destroy(zt_backend *b) {
     zt_pool_destroy(cpu->pool);
     pthread_mutex_destroy(&cpu->mu);
     pthread_cond_destroy(&cpu->cv);
-    free(cpu->device_mem);
+    zt__cpu_device_free(cpu);
     free(cpu->pinned_mem);
     free(cpu);
 }

@@ -26,7 +26,7 @@ static double memcpy_gbs(size_t bytes) {
 }
 
 /* rank 0 writes its timings (seconds per collective) to fdout */
-static void rank_main(int fd, int rank, int world, size_t bytes, int fdout) {
+static void rank_main(int fd, int rank, int world, size_t bytes, int fdout, int direct) {
     zt_comm *c = NULL;
     if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) _exit(2);
     zt_backend *be = NULL;
@@ -34,6 +34,7 @@ static void rank_main(int fd, int rank, int world, size_t bytes, int fdout) {
     d.device_bytes = bytes * 2 + (1 << 20);
     d.threads = 1;
     if (zt_backend_create(&be, "cpu", &d) != ZT_OK) _exit(3);
+    if (direct && (zt_comm_share_device(c, be) != ZT_OK || !zt_comm_is_direct(c))) _exit(5);
     zt_stream *s = zt_backend_stream(be);
     int64_t n = (int64_t)(bytes / 4);
     zt_tensor x = zt_tensor_new(zt_backend_device_arena(be), ZT_F32, ZT_DEVICE, zt_shape1(n));
@@ -66,6 +67,7 @@ int main(void) {
     fflush(stdout);
     int worlds[2] = {2, 4};
     size_t sizes[4] = {1u << 20, 16u << 20, 64u << 20, 256u << 20};
+    for (int direct = 0; direct <= 1; direct++)
     for (int wi = 0; wi < 2; wi++) {
         for (int si = 0; si < 4; si++) {
             int world = worlds[wi], fd = -1, p[2];
@@ -74,7 +76,7 @@ int main(void) {
             if (zt_comm_shm_create(world, 4u << 20, &fd) != ZT_OK || pipe(p) != 0) return 1;
             pid_t pids[4];
             for (int r = 0; r < world; r++)
-                if ((pids[r] = fork()) == 0) rank_main(fd, r, world, bytes, p[1]);
+                if ((pids[r] = fork()) == 0) rank_main(fd, r, world, bytes, p[1], direct);
             for (int r = 0; r < world; r++) waitpid(pids[r], NULL, 0);
             double t[2] = {0, 0};
             if (read(p[0], t, sizeof t) != (ssize_t)sizeof t) return 1;
@@ -83,8 +85,9 @@ int main(void) {
             double factor[2] = {2.0 * (world - 1) / world, (double)(world - 1) / world};
             for (int k = 0; k < 2; k++) {
                 double bus = bytes / t[k] / 1e9 * factor[k];
-                printf("{\"bench\":\"comm\",\"op\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"ms\":%.3f,\"busbw_gbs\":%.2f,"
-                       "\"memcpy_gbs\":%.2f,\"ratio\":%.3f}\n", names[k], world, bytes, t[k] * 1e3, bus, copy, bus / copy);
+                printf("{\"bench\":\"comm\",\"op\":\"%s\",\"path\":\"%s\",\"ranks\":%d,\"bytes\":%zu,\"ms\":%.3f,"
+                       "\"busbw_gbs\":%.2f,\"memcpy_gbs\":%.2f,\"ratio\":%.3f}\n", names[k], direct ? "direct" : "staged", world,
+                       bytes, t[k] * 1e3, bus, copy, bus / copy);
             }
             fflush(stdout);
         }

@@ -35,11 +35,13 @@ static int64_t read_back(zt_stream *s, zt_tensor t, float *host) {
     return zt_numel(t);
 }
 
-/* one rank's side of the checks; returns the exit status (0: all right) */
-static int rank_main(int fd, int rank, int world, int64_t n) {
+/* one rank's side of the checks; returns the exit status (0: all right). share: the ranks map each
+   other's device memory (zt_comm_share_device), so the collectives go directly, not through the slots */
+static int rank_main(int fd, int rank, int world, int64_t n, int share) {
     zt_comm *c = NULL;
     if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) return 2;
     zt_backend *be = rank_backend();
+    if (share && (zt_comm_share_device(c, be) != ZT_OK || zt_comm_is_direct(c) != (world > 1))) return 3;
     zt_stream *s = zt_backend_stream(be);
     zt_arena *dev = zt_backend_device_arena(be);
     float *h = (float *)malloc(sizeof(float) * (size_t)(n * world)), *w = (float *)malloc(sizeof(float) * (size_t)(n * world));
@@ -96,13 +98,13 @@ static int rank_main(int fd, int rank, int world, int64_t n) {
 }
 
 /* forks `world` ranks running fn; returns how many exited 0 */
-static int run_ranks(int world, size_t chunk, int64_t n) {
+static int run_ranks(int world, size_t chunk, int64_t n, int share) {
     int fd = -1;
     if (zt_comm_shm_create(world, chunk, &fd) != ZT_OK) return -1;
     pid_t pids[8];
     for (int r = 0; r < world; r++) {
         pids[r] = fork();
-        if (pids[r] == 0) _exit(rank_main(fd, r, world, n));
+        if (pids[r] == 0) _exit(rank_main(fd, r, world, n, share));
     }
     int ok = 0;
     for (int r = 0; r < world; r++) {
@@ -118,8 +120,11 @@ static int run_ranks(int world, size_t chunk, int64_t n) {
 TEST(comm_collectives_match_a_serial_reference) {
     for (int world = 1; world <= 4; world++) {
         /* 1001 elements through 4 KiB slots: many chunks, and sizes that do not divide by the world */
-        CHECK_EQ_INT(run_ranks(world, 4096, 1001), world);
-        CHECK_EQ_INT(run_ranks(world, 1 << 20, 37), world);
+        CHECK_EQ_INT(run_ranks(world, 4096, 1001, 0), world);
+        CHECK_EQ_INT(run_ranks(world, 1 << 20, 37, 0), world);
+        /* and directly between the ranks' device memory */
+        CHECK_EQ_INT(run_ranks(world, 4096, 1001, 1), world);
+        CHECK_EQ_INT(run_ranks(world, 4096, 37, 1), world);
     }
 }
 
