@@ -721,6 +721,9 @@ ZT_API void zt_all_reduce(zt_stream *s, zt_comm *c, zt_tensor buf, zt_reduce_op 
    not possible (another backend, no /proc), collectives stage as before. */
 ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b);
 ZT_API int zt_comm_is_direct(const zt_comm *c); /* 1 once zt_comm_share_device made collectives direct */
+/* before the backend shared with zt_comm_share_device goes away (zt_shutdown calls it): this rank's
+   collectives stage again; not a collective */
+ZT_API void zt_comm_unshare_device(zt_comm *c, zt_backend *b);
 /* in (world * n) -> out (n): rank r gets the reduction of every rank's slice r */
 ZT_API void zt_reduce_scatter(zt_stream *s, zt_comm *c, zt_tensor out, zt_tensor in, zt_reduce_op op);
 /* in (n) -> out (world * n): slice r is rank r's in */
@@ -3190,10 +3193,11 @@ ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world) 
     return ZT_OK;
 }
 
+static void zt__comm_unshare(zt_comm *c);
+
 ZT_API void zt_comm_destroy(zt_comm *c) {
     if (!c) return;
-    for (int r = 0; r < c->world && c->shm; r++)
-        if (c->peer[r] && r != c->rank) munmap(c->peer[r], c->peer_bytes[r]);
+    zt__comm_unshare(c);
     if (c->shm) munmap(c->h, c->map_bytes);
     free(c);
 }
@@ -3201,8 +3205,19 @@ ZT_API void zt_comm_destroy(zt_comm *c) {
 static int zt__cpu_share(zt_backend *b, void **base, size_t *bytes);
 static zt_result zt__shm_barrier(zt_comm *c);
 
+/* this rank stops using the others' memory (its own is going away): collectives stage again, every rank
+   agreeing per collective, since this one now posts no offsets */
+static void zt__comm_unshare(zt_comm *c) {
+    for (int q = 0; q < c->world && c->shm; q++) {
+        if (q != c->rank && c->peer[q]) munmap(c->peer[q], c->peer_bytes[q]);
+        c->peer[q] = NULL, c->peer_bytes[q] = 0;
+    }
+    c->zero_copy = 0;
+}
+
 ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b) {
     if (!c->shm || c->world == 1) return ZT_OK;
+    zt__comm_unshare(c); /* an earlier engine's memory */
     int R = c->rank, W = c->world, ok = 1;
     void *base = NULL;
     size_t bytes = 0;
@@ -3226,13 +3241,17 @@ ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b) {
     c->zero_copy = 1;
     for (int q = 0; q < W; q++) c->zero_copy &= c->h->share_ok[q];
     if ((r = zt__shm_barrier(c)) != ZT_OK) return r; /* every rank has read every flag */
-    if (!c->zero_copy) /* one rank could not: every rank stages through the slots */
-        for (int q = 0; q < W; q++)
-            if (q != R && c->peer[q]) munmap(c->peer[q], c->peer_bytes[q]), c->peer[q] = NULL;
+    if (!c->zero_copy) zt__comm_unshare(c); /* one rank could not: every rank stages through the slots */
     return ZT_OK;
 }
 
 ZT_API int zt_comm_is_direct(const zt_comm *c) { return c->zero_copy; }
+ZT_API void zt_comm_unshare_device(zt_comm *c, zt_backend *b) {
+    void *base = NULL;
+    size_t bytes = 0;
+    zt__cpu_share(b, &base, &bytes);
+    if (c->peer[c->rank] && c->peer[c->rank] == (uint8_t *)base) zt__comm_unshare(c); /* that backend's memory */
+}
 ZT_API int zt_comm_rank(const zt_comm *c) { return c->rank; }
 ZT_API int zt_comm_world(const zt_comm *c) { return c->world; }
 ZT_API void zt_comm_set_timeout(zt_comm *c, double seconds) { c->timeout = seconds; }
@@ -6556,6 +6575,7 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
 
 ZT_API void zt_shutdown(zt_engine *e) {
     if (!e) return;
+    if (e->comm && e->be) zt_comm_unshare_device(e->comm, e->be);
     if (e->swap) zt__swap_close(e->swap);
     free(e->swap);
     zt_pool_destroy(e->hpool);
