@@ -9111,8 +9111,12 @@ static void *zt__cpu_device_alloc(zt__cpu *cpu, size_t bytes) {
 }
 
 static void zt__cpu_device_free(zt__cpu *cpu) {
-    if (cpu->device_fd >= 0 && cpu->device_mem) munmap(cpu->device_mem, cpu->device_bytes), close(cpu->device_fd);
-    else free(cpu->device_mem);
+    if (cpu->device_fd >= 0 && cpu->device_mem) { /* the arena poisoned parts of it: not the next mapping there */
+        ZT__UNPOISON(cpu->device_mem, cpu->device_bytes);
+        munmap(cpu->device_mem, cpu->device_bytes), close(cpu->device_fd);
+    } else {
+        free(cpu->device_mem);
+    }
     cpu->device_mem = NULL, cpu->device_fd = -1, cpu->device_bytes = 0;
 }
 
