@@ -3338,8 +3338,10 @@ static void zt__reduce_into(uint8_t *const *dst, int n_dst, zt_dtype t, const ui
         int64_t k = ZT__MIN(1024, n - i0);
         zt__to_f32(acc, src[0], t, i0, k);
         for (int r = 1; r < world; r++) {
-            zt__to_f32(tmp, src[r], t, i0, k);
-            for (int64_t i = 0; i < k; i++) acc[i] += tmp[i];
+            const float *x = tmp;
+            if (t == ZT_F32) x = (const float *)src[r] + i0; /* no widening to do */
+            else zt__to_f32(tmp, src[r], t, i0, k);
+            for (int64_t i = 0; i < k; i++) acc[i] += x[i];
         }
         if (scale != 1.0f)
             for (int64_t i = 0; i < k; i++) acc[i] *= scale;
