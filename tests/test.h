@@ -55,4 +55,20 @@ int zt_test_failed(void); /* has the running test failed? */
         }                                                                          \
     } while (0)
 
+/* every parameter of an engine, concatenated in declaration order (out NULL: only counted); with grad,
+   the gradients; -1 when more than cap floats or a read fails. A collective under ZeRO with ranks. */
+static inline int64_t test_read_params(zt_engine *e, float *out, int64_t cap, int grad) {
+    int64_t n = 0;
+    for (int i = 0; i < zt_param_count(e); i++) {
+        zt_shape s;
+        const char *name = zt_param_name(e, i, &s);
+        if (!name) continue;
+        int64_t k = 1;
+        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
+        if (out && (n + k > cap || zt_param_get(e, name, out + n, k, grad) != ZT_OK)) return -1;
+        n += k;
+    }
+    return n;
+}
+
 #endif

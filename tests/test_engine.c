@@ -45,21 +45,6 @@ static void fill_tokens(int32_t *tok, int64_t n, uint32_t seed, int vocab) {
     }
 }
 
-/* all parameters of an engine, concatenated */
-static int64_t read_params(zt_engine *e, float *out, int grad) {
-    int64_t n = 0;
-    for (int i = 0; i < zt_param_count(e); i++) {
-        zt_shape s;
-        const char *name = zt_param_name(e, i, &s);
-        if (!name) continue;
-        int64_t k = 1;
-        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
-        if (out && zt_param_get(e, name, out + n, k, grad) != ZT_OK) zt_fatal("%s", zt_last_error());
-        n += k;
-    }
-    return n;
-}
-
 /* 4 rows in one micro-batch or in four: the same step, because gradients are weighted by tokens */
 TEST(engine_token_weighting_across_micro_batches) {
     zt_model_config c = config_of(GPT2_JSON);
@@ -74,10 +59,10 @@ TEST(engine_token_weighting_across_micro_batches) {
     double sum = 0;
     for (int r = 0; r < 4; r++) sum += zt_forward_backward(four, tok + r * T, NULL, mask + r * T, 1);
     (void)sum;
-    int64_t n = read_params(one, NULL, 0);
+    int64_t n = test_read_params(one, NULL, 0, 0);
     float *g1 = (float *)malloc((size_t)n * 4), *g4 = (float *)malloc((size_t)n * 4);
-    read_params(one, g1, 1);
-    read_params(four, g4, 1);
+    test_read_params(one, g1, n, 1);
+    test_read_params(four, g4, n, 1);
     double worst = 0, scale = 0;
     for (int64_t i = 0; i < n; i++) {
         worst = fmax(worst, fabs((double)g1[i] - g4[i]));
@@ -88,8 +73,8 @@ TEST(engine_token_weighting_across_micro_batches) {
     CHECK_NEAR(s4.loss, s1.loss, 1e-5); /* token-weighted means of the same tokens */
     CHECK_EQ_INT(s1.tokens, s4.tokens);
     CHECK_NEAR(s4.grad_norm, s1.grad_norm, 1e-5 * s1.grad_norm);
-    read_params(one, g1, 0);
-    read_params(four, g4, 0);
+    test_read_params(one, g1, n, 0);
+    test_read_params(four, g4, n, 0);
     double pw = 0;
     for (int64_t i = 0; i < n; i++) pw = fmax(pw, fabs((double)g1[i] - g4[i]));
     free(g1);
@@ -117,10 +102,10 @@ static void checkpointing_is_bitwise(const char *json, zt_precision prec) {
         zt_step(plain);
         zt_step(ckpt);
     }
-    int64_t n = read_params(plain, NULL, 0);
+    int64_t n = test_read_params(plain, NULL, 0, 0);
     float *pa = (float *)malloc((size_t)n * 4), *pb = (float *)malloc((size_t)n * 4);
-    read_params(plain, pa, 0);
-    read_params(ckpt, pb, 0);
+    test_read_params(plain, pa, n, 0);
+    test_read_params(ckpt, pb, n, 0);
     int same = memcmp(pa, pb, (size_t)n * 4) == 0;
     free(pa);
     free(pb);

@@ -80,20 +80,6 @@ static void train(zt_engine *e, int rank, int world, int steps) {
     }
 }
 
-static int64_t read_all(zt_engine *e, float *out) {
-    int64_t n = 0;
-    for (int i = 0; i < zt_param_count(e); i++) {
-        zt_shape s;
-        const char *name = zt_param_name(e, i, &s);
-        if (!name) continue;
-        int64_t k = 1;
-        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
-        if (n + k > MAX_N || zt_param_get(e, name, out + n, k, 0) != ZT_OK) return -1;
-        n += k;
-    }
-    return n;
-}
-
 static int rank_main(zt_options o, zt_comm *c, int rank, int world, result *out) {
     zt_engine *e = make(o, c);
     if (!e) {
@@ -102,7 +88,7 @@ static int rank_main(zt_options o, zt_comm *c, int rank, int world, result *out)
     }
     train(e, rank, world, STEPS);
     static float mine[MAX_N];
-    int64_t n = read_all(e, rank == 0 ? out->w : mine);
+    int64_t n = test_read_params(e, rank == 0 ? out->w : mine, MAX_N, 0);
     zt_shutdown(e);
     if (rank == 0) out->n = n;
     return n < 0 ? 4 : 0;

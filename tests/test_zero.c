@@ -58,20 +58,6 @@ static int32_t token(int s, int64_t r, int64_t i) {
     return (int32_t)(x % 61u);
 }
 
-static int64_t read_all(zt_engine *e, float *out) {
-    int64_t n = 0;
-    for (int i = 0; i < zt_param_count(e); i++) {
-        zt_shape s;
-        const char *name = zt_param_name(e, i, &s);
-        if (!name) continue;
-        int64_t k = 1;
-        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
-        if (n + k > MAX_N || zt_param_get(e, name, out + n, k, 0) != ZT_OK) return -1;
-        n += k;
-    }
-    return n;
-}
-
 /* one rank: train STEPS steps on its rows of each micro-batch, then read every parameter (a collective) */
 static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int world, result *out) {
     zt_model_config mc = config_of(json);
@@ -96,7 +82,7 @@ static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int w
         zt_step_info info = zt_step(e);
         if (rank == 0) out->loss[s] = info.loss;
     }
-    int64_t n = read_all(e, rank == 0 ? out->w : (float *)malloc(sizeof(float) * MAX_N));
+    int64_t n = test_read_params(e, rank == 0 ? out->w : (float *)malloc(sizeof(float) * MAX_N), MAX_N, 0);
     zt_shutdown(e);
     if (n < 0) return 4;
     if (rank == 0) out->n = n;
