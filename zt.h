@@ -5426,7 +5426,8 @@ ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape
    directory of its own, <nvme_path>/zt-swap-<host>-<pid>, removed at exit (also after zt_fatal); one a
    killed job left is removed at the next start. I/O goes through threads made at init, a block
    (aio.block_size) per request, with O_DIRECT where the file system has it. Each block's checksum is
-   kept from its write, so a file truncated or changed under the job is an error, not wrong numbers. */
+   kept from its write, so a file truncated or changed under the job is an error, not wrong numbers.
+   (Each engine of a process has a directory of its own: the name ends in a count.) */
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -5582,7 +5583,7 @@ static void zt__swap_io(zt__swap *sw, int k, int64_t at, int64_t n, void *buf, i
     zt__swap_wait(sw, batch);
 }
 
-/* <path>/zt-swap-<host>-<pid>: made here; one of this host whose process is gone is a killed job's */
+/* <path>/zt-swap-<host>-<pid>-<n>: made here; one of this host whose process is gone is a killed job's */
 static zt_result zt__swap_dir(char *dir, const char *path, const char *key) {
     struct stat st;
     if (stat(path, &st) != 0) return zt_fail(ZT_ERROR_IO, "%s %s does not exist: %s", key, path, strerror(errno));
@@ -5596,7 +5597,7 @@ static zt_result zt__swap_dir(char *dir, const char *path, const char *key) {
         char *end = NULL;
         if (strncmp(de->d_name, prefix, (size_t)n) != 0) continue;
         long pid = strtol(de->d_name + n, &end, 10);
-        if (!end || *end || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (!end || (*end && *end != '-') || pid <= 0 || pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char stale[ZT__PATH], file[ZT__PATH + 32];
         if (snprintf(stale, sizeof stale, "%s/%s", path, de->d_name) >= (int)sizeof stale) continue;
         DIR *sd = opendir(stale);
@@ -5606,7 +5607,8 @@ static zt_result zt__swap_dir(char *dir, const char *path, const char *key) {
         if (rmdir(stale) == 0) zt_log(ZT_LOG_WARN, "removed %s, the swap directory of a job that was killed", stale);
     }
     if (d) closedir(d);
-    if (snprintf(dir, ZT__PATH, "%s/%s%ld", path, prefix, (long)getpid()) >= ZT__PATH)
+    static int engines; /* several engines of one process: a directory each */
+    if (snprintf(dir, ZT__PATH, "%s/%s%ld-%d", path, prefix, (long)getpid(), __atomic_fetch_add(&engines, 1, __ATOMIC_RELAXED)) >= ZT__PATH)
         return zt_fail(ZT_ERROR_INVALID, "%s %s is too long a path", key, path);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return zt_fail(ZT_ERROR_IO, "%s %s is not writable: cannot create %s: %s", key, path, dir, strerror(errno));
@@ -5625,11 +5627,14 @@ static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const c
         if (!bytes[k]) continue;
         sw->bytes[k] = bytes[k];
         sw->sums[k] = sums[k];
-        if ((r = zt__swap_dir(sw->dir[k], paths[k], keys[k])) != ZT_OK) break;
+        if (k == 1 && sw->dir[0][0] && strcmp(paths[0], paths[1]) == 0) memcpy(sw->dir[1], sw->dir[0], ZT__PATH); /* one directory */
+        else if ((r = zt__swap_dir(sw->dir[k], paths[k], keys[k])) != ZT_OK) break;
         struct statvfs vfs;
         double free_bytes = statvfs(sw->dir[k], &vfs) == 0 ? (double)vfs.f_bavail * (double)vfs.f_frsize : 0;
         if (getenv("ZT_TEST_NVME_FREE")) free_bytes = atof(getenv("ZT_TEST_NVME_FREE")); /* the tests' hook */
-        int64_t need = bytes[0] * (k == 0 || strcmp(paths[0], paths[1]) != 0 ? 0 : 1) + bytes[k];
+        int same = bytes[0] && bytes[1] && strcmp(paths[0], paths[1]) == 0; /* one directory: both files, checked first */
+        if (same && k == 1) free_bytes = 1e300;
+        int64_t need = same ? bytes[0] + bytes[1] : bytes[k];
         if ((double)need > free_bytes) {
             r = zt_fail(ZT_ERROR_IO, "%s %s has %.1f MiB free; this rank's swap files need %.1f MiB (zt_train --plan "
                         "shows them)", keys[k], paths[k], free_bytes / 1048576.0, (double)need / 1048576.0);
@@ -5642,10 +5647,10 @@ static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const c
             break;
         }
         memcpy(sw->path[k], file, (size_t)len + 1);
-        sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_DIRECT, 0600);
+        sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0600);
         sw->direct[k] = sw->fd[k] >= 0;
         if (sw->fd[k] < 0 && errno == EINVAL) { /* tmpfs and some others */
-            sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            sw->fd[k] = open(sw->path[k], O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
             if (sw->fd[k] >= 0)
                 zt_log(ZT_LOG_WARN, "%s %s does not take O_DIRECT: swapping through the page cache", keys[k], paths[k]);
         }
@@ -5654,9 +5659,9 @@ static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const c
                         strerror(errno));
             break;
         }
-        int rc = posix_fallocate(sw->fd[k], 0, (off_t)bytes[k]);
-        if (rc != 0 && ftruncate(sw->fd[k], (off_t)bytes[k]) != 0) rc = errno;
-        else rc = 0;
+        int rc = posix_fallocate(sw->fd[k], 0, (off_t)bytes[k]); /* the space taken now, not at some later write */
+        if ((rc == EOPNOTSUPP || rc == EINVAL) && ftruncate(sw->fd[k], (off_t)bytes[k]) != 0) rc = errno;
+        else if (rc == EOPNOTSUPP || rc == EINVAL) rc = 0;
         if (rc != 0) r = zt_fail(ZT_ERROR_IO, "%s %s: cannot make the %.1f MiB swap file %s: %s", keys[k], paths[k],
                                  (double)bytes[k] / 1048576.0, sw->path[k], strerror(rc));
     }
@@ -7762,11 +7767,16 @@ static zt_result zt__st_check_overlaps(zt__st *st) {
     if (!sorted) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", st->path[0]);
     memcpy(sorted, st->e, sizeof *sorted * (size_t)st->n);
     qsort(sorted, (size_t)st->n, sizeof *sorted, zt__st_order);
-    for (int i = 1; i < st->n && r == ZT_OK; i++)
-        if (sorted[i].file == sorted[i - 1].file && sorted[i].begin < sorted[i - 1].end && sorted[i].end > sorted[i].begin)
+    int last = -1; /* the non-empty tensor reaching furthest so far in this file */
+    for (int i = 0; i < st->n && r == ZT_OK; i++) {
+        if (sorted[i].end == sorted[i].begin) continue;
+        if (last >= 0 && sorted[last].file != sorted[i].file) last = -1;
+        if (last >= 0 && sorted[i].begin < sorted[last].end)
             r = zt_fail(ZT_ERROR_FORMAT, "%s: tensors \"%.*s\" and \"%.*s\" overlap (bytes %lld and %lld of the data)",
-                        st->path[sorted[i].file], sorted[i - 1].name_len, sorted[i - 1].name, sorted[i].name_len,
-                        sorted[i].name, (long long)sorted[i - 1].begin, (long long)sorted[i].begin);
+                        st->path[sorted[i].file], sorted[last].name_len, sorted[last].name, sorted[i].name_len,
+                        sorted[i].name, (long long)sorted[last].begin, (long long)sorted[i].begin);
+        if (last < 0 || sorted[i].end > sorted[last].end) last = i;
+    }
     free(sorted);
     return r;
 }
@@ -7844,8 +7854,9 @@ ZT_API int zt_hf_has_weights(const char *dir) {
 }
 
 ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
-    zt__st st;
-    zt_result r = zt__st_open(&st, dir);
+    zt__st *stp = (zt__st *)malloc(sizeof *stp); /* load time: a megabyte of paths */
+    if (!stp) return zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
+    zt_result r = zt__st_open(stp, dir);
     int n_params = zt_param_count(e);
     zt__st_entry **found = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *found); /* load time */
     if (!found && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
@@ -7854,8 +7865,8 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         zt_shape s;
         const char *name = zt_param_name(e, p, &s);
         if (!name) continue;
-        zt__st_entry *t = zt__st_find(&st, name);
-        if (!t && strncmp(name, "transformer.", 12) == 0) t = zt__st_find(&st, name + 12); /* old GPT-2 files */
+        zt__st_entry *t = zt__st_find(stp, name);
+        if (!t && strncmp(name, "transformer.", 12) == 0) t = zt__st_find(stp, name + 12); /* old GPT-2 files */
         if (!t) {
             r = zt_fail(ZT_ERROR_FORMAT, "%s has no tensor \"%s\", which its config.json's model has", dir, name);
             break;
@@ -7869,7 +7880,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
             for (int d = 0; d < t->ndim; d++)
                 snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
             r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" should be F32, F16 or BF16 of shape [%s] (config.json), found "
-                        "shape [%s]%s", st.path[t->file], name, want, got, t->convertible ? "" : " of another dtype");
+                        "shape [%s]%s", stp->path[t->file], name, want, got, t->convertible ? "" : " of another dtype");
             break;
         }
         t->used = 1;
@@ -7877,10 +7888,10 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     }
     int unused = 0;
     const zt__st_entry *first = NULL;
-    for (int i = 0; i < st.n && r == ZT_OK; i++)
-        if (!st.e[i].used && !zt__hf_buffer(st.e[i].name, st.e[i].name_len) &&
-            !(st.e[i].name_len == 14 && memcmp(st.e[i].name, "lm_head.weight", 14) == 0 && e->has_cfg && e->cfg.tied_embeddings)) {
-            if (!first) first = &st.e[i];
+    for (int i = 0; i < stp->n && r == ZT_OK; i++)
+        if (!stp->e[i].used && !zt__hf_buffer(stp->e[i].name, stp->e[i].name_len) &&
+            !(stp->e[i].name_len == 14 && memcmp(stp->e[i].name, "lm_head.weight", 14) == 0 && e->has_cfg && e->cfg.tied_embeddings)) {
+            if (!first) first = &stp->e[i];
             unused++;
         }
     if (unused && first)
@@ -7910,7 +7921,8 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         free(buf);
     }
     free(found);
-    zt__st_close(&st);
+    zt__st_close(stp);
+    free(stp);
     return r;
 }
 
@@ -8395,7 +8407,11 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
     zt_tokenizer *t = (zt_tokenizer *)calloc(1, sizeof *t); /* load time, freed by zt_tokenizer_free */
     char tmp[1024];
     zt__json j;
-    zt_result r = t ? zt__json_parse(&j, &a, file, text, len) : zt_fail(ZT_ERROR_MEMORY, "out of memory");
+    if (!t) {
+        free(mem);
+        return zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
+    }
+    zt_result r = zt__json_parse(&j, &a, file, text, len);
     int model = r == ZT_OK ? zt__json_get(&j, 0, "model") : -1, vocab = zt__json_get(&j, model, "vocab");
     int merges = zt__json_get(&j, model, "merges"), added = r == ZT_OK ? zt__json_get(&j, 0, "added_tokens") : -1;
     char type[32] = "";
@@ -8500,7 +8516,7 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         } else if (j.tok[it].type == JSMN_STRING) {
             int64_t n = zt__json_text(&j, it, tmp, sizeof tmp);
             char *sp = n > 0 ? (char *)memchr(tmp, ' ', (size_t)n) : NULL;
-            if (sp) {
+            if (sp && sp - tmp < (int64_t)sizeof left && n - (sp - tmp) - 1 < (int64_t)sizeof right) {
                 nl = sp - tmp, nr = n - nl - 1;
                 memcpy(left, tmp, (size_t)nl), memcpy(right, sp + 1, (size_t)nr);
             }
@@ -8611,6 +8627,7 @@ static int64_t zt__bpe(zt_tokenizer *t, int64_t n, int32_t *ids, int64_t cap, in
 
 /* one byte-level piece (raw bytes) */
 static int64_t zt__tok_bytes(zt_tokenizer *t, const char *s, size_t n, int32_t *ids, int64_t cap, int64_t at) {
+    if (n > (size_t)INT32_MAX / 4) zt_fatal("a piece of %zu bytes is more than zt tokenizes at once", n);
     if (!zt__tok_grow(t, (int64_t)n)) zt_fatal("out of memory tokenizing");
     if (t->ignore_merges) { /* the whole piece, when the vocabulary has it */
         size_t m = 0;
@@ -8701,6 +8718,7 @@ static size_t zt__pre_next(const zt_tokenizer *t, const char *s, size_t n, size_
 /* a SentencePiece-style segment: ▁ for spaces (and before it, as the file says), then BPE over its
    characters, unknown ones as their bytes' <0xXX> tokens */
 static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, int32_t *ids, int64_t cap, int64_t at) {
+    if (n > (size_t)INT32_MAX / 4) zt_fatal("a text of %zu bytes between added tokens is more than zt tokenizes in one piece", n);
     if (!zt__tok_grow(t, (int64_t)n * 3 + 8)) zt_fatal("out of memory tokenizing");
     char *b = t->buf;
     size_t m = 0;
@@ -8736,7 +8754,8 @@ static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, i
 /* the text between added tokens */
 static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int first, int32_t *ids, int64_t cap, int64_t at) {
     if (!t->byte_level) return zt__tok_sp(t, s, n, first, ids, cap, at);
-    if (t->prefix_space && first && n > 0 && s[0] != ' ') { /* ByteLevel's add_prefix_space: " " + the text */
+    first = 1; /* add_prefix_space applies between every pair of added tokens */
+    if (t->prefix_space && first && n > 0 && s[0] != ' ') { /* ByteLevel's add_prefix_space: " " + each piece */
         char *spaced = (char *)malloc(n + 1);
         if (!spaced) zt_fatal("out of memory tokenizing");
         spaced[0] = ' ';
@@ -8757,7 +8776,6 @@ static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int fir
 ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
     int64_t at = 0;
     size_t seg = 0;
-    int first = 1;
     for (size_t i = 0; i <= n;) {
         int32_t hit = -1;
         for (int a = 0; a < t->n_added && i < n; a++) {
@@ -8772,7 +8790,7 @@ ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t 
             i++;
             continue;
         }
-        if (i > seg) at = zt__tok_segment(t, text + seg, i - seg, first, ids, cap, at), first = 0;
+        if (i > seg) at = zt__tok_segment(t, text + seg, i - seg, seg == 0, ids, cap, at); /* "first": at the text's start */
         if (hit < 0) break;
         if (at < cap) ids[at] = hit;
         at++;
@@ -8840,6 +8858,8 @@ typedef struct zt__tokbuf { int32_t *ids; uint8_t *mask; int64_t n, cap, mcap; }
 
 /* appends the tokens of text (mask value m for each) */
 static zt_result zt__tokbuf_add(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t len, uint8_t m) {
+    if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)(len / 2) + 64, sizeof(int32_t))) /* most texts: one pass */
+        return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
     for (;;) {
         int64_t room = b->cap - b->n, got = zt_tokenize(t, text, len, b->ids + b->n, room);
         if (got <= room) {
@@ -8883,6 +8903,11 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     size_t il = strlen(d->input);
     int jsonl = il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0;
     const char *pk = d->prompt_key ? d->prompt_key : "prompt", *rk = d->response_key ? d->response_key : "response";
+    if (d->eot >= zt_tokenizer_vocab(t)) {
+        munmap((void *)(uintptr_t)map, bytes);
+        return zt_fail(ZT_ERROR_INVALID, "end-of-text id %d is outside the tokenizer's %lld ids", d->eot,
+                       (long long)zt_tokenizer_vocab(t));
+    }
     zt__tokbuf b;
     memset(&b, 0, sizeof b);
     const char *text = (const char *)map;
@@ -9100,7 +9125,7 @@ static zt_result zt__cpu_create(zt_backend *b) {
 /* the device arena: a memfd's pages (zt_comm_share_device lets the other ranks map them), else plain */
 static void *zt__cpu_device_alloc(zt__cpu *cpu, size_t bytes) {
     size_t size = (ZT__MAX(bytes, 1) + 4095) / 4096 * 4096;
-    int fd = (int)syscall(SYS_memfd_create, "zt-device", 0);
+    int fd = (int)syscall(SYS_memfd_create, "zt-device", 1u /* MFD_CLOEXEC */);
     void *p = MAP_FAILED;
     if (fd >= 0 && ftruncate(fd, (off_t)size) == 0) p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {

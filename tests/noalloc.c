@@ -134,6 +134,8 @@ int main(void) {
     counting = 0;
     zt_shutdown(e);
     unlink(path);
+    snprintf(path, sizeof path, "%s/latest", dir);
+    unlink(path);
     rmdir(dir);
     printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation), "
            "%ld in %d steps offloaded to NVMe\n", before, skipped, taken, saved ? "saved" : "NOT saved", calls - before,

@@ -219,4 +219,14 @@ TEST(hf_overlapping_tensors_are_refused) {
     memcpy(b + 8, hdr, h);
     damaged(b, len, "overlap");
     free(b);
+    /* an empty tensor between two that overlap hides nothing */
+    hdr = "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[25],\"data_offsets\":[0,100]},"
+          "\"b.weight\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[50,50]},"
+          "\"c.weight\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[60,80]}}";
+    h = strlen(hdr), len = 8 + h + 100;
+    b = (char *)calloc(1, len);
+    for (int i = 0; i < 8; i++) b[i] = (char)((uint64_t)h >> (8 * i));
+    memcpy(b + 8, hdr, h);
+    damaged(b, len, "overlap");
+    free(b);
 }

@@ -26,10 +26,8 @@ typedef struct result { int64_t n; float w[MAX_N]; char msg[1024]; } result;
 static char nvme_dir[256];
 
 static const char *nvme(void) {
-    if (!nvme_dir[0]) {
-        snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zt_offload_test_%d", (int)getpid());
-        mkdir(nvme_dir, 0700);
-    }
+    if (!nvme_dir[0]) snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zt_offload_test_%d", (int)getpid());
+    mkdir(nvme_dir, 0700); /* again after a test removed it */
     return nvme_dir;
 }
 
@@ -243,8 +241,10 @@ TEST(offload_refuses_bad_swap_paths) {
 static int swap_file(char *out, size_t cap, const char *name) {
     DIR *d = opendir(nvme());
     int found = 0;
+    char mine[32];
+    snprintf(mine, sizeof mine, "-%d-", (int)getpid()); /* zt-swap-<host>-<pid>-<n> */
     for (struct dirent *de; d && (de = readdir(d)) != NULL && !found;)
-        if (strncmp(de->d_name, "zt-swap-", 8) == 0 && strtol(strrchr(de->d_name, '-') + 1, NULL, 10) == (long)getpid())
+        if (strncmp(de->d_name, "zt-swap-", 8) == 0 && strstr(de->d_name, mine))
             found = snprintf(out, cap, "%s/%s/%s", nvme(), de->d_name, name) < (int)cap;
     if (d) closedir(d);
     return found;
@@ -312,6 +312,22 @@ TEST(offload_clears_the_swap_directory_of_a_killed_job) {
     struct stat st;
     CHECK(stat(dir, &st) != 0); /* gone */
     zt_shutdown(e);
+    CHECK_EQ_INT(swap_dirs_left(), 0);
+    rmdir(nvme());
+}
+
+/* two engines of one process offload to the same directory: each has its own swap files */
+TEST(offload_two_engines_in_one_process) {
+    zt_engine *a = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
+    CHECK_MSG(a != NULL, "%s", zt_last_error());
+    train(a, 0, 1, 1);
+    zt_engine *b = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
+    CHECK_MSG(b != NULL, "%s", zt_last_error());
+    train(a, 0, 1, 1); /* A's files are still A's */
+    train(b, 0, 1, 1);
+    zt_shutdown(b);
+    train(a, 0, 1, 1);
+    zt_shutdown(a);
     CHECK_EQ_INT(swap_dirs_left(), 0);
     rmdir(nvme());
 }

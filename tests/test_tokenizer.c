@@ -3,8 +3,10 @@
    naive tokenizers: Chinese and Japanese, full-width punctuation, emoji, combining marks, white-space
    runs, digits, contractions, special tokens in the text, characters outside the vocabulary. zt must
    give the same ids, and decode them to the library's text. */
+#define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include <stdio.h>
+#include <unistd.h>
 
 static size_t unhex(const char *h, char *out) {
     size_t n = 0;
@@ -65,3 +67,37 @@ TEST(tokenizer_llama3_byte_level) { check_tokenizer("llama3"); }
 TEST(tokenizer_qwen2_byte_level) { check_tokenizer("qwen2"); }
 TEST(tokenizer_llama2_sentencepiece) { check_tokenizer("llama2"); }
 TEST(tokenizer_mistral_metaspace) { check_tokenizer("mistral"); }
+
+/* hostile files: one clear error or a tokenizer that works, never a crash */
+TEST(tokenizer_hostile_files) {
+    static char merge[4096];
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/zt_hostile_tokenizer_%d.json", (int)getpid());
+    memset(merge, 'a', 700);
+    merge[700] = 0;
+    const char *cases[] = {
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"%s b\"]}}",
+        "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 16000000}, \"merges\": []}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [[\"a\"]]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFC\"}}",
+    };
+    const char *want[] = {NULL, "zt reads BPE tokenizers", "ids are dense", "merge 0 is neither", "NFC"};
+    for (int i = 0; i < 5; i++) {
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        fprintf(f, cases[i], merge);
+        fclose(f);
+        zt_tokenizer *t = NULL;
+        zt_result r = zt_tokenizer_load(&t, path);
+        if (want[i]) {
+            CHECK_MSG(r != ZT_OK, "case %d was accepted", i);
+            CHECK_STR_CONTAINS(zt_last_error(), want[i]);
+        } else if (r == ZT_OK) {
+            int32_t ids[64];
+            CHECK(zt_tokenize(t, "ab", 2, ids, 64) >= 0);
+        }
+        zt_tokenizer_free(t);
+    }
+    remove(path);
+}

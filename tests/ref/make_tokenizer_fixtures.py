@@ -3,7 +3,10 @@
 uses): tiny tokenizers of each kind zt reads, trained on a small multilingual corpus, and the ids the
 library gives for strings that break naive tokenizers.
 
-    python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root; the same files each run)
+    python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
+
+(The SentencePiece-style training breaks frequency ties in hash order, so its vocabulary can differ
+between runs; each run's tokenizer.json and cases agree, which is what the test needs.)
 
 It writes tests/ref/tokenizers/<name>/tokenizer.json, cases.json ([{"text", "ids", "decoded"}]) and the same
 cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "D <hex UTF-8 of the decoded ids>"):
@@ -54,6 +57,8 @@ CASES = [
     "한국어 Русский العربية",
     "def f(x):\n    return x**2  # square\n",
     "tokens <|endoftext|> inside text<|endoftext|>",
+    "<s>Hello world",
+    "</s>hi</s> there",
     "rare characters outside the vocabulary: ⌘ ∮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
     "",
     "   ",
