@@ -8228,6 +8228,7 @@ struct zt_tokenizer {
     int sp_prepend;          /* ▁ before: 0 nothing, 1 every segment (normalizer Prepend), 2 the text's start and
                                 3 every segment (Metaspace "first", "always": unless one is there already) */
     int sp_split;            /* Metaspace split: pieces start at each ▁ */
+    int sp_words;            /* no token has ▁ after another character: BPE runs a word at a time, the same */
     int byte_fallback, fuse_unk, ignore_merges, strip_left;
     int32_t unk;
     int64_t n_vocab;
@@ -8543,6 +8544,16 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         int n = t->byte_level ? zt__put_utf8(s, t->byte_char[b]) : snprintf(s, sizeof s, "<0x%02X>", b);
         t->byte_id[b] = zt__tok_find(t, s, (size_t)n);
     }
+    /* SentencePiece-style: when no token holds a ▁ after another character, no merge crosses the start of
+       a word, so BPE a word at a time gives the ids of BPE over the whole text, in bounded memory */
+    t->sp_words = !t->byte_level;
+    for (int64_t id = 0; id < t->n_vocab && t->sp_words && r == ZT_OK; id++) {
+        const char *p = t->pool + t->off[id];
+        size_t len = (size_t)(t->off[id + 1] - t->off[id]);
+        for (size_t i = 1; i + 3 <= len && t->sp_words; i++)
+            if (memcmp(p + i, "\xe2\x96\x81", 3) == 0 && !(i >= 3 && memcmp(p + i - 3, "\xe2\x96\x81", 3) == 0))
+                t->sp_words = 0;
+    }
     t->unk = -1;
     int unk = zt__json_get(&j, model, "unk_token");
     int64_t un = r == ZT_OK && unk >= 0 ? zt__json_text(&j, unk, tmp, sizeof tmp) : -1;
@@ -8730,13 +8741,16 @@ static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, i
         else b[m++] = s[i];
     }
     int64_t ns = 0;
+    int after_mark = 0; /* the character before was a ▁ */
     for (size_t i = 0; i < m;) {
         int len;
         zt__utf8(b, m, i, &len);
-        if (t->sp_split && ns > 0 && len == 3 && memcmp(b + i, "\xe2\x96\x81", 3) == 0) { /* a new word at each ▁ */
+        int mark = len == 3 && memcmp(b + i, "\xe2\x96\x81", 3) == 0;
+        if (ns > 0 && mark && (t->sp_split || (t->sp_words && !after_mark))) { /* a new word */
             at = zt__bpe(t, ns, ids, cap, at);
             ns = 0;
         }
+        after_mark = mark;
         int32_t id = zt__tok_find(t, b + i, (size_t)len);
         if (id >= 0) {
             t->sym[ns++] = id;

@@ -20,7 +20,7 @@ static size_t unhex(const char *h, char *out) {
 }
 
 static void check_tokenizer(const char *name) {
-    char path[256], line[65536], text[8192], want_text[8192], got_text[8192];
+    char path[256], line[65536], text[16384], want_text[16384], got_text[16384];
     snprintf(path, sizeof path, "tests/ref/tokenizers/%s", name);
     zt_tokenizer *t = NULL;
     CHECK_MSG(zt_tokenizer_load(&t, path) == ZT_OK, "%s: %s", path, zt_last_error());

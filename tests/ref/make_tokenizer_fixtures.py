@@ -65,6 +65,7 @@ CASES = [
     "\n",
     "x",
 ]
+CASES.append("\n".join(CORPUS[:10]) * 3)  # a long text: zt's word-at-a-time BPE must equal BPE over all of it
 
 
 def byte_level(pre, special, ignore_merges=False):
