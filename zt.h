@@ -2430,47 +2430,58 @@ static zt_result zt__json_bool(const zt__json *j, int t, const char *key, int *o
     return ZT_OK;
 }
 
-/* a string, escapes decoded (\uXXXX to UTF-8; surrogate pairs are not joined); t < 0 leaves out */
-static zt_result zt__json_string(const zt__json *j, int t, const char *key, char *out, size_t size) {
-    if (t < 0) return ZT_OK;
-    if (j->tok[t].type != JSMN_STRING) return zt__json_type_error(j, t, key, "a string");
-    const char *s = j->text + j->tok[t].start;
-    int n = j->tok[t].end - j->tok[t].start;
-    size_t o = 0;
-    for (int i = 0; i < n; i++) {
-        char enc[3];
+/* code point c as UTF-8 into o: its length */
+static int zt__put_utf8(char *o, uint32_t c) {
+    if (c < 0x80) return o[0] = (char)c, 1;
+    if (c < 0x800) return o[0] = (char)(0xc0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3f)), 2;
+    if (c < 0x10000) return o[0] = (char)(0xe0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3f)), o[2] = (char)(0x80 | (c & 0x3f)), 3;
+    o[0] = (char)(0xf0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3f)), o[2] = (char)(0x80 | (c >> 6 & 0x3f));
+    o[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+/* a JSON string's text, decoded (surrogate pairs joined), into out (cap bytes); its length or -1 */
+static int64_t zt__json_text(const zt__json *j, int tk, char *out, size_t cap) {
+    if (tk < 0 || j->tok[tk].type != JSMN_STRING) return -1;
+    const char *s = j->text + j->tok[tk].start;
+    size_t n = (size_t)(j->tok[tk].end - j->tok[tk].start), o = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = (uint8_t)s[i];
+        char enc[4] = {(char)c, 0, 0, 0};
         int len = 1;
-        if (s[i] != '\\') {
-            enc[0] = s[i]; /* UTF-8 passes through */
-        } else {
-            unsigned cp;
+        if (c != '\\') {
+            enc[0] = (char)c;
+        } else if (i + 1 < n) {
             char e = s[++i];
-            if (e == 'u') {
+            if (e == 'u' && i + 4 < n) {
                 char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], 0};
-                cp = (unsigned)strtoul(hex, NULL, 16);
+                c = (uint32_t)strtoul(hex, NULL, 16);
                 i += 4;
-                if (cp == 0) return zt__json_type_error(j, t, key, "a string without NUL characters");
+                if (c >= 0xd800 && c < 0xdc00 && i + 6 < n && s[i + 1] == '\\' && s[i + 2] == 'u') {
+                    char lo[5] = {s[i + 3], s[i + 4], s[i + 5], s[i + 6], 0};
+                    uint32_t l = (uint32_t)strtoul(lo, NULL, 16);
+                    if (l >= 0xdc00 && l < 0xe000) c = 0x10000 + ((c - 0xd800) << 10) + (l - 0xdc00), i += 6;
+                }
             } else {
-                cp = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (unsigned char)e;
+                c = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (uint8_t)e;
             }
-            if (cp < 0x80) {
-                enc[0] = (char)cp;
-            } else if (cp < 0x800) {
-                enc[0] = (char)(0xc0 | (cp >> 6));
-                enc[1] = (char)(0x80 | (cp & 0x3f));
-                len = 2;
-            } else {
-                enc[0] = (char)(0xe0 | (cp >> 12));
-                enc[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-                enc[2] = (char)(0x80 | (cp & 0x3f));
-                len = 3;
-            }
+            len = zt__put_utf8(enc, c);
         }
-        if (o + (size_t)len >= size) return zt__json_type_error(j, t, key, "a shorter string");
+        if (o + (size_t)len > cap) return -1;
         memcpy(out + o, enc, (size_t)len);
         o += (size_t)len;
     }
-    out[o] = 0;
+    return (int64_t)o;
+}
+
+/* a string, escapes decoded (zt__json_text), NUL-terminated; t < 0 leaves out as it is */
+static zt_result zt__json_string(const zt__json *j, int t, const char *key, char *out, size_t size) {
+    if (t < 0) return ZT_OK;
+    if (j->tok[t].type != JSMN_STRING) return zt__json_type_error(j, t, key, "a string");
+    int64_t n = zt__json_text(j, t, out, size - 1);
+    if (n < 0) return zt__json_type_error(j, t, key, "a shorter string");
+    if (memchr(out, 0, (size_t)n)) return zt__json_type_error(j, t, key, "a string without NUL characters");
+    out[n] = 0;
     return ZT_OK;
 }
 
@@ -8210,14 +8221,6 @@ static uint32_t zt__utf8(const char *s, size_t n, size_t i, int *len) {
     return *len = 1, u[0];
 }
 
-static int zt__put_utf8(char *o, uint32_t c) {
-    if (c < 0x80) return o[0] = (char)c, 1;
-    if (c < 0x800) return o[0] = (char)(0xc0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3f)), 2;
-    if (c < 0x10000) return o[0] = (char)(0xe0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3f)), o[2] = (char)(0x80 | (c & 0x3f)), 3;
-    o[0] = (char)(0xf0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3f)), o[2] = (char)(0x80 | (c >> 6 & 0x3f));
-    o[3] = (char)(0x80 | (c & 0x3f));
-    return 4;
-}
 
 enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2 };
 
@@ -8281,40 +8284,6 @@ ZT_API void zt_tokenizer_free(zt_tokenizer *t) {
 
 ZT_API int64_t zt_tokenizer_vocab(const zt_tokenizer *t) { return t->n_vocab; }
 ZT_API int32_t zt_tokenizer_id(const zt_tokenizer *t, const char *token) { return zt__tok_find(t, token, strlen(token)); }
-
-/* a JSON string's text, decoded (surrogate pairs joined), into out (cap bytes); its length or -1 */
-static int64_t zt__json_text(const zt__json *j, int tk, char *out, size_t cap) {
-    if (tk < 0 || j->tok[tk].type != JSMN_STRING) return -1;
-    const char *s = j->text + j->tok[tk].start;
-    size_t n = (size_t)(j->tok[tk].end - j->tok[tk].start), o = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t c = (uint8_t)s[i];
-        char enc[4] = {(char)c, 0, 0, 0};
-        int len = 1;
-        if (c != '\\') {
-            enc[0] = (char)c;
-        } else if (i + 1 < n) {
-            char e = s[++i];
-            if (e == 'u' && i + 4 < n) {
-                char hex[5] = {s[i + 1], s[i + 2], s[i + 3], s[i + 4], 0};
-                c = (uint32_t)strtoul(hex, NULL, 16);
-                i += 4;
-                if (c >= 0xd800 && c < 0xdc00 && i + 6 < n && s[i + 1] == '\\' && s[i + 2] == 'u') {
-                    char lo[5] = {s[i + 3], s[i + 4], s[i + 5], s[i + 6], 0};
-                    uint32_t l = (uint32_t)strtoul(lo, NULL, 16);
-                    if (l >= 0xdc00 && l < 0xe000) c = 0x10000 + ((c - 0xd800) << 10) + (l - 0xdc00), i += 6;
-                }
-            } else {
-                c = e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : (uint8_t)e;
-            }
-            len = zt__put_utf8(enc, c);
-        }
-        if (o + (size_t)len > cap) return -1;
-        memcpy(out + o, enc, (size_t)len);
-        o += (size_t)len;
-    }
-    return (int64_t)o;
-}
 
 static const char *const zt__pre_regex[4] = {
     NULL, NULL,
