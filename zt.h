@@ -40,10 +40,13 @@
        >>backend     backends, streams, events, copies (the interface a backend implements)
        >>ops         every kernel, forward and backward, validated here and run by a backend
        >>model       Hugging Face config.json, the block interface, GPT-2 and LLaMA-family blocks
-       >>engine      zt_init, zt_forward_backward, zt_step, zt_eval, zt_generate; options, schedules
+       >>engine      zt_init, zt_forward_backward, zt_step, zt_eval, zt_generate; options, schedules;
+                     ZeRO stages 0-3, offload to host memory and NVMe, the memory plan
+       >>comm        collectives (single rank, shared memory, direct between ranks' memory), the launcher
        >>config      DeepSpeed's JSON config (DeepSpeed 0.19.8's meaning)
        >>io          token data: llm.c, headerless and text files, masks, epochs, ranks
-       >>checkpoint  zt_save / zt_load in DeepSpeed's layout
+       >>tokenizer   Hugging Face tokenizer.json (byte-level and SentencePiece-style BPE), token files
+       >>checkpoint  zt_save / zt_load in DeepSpeed's layout; Hugging Face safetensors in and out
        >>json        (implementation only) a validating reader over jsmn
        >>cpu         (implementation only) the CPU backend: streams and kernels
    The CUDA backend (zt_cuda.cuh) does not exist yet; zt.h builds under nvcc and runs on the CPU there.
