@@ -327,6 +327,7 @@ launcher_checks() {
     zero_checks "$text"
     offload_checks "$text"
     hf_checks "$text"
+    accelerate_checks "$text"
     local rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?
@@ -471,6 +472,47 @@ hf_checks() {
         pass "a checkpoint of 4 ranks at ZeRO-3 resumes on 2 and on 1 and continues the losses (worst relative difference $worst)"
     else
         fail "a checkpoint of 4 ranks did not continue on 2 and 1 (worst relative difference $worst)"
+    fi
+}
+
+# --config_file: Accelerate's YAML (as `accelerate config` writes it) launches and configures the run that
+# the equivalent flags and DeepSpeed JSON give, bit for bit
+accelerate_checks() {
+    local text=$1 dir=$B/check/accelerate
+    rm -rf $dir && mkdir -p $dir
+    cat >$dir/default_config.yaml <<'YAML'
+compute_environment: LOCAL_MACHINE
+debug: false
+deepspeed_config:
+  gradient_accumulation_steps: 2
+  gradient_clipping: 1.0
+  offload_optimizer_device: cpu
+  offload_param_device: none
+  zero3_init_flag: false
+  zero_stage: 2
+distributed_type: DEEPSPEED
+downcast_bf16: 'no'
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+tpu_env: []
+use_cpu: false
+YAML
+    echo '{"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}, "gradient_accumulation_steps": 2,
+           "gradient_clipping": 1.0, "train_micro_batch_size_per_gpu": "auto"}' >$dir/ds.json
+    local f=(--model examples/models/byte-small --data "$text" --max_steps 3 --seq_len 32 --logging_steps 0 --threads 1
+             --per_device_train_batch_size 2)
+    if $B/zt_train "${f[@]}" --config_file $dir/default_config.yaml --output_dir $dir/yaml >/dev/null 2>&1 &&
+        $B/zt_train "${f[@]}" --num_processes 2 --bf16 --config $dir/ds.json --output_dir $dir/flags >/dev/null 2>&1 &&
+        cmp -s $dir/yaml/global_step3/zt_rank_00000.safetensors $dir/flags/global_step3/zt_rank_00000.safetensors &&
+        [[ $(grep -c . $dir/yaml/metrics.jsonl) == 3 ]]; then
+        pass "zt_train --config_file takes Accelerate's YAML (2 ranks, bf16, ZeRO-2 with CPU offload): the run of the same flags"
+    else
+        fail "zt_train --config_file did not give the run of the equivalent flags"
     fi
 }
 

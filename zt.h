@@ -803,6 +803,26 @@ ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *
                                     const char *name, int world_size, int64_t hidden);
 /* The effective configuration as JSON, every key resolved, then the first learning rates. */
 ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE *out);
+/* Accelerate's config file (what `accelerate config` writes, default_config.yaml): the launcher's
+   settings, the precision and the DeepSpeed plugin, read from the YAML subset Accelerate writes (keys and
+   scalars, one nested mapping level, comments). Unset numbers are -1 and unset strings "". zt_train
+   --config_file FILE uses it as `accelerate launch --config_file FILE` does; flags given too win. */
+typedef struct zt_accelerate_config {
+    int64_t num_processes, num_machines, machine_rank, main_process_port;
+    char main_process_ip[256], mixed_precision[16], distributed_type[32];
+    /* deepspeed_config: a JSON file, or the settings Accelerate turns into one */
+    char deepspeed_config_file[1024], offload_optimizer_device[16], offload_param_device[16];
+    char offload_optimizer_nvme_path[512], offload_param_nvme_path[512];
+    int64_t zero_stage, gradient_accumulation_steps;
+    double gradient_clipping;
+    int zero3_init_flag;
+} zt_accelerate_config;
+ZT_API zt_result zt_accelerate_config_read(zt_accelerate_config *c, const char *path);
+ZT_API zt_result zt_accelerate_config_parse(zt_accelerate_config *c, const char *text, size_t len, const char *name);
+/* the DeepSpeed JSON Accelerate would build from the inline deepspeed_config settings, into out (cap
+   bytes); 0 when there are none (or a deepspeed_config_file names the JSON instead) */
+ZT_API size_t zt_accelerate_deepspeed_json(const zt_accelerate_config *c, char *out, size_t cap);
+
 
 /* >>io ========================================================================================= */
 
@@ -4788,6 +4808,168 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
     fprintf(out, "  \"learning_rates\": [");
     for (int k = 0; k < 10; k++) fprintf(out, "%s%.6g", k ? ", " : "", (double)zt_schedule_lr(o, k));
     fprintf(out, "]\n}\n");
+}
+
+/* ---- Accelerate's YAML config ---- */
+
+static const char *const zt__acc_quiet[] = { /* Accelerate's keys that mean nothing to zt */
+    "compute_environment", "downcast_bf16", "enable_cpu_affinity", "gpu_ids", "main_training_function",
+    "rdzv_backend", "same_network", "tpu_env", "tpu_use_cluster", "tpu_use_sudo", "use_cpu", "debug",
+    "dynamo_config", "fsdp_config", "megatron_lm_config", "ipex_config", "mpirun_config", "deepspeed_multinode_launcher",
+    "zero3_save_16bit_model", "deepspeed_hostfile", NULL};
+
+static int zt__in_list(const char *const *list, const char *s) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(list[i], s) == 0) return 1;
+    return 0;
+}
+
+/* a YAML scalar: quotes removed, "null" and "~" empty */
+static void zt__yaml_scalar(const char *v, size_t n, char *out, size_t cap) {
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r')) n--;
+    if (n >= 2 && ((v[0] == '"' && v[n - 1] == '"') || (v[0] == '\'' && v[n - 1] == '\''))) v++, n -= 2;
+    else if ((n == 4 && memcmp(v, "null", 4) == 0) || (n == 1 && v[0] == '~')) n = 0;
+    if (n >= cap) n = cap - 1;
+    memcpy(out, v, n);
+    out[n] = 0;
+}
+
+static zt_result zt__acc_str(const char *name, int line, const char *key, const char *v, char *out, size_t cap) {
+    size_t n = strlen(v);
+    if (n >= cap) return zt_fail(ZT_ERROR_INVALID, "%s:%d: %s is longer than zt takes (%zu bytes)", name, line, key, cap - 1);
+    memcpy(out, v, n + 1);
+    return ZT_OK;
+}
+
+static zt_result zt__acc_int(const char *name, int line, const char *key, const char *v, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (!*v || *end || errno || x < 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s:%d: %s must be a non-negative integer, found \"%s\"", name, line, key, v);
+    *out = x;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_accelerate_config_parse(zt_accelerate_config *c, const char *text, size_t len, const char *name) {
+    memset(c, 0, sizeof *c);
+    c->num_processes = c->num_machines = c->machine_rank = c->main_process_port = -1;
+    c->zero_stage = c->gradient_accumulation_steps = -1;
+    c->gradient_clipping = -1;
+    char section[64] = "", key[64], val[1024], unknown[160] = "";
+    int line = 0;
+    for (size_t i = 0; i < len;) {
+        const char *nl = (const char *)memchr(text + i, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
+        const char *s = text + i;
+        i += n + 1;
+        line++;
+        if (memchr(s, 0, n)) return zt_fail(ZT_ERROR_FORMAT, "%s:%d: a NUL byte", name, line);
+        size_t indent = 0;
+        while (indent < n && s[indent] == ' ') indent++;
+        if (indent == n || s[indent] == '#' || (n - indent >= 3 && memcmp(s + indent, "---", 3) == 0)) continue;
+        if (s[indent] == '\t') return zt_fail(ZT_ERROR_FORMAT, "%s:%d: a tab in the indentation (YAML takes spaces)", name, line);
+        if (s[indent] == '-')
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s:%d: a list item; zt reads the keys and values Accelerate writes", name, line);
+        const char *colon = (const char *)memchr(s + indent, ':', n - indent);
+        size_t kl = colon ? (size_t)(colon - (s + indent)) : 0;
+        if (!colon || kl == 0 || kl >= sizeof key)
+            return zt_fail(ZT_ERROR_FORMAT, "%s:%d: expected \"key: value\", found \"%.*s\"", name, line, (int)(n < 60 ? n : 60), s);
+        memcpy(key, s + indent, kl);
+        key[kl] = 0;
+        const char *v = colon + 1;
+        size_t vn = (size_t)(s + n - v);
+        while (vn > 0 && *v == ' ') v++, vn--;
+        const char *hash = vn && *v != '"' && *v != '\'' ? (const char *)memchr(v, '#', vn) : NULL; /* a comment */
+        if (hash) vn = (size_t)(hash - v);
+        zt__yaml_scalar(v, vn, val, sizeof val);
+        if (indent == 0 && !val[0] && vn == 0) { /* a mapping: its keys follow, indented */
+            snprintf(section, sizeof section, "%s", key);
+            continue;
+        }
+        if (indent == 0) section[0] = 0;
+        else if (!section[0]) return zt_fail(ZT_ERROR_FORMAT, "%s:%d: an indented key outside a mapping", name, line);
+        zt_result r = ZT_OK;
+        char full[140];
+        snprintf(full, sizeof full, "%s%s%s", section, section[0] ? "." : "", key);
+        if (!strcmp(full, "num_processes")) r = zt__acc_int(name, line, full, val, &c->num_processes);
+        else if (!strcmp(full, "num_machines")) r = zt__acc_int(name, line, full, val, &c->num_machines);
+        else if (!strcmp(full, "machine_rank")) r = zt__acc_int(name, line, full, val, &c->machine_rank);
+        else if (!strcmp(full, "main_process_port")) r = val[0] ? zt__acc_int(name, line, full, val, &c->main_process_port) : ZT_OK;
+        else if (!strcmp(full, "main_process_ip")) r = zt__acc_str(name, line, full, val, c->main_process_ip, sizeof c->main_process_ip);
+        else if (!strcmp(full, "distributed_type")) r = zt__acc_str(name, line, full, val, c->distributed_type, sizeof c->distributed_type);
+        else if (!strcmp(full, "mixed_precision")) {
+            r = zt__acc_str(name, line, full, val, c->mixed_precision, sizeof c->mixed_precision);
+            if (r != ZT_OK) return r;
+            if (strcmp(val, "no") && strcmp(val, "bf16") && strcmp(val, "fp16") && strcmp(val, "fp8"))
+                r = zt_fail(ZT_ERROR_INVALID, "%s:%d: mixed_precision is no, fp16 or bf16, not \"%s\"", name, line, val);
+            else if (!strcmp(val, "fp8"))
+                r = zt_fail(ZT_ERROR_UNSUPPORTED, "%s:%d: mixed_precision fp8 is not built in zt (bf16 or fp16)", name, line);
+        } else if (!strcmp(full, "deepspeed_config.deepspeed_config_file"))
+            r = zt__acc_str(name, line, full, val, c->deepspeed_config_file, sizeof c->deepspeed_config_file);
+        else if (!strcmp(full, "deepspeed_config.zero_stage")) r = zt__acc_int(name, line, full, val, &c->zero_stage);
+        else if (!strcmp(full, "deepspeed_config.gradient_accumulation_steps"))
+            r = zt__acc_int(name, line, full, val, &c->gradient_accumulation_steps);
+        else if (!strcmp(full, "deepspeed_config.gradient_clipping")) {
+            char *end = NULL;
+            c->gradient_clipping = strtod(val, &end);
+            if (!val[0] || *end || !(c->gradient_clipping >= 0))
+                r = zt_fail(ZT_ERROR_INVALID, "%s:%d: %s must be a number, found \"%s\"", name, line, full, val);
+        } else if (!strcmp(full, "deepspeed_config.offload_optimizer_device"))
+            r = zt__acc_str(name, line, full, val, c->offload_optimizer_device, sizeof c->offload_optimizer_device);
+        else if (!strcmp(full, "deepspeed_config.offload_param_device"))
+            r = zt__acc_str(name, line, full, val, c->offload_param_device, sizeof c->offload_param_device);
+        else if (!strcmp(full, "deepspeed_config.offload_optimizer_nvme_path"))
+            r = zt__acc_str(name, line, full, val, c->offload_optimizer_nvme_path, sizeof c->offload_optimizer_nvme_path);
+        else if (!strcmp(full, "deepspeed_config.offload_param_nvme_path"))
+            r = zt__acc_str(name, line, full, val, c->offload_param_nvme_path, sizeof c->offload_param_nvme_path);
+        else if (!strcmp(full, "deepspeed_config.zero3_init_flag")) c->zero3_init_flag = !strcmp(val, "true");
+        else if (!zt__in_list(zt__acc_quiet, section[0] ? section : key) && !zt__in_list(zt__acc_quiet, key) && !unknown[0])
+            snprintf(unknown, sizeof unknown, "%s", full);
+        if (r != ZT_OK) return r;
+        static const char *const devices[] = {"none", "cpu", "nvme", NULL};
+        if ((c->offload_optimizer_device[0] && !zt__in_list(devices, c->offload_optimizer_device)) ||
+            (c->offload_param_device[0] && !zt__in_list(devices, c->offload_param_device)))
+            return zt_fail(ZT_ERROR_INVALID, "%s:%d: an offload device is none, cpu or nvme", name, line);
+    }
+    if (unknown[0]) zt_log(ZT_LOG_WARN, "%s: %s is not one of the Accelerate keys zt reads; ignored", name, unknown);
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_accelerate_config_read(zt_accelerate_config *c, const char *path) {
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "Accelerate config", (size_t)1 << 20);
+    char *text = NULL;
+    size_t len = 0;
+    zt_result r = zt__read_file(&a, path, &text, &len);
+    if (r == ZT_OK) r = zt_accelerate_config_parse(c, text, len, path);
+    free(mem);
+    return r;
+}
+
+ZT_API size_t zt_accelerate_deepspeed_json(const zt_accelerate_config *c, char *out, size_t cap) {
+    if (c->deepspeed_config_file[0] || (c->zero_stage < 0 && !c->offload_optimizer_device[0] && !c->offload_param_device[0] &&
+                                        c->gradient_accumulation_steps < 0 && c->gradient_clipping < 0))
+        return 0;
+    int n = snprintf(out, cap, "{\"zero_optimization\": {\"stage\": %lld", (long long)(c->zero_stage >= 0 ? c->zero_stage : 0));
+    const char *dev[2] = {c->offload_optimizer_device, c->offload_param_device}, *path[2] = {c->offload_optimizer_nvme_path,
+                                                                                          c->offload_param_nvme_path};
+    const char *keys[2] = {"offload_optimizer", "offload_param"};
+    for (int k = 0; k < 2; k++)
+        if (dev[k][0] && strcmp(dev[k], "none") != 0) {
+            n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"%s\": {\"device\": \"%s\"", keys[k], dev[k]);
+            if (path[k][0] && !strchr(path[k], '"') && !strchr(path[k], '\\'))
+                n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"nvme_path\": \"%s\"", path[k]);
+            n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, "}");
+        }
+    n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, "}");
+    if (c->gradient_accumulation_steps >= 0)
+        n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"gradient_accumulation_steps\": %lld",
+                      (long long)c->gradient_accumulation_steps);
+    if (c->gradient_clipping >= 0)
+        n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"gradient_clipping\": %.9g", c->gradient_clipping);
+    n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"train_micro_batch_size_per_gpu\": \"auto\"}");
+    return (size_t)n;
 }
 
 /* >>engine (implementation) -------------------------------------------------------------------- */

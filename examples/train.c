@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 typedef struct args {
-    const char *model, *config, *data, *val_data, *mask, *output_dir, *resume, *prompt, *export_dir, *export_dtype;
+    const char *model, *config, *config_file, *data, *val_data, *mask, *output_dir, *resume, *prompt, *export_dir, *export_dtype;
     zt_data_format format;
     int32_t eot;
     int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
@@ -35,6 +35,7 @@ enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT };
 static const flag FLAGS[] = {
     FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
     FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (DeepSpeed " ZT_DEEPSPEED_VERSION "'s meaning)"),
+    FLAG("config_file", F_STR, config_file, "", "an Accelerate config (accelerate config's YAML): ranks, precision, DeepSpeed"),
     FLAG("print_config", F_BOOL, print_config, "false", "print the effective configuration as JSON and stop"),
     FLAG("plan", F_BOOL, plan, "false", "print each rank's memory for --num_processes ranks and stop (nothing is allocated)"),
     FLAG("fit", F_STR, fit, "", "with --plan: the cheapest settings that fit this much device memory per rank (e.g. 80GiB)"),
@@ -288,7 +289,39 @@ static int plan(const zt_model_spec *spec, const zt_options *o, const args *a) {
     return 0;
 }
 
+/* --config_file FILE, as `accelerate launch --config_file`: its launcher settings become flags in front of
+   the ones given (which win, coming later); the rest is read after the launch */
+static char **accelerate_argv(int *argc, char **argv, zt_accelerate_config *ac, int *have) {
+    const char *path = NULL;
+    for (int i = 1; i < *argc; i++) {
+        if (strncmp(argv[i], "--config_file=", 14) == 0) path = argv[i] + 14;
+        else if (strcmp(argv[i], "--config_file") == 0 && i + 1 < *argc) path = argv[i + 1];
+    }
+    *have = 0;
+    if (!path) return argv;
+    if (zt_accelerate_config_read(ac, path) != ZT_OK) {
+        fprintf(stderr, "zt_train: %s\n", zt_last_error());
+        exit(2);
+    }
+    *have = 1;
+    char **out = (char **)calloc((size_t)*argc + 12, sizeof(char *));
+    static char numbers[4][32];
+    int n = 0;
+    out[n++] = argv[0];
+    const char *names[4] = {"--num_processes", "--num_machines", "--machine_rank", "--main_process_port"};
+    int64_t values[4] = {ac->num_processes, ac->num_machines, ac->machine_rank, ac->main_process_port};
+    for (int k = 0; k < 4; k++)
+        if (values[k] >= 0) snprintf(numbers[k], sizeof numbers[k], "%lld", (long long)values[k]), out[n++] = (char *)names[k], out[n++] = numbers[k];
+    if (ac->main_process_ip[0]) out[n++] = (char *)"--main_process_ip", out[n++] = ac->main_process_ip;
+    for (int i = 1; i < *argc; i++) out[n++] = argv[i];
+    *argc = n;
+    return out;
+}
+
 int main(int argc, char **argv) {
+    zt_accelerate_config ac;
+    int have_ac = 0;
+    argv = accelerate_argv(&argc, argv, &ac, &have_ac);
     /* --num_processes N: this process becomes the launcher of N ranks, or is one of them */
     zt_comm *comm = NULL;
     int launched_code = 0, planning = is_plan(argc, argv);
@@ -316,9 +349,21 @@ int main(int argc, char **argv) {
     zt_model_config model_config;
     if (zt_model_config_read(&model_config, a.model) != ZT_OK) return fail(NULL);
     zt_ds_config ds;
+    char ds_json[2048];
+    size_t ds_len = 0;
+    if (have_ac) { /* the Accelerate config's precision and DeepSpeed plugin, unless flags say otherwise */
+        if (!zt_options_given(&o, "bf16") && !zt_options_given(&o, "fp16") && ac.mixed_precision[0])
+            o.precision = !strcmp(ac.mixed_precision, "bf16") ? ZT_PRECISION_BF16
+                        : !strcmp(ac.mixed_precision, "fp16") ? ZT_PRECISION_FP16 : ZT_PRECISION_FP32;
+        if (!*a.config && ac.deepspeed_config_file[0]) a.config = ac.deepspeed_config_file;
+        else if (!*a.config) ds_len = zt_accelerate_deepspeed_json(&ac, ds_json, sizeof ds_json);
+    }
     if (*a.config && zt_ds_config_read(&ds, &o, a.config, world, model_config.hidden) != ZT_OK) return fail(NULL);
+    if (ds_len && ds_len < sizeof ds_json &&
+        zt_ds_config_parse(&ds, &o, ds_json, ds_len, a.config_file, world, model_config.hidden) != ZT_OK)
+        return fail(NULL);
     if (a.print_config) {
-        if (!*a.config) memset(&ds, 0, sizeof ds), ds.world_size = world;
+        if (!*a.config && !ds_len) memset(&ds, 0, sizeof ds), ds.world_size = world;
         zt_ds_config_print(&ds, &o, stdout);
         return 0;
     }

@@ -301,3 +301,64 @@ TEST(config_drives_zt_init) {
     CHECK(zt_init(&e, &spec, "/nonexistent/ds.json", 5, argv) == ZT_ERROR_IO);
     CHECK_STR_CONTAINS(zt_last_error(), "/nonexistent/ds.json");
 }
+
+/* Accelerate's YAML: what `accelerate config` writes, and one clear error for what it never writes */
+static zt_result acc(const char *yaml, zt_accelerate_config *c) {
+    logged[0] = 0;
+    zt_set_log(capture, NULL);
+    zt_result r = zt_accelerate_config_parse(c, yaml, strlen(yaml), "default_config.yaml");
+    zt_set_log(NULL, NULL);
+    return r;
+}
+
+TEST(config_accelerate_yaml) {
+    zt_accelerate_config c;
+    const char *yaml = "compute_environment: LOCAL_MACHINE\n"
+                       "deepspeed_config:\n"
+                       "  deepspeed_config_file: ds.json  # the file\n"
+                       "  zero3_init_flag: true\n"
+                       "distributed_type: DEEPSPEED\n"
+                       "machine_rank: 1\n"
+                       "main_process_ip: \"10.0.0.1\"\n"
+                       "main_process_port: 29501\n"
+                       "mixed_precision: fp16\n"
+                       "num_machines: 2\n"
+                       "num_processes: 16\n"
+                       "gpu_ids: all\n"
+                       "tpu_env: []\n";
+    CHECK_MSG(acc(yaml, &c) == ZT_OK, "%s", zt_last_error());
+    CHECK(c.num_processes == 16 && c.num_machines == 2 && c.machine_rank == 1 && c.main_process_port == 29501);
+    CHECK(strcmp(c.main_process_ip, "10.0.0.1") == 0 && strcmp(c.mixed_precision, "fp16") == 0);
+    CHECK(strcmp(c.deepspeed_config_file, "ds.json") == 0 && c.zero3_init_flag == 1);
+    CHECK(logged[0] == 0); /* Accelerate's own keys are no surprise */
+    char json[1024];
+    CHECK_EQ_INT(zt_accelerate_deepspeed_json(&c, json, sizeof json), 0); /* the file is the config */
+    CHECK(acc("deepspeed_config:\n  zero_stage: 3\n  offload_param_device: nvme\n  offload_param_nvme_path: /nvme\n"
+              "  gradient_accumulation_steps: 4\nmixed_precision: bf16\n", &c) == ZT_OK);
+    size_t n = zt_accelerate_deepspeed_json(&c, json, sizeof json);
+    CHECK(n > 0 && n < sizeof json);
+    zt_ds_config ds;
+    zt_options o = zt_options_default();
+    zt_set_log(capture, NULL);
+    zt_result r = zt_ds_config_parse(&ds, &o, json, n, "yaml", 2, 64);
+    zt_set_log(NULL, NULL);
+    CHECK_MSG(r == ZT_OK, "%s: %s", json, zt_last_error());
+    CHECK(ds.zero_stage == 3 && ds.offload_param.device == ZT_OFFLOAD_NVME && o.grad_accum == 4);
+    CHECK(strcmp(ds.offload_param.nvme_path, "/nvme") == 0);
+    CHECK(acc("num_processes: 2\nfuture_key: 1\n", &c) == ZT_OK);
+    CHECK_STR_CONTAINS(logged, "future_key is not one of the Accelerate keys zt reads");
+    static const struct { const char *yaml, *want; } bad[] = {
+        {"num_processes: two\n", "default_config.yaml:1: num_processes must be a non-negative integer, found \"two\""},
+        {"deepspeed_config:\n\tzero_stage: 2\n", "default_config.yaml:2: a tab in the indentation"},
+        {"gpu_ids:\n- 0\n", "default_config.yaml:2: a list item"},
+        {"mixed_precision: fp32\n", "mixed_precision is no, fp16 or bf16, not \"fp32\""},
+        {"mixed_precision: fp8\n", "fp8 is not built"},
+        {"deepspeed_config:\n  offload_optimizer_device: gpu\n", "an offload device is none, cpu or nvme"},
+        {"  zero_stage: 2\n", "an indented key outside a mapping"},
+        {"just words\n", "expected \"key: value\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_MSG(acc(bad[i].yaml, &c) != ZT_OK, "accepted: %s", bad[i].yaml);
+        CHECK_STR_CONTAINS(zt_last_error(), bad[i].want);
+    }
+}

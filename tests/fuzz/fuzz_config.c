@@ -13,5 +13,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zt_ds_config_parse(&c, &o, (const char *)data, size, "fuzz.json", 1 + (int)(size % 8), 64);
     zt_model_config m;
     zt_model_config_parse(&m, (const char *)data, size, "fuzz.json");
+    zt_accelerate_config ac;
+    if (zt_accelerate_config_parse(&ac, (const char *)data, size, "fuzz.yaml") == ZT_OK) {
+        char json[2048];
+        size_t n = zt_accelerate_deepspeed_json(&ac, json, sizeof json);
+        if (n > 0 && n < sizeof json) zt_ds_config_parse(&c, &o, json, n, "fuzz.yaml", 1, 64);
+    }
     return 0;
 }
