@@ -12,7 +12,7 @@ It writes tests/ref/tokenizers/<name>/tokenizer.json, cases.json ([{"text", "ids
 cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "D <hex UTF-8 of the decoded ids>"):
     gpt2     byte-level BPE with GPT-2's pre-tokenizer (ByteLevel with its regex)
     llama3   byte-level BPE with LLaMA-3's Split regex (digits in threes, ignore_merges)
-    qwen2    byte-level BPE with Qwen2's Split regex (single digits) and chat special tokens
+    qwen2    byte-level BPE with Qwen2's Split regex (single digits), its NFC normalizer and chat special tokens
     llama2   SentencePiece-style BPE as LLaMA-2's tokenizer.json has it: normalizer Prepend + Replace,
              no pre-tokenizer, byte fallback (<0xXX> tokens) for characters outside the vocabulary
     mistral  the same model with the newer Metaspace pre-tokenizer (prepend_scheme "first")
@@ -54,6 +54,7 @@ CASES = [
     "全角：，。！？（）【】",
     "emoji 👍🏽🎉🤖 end",
     "combining: e\u0301 and a\u0308 vs é",
+    "NFC: \u1100\u1161\u11a8 \uf900 \u212b o\u0323\u0302 q\u0307\u0323 \u0344",
     "한국어 Русский العربية",
     "def f(x):\n    return x**2  # square\n",
     "tokens <|endoftext|> inside text<|endoftext|>",
@@ -121,7 +122,9 @@ def main():
         pre_tokenizers.Split(Regex(rx), behavior="isolated", invert=False),
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False)])
     write("llama3", byte_level(split(LLAMA3_REGEX), ["<|begin_of_text|>", "<|end_of_text|>"], ignore_merges=True))
-    write("qwen2", byte_level(split(QWEN2_REGEX), ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]))
+    qwen2 = byte_level(split(QWEN2_REGEX), ["<|endoftext|>", "<|im_start|>", "<|im_end|>"])
+    qwen2.normalizer = normalizers.NFC()  # as Qwen2's own tokenizer.json has it
+    write("qwen2", qwen2)
     write("llama2", sentencepiece(metaspace=False))
     write("mistral", sentencepiece(metaspace=True))
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""The Unicode classes zt's tokenizers need, as the C tables in zt.h (>>tokenizer): ranges of code points
-that are letters (\\p{L}: Lu Ll Lt Lm Lo), numbers (\\p{N}: Nd Nl No) and white space (\\s: White_Space).
+"""The Unicode data zt's tokenizers need, as the C tables in zt.h (>>tokenizer): ranges of code points
+that are letters (\\p{L}: Lu Ll Lt Lm Lo), numbers (\\p{N}: Nd Nl No) and white space (\\s: White_Space);
+and for the NFC normalizer, the canonical decompositions (one level; Hangul is computed), the primary
+compositions, and the canonical combining classes.
 
     python3 tests/ref/make_unicode_tables.py > /tmp/tables.c    (then replace the tables in zt.h)
 
@@ -37,11 +39,49 @@ def emit(name, rs):
     print("};")
 
 
+def emit_rows(name, rows, width):
+    print(f"static const uint32_t {name}[][{width}] = {{ /* {len(rows)} rows */")
+    line = "   "
+    for r in rows:
+        item = " {" + ", ".join(f"0x{v:x}" for v in r) + "},"
+        if len(line) + len(item) > 118:
+            print(line)
+            line = "   "
+        line += item
+    print(line)
+    print("};")
+
+
+def nfc_tables():
+    decomp, comp = [], []
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if not d or d.startswith("<"):
+            continue
+        parts = [int(x, 16) for x in d.split()]
+        decomp.append((cp, parts[0], parts[1] if len(parts) > 1 else 0))
+        if len(parts) == 2 and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
+            comp.append((parts[0], parts[1], cp))
+    comp.sort()
+    ccc, start = [], None
+    for cp in range(0x110001):
+        c = unicodedata.combining(chr(cp)) if cp < 0x110000 else 0
+        if start is not None and c != cls:
+            ccc.append((start, cp - 1, cls))
+            start = None
+        if c and start is None:
+            start, cls = cp, c
+    emit_rows("zt__uni_decomp", decomp, 3)
+    emit_rows("zt__uni_compose", comp, 3)
+    emit_rows("zt__uni_ccc", ccc, 3)
+
+
 def main():
     print(f"/* made by tests/ref/make_unicode_tables.py from Unicode {unicodedata.unidata_version} */")
     emit("zt__uni_letter", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Ll", "Lt", "Lm", "Lo")))
     emit("zt__uni_number", ranges(lambda c: unicodedata.category(chr(c)) in ("Nd", "Nl", "No")))
     emit("zt__uni_space", ranges(lambda c: c in WHITE_SPACE))
+    nfc_tables()
 
 
 if __name__ == "__main__":
