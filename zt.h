@@ -364,10 +364,14 @@ ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_
 
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
-   transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq). Backward adds the
-   rotated-back dout into dinp, so dinp must not alias dout. */
-ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta);
-ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta);
+   transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
+   "llama3" rope_type adjusts inv_freq by wavelength as transformers does). Backward adds the rotated-back
+   dout into dinp, so dinp must not alias dout. scaling NULL: none. */
+typedef struct zt_rope_scaling { float factor, low_freq_factor, high_freq_factor, original_max_positions; } zt_rope_scaling;
+ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
+                            const zt_rope_scaling *scaling);
+ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta,
+                             const zt_rope_scaling *scaling);
 
 /* Causal attention with grouped-query heads, no T x T matrix in memory.
    q (B,T,NH,HD), k and v (B,T,NKV,HD) with NH a multiple of NKV -> out (B,T,NH,HD); lse (B,NH,T) f32
@@ -429,6 +433,7 @@ typedef struct zt_model_config {
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
     float norm_eps, rope_theta, init_std;
+    zt_rope_scaling rope_scaling; /* rope_type "llama3" (LLaMA-3.1); factor 0: none */
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
@@ -1573,7 +1578,7 @@ typedef struct zt__args_norm { zt_tensor out, mean, rstd, inp, weight, bias; flo
 typedef struct zt__args_norm_bwd {
     zt_tensor dinp, dweight, dbias, dout, inp, weight, mean, rstd;
 } zt__args_norm_bwd;
-typedef struct zt__args_rope { zt_tensor out, inp, pos; float theta; } zt__args_rope;
+typedef struct zt__args_rope { zt_tensor out, inp, pos; float theta; zt_rope_scaling scaling; } zt__args_rope;
 typedef struct zt__args_attention {
     zt_tensor out, lse, q, k, v, starts;
     zt_tensor dq, dk, dv, dout; /* backward only */
@@ -2027,7 +2032,7 @@ ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_
 }
 
 static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor out, zt_tensor inp,
-                     zt_tensor pos, float theta) {
+                     zt_tensor pos, float theta, const zt_rope_scaling *scaling) {
     char b[160];
     zt__need_tensor(name, "inp", inp, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need(inp.shape.ndim == 4 && zt_cols(inp) % 2 == 0, name, "inp must be (B,T,H,HD) with HD even, got %s",
@@ -2041,13 +2046,17 @@ static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor
     op.rope.out.shape = inp.shape;
     op.rope.pos = pos;
     op.rope.theta = theta;
+    memset(&op.rope.scaling, 0, sizeof op.rope.scaling);
+    if (scaling && scaling->factor > 0) op.rope.scaling = *scaling;
     zt__launch(s, &op);
 }
-ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta) {
-    zt__rope(s, ZT__OP_ROPE_FWD, "zt_rope_forward", out, inp, pos, theta);
+ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
+                            const zt_rope_scaling *scaling) {
+    zt__rope(s, ZT__OP_ROPE_FWD, "zt_rope_forward", out, inp, pos, theta, scaling);
 }
-ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta) {
-    zt__rope(s, ZT__OP_ROPE_BWD, "zt_rope_backward", dinp, dout, pos, theta);
+ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta,
+                             const zt_rope_scaling *scaling) {
+    zt__rope(s, ZT__OP_ROPE_BWD, "zt_rope_backward", dinp, dout, pos, theta, scaling);
 }
 
 static void zt__need_attention(const char *name, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
@@ -2622,27 +2631,36 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
     if (is_qwen2 && !use_window) c->sliding_window = 0; /* Qwen2 applies it only with use_sliding_window */
-    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type"}; older files a top-level
-       rope_theta and an optional rope_scaling */
-    int rp = zt__json_get(j, 0, "rope_parameters");
-    if (rp >= 0 && !zt__json_is_null(j, rp)) {
+    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...}; older files a top-level
+       rope_theta and an optional "rope_scaling"; either may ask for LLaMA-3.1's "llama3" type */
+    int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
+    for (int which = 0; which < 2; which++) {
+        int t2 = which ? rs : rp;
+        if (t2 < 0 || zt__json_is_null(j, t2)) continue;
+        const char *where = which ? "rope_scaling" : "rope_parameters";
         char type[32] = "default";
-        if ((r = zt__json_number(j, zt__json_get(j, rp, "rope_theta"), "rope_parameters.rope_theta", &theta)) ||
-            (r = zt__json_string(j, zt__json_get(j, rp, "rope_type"), "rope_parameters.rope_type", type, sizeof type)))
+        int ty = zt__json_get(j, t2, "rope_type");
+        if (ty < 0) ty = zt__json_get(j, t2, "type");
+        if ((r = zt__json_string(j, ty, "rope_type", type, sizeof type))) return r;
+        if (!which && (r = zt__json_number(j, zt__json_get(j, t2, "rope_theta"), "rope_parameters.rope_theta", &theta)))
             return r;
-        if (strcmp(type, "default") != 0)
-            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"rope_parameters\" of type \"%s\" is not implemented in zt",
-                           j->file, type);
-    }
-    t = zt__json_get(j, 0, "rope_scaling");
-    if (t >= 0 && !zt__json_is_null(j, t)) {
-        char type[32] = "?";
-        int ty = zt__json_get(j, t, "rope_type");
-        if (ty < 0) ty = zt__json_get(j, t, "type");
-        zt__json_string(j, ty, "rope_scaling.rope_type", type, sizeof type);
-        if (strcmp(type, "default") != 0)
-            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"rope_scaling\" of type \"%s\" is not implemented in zt",
-                           j->file, type);
+        if (strcmp(type, "llama3") == 0) {
+            double v[4] = {0, 0, 0, 0};
+            const char *keys[4] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+            for (int k = 0; k < 4; k++) {
+                int vt = zt__json_get(j, t2, keys[k]);
+                if (vt < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type llama3 needs \"%s\"", j->file, where, keys[k]);
+                if ((r = zt__json_number(j, vt, keys[k], &v[k]))) return r;
+            }
+            if (!(v[0] > 0 && v[1] > 0 && v[2] > v[1] && v[3] > 0))
+                return zt_fail(ZT_ERROR_INVALID, "%s: %s needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+                               "original_max_position_embeddings > 0", j->file, where);
+            c->rope_scaling.factor = (float)v[0], c->rope_scaling.low_freq_factor = (float)v[1];
+            c->rope_scaling.high_freq_factor = (float)v[2], c->rope_scaling.original_max_positions = (float)v[3];
+        } else if (strcmp(type, "default") != 0) {
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default and llama3 "
+                           "are)", j->file, where, type);
+        }
     }
     if (strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
@@ -3014,8 +3032,8 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
     zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
     if (!gpt2) { /* rotary positions, in place: backward rotates the gradients back */
-        zt_rope_forward(s, sv->q, sv->q, b->pos, c->rope_theta);
-        zt_rope_forward(s, sv->k, sv->k, b->pos, c->rope_theta);
+        zt_rope_forward(s, sv->q, sv->q, b->pos, c->rope_theta, &c->rope_scaling);
+        zt_rope_forward(s, sv->k, sv->k, b->pos, c->rope_theta, &c->rope_scaling);
     }
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
@@ -3081,10 +3099,10 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_attention_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts);
     if (!gpt2) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rope_backward(s, t, dq, b->pos, c->rope_theta);
+        zt_rope_backward(s, t, dq, b->pos, c->rope_theta, &c->rope_scaling);
         dq = t;
         t = zt__temp0(ctx, A, dk.shape);
-        zt_rope_backward(s, t, dk, b->pos, c->rope_theta);
+        zt_rope_backward(s, t, dk, b->pos, c->rope_theta, &c->rope_scaling);
         dk = t;
     }
     zt_fill(s, dn, 0.0f);
@@ -10932,6 +10950,16 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
     for (int64_t t = task * job->per_task; t < ZT__MIN(BT, (task + 1) * job->per_task); t++) {
         for (int64_t i = 0; i < half; i++) {
             float inv_freq = 1.0f / powf(a->theta, (float)(2 * i) / (float)HD);
+            const zt_rope_scaling *sc = &a->scaling;
+            if (sc->factor > 0) { /* "llama3": long wavelengths slowed by factor, the middle band blended */
+                float wavelen = 6.2831853f / inv_freq, old = sc->original_max_positions;
+                float scaled = wavelen > old / sc->low_freq_factor ? inv_freq / sc->factor : inv_freq;
+                if (!(wavelen < old / sc->high_freq_factor) && !(wavelen > old / sc->low_freq_factor)) {
+                    float smooth = (old / wavelen - sc->low_freq_factor) / (sc->high_freq_factor - sc->low_freq_factor);
+                    scaled = (1.0f - smooth) * scaled / sc->factor + smooth * scaled;
+                }
+                inv_freq = scaled;
+            }
             float angle = (float)pos[t] * inv_freq;
             cs[i] = cosf(angle);
             sn[i] = sinf(angle);

@@ -303,7 +303,9 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"gpt2\", \"activation_function\": \"relu\"}", "\"activation_function\" is \"relu\"");
     config_error("{\"model_type\": \"gpt2\", \"scale_attn_by_inverse_layer_idx\": true}", "scale_attn_by_inverse_layer_idx");
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
-                 "\"rope_scaling\" of type \"llama3\"");
+                 "rope_scaling of type llama3 needs \"low_freq_factor\"");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0}}",
+                 "\"rope_scaling\" of type \"yarn\" is not implemented in zt (default and llama3 are)");
     config_error("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\"}", "\"hidden_act\" is \"gelu\"");
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "

@@ -1,6 +1,6 @@
 /* tests/test_hf.c - Hugging Face model directories written by transformers (tests/ref/hf, made by
-   tests/ref/make_hf_fixtures.py): zt loads each (GPT-2 with new and old names, LLaMA in f32 and bf16,
-   Mistral whole and in shards, Qwen2) and its loss on the fixture's rows is the one transformers
+   tests/ref/make_hf_fixtures.py): zt loads each (GPT-2 with new and old names, LLaMA in f32 and bf16 and
+   with LLaMA-3.1's rope scaling, Mistral whole and in shards, Qwen2) and its loss on the fixture's rows is the one transformers
    computed; a load-then-export round trip gives back every tensor byte for byte; damaged files get one
    clear error each. */
 #define _POSIX_C_SOURCE 200809L
@@ -74,6 +74,7 @@ static double expected_loss(const char *dir) {
 TEST(hf_models_load_with_transformers_loss) {
     static const struct { const char *name; double tol; } cases[] = {
         {"gpt2", 2e-6}, {"gpt2_old", 2e-6}, {"llama", 2e-6}, {"mistral", 2e-6}, {"mistral_shards", 2e-6}, {"qwen2", 2e-6},
+        {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

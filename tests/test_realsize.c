@@ -119,15 +119,15 @@ static void check_realsize_rope(zt_dtype dt) {
 
         double *x = drand(&r, n, -1, 1), *out = dbuf(n);
         zt_tensor X = to_dev(&d, dt, sh, x), Out = dev_new(&d, dt, sh);
-        zt_rope_forward(d.s, Out, X, Pos, theta);
+        zt_rope_forward(d.s, Out, X, Pos, theta, NULL);
         ref_rope_forward(out, x, pos, B * T, H, HD, theta);
         EXPECT_CLOSE(label("%s: out", cfg), download(&d, Out), out, n, tol_for(dt));
-        zt_rope_forward(d.s, X, X, Pos, theta); /* in place, as the LLaMA block uses it */
+        zt_rope_forward(d.s, X, X, Pos, theta, NULL); /* in place, as the LLaMA block uses it */
         EXPECT_CLOSE(label("%s in place: out", cfg), download(&d, X), out, n, tol_for(dt));
 
         double *dout = drand(&r, n, -1, 1), *dx = drand(&r, n, -1, 1);
         zt_tensor Dout = to_dev(&d, dt, sh, dout), Dx = to_dev(&d, dt, sh, dx);
-        zt_rope_backward(d.s, Dx, Dout, Pos, theta);
+        zt_rope_backward(d.s, Dx, Dout, Pos, theta, NULL);
         ref_rope_backward(dx, dout, pos, B * T, H, HD, theta);
         EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dx), dx, n, tol_for(dt));
     }

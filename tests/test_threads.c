@@ -143,8 +143,8 @@ static void scen_rope_pointwise(cpu_dev *d, outputs *o) {
     zt_tensor X = to_dev(d, ZT_BF16, zt_shape4(B, T, H, HD), drand(&r, n, -2, 2));
     zt_tensor Dx = to_dev(d, ZT_BF16, zt_shape4(B, T, H, HD), drand(&r, n, -2, 2));
     zt_tensor G = dev_new(d, ZT_BF16, zt_shape2(B * T * H, HD / 2));
-    zt_rope_forward(d->s, X, X, Pos, 10000.0f);
-    zt_rope_backward(d->s, Dx, X, Pos, 10000.0f);
+    zt_rope_forward(d->s, X, X, Pos, 10000.0f, NULL);
+    zt_rope_backward(d->s, Dx, X, Pos, 10000.0f, NULL);
     zt_swiglu_forward(d->s, G, X);
     zt_gelu_forward(d->s, X, X);
     keep(o, d, "rope in place, then gelu", X);

@@ -14,6 +14,7 @@ loss transformers computes over those rows (labels=input_ids), which `zt_train -
 Cases: the four model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
     llama_bf16     the LLaMA case saved in bfloat16 (zt converts on load)
+    llama31_rope   a LLaMA with LLaMA-3.1's "llama3" rope scaling (original context 64, so all three bands show)
     mistral_shards the Mistral case in shards of at most 20 kB, with an index
     gpt2_old       the GPT-2 case with the names of old GPT-2 files (no "transformer." prefix) and their
                    attn.bias / attn.masked_bias buffers, which zt skips
@@ -87,6 +88,14 @@ def main():
     for model_type in SEEDS:
         save(model_type, model_for(model_type), rows(model_type))
     save("llama_bf16", model_for("llama").to(torch.bfloat16), rows("llama"))
+    # LLaMA-3.1's rope scaling, with an original context small enough that every band of wavelengths shows
+    cfg = make_config("llama")
+    cfg.rope_parameters = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
+    torch.manual_seed(6)
+    scaled = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    randomize(scaled, torch.Generator().manual_seed(6))
+    save("llama31_rope", scaled.eval(), rows("llama"))
     save("mistral_shards", model_for("mistral"), rows("mistral"), max_shard_size="20KB")
     # old GPT-2 names: no "transformer." prefix, the causal-mask buffers kept
     out = save("gpt2_old", model_for("gpt2"), rows("gpt2"))
