@@ -188,46 +188,44 @@ TEST(hf_damaged_files_get_one_clear_error) {
     b[0] = (char)0xff, b[1] = (char)0xff, b[2] = (char)0xff;
     damaged(b, len, "the header length");
     damaged(good, len - 100, "should be"); /* truncated: the last tensor runs past the end */
-    memcpy(b, good, len);
-    patch(b, "\"dtype\":\"F32\"", "\"dtype\":\"X32\"");
-    damaged(b, len, "unknown dtype \"X32\"");
-    memcpy(b, good, len);
-    patch(b, "\"dtype\":\"F32\"", "\"dtype\":\"I32\"");
-    damaged(b, len, "of another dtype");
-    memcpy(b, good, len);
-    patch(b, "\"shape\":[32,96]", "\"shape\":[96,32]");
-    damaged(b, len, "should be F32, F16 or BF16 of shape [32, 96]");
-    memcpy(b, good, len);
-    patch(b, "\"data_offsets\":[0,", "\"data_offsets\":[8,");
-    damaged(b, len, "should be");
-    memcpy(b, good, len);
-    patch(b, "transformer.ln_f.weight", "transformer.ln_g.weight");
-    damaged(b, len, "has no tensor \"transformer.ln_f.weight\"");
-    memcpy(b, good, len);
-    patch(b, "{\"__metadata__\"", "[\"__metadata__\"");
-    damaged(b, len, "model.safetensors");
+    static const struct { const char *from, *to, *want; } edits[] = { /* one change to the header each */
+        {"\"dtype\":\"F32\"", "\"dtype\":\"X32\"", "unknown dtype \"X32\""},
+        {"\"dtype\":\"F32\"", "\"dtype\":\"I32\"", "of another dtype"},
+        {"\"shape\":[32,96]", "\"shape\":[96,32]", "should be F32, F16 or BF16 of shape [32, 96]"},
+        {"\"data_offsets\":[0,", "\"data_offsets\":[8,", "should be"},
+        {"transformer.ln_f.weight", "transformer.ln_g.weight", "has no tensor \"transformer.ln_f.weight\""},
+        {"{\"__metadata__\"", "[\"__metadata__\"", "model.safetensors"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        memcpy(b, good, len);
+        patch(b, edits[i].from, edits[i].to);
+        damaged(b, len, edits[i].want);
+    }
     free(b);
     free(good);
 }
 
-/* two tensors claiming the same bytes */
-TEST(hf_overlapping_tensors_are_refused) {
-    const char *hdr = "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-                      "\"b.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
-    size_t h = strlen(hdr), len = 8 + h + 16;
-    char *b = (char *)calloc(1, len);
+/* a safetensors file of this header and data_bytes zero bytes of data (malloc'd; its length in *len) */
+static char *file_of(const char *hdr, size_t data_bytes, size_t *len) {
+    size_t h = strlen(hdr);
+    *len = 8 + h + data_bytes;
+    char *b = (char *)calloc(1, *len);
     for (int i = 0; i < 8; i++) b[i] = (char)((uint64_t)h >> (8 * i));
     memcpy(b + 8, hdr, h);
+    return b;
+}
+
+/* two tensors claiming the same bytes */
+TEST(hf_overlapping_tensors_are_refused) {
+    size_t len = 0;
+    char *b = file_of("{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                      "\"b.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 16, &len);
     damaged(b, len, "overlap");
     free(b);
     /* an empty tensor between two that overlap hides nothing */
-    hdr = "{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[25],\"data_offsets\":[0,100]},"
-          "\"b.weight\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[50,50]},"
-          "\"c.weight\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[60,80]}}";
-    h = strlen(hdr), len = 8 + h + 100;
-    b = (char *)calloc(1, len);
-    for (int i = 0; i < 8; i++) b[i] = (char)((uint64_t)h >> (8 * i));
-    memcpy(b + 8, hdr, h);
+    b = file_of("{\"a.weight\":{\"dtype\":\"F32\",\"shape\":[25],\"data_offsets\":[0,100]},"
+                "\"b.weight\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[50,50]},"
+                "\"c.weight\":{\"dtype\":\"F32\",\"shape\":[5],\"data_offsets\":[60,80]}}", 100, &len);
     damaged(b, len, "overlap");
     free(b);
 }

@@ -26,21 +26,8 @@ def ranges(pred):
     return out
 
 
-def emit(name, rs):
-    print(f"static const uint32_t {name}[][2] = {{ /* {len(rs)} ranges */")
-    line = "   "
-    for a, b in rs:
-        item = f" {{0x{a:x}, 0x{b:x}}},"
-        if len(line) + len(item) > 118:
-            print(line)
-            line = "   "
-        line += item
-    print(line)
-    print("};")
-
-
-def emit_rows(name, rows, width):
-    print(f"static const uint32_t {name}[][{width}] = {{ /* {len(rows)} rows */")
+def emit_rows(name, rows, width, what="rows"):
+    print(f"static const uint32_t {name}[][{width}] = {{ /* {len(rows)} {what} */")
     line = "   "
     for r in rows:
         item = " {" + ", ".join(f"0x{v:x}" for v in r) + "},"
@@ -78,9 +65,9 @@ def nfc_tables():
 
 def main():
     print(f"/* made by tests/ref/make_unicode_tables.py from Unicode {unicodedata.unidata_version} */")
-    emit("zt__uni_letter", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Ll", "Lt", "Lm", "Lo")))
-    emit("zt__uni_number", ranges(lambda c: unicodedata.category(chr(c)) in ("Nd", "Nl", "No")))
-    emit("zt__uni_space", ranges(lambda c: c in WHITE_SPACE))
+    emit_rows("zt__uni_letter", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Ll", "Lt", "Lm", "Lo")), 2, "ranges")
+    emit_rows("zt__uni_number", ranges(lambda c: unicodedata.category(chr(c)) in ("Nd", "Nl", "No")), 2, "ranges")
+    emit_rows("zt__uni_space", ranges(lambda c: c in WHITE_SPACE), 2, "ranges")
     nfc_tables()
 
 
