@@ -9,7 +9,8 @@
 #   ./build.sh bench    build and run the benchmarks in bench/
 #   ./build.sh fuzz     fuzz the config, safetensors and tokenizer readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #
-# Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS.
+# Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS, CUDA_ARCHS
+# (the GPUs the _cuda programs are built for; default "80 86 89 90").
 # A target is rebuilt when a source, zt.h, this script or its flags are newer than it.
 set -euo pipefail
 shopt -s nullglob
@@ -23,8 +24,15 @@ ASAN_CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 ASAN_CFLAGS+=" -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread"
 NVCC=${NVCC:-$(command -v nvcc || true)}
 [[ -z $NVCC && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
-NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17}
-NVCC_LDLIBS="-lcublas -lcublasLt -lm -lpthread"
+# GPUs the _cuda programs run on: A100 (80), RTX 30 (86), RTX 40 / L4 / L40 (89), H100 / H200 (90), and
+# compute_80 PTX that newer GPUs compile at load time. CUDA_ARCHS="90" builds for one.
+CUDA_ARCHS=${CUDA_ARCHS:-80 86 89 90}
+GENCODE=""
+for a in $CUDA_ARCHS; do GENCODE+=" -gencode arch=compute_$a,code=sm_$a"; done
+GENCODE+=" -gencode arch=compute_${CUDA_ARCHS%% *},code=compute_${CUDA_ARCHS%% *}"
+NVCC_WARN="-Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings"
+NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17 $GENCODE $NVCC_WARN}
+NVCC_LDLIBS="-lcublasLt -lcublas -lm -lpthread"
 B=build
 STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
 HEADERS=(zt.h)
@@ -195,8 +203,7 @@ compile_matrix() {
     compile_check gcc_c11_static gcc -std=c11 -O2 $warn tests/compile/compile_static.c
     compile_check gxx_cxx17_static g++ -x c++ -std=c++17 -O2 $warn tests/compile/compile_static.c
     if [[ -n $NVCC ]]; then
-        compile_check nvcc_cxx17 "$NVCC" -x cu -std=c++17 -Xcompiler -Wall,-Wextra,-Werror \
-            -Werror all-warnings tests/compile/compile_cuda.cu
+        compile_check nvcc_cxx17 "$NVCC" -x cu -std=c++17 -arch=sm_80 $NVCC_WARN tests/compile/compile_cuda.cu
     else
         echo "skip compile nvcc_cxx17 (no nvcc)"
     fi
