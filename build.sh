@@ -40,6 +40,7 @@ NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17 $GENCODE $NVCC_WARN $NVCC_HOST}
 NVCC_LDLIBS="-lcublasLt -lcublas -lm -lpthread"
 B=build
 STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
+GPU_PROGRAMS=(tests/gpu/ops.c tests/gpu/train.c bench/gpu.c) # need a GPU: only built as build/NAME_cuda (tests/gpu/)
 HEADERS=(zt.h)
 [[ -f zt_cuda.cuh ]] && HEADERS+=(zt_cuda.cuh)
 
@@ -134,16 +135,23 @@ build_example() {
 }
 
 # the program built from a source: examples/train.c -> build/zt_train (the programs zt ships), but
-# examples/minimal.c -> build/minimal; bench/ops.c -> build/bench_ops; tests/noalloc.c -> build/noalloc
+# examples/minimal.c -> build/minimal; bench/ops.c -> build/bench_ops; tests/noalloc.c -> build/noalloc;
+# tests/gpu/ops.c -> build/gpu_ops
 program() {
     local name
     name=$(basename "$1" .c)
     case $1 in
+        tests/gpu/*) name=gpu_$name ;;
         examples/minimal.c | tests/*) ;;
         examples/*) name=zt_$name ;;
         bench/*) name=bench_$name ;;
     esac
     echo "$B/$name"
+}
+
+# gpu_program SRC: SRC is one of GPU_PROGRAMS
+gpu_program() {
+    [[ " ${GPU_PROGRAMS[*]} " == *" $1 "* ]]
 }
 
 build_cpu() {
@@ -152,27 +160,42 @@ build_cpu() {
     build_tests $B "$CFLAGS" || return
     build_example || return
     for src in examples/*.c bench/*.c "${STANDALONE_TESTS[@]}"; do
-        [[ -f $src ]] || continue
+        [[ -f $src ]] && ! gpu_program "$src" || continue
         build_program "$(program "$src")" $B "$CFLAGS" "$src" || return
     done
 }
 
-# every examples/*.c once more as build/NAME_cuda: program and implementation compiled by nvcc
+# build_cuda_program OUT SOURCES...: SOURCES compiled by nvcc and linked against build/cuda/zt.o (the headers next
+# to each source count as dependencies too)
+build_cuda_program() {
+    local out=$1 src obj objs=() headers=()
+    shift
+    for src in "$@"; do headers+=("$(dirname "$src")"/*.h); done
+    stale "$out" "$@" "${headers[@]}" "${HEADERS[@]}" $B/cuda/zt.o || return 0
+    for src in "$@"; do
+        obj=$B/cuda/${out##*/}.o
+        [[ $# == 1 ]] || obj=$B/cuda/${out##*/}_$(basename "$src" .c).o
+        run "$NVCC" $NVCCFLAGS -x cu -c "$src" -o "$obj" || return
+        objs+=("$obj")
+    done
+    run "$NVCC" -o "$out" "${objs[@]}" $B/cuda/zt.o $NVCC_LDLIBS || return
+}
+
+# every examples/*.c once more as build/NAME_cuda, and the GPU checks and benchmark (tests/gpu/run.sh runs them):
+# program and implementation compiled by nvcc
 build_cuda() {
-    local src out
+    local src
     [[ -n $NVCC ]] || return 0
     mkdir -p $B/cuda
     stamp $B/cuda/flags "$NVCC $NVCCFLAGS"
     if stale $B/cuda/zt.o tests/zt_impl.c "${HEADERS[@]}" $B/cuda/flags; then
         run "$NVCC" $NVCCFLAGS -x cu -c tests/zt_impl.c -o $B/cuda/zt.o || return
     fi
-    for src in examples/*.c; do
-        out=$(program "$src")_cuda
-        if stale "$out" "$src" "${HEADERS[@]}" $B/cuda/zt.o; then
-            run "$NVCC" $NVCCFLAGS -x cu -c "$src" -o "$B/cuda/${out##*/}.o" || return
-            run "$NVCC" -o "$out" "$B/cuda/${out##*/}.o" $B/cuda/zt.o $NVCC_LDLIBS || return
-        fi
+    for src in examples/*.c "${GPU_PROGRAMS[@]}"; do
+        build_cuda_program "$(program "$src")_cuda" "$src" || return
     done
+    # tests/test_models.c's checks against PyTorch, on the GPU (tests/gpu/models.c picks the backend)
+    build_cuda_program $B/gpu_models_cuda tests/gpu/models.c tests/main.c tests/test_models.c || return
 }
 
 # ---- testing -----------------------------------------------------------------------------------
@@ -655,10 +678,10 @@ cmd_bench() {
     local src
     build_impl $B "$CFLAGS"
     for src in bench/*.c; do
-        build_program "$(program "$src")" $B "$CFLAGS" "$src"
+        gpu_program "$src" || build_program "$(program "$src")" $B "$CFLAGS" "$src"
     done
     for src in bench/*.c; do
-        "$(program "$src")"
+        gpu_program "$src" || "$(program "$src")"
     done
 }
 

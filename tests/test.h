@@ -55,6 +55,12 @@ int zt_test_failed(void); /* has the running test failed? */
         }                                                                          \
     } while (0)
 
+/* the backend the engine tests run on: ZT_TEST_BACKEND (build/gpu_models_cuda sets "cuda"), else "cpu" */
+static inline const char *test_backend(void) {
+    const char *b = getenv("ZT_TEST_BACKEND");
+    return b && *b ? b : "cpu";
+}
+
 /* every parameter of an engine, concatenated in declaration order (out NULL: only counted); with grad,
    the gradients; -1 when more than cap floats or a read fails. A collective under ZeRO with ranks. */
 static inline int64_t test_read_params(zt_engine *e, float *out, int64_t cap, int grad) {

@@ -1,0 +1,714 @@
+/* tests/gpu/ops.c - build/gpu_ops_cuda: every op of zt.h's >>ops section on the CUDA backend against the CPU
+   backend, in one process. Each case makes random inputs once, gives both backends the same bits, runs the op on
+   both, copies the results back and compares them. One JSON line per result tensor on stdout:
+
+       {"phase":"ops","op":"gemm","dtype":"bf16","shape":"M 320 N 288 K 1000 TN ...","out":"c","max_err":1.9e-03,
+        "tol":1e-02,"pass":true}
+
+   max_err = max |cuda - cpu| / (max |cpu| + 1e-30) over the tensor (null: a NaN or infinity where the CPU has a
+   number). Tolerances, by what the result is:
+       0      the same bits (a NaN matches any NaN): copy, cast, fill, scale, add and embedding forward (exact f32
+              arithmetic rounded once), AdamW's f32 master, moments and its bf16 copy (the CUDA kernel is made to
+              give the CPU's bits)
+       1e-5   f32 results of elementwise maths through libm (gelu, silu, swiglu, rope): a few ulp of tanhf, expf,
+              sinf, cosf (rope's inverse frequencies must be the CPU's bits: see case_rope)
+       1e-4   f32 sums taken in another order: gemm (K up to 4096), sum_rows, the norms and their statistics,
+              attention and its lse, the losses, every gradient summed over rows; plain f32, no TF32
+       1e-2   bf16 results: the same f32 work rounded once to 8 bits, so at most one bf16 step (2^-8) apart
+       3e-3   f16 results: one f16 step (2^-10) apart, with margin
+       3e-7   sumsq: a double sum rounded once to f32, so at most one f32 step apart
+   Backward ops accumulate (+=): their gradient buffers start out holding random values on both sides, of about the
+   gradient's size, so a kernel that overwrites is off by far more than the tolerance.
+   The sizes are real (rows of 4096 in the norms, vocabularies of 50304 and 128256 in the losses, attention to
+   T 512 with head dims 64, 80 and 128), yet the phase is short: the CPU side, on every core, is the longer one
+   (35 s for the CPU against itself on 2 cores).
+
+   build/gpu_ops_cuda [--backend NAME] [OP...]: NAME is the backend under test (default cuda; "cpu" runs this
+   program's own logic on a machine without a GPU); with OPs, only the cases whose op name contains one of them.
+   Ends with "N passed, N failed" on stderr; exit status 0 when all passed, 1 when a check failed, 2 when the
+   backend could not be created. */
+#include "../../zt.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL_EXACT 0.0
+#define TOL_F32 1e-5
+#define TOL_F32_SUM 1e-4
+#define TOL_BF16 1e-2
+#define TOL_F16 3e-3
+#define TOL_SUMSQ 3e-7
+
+/* ---- the two backends ------------------------------------------------------------------------- */
+
+/* side 0 is the reference (the CPU backend), side 1 the backend under test */
+typedef struct side { zt_backend *be; zt_arena *dev; zt_stream *s; size_t mark; } side;
+static side sd[2];
+#define BOTH for (int i = 0; i < 2; i++)
+
+/* the same tensor on both sides */
+typedef struct pair { zt_tensor t[2]; } pair;
+
+static struct {
+    char op[32], shape[160];
+    zt_dtype dtype;
+    int argc;
+    char **argv; /* the op filter */
+    int passed, failed;
+} cur;
+
+static double tol_of(zt_dtype result, double f32_tol) {
+    return result == ZT_BF16 ? TOL_BF16 : result == ZT_F16 ? TOL_F16 : f32_tol;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------- */
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_case(void) {
+    printf("{\"phase\":\"ops\",\"op\":");
+    json_str(stdout, cur.op);
+    printf(",\"dtype\":\"%s\",\"shape\":", zt_dtype_name(cur.dtype));
+    json_str(stdout, cur.shape);
+}
+
+/* a kernel or a check that stops the process: the line says which case it was, so a partial run still reports */
+static void on_fatal(const char *message, void *user) {
+    (void)user;
+    json_case();
+    printf(",\"error\":");
+    json_str(stdout, message);
+    printf(",\"pass\":false}\n");
+    fflush(stdout);
+}
+
+/* ---- cases ------------------------------------------------------------------------------------ */
+
+/* starts a case (0: the filter leaves it out); what a case allocates is freed by case_end */
+static int case_begin(const char *op, zt_dtype dt, const char *fmt, ...) ZT_PRINTF(3, 4);
+static int case_begin(const char *op, zt_dtype dt, const char *fmt, ...) {
+    int wanted = cur.argc == 0;
+    for (int i = 0; i < cur.argc && !wanted; i++) wanted = strstr(op, cur.argv[i]) != NULL;
+    if (!wanted) return 0;
+    snprintf(cur.op, sizeof cur.op, "%s", op);
+    cur.dtype = dt;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cur.shape, sizeof cur.shape, fmt, ap);
+    va_end(ap);
+    BOTH sd[i].mark = zt_arena_mark(sd[i].dev);
+    return 1;
+}
+static void case_end(void) {
+    BOTH {
+        zt_stream_sync(sd[i].s);
+        zt_arena_reset(sd[i].dev, sd[i].mark);
+    }
+}
+
+/* ---- host <-> both sides ---------------------------------------------------------------------- */
+
+/* splitmix64: the same inputs on every machine */
+static uint64_t rng_state = 0x5eed;
+static uint64_t rng_next(void) {
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static float rng_range(float lo, float hi) { return lo + (hi - lo) * (float)((double)(rng_next() >> 40) * 0x1.0p-24); }
+
+static void *xmalloc(size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) zt_fatal("out of host memory (%zu bytes)", bytes);
+    return p;
+}
+
+static pair pnew(zt_dtype t, zt_shape sh) {
+    pair p;
+    BOTH p.t[i] = zt_tensor_new(sd[i].dev, t, ZT_DEVICE, sh);
+    return p;
+}
+/* host values (f32, or i32 for an i32 pair) rounded once to p's dtype, the same bits on both sides */
+static void pset(pair p, const void *host, zt_dtype host_t) {
+    void *h = xmalloc(zt_nbytes(p.t[0]));
+    zt_convert(h, p.t[0].dtype, host, host_t, zt_numel(p.t[0]));
+    BOTH zt_copy(sd[i].s, p.t[i], zt_tensor_make(h, p.t[i].dtype, ZT_HOST, p.t[i].shape));
+    BOTH zt_stream_sync(sd[i].s);
+    free(h);
+}
+static pair prand(zt_dtype t, zt_shape sh, float lo, float hi) {
+    pair p = pnew(t, sh);
+    int64_t n = zt_numel(p.t[0]);
+    float *x = (float *)xmalloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = rng_range(lo, hi);
+    pset(p, x, ZT_F32);
+    free(x);
+    return p;
+}
+static pair pids(zt_shape sh, const int32_t *ids) {
+    pair p = pnew(ZT_I32, sh);
+    pset(p, ids, ZT_I32);
+    return p;
+}
+static pair pfill(zt_dtype t, zt_shape sh, float value) {
+    pair p = pnew(t, sh);
+    BOTH zt_fill(sd[i].s, p.t[i], value);
+    return p;
+}
+/* an absent tensor, as optional op arguments take it */
+static pair pnone(void) {
+    pair p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+/* side i's tensor as raw bytes in host memory (malloc) */
+static void *get_raw(int i, zt_tensor t) {
+    void *h = xmalloc(zt_nbytes(t));
+    zt_copy(sd[i].s, zt_tensor_make(h, t.dtype, ZT_HOST, t.shape), t);
+    zt_stream_sync(sd[i].s);
+    return h;
+}
+
+/* Compares p's two sides; tol 0 asks for the same bits. Prints the check's JSON line. */
+static int check(const char *out, pair p, double tol) {
+    int64_t n = zt_numel(p.t[0]);
+    size_t es = zt_dtype_size(p.t[0].dtype);
+    void *raw[2];
+    float *x[2];
+    BOTH {
+        raw[i] = get_raw(i, p.t[i]);
+        x[i] = (float *)xmalloc(sizeof(float) * (size_t)n);
+        zt_convert(x[i], ZT_F32, raw[i], p.t[i].dtype, n);
+    }
+    double scale = 0, worst = 0;
+    int same_bits = 1;
+    for (int64_t k = 0; k < n; k++) scale = fmax(scale, fabs((double)x[0][k]));
+    for (int64_t k = 0; k < n; k++) {
+        double a = x[0][k], b = x[1][k], d = fabs(a - b) / (scale + 1e-30);
+        int both_nan = isnan(a) && isnan(b);
+        if (both_nan) d = 0;
+        else if (isnan(d)) d = INFINITY;
+        worst = fmax(worst, d);
+        if (same_bits && !both_nan && memcmp((char *)raw[0] + k * es, (char *)raw[1] + k * es, es) != 0) same_bits = 0;
+    }
+    int pass = tol == 0 ? same_bits : worst <= tol;
+    BOTH free(raw[i]), free(x[i]);
+    json_case();
+    printf(",\"out\":\"%s\",\"max_err\":", out);
+    if (isinf(worst)) printf("null");
+    else printf("%.3e", worst);
+    printf(",\"tol\":%.0e,\"pass\":%s}\n", tol, pass ? "true" : "false");
+    fflush(stdout);
+    if (pass) cur.passed++;
+    else cur.failed++;
+    return pass;
+}
+
+/* ---- copies and elementwise ops --------------------------------------------------------------- */
+
+static void case_copy(zt_dtype dt) {
+    const int64_t n = (1 << 20) + 3;
+    if (!case_begin("copy", dt, "n %lld: host->device, device->device (a slice, a view), device->host", (long long)n))
+        return;
+    pair a = prand(dt, zt_shape1(n), -3, 3);
+    pair b = pnew(dt, zt_shape2(n, 1));
+    BOTH zt_copy(sd[i].s, b.t[i], a.t[i]);
+    BOTH zt_copy(sd[i].s, zt_slice(b.t[i], 1000, 5000), zt_slice(zt_view(a.t[i], 0, zt_shape2(n, 1)), 7, 5000));
+    BOTH zt_copy(sd[i].s, zt_view(b.t[i], 99, zt_shape1(3)), zt_view(a.t[i], 12345, zt_shape1(3)));
+    check("dst", b, TOL_EXACT);
+    case_end();
+}
+
+static void case_ids_copy(void) {
+    const int64_t n = 4097;
+    if (!case_begin("copy", ZT_I32, "n %lld", (long long)n)) return;
+    int32_t *ids = (int32_t *)xmalloc(sizeof(int32_t) * n);
+    for (int64_t k = 0; k < n; k++) ids[k] = (int32_t)(rng_next() >> 33) - (1 << 30);
+    pair a = pids(zt_shape1(n), ids), b = pnew(ZT_I32, zt_shape1(n));
+    BOTH zt_copy(sd[i].s, b.t[i], a.t[i]);
+    check("dst", b, TOL_EXACT);
+    free(ids);
+    case_end();
+}
+
+/* casts between every pair of float dtypes: every 16-bit pattern from bf16 and f16, and f32 values at the
+   edges (ties, subnormals, overflow, infinities, NaN) among random ones of every magnitude */
+static void case_cast(zt_dtype from, zt_dtype to) {
+    const int64_t n = 65536 * 4;
+    char what[64];
+    snprintf(what, sizeof what, "%s -> %s, n %lld, edge values", zt_dtype_name(from), zt_dtype_name(to), (long long)n);
+    if (!case_begin("cast", to, "%s", what)) return;
+    pair src = pnew(from, zt_shape1(n)), dst = pnew(to, zt_shape1(n));
+    void *h = xmalloc((size_t)n * 4);
+    if (from == ZT_F32) {
+        static const uint32_t edge[] = {0x00000000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x3f80c000u, 0x00000001u,
+                                        0x007fffffu, 0x00800000u, 0x33000000u, 0x33000001u, 0x387fc000u, 0x477ff000u,
+                                        0x477fefffu, 0x47800000u, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+                                        0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu};
+        uint32_t *u = (uint32_t *)h;
+        for (int64_t k = 0; k < n; k++) {
+            float f = ldexpf(rng_range(-1, 1), (int)(rng_next() % 80) - 40);
+            memcpy(&u[k], &f, 4);
+            if (k % 7 == 0) u[k] = (uint32_t)rng_next(); /* any pattern: NaNs, subnormals, huge */
+        }
+        memcpy(u, edge, sizeof edge);
+    } else {
+        uint16_t *u = (uint16_t *)h;
+        for (int64_t k = 0; k < n; k++) u[k] = (uint16_t)k; /* every pattern, four times */
+    }
+    BOTH zt_copy(sd[i].s, src.t[i], zt_tensor_make(h, from, ZT_HOST, src.t[i].shape));
+    BOTH zt_cast(sd[i].s, dst.t[i], src.t[i]);
+    check("out", dst, TOL_EXACT);
+    free(h);
+    case_end();
+}
+
+static void case_fill_scale_add(zt_dtype dt) {
+    const int64_t n = (4 << 20) + 1;
+    if (case_begin("fill", dt, "n %lld, then rows 2..4 of a (7, 143) view of it", (long long)n)) {
+        pair f = pfill(dt, zt_shape1(n), 0.1f);
+        BOTH zt_fill(sd[i].s, zt_slice(zt_view(f.t[i], 0, zt_shape2(7, 143)), 2, 3), -2.5f);
+        check("t", f, TOL_EXACT);
+        case_end();
+    }
+    if (case_begin("scale", dt, "n %lld by 0.3", (long long)n)) {
+        pair a = prand(dt, zt_shape1(n), -3, 3);
+        BOTH zt_scale(sd[i].s, a.t[i], 0.3f);
+        check("t", a, TOL_EXACT);
+        case_end();
+    }
+    if (case_begin("add", dt, "n %lld; out apart, aliasing a, aliasing b", (long long)n)) {
+        pair a = prand(dt, zt_shape1(n), -3, 3), b = prand(dt, zt_shape1(n), -3, 3), out = pnew(dt, zt_shape1(n));
+        pair a2 = pnew(dt, zt_shape1(n)), b2 = pnew(dt, zt_shape1(n));
+        BOTH {
+            zt_copy(sd[i].s, a2.t[i], a.t[i]);
+            zt_copy(sd[i].s, b2.t[i], b.t[i]);
+            zt_add(sd[i].s, out.t[i], a.t[i], b.t[i]);
+            zt_add(sd[i].s, a2.t[i], a2.t[i], b.t[i]);
+            zt_add(sd[i].s, b2.t[i], a.t[i], b2.t[i]);
+        }
+        check("out", out, TOL_EXACT);
+        check("out (= a)", a2, TOL_EXACT);
+        check("out (= b)", b2, TOL_EXACT);
+        case_end();
+    }
+}
+
+/* ---- products --------------------------------------------------------------------------------- */
+
+/* c (M,N) = alpha op(a) @ op(b) + beta c + bias; c starts random (NaN when beta is 0: it must not be read) */
+static void case_gemm(zt_dtype dt, int64_t M, int64_t N, int64_t K, int ta, int tb, float alpha, float beta, int bias) {
+    if (!case_begin("gemm", dt, "M %lld N %lld K %lld %s%s alpha %g beta %g%s", (long long)M, (long long)N,
+                    (long long)K, ta ? "T" : "N", tb ? "T" : "N", (double)alpha, (double)beta, bias ? " bias" : ""))
+        return;
+    pair a = prand(dt, ta ? zt_shape2(K, M) : zt_shape2(M, K), -1, 1);
+    pair b = prand(dt, tb ? zt_shape2(N, K) : zt_shape2(K, N), -1, 1);
+    pair c = beta == 0 ? pfill(dt, zt_shape2(M, N), NAN) : prand(dt, zt_shape2(M, N), -1, 1);
+    pair bi = prand(dt, zt_shape1(N), -1, 1);
+    BOTH zt_gemm(sd[i].s, c.t[i], a.t[i], b.t[i], ta, tb, alpha, beta, bias ? &bi.t[i] : NULL);
+    check("c", c, tol_of(dt, TOL_F32_SUM));
+    case_end();
+}
+
+/* batched: a (nb,M,K) or (1,M,K) with b (nb,K,N) or (1,K,N) (one of them shared), c (nb,M,N) */
+static void case_gemm_batched(zt_dtype dt, int64_t nb, int a1, int tb) {
+    const int64_t M = 256, N = 300, K = 64;
+    if (!case_begin("gemm", dt, "batched %lld x (M %lld N %lld K %lld) N%s, %s has batch 1, beta 1", (long long)nb,
+                    (long long)M, (long long)N, (long long)K, tb ? "T" : "N", a1 ? "a" : "b"))
+        return;
+    pair a = prand(dt, zt_shape3(a1 ? 1 : nb, M, K), -1, 1);
+    pair b = prand(dt, tb ? zt_shape3(a1 ? nb : 1, N, K) : zt_shape3(a1 ? nb : 1, K, N), -1, 1);
+    pair c = prand(dt, zt_shape3(nb, M, N), -1, 1);
+    BOTH zt_gemm(sd[i].s, c.t[i], a.t[i], b.t[i], 0, tb, 1.0f, 1.0f, NULL);
+    check("c", c, tol_of(dt, TOL_F32_SUM));
+    case_end();
+}
+
+static void case_sum_rows(zt_dtype dt) {
+    const int64_t R = 8192, C = 768;
+    if (!case_begin("sum_rows", dt, "x (%lld, %lld)", (long long)R, (long long)C)) return;
+    pair x = prand(dt, zt_shape2(R, C), -1, 1), out = prand(dt, zt_shape1(C), -50, 50);
+    BOTH zt_sum_rows(sd[i].s, out.t[i], x.t[i]);
+    check("out += column sums", out, tol_of(dt, TOL_F32_SUM));
+    case_end();
+}
+
+/* a linear layer forward and backward; gd is the dtype of dweight and dbias (the engine's are f32) */
+static void case_matmul(zt_dtype dt, zt_dtype gd, int frozen) {
+    const int64_t N = 1024, C = 768, OC = 3072;
+    if (!case_begin("matmul", dt, "inp (%lld, %lld) weight (%lld, %lld) bias; dweight, dbias %s", (long long)N,
+                    (long long)C, (long long)OC, (long long)C, frozen ? "absent (frozen)" : zt_dtype_name(gd)))
+        return;
+    pair inp = prand(dt, zt_shape2(N, C), -1, 1), w = prand(dt, zt_shape2(OC, C), -0.1f, 0.1f);
+    pair bias = prand(dt, zt_shape1(OC), -1, 1), out = pnew(dt, zt_shape2(N, OC));
+    BOTH zt_matmul_forward(sd[i].s, out.t[i], inp.t[i], w.t[i], &bias.t[i]);
+    check("out", out, tol_of(dt, TOL_F32_SUM));
+    pair dout = prand(dt, zt_shape2(N, OC), -1, 1), dinp = prand(dt, zt_shape2(N, C), -5, 5);
+    pair dw = prand(gd, zt_shape2(OC, C), -20, 20), db = prand(gd, zt_shape1(OC), -20, 20);
+    BOTH zt_matmul_backward(sd[i].s, &dinp.t[i], frozen ? NULL : &dw.t[i], frozen ? NULL : &db.t[i], dout.t[i],
+                            inp.t[i], w.t[i]);
+    check("dinp += dout @ weight", dinp, tol_of(dt, TOL_F32_SUM));
+    if (!frozen) {
+        check("dweight += dout^T @ inp", dw, tol_of(gd, TOL_F32_SUM));
+        check("dbias += column sums of dout", db, tol_of(gd, TOL_F32_SUM));
+    }
+    case_end();
+}
+
+/* ---- embeddings and norms --------------------------------------------------------------------- */
+
+/* token ids with many repeats (half from 64 ids) scattered over GPT-2's padded vocabulary */
+static void case_embedding(zt_dtype dt, zt_dtype gd) {
+    const int64_t V = 50304, C = 768, N = 4096;
+    if (!case_begin("embedding", dt, "table (%lld, %lld), %lld ids, half of them among 64; dtable %s", (long long)V,
+                    (long long)C, (long long)N, zt_dtype_name(gd)))
+        return;
+    int32_t *ids = (int32_t *)xmalloc(sizeof(int32_t) * N);
+    for (int64_t k = 0; k < N; k++) ids[k] = (int32_t)(rng_next() % (uint64_t)(k % 2 ? 64 : V));
+    ids[0] = 0, ids[1] = (int32_t)V - 1;
+    pair id = pids(zt_shape1(N), ids), table = prand(dt, zt_shape2(V, C), -1, 1);
+    pair out = pnew(dt, zt_shape2(N, C)), acc = prand(dt, zt_shape2(N, C), -1, 1);
+    BOTH {
+        zt_embedding_forward(sd[i].s, out.t[i], id.t[i], table.t[i], 0);
+        zt_embedding_forward(sd[i].s, acc.t[i], id.t[i], table.t[i], 1);
+    }
+    check("out = table[ids]", out, TOL_EXACT);
+    check("out += table[ids]", acc, TOL_EXACT);
+    pair dout = prand(dt, zt_shape2(N, C), -1, 1), dtable = prand(gd, zt_shape2(V, C), -4, 4);
+    BOTH zt_embedding_backward(sd[i].s, dtable.t[i], dout.t[i], id.t[i]);
+    check("dtable += dout rows by id", dtable, tol_of(gd, TOL_F32_SUM));
+    free(ids);
+    case_end();
+}
+
+/* layernorm (rms 0) or rmsnorm (rms 1): inputs off-centre, as residual streams are; dweight (and dbias)
+   absent when frozen */
+static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
+    if (!case_begin(rms ? "rmsnorm" : "layernorm", dt, "inp (%lld, %lld)%s", (long long)N, (long long)C,
+                    frozen ? ", dweight absent (frozen)" : ""))
+        return;
+    float eps = rms ? 1e-6f : 1e-5f;
+    pair inp = prand(dt, zt_shape2(N, C), -1, 3), w = prand(dt, zt_shape1(C), 0.5f, 1.5f);
+    pair b = prand(dt, zt_shape1(C), -0.5f, 0.5f), out = pnew(dt, zt_shape2(N, C));
+    pair mean = pnew(ZT_F32, zt_shape1(N)), rstd = pnew(ZT_F32, zt_shape1(N));
+    BOTH {
+        if (rms) zt_rmsnorm_forward(sd[i].s, out.t[i], rstd.t[i], inp.t[i], w.t[i], eps);
+        else zt_layernorm_forward(sd[i].s, out.t[i], mean.t[i], rstd.t[i], inp.t[i], w.t[i], b.t[i], eps);
+    }
+    check("out", out, tol_of(dt, TOL_F32_SUM));
+    if (!rms) check("mean (f32)", mean, TOL_F32_SUM);
+    check("rstd (f32)", rstd, TOL_F32_SUM);
+    /* dinp is ~|dout| * |w| * rstd; the weight gradients sum N rows */
+    float gsum = sqrtf((float)N);
+    pair dout = prand(dt, zt_shape2(N, C), -1, 1), dinp = prand(dt, zt_shape2(N, C), -1, 1);
+    pair dw = frozen ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
+    pair db = frozen || rms ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
+    BOTH {
+        if (rms) zt_rmsnorm_backward(sd[i].s, dinp.t[i], dw.t[i], dout.t[i], inp.t[i], w.t[i], rstd.t[i]);
+        else zt_layernorm_backward(sd[i].s, dinp.t[i], dw.t[i], db.t[i], dout.t[i], inp.t[i], w.t[i], mean.t[i],
+                                   rstd.t[i]);
+    }
+    check("dinp +=", dinp, tol_of(dt, TOL_F32_SUM));
+    if (!frozen) check("dweight (f32) +=", dw, TOL_F32_SUM);
+    if (!frozen && !rms) check("dbias (f32) +=", db, TOL_F32_SUM);
+    case_end();
+}
+
+/* ---- activations and rotary positions --------------------------------------------------------- */
+
+static void case_pointwise(zt_dtype dt) {
+    const int64_t N = 2048, I = 3072;
+    static const char *const names[2] = {"gelu", "silu"};
+    for (int k = 0; k < 2; k++) {
+        if (!case_begin(names[k], dt, "(%lld, %lld)", (long long)N, (long long)I)) continue;
+        pair inp = prand(dt, zt_shape2(N, I), -6, 6), out = pnew(dt, zt_shape2(N, I));
+        pair dout = prand(dt, zt_shape2(N, I), -1, 1), dinp = prand(dt, zt_shape2(N, I), -1, 1);
+        BOTH {
+            if (k == 0) {
+                zt_gelu_forward(sd[i].s, out.t[i], inp.t[i]);
+                zt_gelu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+            } else {
+                zt_silu_forward(sd[i].s, out.t[i], inp.t[i]);
+                zt_silu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+            }
+        }
+        check("out", out, tol_of(dt, TOL_F32));
+        check("dinp +=", dinp, tol_of(dt, TOL_F32));
+        case_end();
+    }
+    const int64_t R = 1024, H = 11008;
+    if (!case_begin("swiglu", dt, "inp (%lld, 2 x %lld)", (long long)R, (long long)H)) return;
+    pair inp = prand(dt, zt_shape2(R, 2 * H), -6, 6), out = pnew(dt, zt_shape2(R, H));
+    pair dout = prand(dt, zt_shape2(R, H), -1, 1), dinp = prand(dt, zt_shape2(R, 2 * H), -1, 1);
+    BOTH {
+        zt_swiglu_forward(sd[i].s, out.t[i], inp.t[i]);
+        zt_swiglu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+    }
+    check("out", out, tol_of(dt, TOL_F32));
+    check("dinp +=", dinp, tol_of(dt, TOL_F32));
+    case_end();
+}
+
+/* B = 3 rows of positions: 0..T-1; restarting at a document boundary (t = 200); 7000 + t, far out, where an
+   inverse frequency one ulp off (a device powf instead of the host's) moves an angle by ~4e-4 and fails 1e-5 */
+static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, float theta, int llama3) {
+    zt_rope_scaling sc = {8.0f, 1.0f, 4.0f, 8192.0f}; /* LLaMA-3.1's */
+    if (!case_begin("rope", dt, "x (%lld, %lld, %lld, %lld) theta %g%s", (long long)B, (long long)T, (long long)H,
+                    (long long)HD, (double)theta, llama3 ? " llama3 scaling" : ""))
+        return;
+    int32_t *pos = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            pos[b * T + t] = (int32_t)(b % 3 == 0 ? t : b % 3 == 1 ? (t < 200 ? t : t - 200) : 7000 + t);
+    zt_shape sh = zt_shape4(B, T, H, HD);
+    pair p = pids(zt_shape2(B, T), pos), x = prand(dt, sh, -2, 2), out = pnew(dt, sh), inplace = pnew(dt, sh);
+    const zt_rope_scaling *s = llama3 ? &sc : NULL;
+    BOTH {
+        zt_rope_forward(sd[i].s, out.t[i], x.t[i], p.t[i], theta, s);
+        zt_copy(sd[i].s, inplace.t[i], x.t[i]);
+        zt_rope_forward(sd[i].s, inplace.t[i], inplace.t[i], p.t[i], theta, s);
+    }
+    check("out", out, tol_of(dt, TOL_F32));
+    check("out (in place)", inplace, tol_of(dt, TOL_F32));
+    pair dout = prand(dt, sh, -1, 1), dinp = prand(dt, sh, -1, 1);
+    BOTH zt_rope_backward(sd[i].s, dinp.t[i], dout.t[i], p.t[i], theta, s);
+    check("dinp +=", dinp, tol_of(dt, TOL_F32));
+    free(pos);
+    case_end();
+}
+
+/* ---- attention -------------------------------------------------------------------------------- */
+
+/* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles */
+static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs) {
+    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s", (long long)B, (long long)T,
+                    (long long)NH, (long long)NKV, (long long)HD, docs ? " documents (starts)" : ""))
+        return;
+    int32_t *st = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
+    for (int64_t b = 0; b < B; b++) {
+        int64_t cut1 = b == 0 ? 100 : 37, cut2 = b == 0 ? T : 300 < T ? 300 : T;
+        for (int64_t t = 0; t < T; t++) st[b * T + t] = (int32_t)(t < cut1 ? 0 : t < cut2 ? cut1 : cut2);
+    }
+    zt_shape qs = zt_shape4(B, T, NH, HD), ks = zt_shape4(B, T, NKV, HD);
+    pair starts = docs ? pids(zt_shape2(B, T), st) : pnone();
+    pair q = prand(dt, qs, -2, 2), k = prand(dt, ks, -2, 2), v = prand(dt, ks, -1, 1);
+    pair out = pnew(dt, qs), lse = pnew(ZT_F32, zt_shape3(B, NH, T));
+    BOTH zt_attention_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL);
+    check("out", out, tol_of(dt, TOL_F32_SUM));
+    check("lse (f32)", lse, TOL_F32_SUM);
+    pair dout = prand(dt, qs, -1, 1), dq = prand(dt, qs, -0.5f, 0.5f);
+    pair dk = prand(dt, ks, -0.5f, 0.5f), dv = prand(dt, ks, -0.5f, 0.5f);
+    /* the backward of the device under test reads its own out and lse, so each side is checked as a whole */
+    BOTH zt_attention_backward(sd[i].s, dq.t[i], dk.t[i], dv.t[i], dout.t[i], q.t[i], k.t[i], v.t[i], out.t[i],
+                               lse.t[i], docs ? &starts.t[i] : NULL);
+    check("dq +=", dq, tol_of(dt, TOL_F32_SUM));
+    check("dk +=", dk, tol_of(dt, TOL_F32_SUM));
+    check("dv +=", dv, tol_of(dt, TOL_F32_SUM));
+    free(st);
+    case_end();
+}
+
+/* ---- losses ----------------------------------------------------------------------------------- */
+
+#define IGNORE (-100)
+/* N rows of logits (Vp columns, the first vocab real): padding columns hold 30 (they would dominate if read),
+   one row is shifted by +60 (the max must be subtracted), rows 3 and N-2 are ignored */
+static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab) {
+    if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored", (long long)N, (long long)Vp,
+                    (long long)vocab))
+        return;
+    float *lg = (float *)xmalloc(sizeof(float) * (size_t)(N * Vp));
+    int32_t *tg = (int32_t *)xmalloc(sizeof(int32_t) * N);
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t c = 0; c < Vp; c++) lg[n * Vp + c] = c < vocab ? rng_range(-4, 4) + (n == 5 ? 60 : 0) : 30;
+        tg[n] = (int32_t)(rng_next() % (uint64_t)vocab);
+    }
+    tg[0] = 0, tg[1] = (int32_t)vocab - 1, tg[3] = tg[N - 2] = IGNORE;
+    float dloss = 1.0f / (float)(N - 2);
+    pair logits = pnew(dt, zt_shape2(N, Vp)), targets = pids(zt_shape1(N), tg);
+    pset(logits, lg, ZT_F32);
+    pair losses = prand(ZT_F32, zt_shape1(N), 5, 9), losses2 = pnew(ZT_F32, zt_shape1(N));
+    pair losses3 = pnew(ZT_F32, zt_shape1(N));
+    pair dl = prand(dt, zt_shape2(N, Vp), -1, 1), alias = pnew(dt, zt_shape2(N, Vp));
+    pset(alias, lg, ZT_F32);
+    BOTH {
+        zt_crossentropy(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], vocab, IGNORE, dloss);
+        zt_crossentropy(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], vocab, IGNORE, dloss);
+        zt_crossentropy(sd[i].s, losses3.t[i], &alias.t[i], alias.t[i], targets.t[i], vocab, IGNORE, dloss);
+    }
+    check("losses (f32), no dlogits", losses, TOL_F32_SUM);
+    check("losses (f32)", losses2, TOL_F32_SUM);
+    check("dlogits (written)", dl, tol_of(dt, TOL_F32_SUM));
+    check("logits unchanged", logits, TOL_EXACT);
+    check("losses (f32), dlogits aliasing logits", losses3, TOL_F32_SUM);
+    check("dlogits aliasing logits", alias, tol_of(dt, TOL_F32_SUM));
+    free(lg), free(tg);
+    case_end();
+}
+
+/* the output layer and the loss in chunks of R rows (the last one partial); the engine's dtypes: logits_buf and
+   dweight f32 whatever the activations are */
+static void case_output_loss(zt_dtype dt) {
+    const int64_t N = 128, C = 768, Vp = 50304, vocab = 50257, R = 50;
+    if (!case_begin("output_loss", dt, "hidden (%lld, %lld) weight (%lld, %lld) vocab %lld, logits_buf f32 (%lld, "
+                    "%lld)", (long long)N, (long long)C, (long long)Vp, (long long)C, (long long)vocab, (long long)R,
+                    (long long)Vp))
+        return;
+    int32_t *tg = (int32_t *)xmalloc(sizeof(int32_t) * N);
+    for (int64_t n = 0; n < N; n++) tg[n] = (int32_t)(rng_next() % (uint64_t)vocab);
+    tg[7] = tg[N - 1] = IGNORE;
+    float dloss = 1.0f / (float)(N - 2);
+    pair targets = pids(zt_shape1(N), tg), hidden = prand(dt, zt_shape2(N, C), -1, 1);
+    pair w = prand(dt, zt_shape2(Vp, C), -0.1f, 0.1f), buf = pnew(ZT_F32, zt_shape2(R, Vp));
+    pair losses_fwd = pnew(ZT_F32, zt_shape1(N)), losses = pnew(ZT_F32, zt_shape1(N));
+    pair dh = prand(dt, zt_shape2(N, C), -0.05f, 0.05f), dw = prand(ZT_F32, zt_shape2(Vp, C), -0.05f, 0.05f);
+    BOTH {
+        zt_output_loss(sd[i].s, losses_fwd.t[i], NULL, NULL, hidden.t[i], w.t[i], targets.t[i], buf.t[i], vocab, IGNORE,
+                       dloss);
+        zt_output_loss(sd[i].s, losses.t[i], &dh.t[i], &dw.t[i], hidden.t[i], w.t[i], targets.t[i], buf.t[i], vocab,
+                       IGNORE, dloss);
+    }
+    check("losses (f32), forward only", losses_fwd, TOL_F32_SUM);
+    check("losses (f32)", losses, TOL_F32_SUM);
+    check("dhidden +=", dh, tol_of(dt, TOL_F32_SUM));
+    check("dweight (f32) +=", dw, TOL_F32_SUM);
+    free(tg);
+    case_end();
+}
+
+/* ---- the optimizer and the gradient norm ------------------------------------------------------ */
+
+/* four steps (1, 2, 3 and 1000) from the same state on both sides, each with new gradients; the same bits */
+static void case_adamw(zt_dtype gd, int l2, int with16) {
+    const int64_t n = (4 << 20) + 7;
+    if (!case_begin("adamw", gd, "n %lld, grads %s, param16 %s, %s, steps 1 2 3 1000", (long long)n, zt_dtype_name(gd),
+                    with16 ? "bf16" : "none", l2 ? "l2" : "decoupled decay"))
+        return;
+    zt_adamw_params p = zt_adamw_params_default();
+    p.lr = 1e-3f, p.beta1 = 0.9f, p.beta2 = 0.95f, p.eps = 1e-8f, p.weight_decay = 0.1f, p.grad_scale = 0.5f;
+    p.l2 = l2;
+    pair master = prand(ZT_F32, zt_shape1(n), -1, 1), m = prand(ZT_F32, zt_shape1(n), -0.1f, 0.1f);
+    pair v = prand(ZT_F32, zt_shape1(n), 0, 0.01f), p16 = pnew(ZT_BF16, zt_shape1(n));
+    static const int64_t steps[4] = {1, 2, 3, 1000};
+    for (int k = 0; k < 4; k++) {
+        p.step = steps[k];
+        pair g = prand(gd, zt_shape1(n), -0.1f, 0.1f);
+        BOTH zt_adamw(sd[i].s, master.t[i], m.t[i], v.t[i], g.t[i], with16 ? &p16.t[i] : NULL, p);
+        char out[48];
+        snprintf(out, sizeof out, "step %lld: master", (long long)p.step);
+        check(out, master, TOL_EXACT);
+        snprintf(out, sizeof out, "step %lld: m", (long long)p.step);
+        check(out, m, TOL_EXACT);
+        snprintf(out, sizeof out, "step %lld: v", (long long)p.step);
+        check(out, v, TOL_EXACT);
+        if (with16) {
+            snprintf(out, sizeof out, "step %lld: param16", (long long)p.step);
+            check(out, p16, TOL_EXACT);
+        }
+    }
+    case_end();
+}
+
+static void case_sumsq(zt_dtype dt, int64_t n) {
+    if (!case_begin("sumsq", dt, "n %lld", (long long)n)) return;
+    pair x = prand(dt, zt_shape1(n), -2, 2), out = pfill(ZT_F32, zt_shape1(1), 123.0f);
+    BOTH zt_sumsq(sd[i].s, out.t[i], x.t[i]);
+    check("out (f32, written)", out, TOL_SUMSQ);
+    case_end();
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    const char *name = "cuda";
+    if (argc > 2 && strcmp(argv[1], "--backend") == 0) name = argv[2], argc -= 2, argv += 2;
+    cur.argc = argc - 1, cur.argv = argv + 1;
+    zt_backend_desc desc = zt_backend_desc_default();
+    desc.device_bytes = (size_t)1 << 30;
+    BOTH {
+        const char *n = i ? name : "cpu";
+        if (zt_backend_create(&sd[i].be, n, &desc) != ZT_OK) {
+            fprintf(stderr, "gpu_ops: cannot create the %s backend: %s\n", n, zt_last_error());
+            return 2;
+        }
+        sd[i].dev = zt_backend_device_arena(sd[i].be);
+        sd[i].s = zt_backend_stream(sd[i].be);
+    }
+    zt_set_fatal_handler(on_fatal, NULL);
+    uint64_t t0 = zt_time_ns();
+
+    static const zt_dtype floats[3] = {ZT_F32, ZT_BF16, ZT_F16};
+    for (int a = 0; a < 3; a++) {
+        case_copy(floats[a]);
+        for (int b = 0; b < 3; b++) case_cast(floats[a], floats[b]);
+        case_fill_scale_add(floats[a]);
+    }
+    case_ids_copy();
+    for (int a = 0; a < 3; a++) {
+        zt_dtype dt = floats[a];
+        for (int t = 0; t < 4; t++) case_gemm(dt, 320, 288, 1000, t & 1, t >> 1, 0.5f, 1.0f, 1);
+        case_gemm(dt, 2048, 3072, 768, 0, 1, 1.0f, 0.0f, 1);
+        if (dt == ZT_F16) continue;
+        case_gemm(dt, 512, 512, 4096, 0, 0, 1.0f, 1.0f, 0);
+        case_gemm_batched(dt, 12, 0, 0);
+        case_gemm_batched(dt, 12, 1, 1);
+        case_sum_rows(dt);
+    }
+    case_matmul(ZT_F32, ZT_F32, 0);
+    case_matmul(ZT_BF16, ZT_F32, 0);
+    case_matmul(ZT_BF16, ZT_BF16, 0);
+    case_matmul(ZT_BF16, ZT_F32, 1);
+    case_matmul(ZT_F16, ZT_F32, 0);
+    case_embedding(ZT_F32, ZT_F32);
+    case_embedding(ZT_BF16, ZT_F32);
+    case_embedding(ZT_BF16, ZT_BF16);
+    for (int a = 0; a < 3; a++) {
+        zt_dtype dt = floats[a];
+        case_norm(0, dt, 1024, 4096, 0);
+        case_norm(1, dt, 1024, 4096, 0);
+        if (dt == ZT_F16) continue;
+        case_norm(0, dt, 4096, 768, 1);
+        case_norm(1, dt, 4096, 768, 1);
+        case_pointwise(dt);
+        case_rope(dt, 3, 512, 32, 128, 500000.0f, 1);
+        case_rope(dt, 3, 384, 12, 64, 10000.0f, 0);
+    }
+    case_pointwise(ZT_F16);
+    for (int a = 0; a < 2; a++) {
+        zt_dtype dt = floats[a];
+        case_attention(dt, 1, 512, 32, 8, 128, 0);
+        case_attention(dt, 2, 500, 32, 8, 128, 1);
+        case_attention(dt, 2, 512, 12, 12, 64, 0);
+        case_attention(dt, 1, 300, 12, 12, 64, 1);
+        case_attention(dt, 1, 333, 32, 8, 80, 1);
+        case_attention(dt, 2, 256, 12, 12, 80, 0);
+    }
+    case_attention(ZT_F16, 2, 512, 12, 12, 64, 1);
+    for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257);
+    case_crossentropy(ZT_F32, 16, 128256, 128256);
+    case_crossentropy(ZT_BF16, 16, 128256, 128256);
+    case_output_loss(ZT_F32);
+    case_output_loss(ZT_BF16);
+    case_adamw(ZT_F32, 0, 1);
+    case_adamw(ZT_BF16, 0, 1);
+    case_adamw(ZT_F32, 1, 1);
+    case_adamw(ZT_F32, 0, 0);
+    static const int64_t sumsq_n[3] = {1, 4099, 10000019};
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 3; k++) case_sumsq(floats[a], sumsq_n[k]);
+
+    BOTH zt_backend_destroy(sd[i].be);
+    fprintf(stderr, "gpu_ops: %s against cpu in %.1f s\n%d passed, %d failed\n", name,
+            (double)(zt_time_ns() - t0) / 1e9, cur.passed, cur.failed);
+    return cur.failed ? 1 : 0;
+}
