@@ -37,7 +37,7 @@ NVCC_WARN="-Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings"
 NVCC_HOST="-Xcompiler -ffp-contract=off"
 [[ $(uname -m) == x86_64 ]] && NVCC_HOST+=",-mavx2,-mfma"
 NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17 $GENCODE $NVCC_WARN $NVCC_HOST}
-NVCC_LDLIBS="-lcublasLt -lcublas -lm -lpthread"
+NVCC_LDLIBS="-lcublasLt -lcublas -lnccl -lm -lpthread"
 B=build
 STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
 GPU_PROGRAMS=(tests/gpu/ops.c tests/gpu/train.c bench/gpu.c) # need a GPU: only built as build/NAME_cuda (tests/gpu/)

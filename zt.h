@@ -49,13 +49,15 @@
        >>checkpoint  zt_save / zt_load in DeepSpeed's layout; Hugging Face safetensors in and out
        >>json        (implementation only) a validating reader over jsmn
        >>cpu         (implementation only) the CPU backend: streams and kernels
-   The CUDA backend (zt_cuda.cuh) does not exist yet; zt.h builds under nvcc and runs on the CPU there.
+   The CUDA backend is zt_cuda.cuh, next to this file: compiled by nvcc, this implementation includes it
+   and zt_backend_create(.., "cuda", ..) works (cuBLASLt, NCCL; ZT_NO_NCCL builds without NCCL).
 
    Options (define before including):
        ZT_IMPLEMENTATION  compile the implementation in this translation unit (include zt.h first there)
        ZT_STATIC          make every function static (and marked unused): a private copy per unit
        ZT_ASSERT(c)       replace the always-on assertion (it must not return when c is false)
        ZT_CPU_MAX_THREADS upper bound on CPU worker threads (default 256)
+       ZT_NO_NCCL         (nvcc builds) no NCCL: ranks stage collectives through pinned host memory
 
    Version: ZT_VERSION_STRING below. Licence: MIT (end of file).
 */
@@ -271,7 +273,7 @@ typedef struct zt_backend_desc {
     int threads;           /* CPU: worker threads, 0 = every core */
     int strict;            /* CPU: stream work runs only when the host waits for it, so a missing
                               sync or event reads stale memory in a test instead of racing on a GPU */
-    int device_index;      /* CUDA: which GPU */
+    int device_index;      /* CUDA: which GPU; -1: LOCAL_RANK's (0 without it), modulo the GPUs there are */
 } zt_backend_desc;
 
 #define ZT_MAX_STREAMS 8
@@ -391,7 +393,8 @@ ZT_API void zt_crossentropy(zt_stream *s, zt_tensor losses, const zt_tensor *dlo
                             zt_tensor targets, int64_t vocab, int ignore_index, float dloss);
 /* The output layer and the loss, in row chunks so that no (N,Vp) logits exist at once:
    hidden (N,C), weight (Vp,C), targets (N) -> losses (N); with dhidden/dweight, backward too
-   (dhidden += , dweight += ). logits_buf (R,Vp) is scratch; R rows are done per chunk. */
+   (dhidden += , dweight += ). logits_buf (R,Vp) is scratch; R rows are done per chunk (fewer in backward
+   when the weight's dtype is narrower: its gradient of the logits, in that dtype, shares the buffer). */
 ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhidden,
                            const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
                            zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
@@ -725,8 +728,9 @@ ZT_API void zt_comm_set_timeout(zt_comm *c, double seconds);
 ZT_API void zt_all_reduce(zt_stream *s, zt_comm *c, zt_tensor buf, zt_reduce_op op);
 /* Lets the ranks of one host read and write each other's device memory (the CPU backend's is a memfd):
    collectives on tensors in it then go directly between ranks instead of through the shared slots, with
-   the same bits. A collective: every rank calls it once, after its backend has its memory. Where it is
-   not possible (another backend, no /proc), collectives stage as before. */
+   the same bits. The CUDA backend connects NCCL instead when every rank has a GPU of its own (ranks that
+   share a GPU stage through pinned host memory). A collective: every rank calls it once, after its
+   backend has its memory. Where it is not possible (no /proc), collectives stage as before. */
 ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b);
 ZT_API int zt_comm_is_direct(const zt_comm *c); /* 1 once zt_comm_share_device made collectives direct */
 /* before the backend shared with zt_comm_share_device goes away (zt_shutdown calls it): this rank's
@@ -1625,6 +1629,9 @@ typedef struct zt__backend_vt {
     void (*wait)(zt_stream *s, zt_event *e);
     void (*stream_sync)(zt_stream *s);
     void (*event_sync)(zt_event *e);
+    /* optional: collectives between the ranks' device memory (CUDA: NCCL); NULL: the shared-memory way */
+    zt_result (*share)(zt_backend *b, zt_comm *c);
+    void (*unshare)(zt_backend *b, zt_comm *c);
 } zt__backend_vt;
 
 struct zt_stream { zt_backend *backend; int index; void *impl; };
@@ -1639,11 +1646,15 @@ struct zt_backend {
     int n_streams, n_events;
     zt_stream streams[ZT_MAX_STREAMS];
     zt_event events[ZT_MAX_EVENTS];
+    size_t library_bytes; /* device memory the backend's context and libraries hold (measured at create) */
     void *impl;
 };
 
-/* each backend's table, defined in its own section below */
+/* each backend's table, defined in its own section below (CUDA's in zt_cuda.cuh, when nvcc compiles this) */
 static const zt__backend_vt *zt__cpu_backend(void);
+#ifdef __CUDACC__
+static const zt__backend_vt *zt__cuda_backend(void);
+#endif
 
 ZT_API zt_backend_desc zt_backend_desc_default(void) {
     zt_backend_desc d;
@@ -1659,14 +1670,18 @@ ZT_API zt_result zt_backend_create(zt_backend **out, const char *name, const zt_
     if (strcmp(name, "cpu") == 0)
         vt = zt__cpu_backend();
     else if (strcmp(name, "cuda") == 0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "backend 'cuda' does not exist yet in zt %s: use 'cpu'",
-                       ZT_VERSION_STRING);
+#ifdef __CUDACC__
+        vt = zt__cuda_backend();
+#else
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "backend 'cuda' needs zt's implementation compiled by nvcc (the "
+                       "build/*_cuda programs); this program's was compiled by a C compiler: use 'cpu'");
+#endif
     else
         return zt_fail(ZT_ERROR_INVALID, "unknown backend '%s': expected 'cpu' or 'cuda'", name);
     zt_backend *b = (zt_backend *)calloc(1, sizeof *b); /* setup time, freed by zt_backend_destroy */
     if (!b) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating the %s backend", name);
     b->vt = vt;
-    b->name = "cpu";
+    b->name = vt == zt__cpu_backend() ? "cpu" : "cuda";
     b->desc = desc ? *desc : zt_backend_desc_default();
     zt_result r = vt->create(b);
     if (r != ZT_OK) {
@@ -2050,6 +2065,22 @@ static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor
     if (scaling && scaling->factor > 0) op.rope.scaling = *scaling;
     zt__launch(s, &op);
 }
+/* the frequency of rotary pair i of HD dimensions, in f32 as transformers computes it; every backend
+   takes it from here (the CUDA kernels as a table), so the angles are the same bits everywhere */
+static float zt__rope_inv_freq(float theta, int64_t i, int64_t HD, const zt_rope_scaling *sc) {
+    float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)HD);
+    if (sc->factor > 0) { /* "llama3": long wavelengths slowed by factor, the middle band blended */
+        float wavelen = 6.2831853f / inv_freq, old = sc->original_max_positions;
+        float scaled = wavelen > old / sc->low_freq_factor ? inv_freq / sc->factor : inv_freq;
+        if (!(wavelen < old / sc->high_freq_factor) && !(wavelen > old / sc->low_freq_factor)) {
+            float smooth = (old / wavelen - sc->low_freq_factor) / (sc->high_freq_factor - sc->low_freq_factor);
+            scaled = (1.0f - smooth) * scaled / sc->factor + smooth * scaled;
+        }
+        inv_freq = scaled;
+    }
+    return inv_freq;
+}
+
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
                             const zt_rope_scaling *scaling) {
     zt__rope(s, ZT__OP_ROPE_FWD, "zt_rope_forward", out, inp, pos, theta, scaling);
@@ -2148,18 +2179,29 @@ ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhid
              (long long)Vp, (long long)zt_cols(weight), (long long)zt_cols(logits_buf));
     zt_tensor h2 = zt_view(hidden, 0, zt_shape2(N, C));
     int backward = dhidden || dweight;
+    /* With 16-bit weights and wider logits, the logits' gradient is written in the weights' dtype (as
+       PyTorch's autocast has it), after the logits in the same buffer: the backward products then take
+       two operands of one dtype, which a GPU's tensor cores need. Fewer rows fit per chunk for that. */
+    size_t lsize = zt_dtype_size(logits_buf.dtype), wsize = zt_dtype_size(weight.dtype);
+    int narrow = backward && wsize < lsize;
+    if (narrow) R = R * (int64_t)lsize / (int64_t)(lsize + wsize);
+    zt__need(R > 0, "zt_output_loss", "logits_buf has too few rows for a %s gradient beside the logits",
+             zt_dtype_name(weight.dtype));
     for (int64_t r0 = 0; r0 < N; r0 += R) {
         int64_t n = ZT__MIN(R, N - r0);
         zt_tensor h = zt_slice(h2, r0, n);
-        zt_tensor logits = zt_view(logits_buf, 0, zt_shape2(n, Vp));
+        zt_tensor logits = zt_view(logits_buf, 0, zt_shape2(n, Vp)), dlogits = logits;
+        if (narrow)
+            dlogits = zt_tensor_make((uint8_t *)logits_buf.data + (size_t)(n * Vp) * lsize, weight.dtype, ZT_DEVICE,
+                                     zt_shape2(n, Vp));
         zt_gemm(s, logits, h, weight, 0, 1, 1.0f, 0.0f, NULL);
-        zt_crossentropy(s, zt_slice(losses, r0, n), backward ? &logits : NULL, logits,
+        zt_crossentropy(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits,
                         zt_slice(targets, r0, n), vocab, ignore_index, dloss);
         if (dhidden) {
             zt_tensor dh = zt_slice(zt_view(*dhidden, 0, zt_shape2(N, C)), r0, n);
-            zt_gemm(s, dh, logits, weight, 0, 0, 1.0f, 1.0f, NULL);
+            zt_gemm(s, dh, dlogits, weight, 0, 0, 1.0f, 1.0f, NULL);
         }
-        if (dweight) zt_gemm(s, *dweight, logits, h, 1, 0, 1.0f, 1.0f, NULL);
+        if (dweight) zt_gemm(s, *dweight, dlogits, h, 1, 0, 1.0f, 1.0f, NULL);
     }
 }
 
@@ -3171,6 +3213,7 @@ struct zt_comm {
     uint8_t *slots, *result;
     size_t chunk, map_bytes;
     int zero_copy;                           /* every rank maps every other's device memory */
+    int device_direct;                       /* the backend moves collectives itself (CUDA: NCCL) */
     uint8_t *peer[ZT__COMM_MAX_RANKS];       /* ... at these addresses (this rank's own: its own) */
     size_t peer_bytes[ZT__COMM_MAX_RANKS];
 };
@@ -3270,6 +3313,7 @@ static void zt__comm_unshare(zt_comm *c) {
 ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b) {
     if (!c->shm || c->world == 1) return ZT_OK;
     zt__comm_unshare(c); /* an earlier engine's memory */
+    if (b->vt->share) return b->vt->share(b, c);
     int R = c->rank, W = c->world, ok = 1;
     void *base = NULL;
     size_t bytes = 0;
@@ -3297,8 +3341,12 @@ ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b) {
     return ZT_OK;
 }
 
-ZT_API int zt_comm_is_direct(const zt_comm *c) { return c->zero_copy; }
+ZT_API int zt_comm_is_direct(const zt_comm *c) { return c->zero_copy || c->device_direct; }
 ZT_API void zt_comm_unshare_device(zt_comm *c, zt_backend *b) {
+    if (b->vt->unshare) {
+        b->vt->unshare(b, c);
+        return;
+    }
     void *base = NULL;
     size_t bytes = 0;
     zt__cpu_share(b, &base, &bytes);
@@ -3540,6 +3588,66 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
             r = zt__shm_barrier(c);
         }
         return r;
+    }
+    return r;
+}
+
+/* A collective on memory the host cannot touch (a GPU's), staged through a host buffer: the data is
+   fetched with get, the collective runs on host memory, the results go back with put. Chunks depend on
+   the collective's size and the buffer's only, and every rank's buffer is the same size, so every rank
+   runs the same sequence of collectives. Reduce-scatter and all-gather pieces `stride` apart (ZeRO's
+   buckets) are fetched and stored piece by piece; in place is fine (a chunk is read before it is
+   written, and a rank's own piece comes back unchanged). */
+typedef void (*zt__mover)(void *ctx, void *dst, const void *src, size_t bytes);
+
+static zt_result zt__comm_staged(const zt__args_comm *a, uint8_t *stage, size_t stage_bytes, zt__mover get,
+                                 zt__mover put, void *ctx) {
+    int W = a->comm->world;
+    zt_dtype t = a->out.dtype;
+    size_t es = zt_dtype_size(t);
+    uint8_t *out = (uint8_t *)a->out.data;
+    const uint8_t *in = (const uint8_t *)a->inp.data;
+    int64_t n = zt_numel(a->out), m = (int64_t)(stage_bytes / es / (size_t)(W + 1)); /* a chunk: W + 1 parts */
+    ZT_ASSERT(m > 0);
+    zt__args_comm c = *a;
+    c.stride = 0;
+    zt_result r = ZT_OK;
+    switch (a->what) {
+    case ZT__ALL_REDUCE:
+    case ZT__BROADCAST:
+        for (int64_t o = 0; o < n && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, n - o);
+            c.out = c.inp = zt_tensor_make(stage, t, ZT_HOST, zt_shape1(k));
+            get(ctx, stage, out + (size_t)o * es, (size_t)k * es);
+            if ((r = zt__comm_run(&c)) == ZT_OK) put(ctx, out + (size_t)o * es, stage, (size_t)k * es);
+        }
+        return r;
+    case ZT__REDUCE_SCATTER: { /* in (W parts of n, `stride` apart) -> out (n) */
+        int64_t stride = a->stride ? a->stride : n;
+        for (int64_t o = 0; o < n && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, n - o);
+            for (int q = 0; q < W; q++)
+                get(ctx, stage + (size_t)q * (size_t)k * es, in + ((size_t)q * (size_t)stride + (size_t)o) * es, (size_t)k * es);
+            c.inp = zt_tensor_make(stage, t, ZT_HOST, zt_shape1((int64_t)W * k));
+            c.out = zt_tensor_make(stage + (size_t)W * (size_t)k * es, t, ZT_HOST, zt_shape1(k));
+            if ((r = zt__comm_run(&c)) == ZT_OK) put(ctx, out + (size_t)o * es, c.out.data, (size_t)k * es);
+        }
+        return r;
+    }
+    case ZT__ALL_GATHER: { /* in (part) -> out (W parts, `stride` apart) */
+        int64_t part = a->stride ? zt_numel(a->inp) : n / W, stride = a->stride ? a->stride : part;
+        for (int64_t o = 0; o < part && r == ZT_OK; o += m) {
+            int64_t k = ZT__MIN(m, part - o);
+            get(ctx, stage, in + (size_t)o * es, (size_t)k * es);
+            c.inp = zt_tensor_make(stage, t, ZT_HOST, zt_shape1(k));
+            c.out = zt_tensor_make(stage + (size_t)k * es, t, ZT_HOST, zt_shape1((int64_t)W * k));
+            if ((r = zt__comm_run(&c)) != ZT_OK) break;
+            for (int q = 0; q < W; q++)
+                put(ctx, out + ((size_t)q * (size_t)stride + (size_t)o) * es, stage + (size_t)(q + 1) * (size_t)k * es,
+                    (size_t)k * es);
+        }
+        return r;
+    }
     }
     return r;
 }
@@ -5483,6 +5591,7 @@ static int64_t zt__nvme_region(zt_engine *e, int k, int64_t bytes) {
 
 static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     memset(e->mem, 0, sizeof e->mem);
+    e->mem[ZT_MEM_LIBRARY] = e->be ? e->be->library_bytes : 0; /* measured by the backend, beside its arenas */
     memset(e->hmem, 0, sizeof e->hmem);
     e->nvme[0] = e->nvme[1] = 0;
     int mixed = e->opt.precision != ZT_PRECISION_FP32;
@@ -6722,7 +6831,9 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     desc.device_bytes = desc.pinned_bytes = 0;
     desc.threads = e->opt.threads;
     desc.strict = e->opt.strict;
-    if ((r = zt_backend_create(&e->be, e->opt.backend, &desc)) != ZT_OK) return r;
+    desc.device_index = -1; /* CUDA: the GPU of this rank's LOCAL_RANK, as torchrun places ranks */
+    /* a plan runs nothing: the CPU backend measures it for any backend, without a GPU */
+    if ((r = zt_backend_create(&e->be, e->planning ? "cpu" : e->opt.backend, &desc)) != ZT_OK) return r;
     e->s = zt_backend_stream(e->be);
     zt__measure_activations(e);
     {
@@ -10080,7 +10191,14 @@ struct zt__cpu {
     void *device_mem, *pinned_mem;
     int device_fd;        /* the device memory is a memfd's, so ranks of one host can map each other's */
     size_t device_bytes;
+    uint8_t *stage;       /* the tests' hook ZT_TEST_COMM_STAGE=bytes: collectives staged as a GPU's are */
+    size_t stage_bytes;
 };
+
+static void zt__cpu_move(void *ctx, void *dst, const void *src, size_t bytes) {
+    (void)ctx;
+    memmove(dst, src, bytes);
+}
 
 static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op);
 
@@ -10189,6 +10307,12 @@ static zt_result zt__cpu_create(zt_backend *b) {
     }
     pthread_mutex_init(&cpu->mu, NULL);
     pthread_cond_init(&cpu->cv, NULL);
+    const char *stage = getenv("ZT_TEST_COMM_STAGE");
+    if (stage && atoll(stage) > 0) {
+        cpu->stage_bytes = (size_t)atoll(stage);
+        cpu->stage = (uint8_t *)zt__cpu_alloc(cpu->stage_bytes);
+        ZT_ASSERT(cpu->stage != NULL);
+    }
     zt_stream_create(b); /* the default stream */
     return ZT_OK;
 }
@@ -10262,6 +10386,7 @@ static void zt__cpu_destroy(zt_backend *b) {
     pthread_cond_destroy(&cpu->cv);
     zt__cpu_device_free(cpu);
     free(cpu->pinned_mem);
+    free(cpu->stage);
     free(cpu);
 }
 
@@ -10302,7 +10427,7 @@ static void zt__cpu_event_sync(zt_event *e) {
 
 static const zt__backend_vt zt__cpu_vt = {
     zt__cpu_create, zt__cpu_destroy, zt__cpu_stream_init, zt__cpu_reserve, zt__cpu_launch,
-    zt__cpu_record, zt__cpu_wait, zt__cpu_stream_sync, zt__cpu_event_sync,
+    zt__cpu_record, zt__cpu_wait, zt__cpu_stream_sync, zt__cpu_event_sync, NULL, NULL,
 };
 static const zt__backend_vt *zt__cpu_backend(void) { return &zt__cpu_vt; }
 
@@ -10949,18 +11074,7 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
     const int32_t *pos = (const int32_t *)a->pos.data;
     for (int64_t t = task * job->per_task; t < ZT__MIN(BT, (task + 1) * job->per_task); t++) {
         for (int64_t i = 0; i < half; i++) {
-            float inv_freq = 1.0f / powf(a->theta, (float)(2 * i) / (float)HD);
-            const zt_rope_scaling *sc = &a->scaling;
-            if (sc->factor > 0) { /* "llama3": long wavelengths slowed by factor, the middle band blended */
-                float wavelen = 6.2831853f / inv_freq, old = sc->original_max_positions;
-                float scaled = wavelen > old / sc->low_freq_factor ? inv_freq / sc->factor : inv_freq;
-                if (!(wavelen < old / sc->high_freq_factor) && !(wavelen > old / sc->low_freq_factor)) {
-                    float smooth = (old / wavelen - sc->low_freq_factor) / (sc->high_freq_factor - sc->low_freq_factor);
-                    scaled = (1.0f - smooth) * scaled / sc->factor + smooth * scaled;
-                }
-                inv_freq = scaled;
-            }
-            float angle = (float)pos[t] * inv_freq;
+            float angle = (float)pos[t] * zt__rope_inv_freq(a->theta, i, HD, &a->scaling);
             cs[i] = cosf(angle);
             sn[i] = sinf(angle);
         }
@@ -11343,13 +11457,21 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         ((float *)op->unary.out.data)[0] = (float)s;
         return;
     }
-    case ZT__OP_COMM:
-        if (zt__comm_run(&op->comm) != ZT_OK) zt_fatal("%s", zt_last_error());
+    case ZT__OP_COMM: {
+        zt_result r = cpu->stage && op->comm.comm->shm ? zt__comm_staged(&op->comm, cpu->stage, cpu->stage_bytes,
+                                                                          zt__cpu_move, zt__cpu_move, NULL)
+                                                       : zt__comm_run(&op->comm);
+        if (r != ZT_OK) zt_fatal("%s", zt_last_error());
         return;
+    }
     default: break; /* the elementwise ops ran above */
     }
     zt_fatal("the CPU backend has no kernel for op %d", (int)op->kind);
 }
+
+#ifdef __CUDACC__
+#  include "zt_cuda.cuh" /* the CUDA backend: next to this file */
+#endif
 
 #endif /* ZT_IMPLEMENTATION_INCLUDED */
 #endif /* ZT_IMPLEMENTATION */

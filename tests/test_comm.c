@@ -35,12 +35,15 @@ static int64_t read_back(zt_stream *s, zt_tensor t, float *host) {
     return zt_numel(t);
 }
 
-/* one rank's side of the checks; returns the exit status (0: all right). share: the ranks map each
-   other's device memory (zt_comm_share_device), so the collectives go directly, not through the slots */
+/* one rank's side of the checks; returns the exit status (0: all right). share 1: the ranks map each
+   other's device memory (zt_comm_share_device), so the collectives go directly, not through the slots;
+   share 2: the backend stages every collective through a small host buffer, as the CUDA backend does */
 static int rank_main(int fd, int rank, int world, int64_t n, int share) {
     zt_comm *c = NULL;
     if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) return 2;
+    if (share == 2) setenv("ZT_TEST_COMM_STAGE", "1000", 1); /* 1000 bytes: chunks of odd sizes */
     zt_backend *be = rank_backend();
+    if (share == 2) share = 0;
     if (share && (zt_comm_share_device(c, be) != ZT_OK || zt_comm_is_direct(c) != (world > 1))) return 3;
     zt_stream *s = zt_backend_stream(be);
     zt_arena *dev = zt_backend_device_arena(be);
@@ -125,6 +128,8 @@ TEST(comm_collectives_match_a_serial_reference) {
         /* and directly between the ranks' device memory */
         CHECK_EQ_INT(run_ranks(world, 4096, 1001, 1), world);
         CHECK_EQ_INT(run_ranks(world, 4096, 37, 1), world);
+        /* and staged through a host buffer, a chunk at a time */
+        CHECK_EQ_INT(run_ranks(world, 4096, 1001, 2), world);
     }
 }
 

@@ -211,6 +211,23 @@ TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
     munmap(r, sizeof(result) * 9);
 }
 
+/* Collectives staged through a small host buffer, a chunk at a time, as the CUDA backend runs them when
+   ranks share a GPU: ZeRO's strided buckets come back with the same bits as collectives in place. */
+TEST(zero_staged_collectives_give_the_same_bits) {
+    result *r = shared_results(3);
+    for (int world = 2; world <= 3 && !zt_test_failed(); world++) {
+        CHECK(run(TIED_GPT2, 0, world, 1, &r[0]));
+        setenv("ZT_TEST_COMM_STAGE", "3000", 1); /* the forked ranks' CPU backends stage */
+        CHECK(run(TIED_GPT2, 1, world, 1, &r[1]));
+        CHECK(run(TIED_GPT2, 3, world, 1, &r[2]));
+        unsetenv("ZT_TEST_COMM_STAGE");
+        for (int i = 1; i < 3 && !zt_test_failed(); i++)
+            CHECK_MSG(memcmp(r[i].w, r[0].w, sizeof(float) * (size_t)r[0].n) == 0, "world %d: stage %d staged differs "
+                      "from stage 0 by %g", world, i == 1 ? 1 : 3, max_diff(&r[i], &r[0]));
+    }
+    munmap(r, sizeof(result) * 3);
+}
+
 /* model-state bytes per rank beside the ZeRO paper (16-bit training, Adam: K = 12): zt keeps fp32
    gradients, 2 bytes more per parameter (stages 0-1) or per parameter and rank (2-3) */
 TEST(zero_model_states_follow_the_paper) {
