@@ -40,7 +40,7 @@ NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17 $GENCODE $NVCC_WARN $NVCC_HOST}
 NVCC_LDLIBS="-lcublasLt -lcublas -lnccl -lm -lpthread"
 B=build
 STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
-GPU_PROGRAMS=(tests/gpu/ops.c tests/gpu/train.c bench/gpu.c) # need a GPU: only built as build/NAME_cuda (tests/gpu/)
+GPU_PROGRAMS=(tests/gpu/ops.c tests/gpu/train.c tests/gpu/zero.c bench/gpu.c) # need a GPU: only built as build/NAME_cuda (tests/gpu/)
 HEADERS=(zt.h)
 [[ -f zt_cuda.cuh ]] && HEADERS+=(zt_cuda.cuh)
 

@@ -8,6 +8,13 @@
 #               with the engine on the GPU, fp32 and bf16, with that file's GPU tolerances
 #   train       build/gpu_train_cuda: bf16 training of a small GPT-2 on cuda and cpu: the loss falls, the first
 #               steps agree, the same cuda run twice is bit for bit the same
+#   zero        build/gpu_zero_cuda: ZeRO stages 0-3 and every offload setting (optimizer to host memory or NVMe,
+#               stage-3 weights to host memory or NVMe) at one rank: stage 0's bits, and the engine's memory peaks its
+#               plan; then build/zt_train_cuda with 2 ranks sharing the GPU (collectives staged through pinned host
+#               memory) at stages 0-3 and with stage-3 weights on NVMe: stage 0's losses and checkpoint, bit for bit
+#   sanitizer   compute-sanitizer's memcheck and racecheck (zt's kernels) over 1-2 training steps of a tiny GPT-2 and
+#               a tiny LLaMA (ZeRO-3, weights in host memory) through build/zt_train_cuda: 0 errors each (skipped with
+#               a note where there is no compute-sanitizer or it cannot use the GPU)
 #   throughput  build/bench_gpu_cuda: GPT-2 124M tokens/s, MFU against cuBLAS's bf16 rate, a per-kernel table; then
 #               tests/gpu/torch_gpt2.py, the same model in PyTorch eager and torch.compile, and the ratios
 #
@@ -16,7 +23,8 @@
 # there is no GPU. Each phase runs under its own timeout, within ZT_GPU_BUDGET seconds for the whole run (default
 # 290). The programs are built with ./build.sh unless build/ already holds them (a build carried to the machine).
 # ZT_GPU_BACKEND=cpu runs every phase with the CPU backend in the GPU's place (and a small throughput run), without
-# nvidia-smi: a check of this script and its programs on a machine without a GPU.
+# nvidia-smi: a check of this script and its programs on a machine without a GPU (the sanitizer phase then runs its
+# trainings without the sanitizer, and the zero phase's 2 ranks stage their collectives as ranks sharing a GPU do).
 set -u
 cd "$(dirname "$0")/../.."
 B=build
@@ -103,7 +111,7 @@ runner_json() {
          END { if (detail != "") printf "{\"phase\":\"models\",\"error\":\"%s\",\"pass\":false}\n", esc(detail) }'
 }
 
-PROGRAMS=(gpu_ops_cuda gpu_models_cuda gpu_train_cuda bench_gpu_cuda)
+PROGRAMS=(gpu_ops_cuda gpu_models_cuda gpu_train_cuda gpu_zero_cuda zt_train_cuda bench_gpu_cuda)
 run_build() {
     local arch
     arch=$(timeout 20 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d .)
@@ -116,6 +124,146 @@ run_models() {
     return "${PIPESTATUS[0]}"
 }
 run_train() { timeout -k 5 "$1" $B/gpu_train_cuda --backend "$BACKEND"; }
+
+# a text file for zt_train's byte-level models (build.sh's program checks use the same)
+text_file() {
+    printf 'It was the best of times, it was the worst of times, it was the age of wisdom. %.0s' {1..40} >"$1"
+}
+# the "loss grad_norm" pairs of a zt_train run's metrics.jsonl, one step a line
+metrics() { sed 's/.*"loss": \([^,]*\),.*"grad_norm": \([^,]*\),.*/\1 \2/' "$1/metrics.jsonl" 2>/dev/null; }
+
+# zero: build/gpu_zero_cuda (one rank, every stage and offload setting), then zt_train with 2 ranks on the one GPU:
+# stages 0-3 (examples/configs/zero3.json with another stage), and seed_zero3_nvme.json (stage-3 weights on NVMe)
+# against the same config without offload; each against its reference's losses, gradient norms and checkpoint (rank
+# 0's file holds the whole state at every stage), bit for bit
+run_zero() {
+    local end=$((SECONDS + $1)) dir=$DIR/zero rc=0 st name ref line ok losses
+    rm -rf "$dir" && mkdir -p "$dir/nvme" || return 2
+    timeout -k 5 $((end - SECONDS)) $B/gpu_zero_cuda --backend "$BACKEND" --nvme "$dir/nvme" || rc=$?
+    [[ $rc == 1 ]] && rc=0 # its failures are its JSON lines
+    text_file "$dir/text.txt"
+    local f=(--backend "$BACKEND" --model examples/models/byte-small --data "$dir/text.txt" --max_steps 3 --seq_len 64
+             --per_device_train_batch_size 2 --num_processes 2 --bf16 --learning_rate 1e-3 --max_grad_norm 0.5
+             --logging_steps 0 --threads 2 --nvme_path "$dir/nvme")
+    for st in 0 1 2 3; do sed "s/\"stage\": 3/\"stage\": $st/" examples/configs/zero3.json >"$dir/stage$st.json"; done
+    sed 's/"device": "[a-z]*"/"device": "none"/' examples/configs/seed_zero3_nvme.json >"$dir/seed_zero3_plain.json"
+    cp examples/configs/seed_zero3_nvme.json "$dir/"
+    # the CPU in the GPU's place stages its collectives through a small buffer, as ranks sharing a GPU do
+    [[ $BACKEND == cpu ]] && export ZT_TEST_COMM_STAGE=3000
+    for name in stage0 stage1 stage2 stage3 seed_zero3_plain seed_zero3_nvme; do
+        case $name in
+            stage0 | seed_zero3_plain) ref="" ;;
+            seed_zero3_nvme) ref=seed_zero3_plain ;;
+            *) ref=stage0 ;;
+        esac
+        ok=1
+        if ((end - SECONDS < 5)); then
+            rc=124
+            break
+        fi
+        timeout -k 5 $((end - SECONDS)) $B/zt_train_cuda "${f[@]}" --config "$dir/$name.json" --output_dir "$dir/$name" \
+            >"$dir/$name.log" 2>&1 || ok=0
+        [[ $ok == 1 && $(metrics "$dir/$name" | wc -l) == 3 && -f $dir/$name/global_step3/zt_rank_00000.safetensors ]] ||
+            ok=0
+        losses=$(metrics "$dir/$name" | awk '{ printf "%s%s", (NR > 1 ? "," : ""), $1 }')
+        line="{\"phase\":\"zero\",\"ranks\":2,\"config\":\"$name.json\",\"losses\":[$losses]"
+        if [[ $ok == 0 ]]; then
+            line+=",\"error\":$(json "$(tail -n 3 "$dir/$name.log")")"
+        elif [[ -n $ref ]]; then
+            local same_metrics=false same_ckpt=false
+            [[ "$(metrics "$dir/$name")" == "$(metrics "$dir/$ref")" ]] && same_metrics=true
+            cmp -s "$dir/$name/global_step3/zt_rank_00000.safetensors" \
+                "$dir/$ref/global_step3/zt_rank_00000.safetensors" && same_ckpt=true
+            line+=",\"check\":\"$ref.json's losses, gradient norms and checkpoint, bit for bit\""
+            line+=",\"metrics_same\":$same_metrics,\"checkpoint_same\":$same_ckpt"
+            [[ $same_metrics == true && $same_ckpt == true ]] || ok=0
+        fi
+        [[ $ok == 1 ]] && line+=',"pass":true}' || line+=',"pass":false}'
+        echo "$line"
+    done
+    unset ZT_TEST_COMM_STAGE
+    [[ -z $(ls -A "$dir/nvme" 2>/dev/null) ]] ||
+        echo "{\"phase\":\"zero\",\"error\":\"the NVMe swap directory was left with files\",\"pass\":false}"
+    return $rc
+}
+
+# compute-sanitizer: on the PATH, in the CUDA toolkit, or beside nvcc
+sanitizer_path() {
+    local p nvcc
+    nvcc=$(command -v nvcc || true)
+    for p in "$(command -v compute-sanitizer || true)" /usr/local/cuda/bin/compute-sanitizer \
+        "${nvcc:+$(dirname "$nvcc")/compute-sanitizer}"; do
+        [[ -n $p && -x $p ]] && echo "$p" && return
+    done
+}
+
+# sanitizer: 1-2 training steps of a tiny GPT-2 (ZeRO 0) and a tiny LLaMA (ZeRO 3, weights in host memory) under
+# memcheck (every kernel, cuBLAS's too: a bad leading dimension shows there) and racecheck (zt's kernels only: cuBLAS's
+# are not ours, and slow to check); each passes with 0 errors and every step trained
+run_sanitizer() {
+    local end=$((SECONDS + $1)) dir=$DIR/sanitizer san filter=() spec tool model steps log rc errors summary t0 line
+    rm -rf "$dir" && mkdir -p "$dir/gpt2" "$dir/llama" || return 2
+    text_file "$dir/text.txt"
+    echo '{"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 64, "n_positions": 64, "vocab_size": 256}' \
+        >"$dir/gpt2/config.json"
+    echo '{"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "hidden_size": 64, "intermediate_size": 160, "max_position_embeddings": 64, "vocab_size": 256,
+           "tie_word_embeddings": false}' >"$dir/llama/config.json"
+    echo '{"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"},
+           "stage3_param_persistence_threshold": 0}}' >"$dir/zero3_param_cpu.json"
+    san=$(sanitizer_path)
+    if [[ $BACKEND == cuda && -z $san ]]; then
+        echo '{"phase":"sanitizer","skipped":"no compute-sanitizer (on the PATH, in /usr/local/cuda/bin, beside nvcc)"}'
+        return 0
+    fi
+    if [[ -n $san ]]; then
+        "$san" --help 2>&1 | grep -q -- '--kernel-name ' && filter=(--kernel-name kns=zt__cu)
+    fi
+    for spec in "memcheck gpt2 2" "memcheck llama 2" "racecheck gpt2 1" "racecheck llama 1"; do
+        read -r tool model steps <<<"$spec"
+        log=$dir/${tool}_$model.log
+        line="{\"phase\":\"sanitizer\",\"tool\":\"$tool\",\"model\":\"tiny $model\",\"steps\":$steps"
+        if ((end - SECONDS < 5)); then
+            echo "$line,\"error\":\"not run: the phase's time is spent\",\"pass\":false}"
+            continue
+        fi
+        local cmd=("$B/zt_train_cuda" --backend "$BACKEND" --model "$dir/$model" --data "$dir/text.txt" --max_steps "$steps"
+                   --seq_len 64 --per_device_train_batch_size 2 --bf16 --learning_rate 1e-3 --logging_steps 1
+                   --output_dir "$dir/out_${tool}_$model")
+        [[ $model == llama ]] && cmd+=(--config "$dir/zero3_param_cpu.json")
+        [[ $tool == memcheck ]] && cmd+=(--sample 4 --prompt "It ")
+        t0=$SECONDS
+        rc=0
+        if [[ $BACKEND != cuda ]]; then # the dry run: the training alone
+            timeout -k 5 $((end - SECONDS)) "${cmd[@]}" >"$log" 2>&1 || rc=$?
+        elif [[ $tool == racecheck ]]; then
+            timeout -k 5 $((end - SECONDS)) "$san" --tool racecheck "${filter[@]}" --error-exitcode 3 "${cmd[@]}" \
+                >"$log" 2>&1 || rc=$?
+        else
+            timeout -k 5 $((end - SECONDS)) "$san" --tool memcheck --error-exitcode 3 "${cmd[@]}" >"$log" 2>&1 || rc=$?
+        fi
+        line+=",\"seconds\":$((SECONDS - t0)),\"exit_status\":$rc"
+        [[ $tool == racecheck && $BACKEND == cuda ]] && line+=",\"kernels\":\"${filter[*]:-every kernel}\""
+        if [[ $BACKEND == cuda ]] && grep -qi 'device not supported' "$log"; then
+            echo "$line,\"skipped\":$(json "compute-sanitizer cannot use this GPU, so no run is checked: $(grep -i -m 1 'device not supported' "$log")")}"
+            break
+        fi
+        summary=$(grep -E 'SUMMARY: ' "$log" | tail -n 1 | sed 's/^=* *//')
+        errors=$(grep -oE '[0-9]+ errors?' <<<"$summary" | head -n 1 | cut -d' ' -f1)
+        if [[ $BACKEND == cuda ]]; then
+            line+=",\"errors\":${errors:-null},\"summary\":$(json "${summary:-none}")"
+        else
+            line+=",\"errors\":null,\"summary\":\"none: a dry run without the sanitizer\""
+            errors=0
+        fi
+        if [[ $rc == 0 && $errors == 0 && $(grep -c "^step [0-9]*/$steps " "$log") == "$steps" ]]; then
+            echo "$line,\"pass\":true}"
+        else
+            echo "$line,\"log\":$(json "$(grep -E '^=+ (Invalid|Error|ERROR|Race|Warning)|error' "$log" | head -n 5)"),\"pass\":false}"
+        fi
+    done
+    return 0
+}
 run_bench() {
     local smoke=()
     [[ $BACKEND == cuda ]] || smoke=(--smoke)
@@ -136,6 +284,8 @@ fi
 phase ops 100 run_ops
 phase models 45 run_models
 phase train 50 run_train
+phase zero 45 run_zero
+phase sanitizer 60 run_sanitizer
 phase throughput 60 run_bench
 phase torch 110 run_torch
 
