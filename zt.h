@@ -590,6 +590,13 @@ typedef struct zt_options {
     int64_t max_live_parameters; /* ZeRO-3: gathered elements resident at once; 0: DeepSpeed's 1e9 */
     int comm_dtype;             /* gradients travel between ranks as this zt_dtype (communication_data_type);
                                    -1: the working dtype, DeepSpeed's default (fp32 gradients are cast) */
+    int overlap_comm;           /* ZeRO 2-3 with several ranks (zero_optimization.overlap_comm): collectives
+                                   run on a communication stream of their own, a block's gradient reduced
+                                   while the blocks before it run their backward (two alternating full
+                                   gradient buffers: one more in memory); the same bits as without */
+    int64_t prefetch_bucket_size; /* ZeRO-3 with overlap_comm (stage3_prefetch_bucket_size): > 0 gathers the
+                                   next block's weights while this one computes (two full weight buffers);
+                                   zt prefetches whole blocks, one ahead. Default DeepSpeed's 5e7 */
     /* ZeRO-Offload (zero_optimization.offload_optimizer / offload_param): the fp32 master and Adam
        moments (stages 1-3), and at stage 3 the parameter slices, in host memory or NVMe files */
     zt_offload_device offload_optimizer, offload_param;
@@ -4658,6 +4665,8 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
     }
     if (c->overlap_comm < 0) c->overlap_comm = c->zero_stage == 3; /* DeepSpeed's stage-dependent default */
     g->o->zero_stage = c->zero_stage;
+    g->o->overlap_comm = c->overlap_comm;
+    g->o->prefetch_bucket_size = c->prefetch_bucket_size;
     g->o->reduce_bucket_size = c->reduce_bucket_size;
     g->o->allgather_bucket_size = c->allgather_bucket_size;
     g->o->persistence_threshold = c->param_persistence_threshold;
@@ -5163,8 +5172,17 @@ struct zt_engine {
     /* data parallelism and ZeRO (zt__group) */
     zt_comm *comm;      /* NULL: one rank, or planning */
     int world, rank, stage, planning; /* planning: laid out for `world` ranks, never run */
-    zt_tensor shared_w, shared_grad;  /* the full buffers of split groups no other block uses */
-    int shared_w_group, shared_grad_group; /* which group is in them, or -1 */
+    zt_tensor shared_w[2], shared_grad[2]; /* the full buffers of split groups no other block uses: one of
+                                              each, or two that alternate blocks take (zt__slot) */
+    int shared_w_group[2], shared_grad_group[2]; /* which group is in each, or -1 */
+    /* overlap_comm: every collective runs on cs, one stream, so that all ranks meet them in the order
+       the host issued them (collectives on two streams would race for the communicator); without it
+       cs is s. prefetch: stage 3 gathers the next block's weights while this one computes. */
+    zt_stream *cs;
+    int overlap, prefetch;
+    zt_event *ev_s, *ev_cs;          /* cs after s's work so far (zt__cs_after_s); s after cs's */
+    zt_event *ev_gathered[3];        /* the latest gather into each shared weight buffer, and any other */
+    zt_event *ev_reduced[2];         /* the latest reduction out of each shared gradient buffer */
     zt_tensor dstage;   /* f32 staging for reading slices that live on several ranks */
     zt_dtype cdtype;    /* gradients between ranks: f32 in place, or 16-bit through cbuf, a bucket */
     zt_tensor cbuf;
@@ -5286,6 +5304,7 @@ ZT_API zt_options zt_options_default(void) {
     o.ddp_timeout = 1800;
     o.persistence_threshold = -1;
     o.comm_dtype = -1;
+    o.prefetch_bucket_size = 50000000;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -5589,6 +5608,9 @@ static int64_t zt__nvme_region(zt_engine *e, int k, int64_t bytes) {
     return at;
 }
 
+/* which of the two shared full buffers block b's group takes: alternate blocks when there are two */
+static int zt__slot(int b, int two) { return two ? b % 2 : 0; }
+
 static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     memset(e->mem, 0, sizeof e->mem);
     e->mem[ZT_MEM_LIBRARY] = e->be ? e->be->library_bytes : 0; /* measured by the backend, beside its arenas */
@@ -5651,14 +5673,21 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     if (nvme) e->bounce = zt__host_block(e, pinned, e->bounce_bytes);
     for (int k = 0; k < 2; k++)
         e->nvme_sums[k] = e->nvme[k] ? (uint64_t *)zt__host_block(e, pinned, e->nvme[k] / e->block * 8) : NULL;
-    /* one full buffer for the weights and one for the gradient of the split groups used by one block */
-    e->shared_w = shared_w ? zt__dev(dev, e->wdtype, zt_shape1(shared_w), buckets) : zt__none();
-    e->shared_grad = shared_grad ? zt__dev(dev, ZT_F32, zt_shape1(shared_grad), buckets) : zt__none();
-    e->shared_w_group = e->shared_grad_group = -1;
+    /* full buffers for the weights and the gradients of the split groups used by one block: one each,
+       or two (prefetch, overlap_comm), so that one block's buffer is gathered or reduced while the block
+       beside it computes in the other */
+    for (int k = 0; k < 2; k++) {
+        e->shared_w[k] = !shared_w ? zt__none() : k == 0 || e->prefetch ? zt__dev(dev, e->wdtype, zt_shape1(shared_w), buckets)
+                                                                        : e->shared_w[0];
+        e->shared_grad[k] = !shared_grad ? zt__none() : k == 0 || e->overlap ? zt__dev(dev, ZT_F32, zt_shape1(shared_grad), buckets)
+                                                                             : e->shared_grad[0];
+        e->shared_w_group[k] = e->shared_grad_group[k] = -1;
+    }
     for (int b = 0; b < e->n_blocks; b++) {
         zt__group *g = &e->groups[b];
-        if (g->split_w && !g->shared_with_others) g->full_w = zt_view(e->shared_w, 0, zt_shape1(g->numel));
-        if (g->split_grad && !g->shared_with_others) g->full_grad = zt_view(e->shared_grad, 0, zt_shape1(g->numel));
+        if (g->split_w && !g->shared_with_others) g->full_w = zt_view(e->shared_w[zt__slot(b, e->prefetch)], 0, zt_shape1(g->numel));
+        if (g->split_grad && !g->shared_with_others)
+            g->full_grad = zt_view(e->shared_grad[zt__slot(b, e->overlap)], 0, zt_shape1(g->numel));
     }
     for (int b = 0; b < e->n_blocks; b++) zt__bind(e, b);
     size_t *buf = &e->mem[ZT_MEM_BUFFERS];
@@ -6057,11 +6086,11 @@ static void zt__swap_array(zt_engine *e, int k, int64_t base, size_t es, int64_t
     }
 }
 
-/* an offloaded weight slice to a device tensor: from host memory, or from the swap a unit at a time
-   (the next unit read while the last is copied) */
-static void zt__slice_load(zt_engine *e, const zt__group *g, zt_tensor dst) {
+/* an offloaded weight slice to a device tensor, on stream s: from host memory, or from the swap a unit
+   at a time (the next unit read while the last is copied) */
+static void zt__slice_load(zt_engine *e, zt_stream *s, const zt__group *g, zt_tensor dst) {
     if (e->off_param == ZT_OFFLOAD_CPU) {
-        zt_copy(e->s, dst, g->w);
+        zt_copy(s, dst, g->w);
         return;
     }
     if (!e->swap) return; /* measuring */
@@ -6076,8 +6105,8 @@ static void zt__slice_load(zt_engine *e, const zt__group *g, zt_tensor dst) {
                          e->h_slice[(u + 1) % 2], 0);
         }
         zt__swap_wait(e->swap, batch[u % 2]);
-        zt_copy(e->s, zt_view(dst, u * U, zt_shape1(k)), zt_tensor_make(e->h_slice[u % 2], e->wdtype, ZT_HOST, zt_shape1(k)));
-        zt_stream_sync(e->s); /* before the buffer takes the unit after next */
+        zt_copy(s, zt_view(dst, u * U, zt_shape1(k)), zt_tensor_make(e->h_slice[u % 2], e->wdtype, ZT_HOST, zt_shape1(k)));
+        zt_stream_sync(s); /* before the buffer takes the unit after next */
     }
 }
 
@@ -6128,7 +6157,7 @@ static int zt__updated(const zt_engine *e, const zt__param *pr, int64_t from, in
 static void zt__update_device(zt_engine *e, zt__group *g, float lr, double grad_scale) {
     int away = g->split_w && e->off_param != ZT_OFFLOAD_NONE;
     zt_tensor w_all = away ? zt_view(e->wstage, 0, zt_shape1(g->shard)) : g->w;
-    if (away) zt__slice_load(e, g, w_all);
+    if (away) zt__slice_load(e, e->s, g, w_all);
     int64_t owned = e->stage > 0 ? g->shard : g->numel, lo, hi;
     for (int p = g->first; p < g->first + g->n; p++) {
         const zt__param *pr = &e->params[p];
@@ -6205,54 +6234,72 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
 
 /* ---- ZeRO: slices of the flat groups across ranks ---- */
 
+/* The communication stream. With overlap_comm every collective of the engine runs on e->cs; these
+   order it against the compute stream (without overlap_comm cs is s and they do nothing). */
+static zt_stream *zt__cs_after_s(zt_engine *e) { /* cs's later work waits for what s has queued so far */
+    if (e->cs != e->s) {
+        zt_event_record(e->ev_s, e->s);
+        zt_stream_wait(e->cs, e->ev_s);
+    }
+    return e->cs;
+}
+
+static void zt__s_after_cs(zt_engine *e) { /* ... and s's later work for what cs has */
+    if (e->cs != e->s) {
+        zt_event_record(e->ev_cs, e->cs);
+        zt_stream_wait(e->s, e->ev_cs);
+    }
+}
 
 /* every rank's slice of f32 gradients `full` summed into this rank's own slice, bucket by bucket, in
-   the communication type */
+   the communication type, on cs */
 static void zt__reduce_slices(zt_engine *e, zt_tensor full, int64_t shard) {
     if (e->planning || e->world == 1) return;
+    zt_stream *cs = e->cs;
     int64_t k = zt__piece(e, e->opt.reduce_bucket_size, shard);
     for (int64_t o = 0; o < shard; o += k) {
         int64_t n = ZT__MIN(k, shard - o);
         if (e->cdtype == ZT_F32) {
-            zt__reduce_scatter_piece(e->s, e->comm, full, shard, o, n);
+            zt__reduce_scatter_piece(cs, e->comm, full, shard, o, n);
             continue;
         }
         for (int r = 0; r < e->world; r++) /* each rank's piece, one after another in the bucket */
-            zt_cast(e->s, zt_view(e->cbuf, (int64_t)r * n, zt_shape1(n)), zt_view(full, (int64_t)r * shard + o, zt_shape1(n)));
+            zt_cast(cs, zt_view(e->cbuf, (int64_t)r * n, zt_shape1(n)), zt_view(full, (int64_t)r * shard + o, zt_shape1(n)));
         zt_tensor mine = zt_view(e->cbuf, (int64_t)e->rank * n, zt_shape1(n));
-        zt_reduce_scatter(e->s, e->comm, mine, zt_view(e->cbuf, 0, zt_shape1((int64_t)e->world * n)), ZT_REDUCE_SUM);
-        zt_cast(e->s, zt_view(full, (int64_t)e->rank * shard + o, zt_shape1(n)), mine);
+        zt_reduce_scatter(cs, e->comm, mine, zt_view(e->cbuf, 0, zt_shape1((int64_t)e->world * n)), ZT_REDUCE_SUM);
+        zt_cast(cs, zt_view(full, (int64_t)e->rank * shard + o, zt_shape1(n)), mine);
     }
 }
 
-/* stage 0: f32 gradients summed on every rank, bucket by bucket, in the communication type */
+/* stage 0: f32 gradients summed on every rank, bucket by bucket, in the communication type, on cs */
 static void zt__all_reduce_grads(zt_engine *e, zt_tensor grad) {
+    zt_stream *cs = e->cs;
     int64_t total = zt_numel(grad), k = zt__bucket(e->opt.reduce_bucket_size, total);
     for (int64_t o = 0; o < total; o += k) {
         zt_tensor x = zt_view(grad, o, zt_shape1(ZT__MIN(k, total - o)));
         if (e->cdtype == ZT_F32) {
-            zt_all_reduce(e->s, e->comm, x, ZT_REDUCE_SUM);
+            zt_all_reduce(cs, e->comm, x, ZT_REDUCE_SUM);
             continue;
         }
         zt_tensor b = zt_view(e->cbuf, 0, x.shape);
-        zt_cast(e->s, b, x);
-        zt_all_reduce(e->s, e->comm, b, ZT_REDUCE_SUM);
-        zt_cast(e->s, x, b);
+        zt_cast(cs, b, x);
+        zt_all_reduce(cs, e->comm, b, ZT_REDUCE_SUM);
+        zt_cast(cs, x, b);
     }
 }
 
-/* `full` assembled from every rank's slice; `mine` is this rank's (it may be its place in `full`) */
+/* `full` assembled from every rank's slice, on cs; `mine` is this rank's (it may be its place in `full`) */
 static void zt__gather_slices(zt_engine *e, zt_tensor full, int64_t shard, zt_tensor mine) {
     if (e->planning) return;
     zt_tensor place = zt_view(full, (int64_t)e->rank * shard, zt_shape1(shard));
     if (e->world == 1) {
-        if (place.data != mine.data) zt_copy(e->s, place, mine);
+        if (place.data != mine.data) zt_copy(e->cs, place, mine);
         return;
     }
     int64_t k = zt__piece(e, e->opt.allgather_bucket_size, shard);
     for (int64_t o = 0; o < shard; o += k) {
         int64_t n = ZT__MIN(k, shard - o);
-        zt__all_gather_piece(e->s, e->comm, full, shard, o, n, zt_view(mine, o, zt_shape1(n)));
+        zt__all_gather_piece(e->cs, e->comm, full, shard, o, n, zt_view(mine, o, zt_shape1(n)));
     }
 }
 
@@ -6265,67 +6312,100 @@ static void zt__each_group(zt_engine *e, int b, void (*f)(zt_engine *, int)) {
     }
 }
 
-/* ZeRO-3: a split group's whole weights, gathered unless they are still there */
+/* which ev_gathered a split group's gathers record */
+static int zt__gather_event(const zt_engine *e, int gi) {
+    return e->groups[gi].shared_with_others ? 2 : zt__slot(gi, e->prefetch);
+}
+
+/* ZeRO-3: a split group's whole weights, gathered on cs unless they are there or on their way (the
+   compute that reads them waits with zt__await_group). The buffer's previous group and the slice's last
+   update were queued on s before now, so cs waits for s's work so far. */
 static void zt__gather_group(zt_engine *e, int gi) {
     zt__group *g = &e->groups[gi];
     if (!g->split_w || g->w_ready) return;
     if (!g->shared_with_others) {
-        if (e->shared_w_group >= 0) e->groups[e->shared_w_group].w_ready = 0;
-        e->shared_w_group = gi;
+        int k = zt__slot(gi, e->prefetch);
+        if (e->shared_w_group[k] >= 0) e->groups[e->shared_w_group[k]].w_ready = 0;
+        e->shared_w_group[k] = gi;
     }
+    zt_stream *cs = zt__cs_after_s(e);
     zt_tensor mine = g->w;
     if (e->off_param != ZT_OFFLOAD_NONE) { /* the slice comes in from host memory or the swap first */
         mine = zt_view(e->wstage, 0, zt_shape1(g->shard));
-        zt__slice_load(e, g, mine);
+        zt__slice_load(e, cs, g, mine);
     }
     zt__gather_slices(e, g->full_w, g->shard, mine);
+    if (cs != e->s) zt_event_record(e->ev_gathered[zt__gather_event(e, gi)], cs);
     g->w_ready = 1;
+}
+
+/* ... and compute on s reads them only after that gather. An event's latest record is at or after the
+   group's own gather: a later gather into the same buffer would have made the group not ready. */
+static void zt__await_group(zt_engine *e, int gi) {
+    if (e->groups[gi].split_w && e->cs != e->s) zt_stream_wait(e->s, e->ev_gathered[zt__gather_event(e, gi)]);
 }
 
 /* after the weights change: every gathered copy is stale */
 static void zt__weights_changed(zt_engine *e) {
     for (int b = 0; b < e->n_blocks; b++) e->groups[b].w_ready = 0;
-    e->shared_w_group = -1;
+    e->shared_w_group[0] = e->shared_w_group[1] = -1;
 }
 
 static float zt__sumsq_host(zt_pool *pool, const float *x, int64_t n); /* zt_sumsq's bits, on host memory */
 
-/* host += device, through the unit staging: f32 additions, the bits zt_add gives */
-static void zt__add_to_host(zt_engine *e, float *host, zt_tensor dev) {
+/* host += device, through the unit staging, on stream s: f32 additions, the bits zt_add gives */
+static void zt__add_to_host(zt_engine *e, zt_stream *s, float *host, zt_tensor dev) {
     int64_t n = zt_numel(dev);
     if (!e->h_grad) return; /* measuring */
     for (int64_t o = 0; o < n; o += e->unit) {
         int64_t k = ZT__MIN(e->unit, n - o);
-        zt_copy(e->s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(dev, o, zt_shape1(k)));
-        zt_stream_sync(e->s);
+        zt_copy(s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(dev, o, zt_shape1(k)));
+        zt_stream_sync(s);
         for (int64_t i = 0; i < k; i++) host[o + i] = host[o + i] + e->h_grad[i];
     }
 }
 
-/* ZeRO-2/3: a group's whole gradient, zeroed when a block's backward first writes it */
+/* ZeRO-2/3: a group's whole gradient, zeroed when a block's backward first writes it, in a buffer whose
+   previous group's reduction (on cs) is done */
 static void zt__open_grad(zt_engine *e, int gi) {
     zt__group *g = &e->groups[gi];
     if (!g->split_grad || g->grad_open) return;
     if (!g->shared_with_others) {
-        ZT_ASSERT(e->shared_grad_group < 0); /* the block that opened it closes it */
-        e->shared_grad_group = gi;
+        int k = zt__slot(gi, e->overlap);
+        ZT_ASSERT(e->shared_grad_group[k] < 0); /* the block that opened it closes it */
+        e->shared_grad_group[k] = gi;
+        if (e->cs != e->s) zt_stream_wait(e->s, e->ev_reduced[k]);
     }
     zt_fill(e->s, g->full_grad, 0.0f);
     g->grad_open = 1;
 }
 
 /* ... and, after its own block's backward (the last that writes it), reduced across ranks into this
-   rank's slice, which accumulates the step's micro-batches */
+   rank's slice, which accumulates the step's micro-batches. On cs: with overlap_comm the backward goes
+   on meanwhile; the same operations in the same order, so the same bits. */
 static void zt__close_grad(zt_engine *e, int gi) {
     zt__group *g = &e->groups[gi];
     if (!g->grad_open) return;
+    zt_stream *cs = zt__cs_after_s(e);
     zt__reduce_slices(e, g->full_grad, g->shard);
     zt_tensor mine = zt_view(g->full_grad, g->own, zt_shape1(g->shard));
-    if (e->micro == 0) zt_copy(e->s, g->grad, mine);
-    else if (g->grad.place == ZT_DEVICE) zt_add(e->s, g->grad, g->grad, mine);
-    else zt__add_to_host(e, (float *)g->grad.data, mine);
+    if (e->micro == 0) zt_copy(cs, g->grad, mine);
+    else if (g->grad.place == ZT_DEVICE) zt_add(cs, g->grad, g->grad, mine);
+    else zt__add_to_host(e, cs, (float *)g->grad.data, mine);
     g->grad_open = 0;
-    if (e->shared_grad_group == gi) e->shared_grad_group = -1;
+    if (!g->shared_with_others) {
+        int k = zt__slot(gi, e->overlap);
+        if (cs != e->s) zt_event_record(e->ev_reduced[k], cs);
+        e->shared_grad_group[k] = -1;
+    }
+}
+
+/* ZeRO-3: block b's weights gathered, and with prefetch those of block `next` (-1: none) set going
+   while b computes */
+static void zt__weights_for(zt_engine *e, int b, int next) {
+    zt__each_group(e, b, zt__gather_group);
+    if (e->prefetch && next >= 0) zt__each_group(e, next, zt__gather_group);
+    zt__each_group(e, b, zt__await_group);
 }
 
 /* Forward through every block for the current batch; in training, then backward. Rows B and T of
@@ -6340,7 +6420,7 @@ static void zt__run(zt_engine *e, int training) {
     for (int b = 0; b < L; b++) {
         zt_tensor out = b < L - 1 ? zt_tensor_new(&e->keep, e->act, ZT_DEVICE, zt_shape3(B, T, e->C)) : zt__none();
         size_t mark = zt_arena_mark(&e->keep);
-        zt__each_group(e, b, zt__gather_group);
+        zt__weights_for(e, b, b + 1 < L ? b + 1 : -1);
         if (training && b == L - 1) zt__each_group(e, b, zt__open_grad); /* the head's forward writes gradients */
         zt_block_ctx c = zt__ctx(e, b, training);
         e->types[b]->forward(&c, out, x);
@@ -6355,7 +6435,7 @@ static void zt__run(zt_engine *e, int training) {
     for (int b = L - 1; b >= 0; b--) {
         zt_tensor inp = b > 0 ? e->outs[b - 1] : zt__none();
         size_t mark = zt_arena_mark(&e->keep);
-        zt__each_group(e, b, zt__gather_group);
+        zt__weights_for(e, b, b - 1);
         zt__each_group(e, b, zt__open_grad);
         zt_block_ctx c = zt__ctx(e, b, 1);
         if (ckpt && b < L - 1) e->types[b]->forward(&c, e->outs[b], inp); /* the same bits again */
@@ -6370,6 +6450,7 @@ static void zt__run(zt_engine *e, int training) {
         if (ckpt && b < L - 1) zt_arena_reset(&e->keep, mark);
         dout = dinp;
     }
+    zt__s_after_cs(e); /* what follows (the step, the next micro-batch's gradients) sees every reduction */
 }
 
 /* the batch tensors seen with B rows of T (they are planned for the largest) */
@@ -6526,7 +6607,8 @@ static void zt__group_read(zt_engine *e, const zt__group *g, int which, int64_t 
     zt_tensor d = zt_view(e->dstage, 0, zt_shape1(k));
     zt_fill(e->s, d, 0.0f);
     if (hi > lo) zt_copy(e->s, zt_view(d, lo - at, zt_shape1(hi - lo)), zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(hi - lo)));
-    zt_all_reduce(e->s, e->comm, d, ZT_REDUCE_SUM);
+    zt_all_reduce(zt__cs_after_s(e), e->comm, d, ZT_REDUCE_SUM);
+    zt__s_after_cs(e);
     zt_copy(e->s, zt_tensor_make(e->h_stage, ZT_F32, ZT_HOST, zt_shape1(k)), d);
     zt_stream_sync(e->s);
 }
@@ -6752,10 +6834,11 @@ static void zt__check_live(const zt_engine *e) {
         if (g->split_w && g->shared_with_others) live += g->numel;
         else if (g->split_w) shared = ZT__MAX(shared, g->numel);
     }
+    if (e->prefetch) shared *= 2; /* the block that computes and the next one */
     if (live + shared > limit && e->rank == 0)
         zt_log(ZT_LOG_WARN, "zero_optimization.stage3_max_live_parameters is %lld, but this model keeps up to %lld "
-               "gathered elements resident (a whole block, plus tied embeddings): zt gathers whole blocks and does "
-               "not split them into sub-groups yet, so the limit is exceeded by that much", (long long)limit,
+               "gathered elements resident (a whole block, two while the next is prefetched, plus tied embeddings): zt "
+               "gathers whole blocks and does not split them into sub-groups yet, so the limit is exceeded by that much", (long long)limit,
                (long long)(live + shared));
 }
 
@@ -6813,6 +6896,8 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         e->rank = e->comm ? zt_comm_rank(e->comm) : 0;
     }
     e->stage = e->opt.zero_stage;
+    e->overlap = e->opt.overlap_comm && e->stage >= 2 && e->world > 1;
+    e->prefetch = e->overlap && e->stage == 3 && e->opt.prefetch_bucket_size > 0;
     e->cdtype = e->opt.comm_dtype >= 0 ? (zt_dtype)e->opt.comm_dtype : e->wdtype;
     e->off_opt = e->opt.offload_optimizer;
     e->off_param = e->opt.offload_param;
@@ -6834,7 +6919,13 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     desc.device_index = -1; /* CUDA: the GPU of this rank's LOCAL_RANK, as torchrun places ranks */
     /* a plan runs nothing: the CPU backend measures it for any backend, without a GPU */
     if ((r = zt_backend_create(&e->be, e->planning ? "cpu" : e->opt.backend, &desc)) != ZT_OK) return r;
-    e->s = zt_backend_stream(e->be);
+    e->s = e->cs = zt_backend_stream(e->be);
+    if (e->overlap) {
+        e->cs = zt_stream_create(e->be);
+        e->ev_s = zt_event_create(e->be), e->ev_cs = zt_event_create(e->be);
+        for (int k = 0; k < 3; k++) e->ev_gathered[k] = zt_event_create(e->be);
+        for (int k = 0; k < 2; k++) e->ev_reduced[k] = zt_event_create(e->be);
+    }
     zt__measure_activations(e);
     {
         zt_arena dev, pinned;
@@ -7107,17 +7198,18 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
    stages 2 and 3 have already reduced them during backward. Sums run in rank order, so the step is the
    one a single process would take over all ranks' rows, and every stage gets the same bits. */
 static void zt__sum_across_ranks(zt_engine *e) {
-    zt_comm *c = e->comm;
+    e->h_stats[0] = (float)e->tokens_in_step; /* exact up to 2^24 tokens a step */
+    e->h_stats[1] = (float)e->loss_sum;
+    zt_copy(e->s, e->stats, zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(2)));
+    zt_stream *cs = zt__cs_after_s(e);
     for (int b = 0; b < e->n_blocks; b++) {
         const zt__group *g = &e->groups[b];
         if (!g->trainable) continue;
         if (e->stage == 0) zt__all_reduce_grads(e, g->grad);
         else if (e->stage == 1) zt__reduce_slices(e, g->grad, g->shard);
     }
-    e->h_stats[0] = (float)e->tokens_in_step; /* exact up to 2^24 tokens a step */
-    e->h_stats[1] = (float)e->loss_sum;
-    zt_copy(e->s, e->stats, zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(2)));
-    zt_all_reduce(e->s, c, e->stats, ZT_REDUCE_SUM);
+    zt_all_reduce(cs, e->comm, e->stats, ZT_REDUCE_SUM);
+    zt__s_after_cs(e);
     zt_copy(e->s, zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(2)), e->stats);
     zt_stream_sync(e->s);
     e->tokens_in_step = (int64_t)e->h_stats[0];
@@ -7145,7 +7237,10 @@ static double zt__grad_sumsq(zt_engine *e) {
             }
         }
     }
-    if (e->stage > 0 && W > 1) zt_all_reduce(e->s, e->comm, e->norm_parts, ZT_REDUCE_SUM);
+    if (e->stage > 0 && W > 1) {
+        zt_all_reduce(zt__cs_after_s(e), e->comm, e->norm_parts, ZT_REDUCE_SUM);
+        zt__s_after_cs(e);
+    }
     int64_t n = (int64_t)e->n_blocks * W;
     zt_copy(e->s, zt_tensor_make(e->h_norms, ZT_F32, ZT_HOST, zt_shape1(n)), e->norm_parts);
     zt_stream_sync(e->s);
@@ -7164,10 +7259,12 @@ static void zt__update(zt_engine *e, float lr, double grad_scale) {
         if (e->off_opt != ZT_OFFLOAD_NONE) zt__update_host(e, g, lr, grad_scale);
         else zt__update_device(e, g, lr, grad_scale);
     }
+    zt__cs_after_s(e);
     for (int b = 0; b < e->n_blocks && e->stage > 0; b++) {
         zt__group *g = &e->groups[b];
         if (g->trainable && !g->split_w) zt__gather_slices(e, g->w, g->shard, zt_view(g->w, g->own, zt_shape1(g->shard)));
     }
+    zt__s_after_cs(e);
     zt__weights_changed(e);
 }
 

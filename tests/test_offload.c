@@ -142,25 +142,30 @@ TEST(offload_every_setting_is_bitwise_the_run_without) {
     for (int world = 1; world <= 2; world++) {
         CHECK_MSG(run(offload_options(3, world, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE), world, base), "world %d: %s", world,
                   base->msg);
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-            memset(r, 0, sizeof *r);
-            CHECK_MSG(run(offload_options(cases[i].stage, world, cases[i].opt, cases[i].param), world, r), "world %d, %s: %s",
-                      world, cases[i].name, r->msg);
-            CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
-                      "world %d, %s: not the run without offload", world, cases[i].name);
-        }
+        /* at 2 ranks also with overlap_comm (offloaded slices come in on the communication stream, the
+           reduced ones go out from it), every other case in strict stream mode */
+        for (int overlap = 0; overlap <= (world > 1); overlap++)
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                zt_options o = offload_options(cases[i].stage, world, cases[i].opt, cases[i].param);
+                o.overlap_comm = overlap, o.strict = overlap && i % 2;
+                memset(r, 0, sizeof *r);
+                CHECK_MSG(run(o, world, r), "world %d, %s, overlap_comm %d: %s", world, cases[i].name, overlap, r->msg);
+                CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
+                          "world %d, %s, overlap_comm %d: not the run without offload", world, cases[i].name, overlap);
+            }
     }
     /* with gradient accumulation (ZeRO-Offload adds each micro-batch's reduced slice on the host) */
     zt_options o = offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
     o.grad_accum = 2, o.micro_batch = 1;
     CHECK_MSG(run(o, 2, base), "%s", base->msg);
-    for (int i = 0; i < 2; i++) {
-        o = offload_options(3, 2, i ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_CPU, i ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_NONE);
+    for (int i = 0; i < 4; i++) {
+        o = offload_options(3, 2, i % 2 ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_CPU, i % 2 ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_NONE);
         o.grad_accum = 2, o.micro_batch = 1;
+        o.overlap_comm = i >= 2;
         memset(r, 0, sizeof *r);
         CHECK_MSG(run(o, 2, r), "%s", r->msg);
-        CHECK_MSG(memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0, "accumulation, %s: not the run without",
-                  i ? "both to NVMe" : "optimizer to host memory");
+        CHECK_MSG(memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0, "accumulation, %s, overlap_comm %d: not "
+                  "the run without", i % 2 ? "both to NVMe" : "optimizer to host memory", i >= 2);
     }
     munmap(base, sizeof *base);
     munmap(r, sizeof *r);

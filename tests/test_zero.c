@@ -31,6 +31,7 @@ static zt_model_config config_of(const char *json) {
 }
 
 static int comm_dtype = ZT_F32; /* the matrix communicates in fp32; the LLaMA test in bf16, DeepSpeed's default */
+static int overlap, strict;      /* overlap_comm, and the CPU backend's strict stream mode */
 
 static zt_options zero_options(int stage, int world, int accum) {
     zt_options o = zt_options_default();
@@ -48,6 +49,8 @@ static zt_options zero_options(int stage, int world, int accum) {
     o.reduce_bucket_size = 1000; /* many buckets, pieces that do not divide the slices */
     o.allgather_bucket_size = 700;
     o.comm_dtype = comm_dtype;
+    o.overlap_comm = overlap;
+    o.strict = strict;
     return o;
 }
 
@@ -211,6 +214,45 @@ TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
     munmap(r, sizeof(result) * 9);
 }
 
+/* overlap_comm: stages 2 and 3 reduce each block's gradient on a second stream while the backward goes
+   on, through two alternating buffers; the same operations on the same data give the same bits, with
+   and without accumulation, and in strict mode (stream work runs only when waited for, so an event
+   missing between the streams reads stale memory here) */
+TEST(zero_overlap_comm_gives_the_same_bits) {
+    result *r = shared_results(2);
+    for (int world = 2; world <= 3 && !zt_test_failed(); world++)
+        for (int accum = 1; accum <= 2 && !zt_test_failed(); accum++)
+            for (int stage = 2; stage <= 3 && !zt_test_failed(); stage++) {
+                overlap = 0, strict = 0;
+                CHECK(run(GQA_LLAMA, stage, world, accum, &r[0]));
+                overlap = 1, strict = accum == 2;
+                CHECK(run(GQA_LLAMA, stage, world, accum, &r[1]));
+                overlap = 0, strict = 0;
+                CHECK_MSG(!zt_test_failed() && memcmp(r[1].w, r[0].w, sizeof(float) * (size_t)r[0].n) == 0 &&
+                          memcmp(r[1].loss, r[0].loss, sizeof r[0].loss) == 0, "world %d, accumulation %d, stage %d: "
+                          "overlap_comm differs by %g", world, accum, stage, max_diff(&r[1], &r[0]));
+            }
+    munmap(r, sizeof(result) * 2);
+    /* the memory it costs: a second full gradient buffer at stage 2 (f32), and at stage 3 also a second
+       weight buffer (bf16) for the prefetched block, both of the largest block */
+    zt_model_config mc = config_of(GQA_LLAMA);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    size_t extra[2];
+    for (int stage = 2; stage <= 3; stage++) {
+        zt_memory_plan off, on;
+        zt_options o = zero_options(stage, 2, 1);
+        CHECK(zt_plan_memory(&off, &spec, &o, 2) == ZT_OK);
+        o.overlap_comm = 1;
+        CHECK(zt_plan_memory(&on, &spec, &o, 2) == ZT_OK);
+        extra[stage - 2] = on.bytes[ZT_MEM_BUCKETS] - off.bytes[ZT_MEM_BUCKETS];
+        CHECK_MSG(on.device - off.device == extra[stage - 2], "stage %d: only the buckets grow", stage);
+    }
+    CHECK_MSG(extra[0] > 0 && extra[1] * 4 == extra[0] * 6, "overlap_comm adds %zu bytes at stage 2, %zu at stage 3",
+              extra[0], extra[1]);
+}
+
 /* Collectives staged through a small host buffer, a chunk at a time, as the CUDA backend runs them when
    ranks share a GPU: ZeRO's strided buckets come back with the same bits as collectives in place. */
 TEST(zero_staged_collectives_give_the_same_bits) {
@@ -277,6 +319,7 @@ static int capacity_rank(zt_comm *c, int rank, size_t cap, result *out) {
     if (zt_init_options(&e, &spec, &o) == ZT_OK) return 5;
     if (rank == 0) snprintf((char *)out->w, 1024, "%s", zt_last_error());
     o.zero_stage = 3;
+    o.overlap_comm = 1; /* DeepSpeed's default at stage 3: prefetched weights, the peaks still the plan's */
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return 6;
     int32_t tok[ROWS * T];
     for (int s = 0; s < 2; s++) {
@@ -308,6 +351,7 @@ TEST(zero_3_trains_where_stage_0_does_not_fit) {
     zt_options o = zero_options(0, 2, 1);
     CHECK(zt_plan_memory(&p0, &spec, &o, 2) == ZT_OK);
     o.zero_stage = 3;
+    o.overlap_comm = 1;
     CHECK(zt_plan_memory(&p3, &spec, &o, 2) == ZT_OK);
     CHECK_MSG(p3.device < p0.device, "stage 3 plans %zu bytes, stage 0 %zu", p3.device, p0.device);
     size_t cap = p3.device + (p0.device - p3.device) / 8;

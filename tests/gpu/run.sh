@@ -11,7 +11,8 @@
 #   zero        build/gpu_zero_cuda: ZeRO stages 0-3 and every offload setting (optimizer to host memory or NVMe,
 #               stage-3 weights to host memory or NVMe) at one rank: stage 0's bits, and the engine's memory peaks its
 #               plan; then build/zt_train_cuda with 2 ranks sharing the GPU (collectives staged through pinned host
-#               memory) at stages 0-3 and with stage-3 weights on NVMe: stage 0's losses and checkpoint, bit for bit
+#               memory) at stages 0-3 (stages 2 and 3 with overlap_comm: the communication stream, stage-3 prefetch)
+#               and with stage-3 weights on NVMe: stage 0's losses and checkpoint, bit for bit
 #   sanitizer   compute-sanitizer's memcheck and racecheck (zt's kernels) over 1-2 training steps of a tiny GPT-2 and
 #               a tiny LLaMA (ZeRO-3, weights in host memory) through build/zt_train_cuda: 0 errors each (skipped with
 #               a note where there is no compute-sanitizer or it cannot use the GPU)
