@@ -2014,7 +2014,8 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
 
 /* >>backend (memory, streams, events) ----------------------------------------------------------- */
 
-/* arenas of at least 256 bytes, so that an empty one still has an address */
+/* arenas of at least 256 bytes, so that an empty one still has an address; the pinned one starts on a
+   page, as the NVMe swap's O_DIRECT buffers in it need */
 static zt_result zt__cu_alloc_arenas(zt_backend *b, size_t device_bytes, size_t pinned_bytes) {
     zt__cuda *cu = zt__cuda_of(b);
     void *d = NULL, *p = NULL;
@@ -2027,7 +2028,7 @@ static zt_result zt__cu_alloc_arenas(zt_backend *b, size_t device_bytes, size_t 
                        (double)device_bytes / (1 << 30), cu->device, cu->name, (double)free_b / (1 << 30),
                        (double)total / (1 << 30), cudaGetErrorString(e));
     }
-    e = cudaMallocHost(&p, ZT__MAX(pinned_bytes, (size_t)256));
+    e = cudaMallocHost(&p, ZT__MAX(pinned_bytes, (size_t)256) + 4096);
     if (e != cudaSuccess) {
         cudaGetLastError();
         cudaFree(d);
@@ -2038,7 +2039,7 @@ static zt_result zt__cu_alloc_arenas(zt_backend *b, size_t device_bytes, size_t 
     if (cu->pinned_mem) ZT__CU_CHECK(cudaFreeHost(cu->pinned_mem));
     cu->device_mem = d, cu->pinned_mem = p;
     zt_arena_init(&b->device, "device", d, device_bytes);
-    zt_arena_init(&b->pinned, "pinned host", p, pinned_bytes);
+    zt_arena_init(&b->pinned, "pinned host", (void *)(((uintptr_t)p + 4095) & ~(uintptr_t)4095), pinned_bytes);
     zt_arena_set_stream_ordered(&b->device);
     zt_arena_set_stream_ordered(&b->pinned);
     return ZT_OK;
