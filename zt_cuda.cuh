@@ -2175,6 +2175,8 @@ static zt_result zt__cuda_stream_init(zt_stream *s) {
     if (e == cudaSuccess) e = cudaMalloc((void **)&cu->sumsq_parts[s->index], sizeof(double) * ZT__SUMSQ_PARTS);
     if (e == cudaSuccess) e = cudaMalloc(&cu->workspace[s->index], ZT__CU_WORKSPACE); /* freed by zt__cuda_destroy */
     if (e != cudaSuccess) return zt_fail(ZT_ERROR_BACKEND, "cannot create a CUDA stream: %s", cudaGetErrorString(e));
+    if (s->index > 0) /* the default stream's are in what zt__cuda_create measured; a later one's are added */
+        s->backend->library_bytes += ZT__CU_WORKSPACE + sizeof(double) * ZT__SUMSQ_PARTS;
     return ZT_OK;
 }
 
