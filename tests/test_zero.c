@@ -249,7 +249,9 @@ TEST(zero_overlap_comm_gives_the_same_bits) {
         extra[stage - 2] = on.bytes[ZT_MEM_BUCKETS] - off.bytes[ZT_MEM_BUCKETS];
         CHECK_MSG(on.device - off.device == extra[stage - 2], "stage %d: only the buckets grow", stage);
     }
-    CHECK_MSG(extra[0] > 0 && extra[1] * 4 == extra[0] * 6, "overlap_comm adds %zu bytes at stage 2, %zu at stage 3",
+    /* 4N and 4N + 2N bytes, each buffer up to 128 bytes of alignment and ASan's red zone off */
+    long long grad = (long long)extra[0], w = (long long)extra[1] - grad;
+    CHECK_MSG(grad > 1000 && llabs(2 * w - grad) <= 2 * 192, "overlap_comm adds %zu bytes at stage 2, %zu at stage 3",
               extra[0], extra[1]);
 }
 
