@@ -6998,6 +6998,7 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
 
 ZT_API void zt_shutdown(zt_engine *e) {
     if (!e) return;
+    if (e->be) zt_backend_sync(e->be); /* every collective queued has run before the ranks part */
     if (e->comm && e->be) zt_comm_unshare_device(e->comm, e->be);
     if (e->swap) zt__swap_close(e->swap);
     free(e->swap);

@@ -69,21 +69,24 @@ __device__ void zt__cu_fail(int what, long long a, long long b, long long c) {
     }
 }
 
-/* after a sync: a kernel's error becomes the fatal error its CPU twin reports */
+/* after a sync: a kernel's error becomes the fatal error its CPU twin reports; the record is cleared
+   first, so that a fatal handler that returns control (tests) does not see it again at the next sync */
 static void zt__cu_report(void) {
-    const volatile zt__cu_error *e = zt__cu_error_host;
+    volatile zt__cu_error *e = zt__cu_error_host;
     if (!e || e->what <= 0) return;
+    int what = e->what;
     long long a = e->a, b = e->b, c = e->c;
-    switch (e->what) {
+    __atomic_store_n(&e->what, 0, __ATOMIC_SEQ_CST);
+    switch (what) {
     case ZT__CU_E_EMBEDDING_FWD:
     case ZT__CU_E_EMBEDDING_BWD:
         zt_fatal("zt_embedding_%s: id %lld at %lld is outside [0, %lld)",
-                 e->what == ZT__CU_E_EMBEDDING_FWD ? "forward" : "backward", a, b, c);
+                 what == ZT__CU_E_EMBEDDING_FWD ? "forward" : "backward", a, b, c);
     case ZT__CU_E_TARGET:
         zt_fatal("zt_crossentropy: target %lld in row %lld is outside [0, %lld) and is not the ignore index", a, b, c);
     case ZT__CU_E_ATT_START:
         zt_fatal("attention: starts[%lld][%lld] = %lld is outside [0, %lld]", a, b, c, b);
-    default: zt_fatal("a CUDA kernel reported error %d (%lld, %lld, %lld)", e->what, a, b, c);
+    default: zt_fatal("a CUDA kernel reported error %d (%lld, %lld, %lld)", what, a, b, c);
     }
 }
 
@@ -2048,6 +2051,10 @@ static zt_result zt__cu_alloc_arenas(zt_backend *b, size_t device_bytes, size_t 
 /* The GPU, its driver and this build are checked first, each with its own message. */
 static zt_result zt__cu_open_device(zt__cuda *cu, int index) {
     int n = 0, driver = 0, runtime = 0;
+    /* every module (zt's kernels, cuBLASLt's) loaded when the context is made, not at a kernel's first
+       launch inside a step, where loading would allocate device memory; read when the driver starts, so
+       it only takes effect if nothing in the process used CUDA before. A user's own setting wins. */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
     if (driver == 0)
@@ -2215,7 +2222,8 @@ static zt_result zt__cu_host_coll(zt_comm *c, zt__coll what, uint32_t *out, uint
 /* Watches the other ranks while this one has a collective in flight: a rank that died, or a collective
    that outlasts the communicator's timeout, aborts NCCL and ends this process with a message that
    names the rank, as the shared-memory collectives do. Ranks that exit after their last collective
-   are not waited for, since then nothing is in flight. */
+   are not waited for, since then nothing is in flight (a second look a second later tells a collective
+   that only finishes late from one that never will). */
 static void *zt__cu_watchdog(void *arg) {
     zt__cuda *cu = (zt__cuda *)arg;
     zt_comm *c = cu->nccl_for;
@@ -2230,6 +2238,11 @@ static void *zt__cu_watchdog(void *arg) {
             int pid = __atomic_load_n(&c->h->pids[q], __ATOMIC_ACQUIRE);
             if (q != c->rank && !zt__pid_alive(pid))
                 snprintf(msg, sizeof msg, "rank %d (pid %d) is gone: it exited or was killed during a collective", who = q, pid);
+        }
+        if (msg[0]) { /* a rank whose part of the last collective is done may exit before this one's finishes */
+            struct timespec grace = {1, 0};
+            nanosleep(&grace, NULL);
+            if (cudaEventQuery(cu->nccl_done) != cudaErrorNotReady) continue;
         }
         ncclResult_t async = ncclSuccess;
         if (!msg[0] && ncclCommGetAsyncError(cu->nccl, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress)
@@ -2310,6 +2323,10 @@ static void zt__cuda_unshare(zt_backend *b, zt_comm *c) {
     (void)c;
 #ifndef ZT_NO_NCCL
     if (cu->nccl_for != c) return;
+    /* the collectives still queued finish first, while the watchdog still watches them: a rank that died
+       in the last step's collectives ends this one with its name instead of a silent wait in ncclCommDestroy */
+    ZT__CU_CHECK(cudaDeviceSynchronize());
+    zt__cu_report();
     if (cu->watching) {
         __atomic_store_n(&cu->stop_watch, 1, __ATOMIC_RELEASE);
         pthread_join(cu->watchdog, NULL);
