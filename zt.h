@@ -1962,6 +1962,7 @@ static void zt__need_norm(const char *name, zt_tensor inp, zt_tensor other, cons
 
 ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt_tensor rstd,
                                  zt_tensor inp, zt_tensor weight, zt_tensor bias, float eps) {
+    zt__need(zt__present(mean) && zt__present(bias), "zt_layernorm_forward", "mean and bias must be given");
     zt__need_norm("zt_layernorm_forward", inp, out, "out", weight, bias, mean, rstd);
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_FWD;
@@ -1975,6 +1976,7 @@ ZT_API void zt_layernorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweigh
                                   zt_tensor dout, zt_tensor inp, zt_tensor weight, zt_tensor mean,
                                   zt_tensor rstd) {
     const char *name = "zt_layernorm_backward";
+    zt__need(zt__present(mean), name, "mean must be given");
     zt__need_norm(name, inp, dout, "dout", weight, zt__none(), mean, rstd);
     zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), mean, rstd);
     if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));

@@ -115,6 +115,13 @@ __device__ __forceinline__ void zt__cu_st(void *p, int t, int64_t i, float v) {
     }
 }
 
+/* v rounded to float dtype t, as a store and a load would leave it */
+__device__ __forceinline__ float zt__cu_round(int t, float v) {
+    if (t == ZT_BF16) return __bfloat162float(__float2bfloat16_rn(v));
+    if (t == ZT_F16) return __half2float(__float2half_rn(v));
+    return v;
+}
+
 /* a tensor as kernels take it: its memory and dtype */
 typedef struct zt__cu_t { void *p; int t; } zt__cu_t;
 static zt__cu_t zt__cu_of(zt_tensor x) {
@@ -313,8 +320,8 @@ __global__ void __launch_bounds__(1024) zt__cu_embedding_fwd(zt__cu_t out, const
 
 /* Embedding backward without atomics: the block of position n works only when n is the first
    position with its id; it then adds the dout rows of every position with that id, in order of
-   position, to the table row (kept in shared memory meanwhile), as the CPU does: the same bits for
-   an f32 table. Positions are scanned a block-width chunk at a time, skipping chunks without a match. */
+   position, to the table row (kept in shared memory meanwhile, rounded to the table's dtype after each
+   addition as the CPU's load-add-store rounds it), as the CPU does: the same bits in every dtype. Positions are scanned a block-width chunk at a time, skipping chunks without a match. */
 __global__ void zt__cu_embedding_bwd(zt__cu_t dtable, zt__cu_t dout, const int32_t *ids, int64_t N, int64_t V,
                                      int64_t C) {
     extern __shared__ float zt__cu_smem[];
@@ -343,7 +350,7 @@ __global__ void zt__cu_embedding_bwd(zt__cu_t dtable, zt__cu_t dout, const int32
             for (int64_t q = 0; q < nj; q++) /* each thread owns its columns: no sync needed */
                 if (hit[q])
                     for (int64_t c = threadIdx.x; c < C; c += blockDim.x)
-                        acc[c] += zt__cu_ld(dout.p, dout.t, (j0 + q) * C + c);
+                        acc[c] = zt__cu_round(dtable.t, acc[c] + zt__cu_ld(dout.p, dout.t, (j0 + q) * C + c));
         }
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) zt__cu_st(dtable.p, dtable.t, (int64_t)id * C + c, acc[c]);
         __syncthreads();

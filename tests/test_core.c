@@ -336,10 +336,20 @@ TEST(misused_ops_say_what_is_wrong) {
             step = 2;
         }
     }
+    CHECK_EQ_INT(step, 0);
+    CHECK_STR_CONTAINS(fatal_message, "zt_gelu_forward: inp must be on the device, got (4, 5) f32 on the host");
+    /* a layernorm without its mean (the CUDA kernel would take it for an rmsnorm) */
+    zt_tensor x = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape2(4, 8)), w = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape1(8));
+    zt_tensor rstd = zt_tensor_new(dev, ZT_F32, ZT_DEVICE, zt_shape1(4)), none;
+    memset(&none, 0, sizeof none);
+    if (setjmp(fatal_jump) == 0) {
+        zt_layernorm_forward(s, x, none, rstd, x, w, w, 1e-5f);
+        step = 3;
+    }
     zt_set_fatal_handler(NULL, NULL);
     zt_backend_destroy(be);
     CHECK_EQ_INT(step, 0);
-    CHECK_STR_CONTAINS(fatal_message, "zt_gelu_forward: inp must be on the device, got (4, 5) f32 on the host");
+    CHECK_STR_CONTAINS(fatal_message, "zt_layernorm_forward: mean and bias must be given");
 }
 
 TEST(measure_mode_runs_nothing) {

@@ -386,7 +386,7 @@ static void case_embedding(zt_dtype dt, zt_dtype gd) {
     check("out += table[ids]", acc, TOL_EXACT);
     pair dout = prand(dt, zt_shape2(N, C), -1, 1), dtable = prand(gd, zt_shape2(V, C), -4, 4);
     BOTH zt_embedding_backward(sd[i].s, dtable.t[i], dout.t[i], id.t[i]);
-    check("dtable += dout rows by id", dtable, tol_of(gd, TOL_F32_SUM));
+    check("dtable += dout rows by id", dtable, TOL_EXACT); /* the CPU's additions in its order and roundings */
     free(ids);
     case_end();
 }
