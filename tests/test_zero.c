@@ -33,6 +33,7 @@ static zt_model_config config_of(const char *json) {
 static int comm_dtype = ZT_F32; /* the matrix communicates in fp32; the LLaMA test in bf16, DeepSpeed's default */
 static int overlap, strict;      /* overlap_comm, and the CPU backend's strict stream mode */
 static int64_t prefetch = 50000000; /* stage3_prefetch_bucket_size (with overlap_comm) */
+static int checkpointing;        /* activation checkpointing: blocks recomputed inside the gather window */
 
 static zt_options zero_options(int stage, int world, int accum) {
     zt_options o = zt_options_default();
@@ -52,6 +53,7 @@ static zt_options zero_options(int stage, int world, int accum) {
     o.comm_dtype = comm_dtype;
     o.overlap_comm = overlap;
     o.prefetch_bucket_size = prefetch;
+    o.gradient_checkpointing = checkpointing;
     o.strict = strict;
     return o;
 }
@@ -220,18 +222,20 @@ TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
    there while the backward goes on, through two alternating buffers, and stage 3 gathers the next
    block's weights while this one computes (or, prefetch off, each block's just before it). The same
    operations on the same data give the same bits, with and without accumulation, and in strict mode
-   (stream work runs only when waited for, so an event missing between the streams reads stale memory) */
+   (stream work runs only when waited for, so an event missing between the streams reads stale memory);
+   at 3 ranks with activation checkpointing */
 TEST(zero_overlap_comm_gives_the_same_bits) {
     result *r = shared_results(2);
     for (int world = 2; world <= 3 && !zt_test_failed(); world++)
         for (int accum = 1; accum <= 2 && !zt_test_failed(); accum++)
             for (int v = 0; v < 3 && !zt_test_failed(); v++) { /* stage 2; stage 3; stage 3 without prefetch */
                 int stage = v ? 3 : 2;
+                checkpointing = world == 3;
                 overlap = 0, strict = 0;
                 CHECK(run(GQA_LLAMA, stage, world, accum, &r[0]));
                 overlap = 1, strict = accum == 2, prefetch = v == 2 ? 0 : 50000000;
                 CHECK(run(GQA_LLAMA, stage, world, accum, &r[1]));
-                overlap = 0, strict = 0, prefetch = 50000000;
+                overlap = 0, strict = 0, prefetch = 50000000, checkpointing = 0;
                 CHECK_MSG(!zt_test_failed() && memcmp(r[1].w, r[0].w, sizeof(float) * (size_t)r[0].n) == 0 &&
                           memcmp(r[1].loss, r[0].loss, sizeof r[0].loss) == 0, "world %d, accumulation %d, stage %d%s: "
                           "overlap_comm differs by %g", world, accum, stage, v == 2 ? " without prefetch" : "",
