@@ -6839,9 +6839,9 @@ static void zt__check_live(const zt_engine *e) {
     if (e->prefetch) shared *= 2; /* the block that computes and the next one */
     if (live + shared > limit && e->rank == 0)
         zt_log(ZT_LOG_WARN, "zero_optimization.stage3_max_live_parameters is %lld, but this model keeps up to %lld "
-               "gathered elements resident (a whole block, two while the next is prefetched, plus tied embeddings): zt "
-               "gathers whole blocks and does not split them into sub-groups yet, so the limit is exceeded by that much", (long long)limit,
-               (long long)(live + shared));
+               "gathered elements resident (a whole block, two while the next is prefetched, plus tied embeddings): "
+               "zt gathers whole blocks and does not split them into sub-groups yet, so the limit is exceeded by "
+               "that much", (long long)limit, (long long)(live + shared));
 }
 
 static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
