@@ -2,8 +2,9 @@
 # build.sh - build, test and run zt. Run it from anywhere; it works in the repository root.
 #
 #   ./build.sh          build every program into build/ (and build/NAME_cuda where nvcc exists)
-#   ./build.sh test     build, then run the compile matrix, the test runner, tests/noalloc.c and
-#                       the header example; the last line is "N passed, N failed"
+#   ./build.sh test     build, then run the compile matrix, the test runner, the stream tests under
+#                       ThreadSanitizer, tests/noalloc.c and the header example; the last line is
+#                       "N passed, N failed"
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
@@ -22,6 +23,10 @@ CFLAGS=${CFLAGS:--O3 -march=native -ffp-contract=off -Wall -Wextra -Werror -std=
 LDLIBS="-lm -pthread"
 ASAN_CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 ASAN_CFLAGS+=" -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread"
+TSAN_CFLAGS="-O1 -g -fsanitize=thread -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread"
+# the tests ThreadSanitizer runs in `test`: streams and events, and the communication stream of overlap_comm
+# (a missing event between two streams is a data race it reports)
+TSAN_TESTS=(events_order long_queues zero_overlap offload_every)
 NVCC=${NVCC:-$(command -v nvcc || true)}
 [[ -z $NVCC && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
 # GPUs the _cuda programs run on: A100 (80), RTX 30 (86), RTX 40 / L4 / L40 (89), H100 / H200 (90), and
@@ -295,6 +300,22 @@ expect_output() {
     else
         fail "$name: the output of '$*' does not match '$pattern':"
         tail -n 20 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# tsan_check: the stream tests under ThreadSanitizer, one counted test
+tsan_check() {
+    local log=$B/tsan/zt_tests.log
+    if ! { build_impl $B/tsan "$TSAN_CFLAGS" && build_tests $B/tsan "$TSAN_CFLAGS"; } >/dev/null; then
+        fail "ThreadSanitizer build"
+        return
+    fi
+    TSAN_OPTIONS="halt_on_error=1 exitcode=66" $B/tsan/zt_tests "${TSAN_TESTS[@]}" >"$log" 2>&1
+    if grep -Eq '^[1-9][0-9]* passed, 0 failed$' "$log" && ! grep -q ThreadSanitizer "$log"; then
+        pass "ThreadSanitizer: ${TSAN_TESTS[*]}"
+    else
+        fail "ThreadSanitizer: ${TSAN_TESTS[*]} ($log):"
+        grep -A 12 -m 1 'ThreadSanitizer\|^FAIL' "$log" | sed 's/^/    /'
     fi
 }
 
@@ -646,6 +667,7 @@ cmd_test() {
     compile_matrix
     if [[ $built == 1 ]]; then
         run_runner $B/zt_tests
+        tsan_check
         standalone_checks
         example_check
         program_checks
