@@ -41,7 +41,8 @@
        >>ops         every kernel, forward and backward, validated here and run by a backend
        >>model       Hugging Face config.json, the block interface, GPT-2 and LLaMA-family blocks
        >>engine      zt_init, zt_forward_backward, zt_step, zt_eval, zt_generate; options, schedules;
-                     ZeRO stages 0-3, offload to host memory and NVMe, the memory plan
+                     ZeRO stages 0-3 (overlap_comm: collectives on a stream of their own), offload to
+                     host memory and NVMe, the memory plan
        >>comm        collectives (single rank, shared memory, direct between ranks' memory), the launcher
        >>config      DeepSpeed's JSON config (DeepSpeed 0.19.8's meaning)
        >>io          token data: llm.c, headerless and text files, masks, epochs, ranks
