@@ -22,7 +22,13 @@ static const char *GQA_LLAMA =
 enum { ROWS = 24, T = 16, STEPS = 3, MAX_N = 1 << 16 };
 
 /* what one run leaves: its parameters (fp32 master) after STEPS steps, and its losses */
-typedef struct result { int ok; int64_t n; float loss[STEPS]; float w[MAX_N]; } result;
+typedef struct result {
+    int ok;
+    int64_t n;
+    float loss[STEPS], eval[STEPS]; /* eval: the loss of the step's rows after it (when with_eval) */
+    int32_t sample[8];              /* ... and greedy tokens after the last step */
+    float w[MAX_N];
+} result;
 
 static zt_model_config config_of(const char *json) {
     zt_model_config c;
@@ -34,6 +40,8 @@ static int comm_dtype = ZT_F32; /* the matrix communicates in fp32; the LLaMA te
 static int overlap, strict;      /* overlap_comm, and the CPU backend's strict stream mode */
 static int64_t prefetch = 50000000; /* stage3_prefetch_bucket_size (with overlap_comm) */
 static int checkpointing;        /* activation checkpointing: blocks recomputed inside the gather window */
+static int64_t persistence;      /* stage3_param_persistence_threshold: 0 splits every group */
+static int with_eval;            /* an evaluation after every step and a sample after the last */
 
 static zt_options zero_options(int stage, int world, int accum) {
     zt_options o = zt_options_default();
@@ -47,7 +55,7 @@ static zt_options zero_options(int stage, int world, int accum) {
     o.max_grad_norm = 0.5f; /* below the norms these steps see: clipping is on */
     o.schedule = ZT_SCHED_CONSTANT;
     o.zero_stage = stage;
-    o.persistence_threshold = 0; /* every group split at stage 3 */
+    o.persistence_threshold = persistence;
     o.reduce_bucket_size = 1000; /* many buckets, pieces that do not divide the slices */
     o.allgather_bucket_size = 700;
     o.comm_dtype = comm_dtype;
@@ -88,6 +96,12 @@ static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int w
         }
         zt_step_info info = zt_step(e);
         if (rank == 0) out->loss[s] = info.loss;
+        if (with_eval) { /* stage 3 gathers (and prefetches) in evaluation and sampling too */
+            float l = zt_eval(e, tok, NULL, NULL, B, NULL, NULL);
+            int32_t g[8] = {1, 2, 3};
+            if (s == STEPS - 1 && zt_generate(e, g, 3, g, 8, 0.0f, 0, 1.0f, 1) != ZT_OK) return 5;
+            if (rank == 0) out->eval[s] = l, memcpy(out->sample, g, sizeof g);
+        }
     }
     int64_t n = test_read_params(e, rank == 0 ? out->w : (float *)malloc(sizeof(float) * MAX_N), MAX_N, 0);
     zt_shutdown(e);
@@ -241,6 +255,22 @@ TEST(zero_overlap_comm_gives_the_same_bits) {
                           "overlap_comm differs by %g", world, accum, stage, v == 2 ? " without prefetch" : "",
                           max_diff(&r[1], &r[0]));
             }
+    /* tied embeddings (a group other blocks view, in a buffer of its own), 16-bit communication (the
+       casts into the bucket on the communication stream), split and whole groups side by side, and
+       evaluation and sampling after each step */
+    comm_dtype = -1, persistence = 3000, with_eval = 1;
+    for (int stage = 2; stage <= 3 && !zt_test_failed(); stage++) {
+        overlap = 0;
+        CHECK(run(TIED_GPT2, stage, 2, 2, &r[0]));
+        overlap = 1;
+        CHECK(run(TIED_GPT2, stage, 2, 2, &r[1]));
+        overlap = 0;
+        CHECK_MSG(!zt_test_failed() && memcmp(r[1].w, r[0].w, sizeof(float) * (size_t)r[0].n) == 0 &&
+                  memcmp(r[1].loss, r[0].loss, sizeof r[0].loss) == 0 && memcmp(r[1].eval, r[0].eval, sizeof r[0].eval) == 0 &&
+                  memcmp(r[1].sample, r[0].sample, sizeof r[0].sample) == 0,
+                  "tied GPT-2, bf16 communication, stage %d: overlap_comm differs by %g", stage, max_diff(&r[1], &r[0]));
+    }
+    comm_dtype = ZT_F32, persistence = 0, with_eval = 0;
     munmap(r, sizeof(result) * 2);
     /* the memory it costs: a second full gradient buffer at stage 2 (f32), and at stage 3 also a second
        weight buffer (bf16) for the prefetched block, both of the largest block */
