@@ -43,6 +43,12 @@ static int checkpointing;        /* activation checkpointing: blocks recomputed 
 static int64_t persistence;      /* stage3_param_persistence_threshold: 0 splits every group */
 static int with_eval;            /* an evaluation after every step and a sample after the last */
 
+/* every test starts from these (a failed CHECK returns before a test can put back what it changed) */
+static void knobs_reset(void) {
+    comm_dtype = ZT_F32, overlap = strict = checkpointing = with_eval = 0;
+    prefetch = 50000000, persistence = 0;
+}
+
 static zt_options zero_options(int stage, int world, int accum) {
     zt_options o = zt_options_default();
     o.micro_batch = ROWS / world / accum;
@@ -99,7 +105,7 @@ static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int w
         if (with_eval) { /* stage 3 gathers (and prefetches) in evaluation and sampling too */
             float l = zt_eval(e, tok, NULL, NULL, B, NULL, NULL);
             int32_t g[8] = {1, 2, 3};
-            if (s == STEPS - 1 && zt_generate(e, g, 3, g, 8, 0.0f, 0, 1.0f, 1) != ZT_OK) return 5;
+            if (s == STEPS - 1 && zt_generate(e, g, 3, g, 5, 0.0f, 0, 1.0f, 1) != ZT_OK) return 5; /* 3 + 5 */
             if (rank == 0) out->eval[s] = l, memcpy(out->sample, g, sizeof g);
         }
     }
@@ -211,11 +217,15 @@ static void check_stages(const char *json, int max_world) {
     munmap(r, sizeof(result) * 8 * 4);
 }
 
-TEST(zero_stages_are_bitwise_stage_0_tied_gpt2) { check_stages(TIED_GPT2, 4); }
+TEST(zero_stages_are_bitwise_stage_0_tied_gpt2) {
+    knobs_reset();
+    check_stages(TIED_GPT2, 4);
+}
 
 /* gradients communicated in bf16 (communication_data_type's default under bf16): every stage still
    gives the same bits, and the run stays within 5e-3 (relative RMS) of fp32 communication */
 TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
+    knobs_reset();
     result *r = shared_results(9);
     comm_dtype = -1;
     stages_at(GQA_LLAMA, 3, r);
@@ -239,6 +249,7 @@ TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
    (stream work runs only when waited for, so an event missing between the streams reads stale memory);
    at 3 ranks with activation checkpointing */
 TEST(zero_overlap_comm_gives_the_same_bits) {
+    knobs_reset();
     result *r = shared_results(2);
     for (int world = 2; world <= 3 && !zt_test_failed(); world++)
         for (int accum = 1; accum <= 2 && !zt_test_failed(); accum++)
@@ -297,6 +308,7 @@ TEST(zero_overlap_comm_gives_the_same_bits) {
 /* Collectives staged through a small host buffer, a chunk at a time, as the CUDA backend runs them when
    ranks share a GPU: ZeRO's strided buckets come back with the same bits as collectives in place. */
 TEST(zero_staged_collectives_give_the_same_bits) {
+    knobs_reset();
     result *r = shared_results(3);
     for (int world = 2; world <= 3 && !zt_test_failed(); world++) {
         CHECK(run(TIED_GPT2, 0, world, 1, &r[0]));
@@ -314,6 +326,7 @@ TEST(zero_staged_collectives_give_the_same_bits) {
 /* model-state bytes per rank beside the ZeRO paper (16-bit training, Adam: K = 12): zt keeps fp32
    gradients, 2 bytes more per parameter (stages 0-1) or per parameter and rank (2-3) */
 TEST(zero_model_states_follow_the_paper) {
+    knobs_reset();
     const char *json = "{\"model_type\": \"llama\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8,"
                        " \"hidden_size\": 256, \"intermediate_size\": 704, \"max_position_embeddings\": 64,"
                        " \"vocab_size\": 1024, \"tie_word_embeddings\": false}";
@@ -384,6 +397,7 @@ static int capacity_rank(zt_comm *c, int rank, size_t cap, result *out) {
 }
 
 TEST(zero_3_trains_where_stage_0_does_not_fit) {
+    knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
     zt_model_spec spec;
     memset(&spec, 0, sizeof spec);
@@ -427,6 +441,7 @@ TEST(zero_3_trains_where_stage_0_does_not_fit) {
 }
 
 TEST(zero_plan_answers_for_1024_ranks_and_fits) {
+    knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
     zt_model_spec spec;
     memset(&spec, 0, sizeof spec);
