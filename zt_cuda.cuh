@@ -321,7 +321,8 @@ __global__ void __launch_bounds__(1024) zt__cu_embedding_fwd(zt__cu_t out, const
 /* Embedding backward without atomics: the block of position n works only when n is the first
    position with its id; it then adds the dout rows of every position with that id, in order of
    position, to the table row (kept in shared memory meanwhile, rounded to the table's dtype after each
-   addition as the CPU's load-add-store rounds it), as the CPU does: the same bits in every dtype. Positions are scanned a block-width chunk at a time, skipping chunks without a match. */
+   addition as the CPU's load-add-store rounds it), as the CPU does: the same bits in every dtype.
+   Positions are scanned a block-width chunk at a time, skipping chunks without a match. */
 __global__ void zt__cu_embedding_bwd(zt__cu_t dtable, zt__cu_t dout, const int32_t *ids, int64_t N, int64_t V,
                                      int64_t C) {
     extern __shared__ float zt__cu_smem[];
