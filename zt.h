@@ -591,10 +591,11 @@ typedef struct zt_options {
     int64_t max_live_parameters; /* ZeRO-3: gathered elements resident at once; 0: DeepSpeed's 1e9 */
     int comm_dtype;             /* gradients travel between ranks as this zt_dtype (communication_data_type);
                                    -1: the working dtype, DeepSpeed's default (fp32 gradients are cast) */
-    int overlap_comm;           /* ZeRO 2-3 with several ranks (zero_optimization.overlap_comm): collectives
-                                   run on a communication stream of their own, a block's gradient reduced
-                                   while the blocks before it run their backward (two alternating full
-                                   gradient buffers: one more in memory); the same bits as without */
+    int overlap_comm;           /* ZeRO 2-3 with several ranks or offload (zero_optimization.overlap_comm):
+                                   collectives and offload copies run on a communication stream of their
+                                   own, a block's gradient reduced (and sent to the host) while the blocks
+                                   before it run their backward (two alternating full gradient buffers:
+                                   one more in memory); the same bits as without */
     int64_t prefetch_bucket_size; /* ZeRO-3 with overlap_comm (stage3_prefetch_bucket_size): > 0 gathers the
                                    next block's weights while this one computes (two full weight buffers);
                                    zt prefetches whole blocks, one ahead. Default DeepSpeed's 5e7 */
@@ -5201,8 +5202,10 @@ struct zt_engine {
     int64_t unit;                    /* elements per unit of the offloaded update and the swap */
     float *h_grad, *h_state[2][3];   /* a unit of gradient; two units of NVMe state (master, m, v) */
     void *h_w, *h_slice[2], *bounce; /* a unit of weights; two of an NVMe weight slice; unaligned swap I/O */
+    zt_event *ev_slice[2];           /* the latest copy out of each h_slice */
     int64_t bounce_bytes;
     zt_tensor wstage;                /* device: an offloaded weight slice on its way in or out */
+    zt_tensor gacc;                  /* device: host gradients being added to (zt__add_to_host) */
     int64_t micro;      /* micro-batches since the last zt_step */
     /* metadata: one arena from the host */
     void *meta_mem;
@@ -5662,6 +5665,8 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
         int64_t half = e->block / 2, want = e->opt.offload_buffer_size > 0 ? e->opt.offload_buffer_size : 100000000;
         e->unit = ZT__CDIV(ZT__MIN(want, ZT__MAX(most, away)), half) * half;
     }
+    int host_grads = e->stage >= 2 && e->off_opt != ZT_OFFLOAD_NONE;
+    e->gacc = host_grads ? zt__dev(dev, ZT_F32, zt_shape1(ZT__MIN(e->unit, ZT__STAGE_FLOATS)), buckets) : zt__none();
     e->h_grad = NULL, e->h_w = e->bounce = NULL;
     if (e->off_opt != ZT_OFFLOAD_NONE) {
         e->h_grad = (float *)zt__host_block(e, pinned, e->unit * 4);
@@ -6089,27 +6094,34 @@ static void zt__swap_array(zt_engine *e, int k, int64_t base, size_t es, int64_t
     }
 }
 
+/* unit u of group g's NVMe weight slice, read into h_slice[j] once the copy out of it that was queued
+   last (on any stream) is done: the batch to wait for */
+static int zt__slice_read(zt_engine *e, const zt__group *g, int64_t u, int j) {
+    int64_t U = e->unit, es = (int64_t)zt_dtype_size(e->wdtype);
+    zt_event_sync(e->ev_slice[j]);
+    int batch = zt__swap_batch(e->swap);
+    zt__swap_add(e->swap, batch, 1, g->nv_w + u * U * es, ZT__MIN(U, g->shard - u * U) * es, e->h_slice[j], 0);
+    return batch;
+}
+
 /* an offloaded weight slice to a device tensor, on stream s: from host memory, or from the swap a unit
-   at a time (the next unit read while the last is copied) */
+   at a time (the next unit read while the last is copied). The host waits for the copy out of a buffer
+   only when it reads into it again, so a slice of one unit comes in without the host waiting for s. */
 static void zt__slice_load(zt_engine *e, zt_stream *s, const zt__group *g, zt_tensor dst) {
     if (e->off_param == ZT_OFFLOAD_CPU) {
         zt_copy(s, dst, g->w);
         return;
     }
     if (!e->swap) return; /* measuring */
-    int64_t U = e->unit, es = (int64_t)zt_dtype_size(e->wdtype), units = ZT__CDIV(g->shard, U);
-    int batch[2] = {zt__swap_batch(e->swap), -1};
-    zt__swap_add(e->swap, batch[0], 1, g->nv_w, ZT__MIN(U, g->shard) * es, e->h_slice[0], 0);
+    int64_t U = e->unit, units = ZT__CDIV(g->shard, U);
+    int batch[2] = {zt__slice_read(e, g, 0, 0), -1};
     for (int64_t u = 0; u < units; u++) {
+        int j = (int)(u % 2);
         int64_t k = ZT__MIN(U, g->shard - u * U);
-        if (u + 1 < units) {
-            batch[(u + 1) % 2] = zt__swap_batch(e->swap);
-            zt__swap_add(e->swap, batch[(u + 1) % 2], 1, g->nv_w + (u + 1) * U * es, ZT__MIN(U, g->shard - (u + 1) * U) * es,
-                         e->h_slice[(u + 1) % 2], 0);
-        }
-        zt__swap_wait(e->swap, batch[u % 2]);
-        zt_copy(s, zt_view(dst, u * U, zt_shape1(k)), zt_tensor_make(e->h_slice[u % 2], e->wdtype, ZT_HOST, zt_shape1(k)));
-        zt_stream_sync(s); /* before the buffer takes the unit after next */
+        if (u + 1 < units) batch[1 - j] = zt__slice_read(e, g, u + 1, 1 - j);
+        zt__swap_wait(e->swap, batch[j]);
+        zt_copy(s, zt_view(dst, u * U, zt_shape1(k)), zt_tensor_make(e->h_slice[j], e->wdtype, ZT_HOST, zt_shape1(k)));
+        zt_event_record(e->ev_slice[j], s);
     }
 }
 
@@ -6125,6 +6137,7 @@ static void zt__slice_store(zt_engine *e, const zt__group *g, zt_tensor src) {
     for (int64_t u = 0; u < units; u++) {
         int64_t k = ZT__MIN(U, g->shard - u * U);
         if (batch[u % 2] >= 0) zt__swap_wait(e->swap, batch[u % 2]);
+        zt_event_sync(e->ev_slice[u % 2]); /* a load's copy out of it is done */
         zt_copy(e->s, zt_tensor_make(e->h_slice[u % 2], e->wdtype, ZT_HOST, zt_shape1(k)), zt_view(src, u * U, zt_shape1(k)));
         zt_stream_sync(e->s);
         batch[u % 2] = zt__swap_batch(e->swap);
@@ -6356,15 +6369,17 @@ static void zt__weights_changed(zt_engine *e) {
 
 static float zt__sumsq_host(zt_pool *pool, const float *x, int64_t n); /* zt_sumsq's bits, on host memory */
 
-/* host += device, through the unit staging, on stream s: f32 additions, the bits zt_add gives */
-static void zt__add_to_host(zt_engine *e, zt_stream *s, float *host, zt_tensor dev) {
-    int64_t n = zt_numel(dev);
-    if (!e->h_grad) return; /* measuring */
-    for (int64_t o = 0; o < n; o += e->unit) {
-        int64_t k = ZT__MIN(e->unit, n - o);
-        zt_copy(s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(dev, o, zt_shape1(k)));
-        zt_stream_sync(s);
-        for (int64_t i = 0; i < k; i++) host[o + i] = host[o + i] + e->h_grad[i];
+/* host += device, on stream s: a piece of the host's values at a time comes over to the device stage
+   gacc, is added to there (zt_add's f32 bits) and goes back. All of it in stream order, so the host
+   queues the rest of the backward meanwhile, as DeepSpeed accumulates offloaded gradients via the GPU. */
+static void zt__add_to_host(zt_engine *e, zt_stream *s, zt_tensor host, zt_tensor dev) {
+    int64_t n = zt_numel(dev), piece = zt_numel(e->gacc);
+    for (int64_t o = 0; o < n; o += piece) {
+        zt_shape k = zt_shape1(ZT__MIN(piece, n - o));
+        zt_tensor h = zt_view(host, o, k), d = zt_view(e->gacc, 0, k);
+        zt_copy(s, d, h);
+        zt_add(s, d, d, zt_view(dev, o, k));
+        zt_copy(s, h, d);
     }
 }
 
@@ -6394,7 +6409,7 @@ static void zt__close_grad(zt_engine *e, int gi) {
     zt_tensor mine = zt_view(g->full_grad, g->own, zt_shape1(g->shard));
     if (e->micro == 0) zt_copy(cs, g->grad, mine);
     else if (g->grad.place == ZT_DEVICE) zt_add(cs, g->grad, g->grad, mine);
-    else zt__add_to_host(e, cs, (float *)g->grad.data, mine);
+    else zt__add_to_host(e, cs, g->grad, mine);
     g->grad_open = 0;
     if (!g->shared_with_others) {
         int k = zt__slot(gi, e->overlap);
@@ -6899,11 +6914,13 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         e->rank = e->comm ? zt_comm_rank(e->comm) : 0;
     }
     e->stage = e->opt.zero_stage;
-    e->overlap = e->opt.overlap_comm && e->stage >= 2 && e->world > 1;
-    e->prefetch = e->overlap && e->stage == 3 && e->opt.prefetch_bucket_size > 0;
-    e->cdtype = e->opt.comm_dtype >= 0 ? (zt_dtype)e->opt.comm_dtype : e->wdtype;
     e->off_opt = e->opt.offload_optimizer;
     e->off_param = e->opt.offload_param;
+    /* one rank has nothing to reduce, but an offloaded gradient or weight slice to copy */
+    int offloading = e->off_opt != ZT_OFFLOAD_NONE || e->off_param != ZT_OFFLOAD_NONE;
+    e->overlap = e->opt.overlap_comm && e->stage >= 2 && (e->world > 1 || offloading);
+    e->prefetch = e->overlap && e->stage == 3 && e->opt.prefetch_bucket_size > 0;
+    e->cdtype = e->opt.comm_dtype >= 0 ? (zt_dtype)e->opt.comm_dtype : e->wdtype;
     e->block = e->opt.aio_block_size > 0 ? ZT__CDIV(e->opt.aio_block_size, 4096) * 4096 : 1 << 20;
     e->hthreads = e->off_opt != ZT_OFFLOAD_NONE ? (e->opt.threads > 0 ? e->opt.threads : zt_cpu_count()) : 0;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
@@ -6929,6 +6946,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         for (int k = 0; k < 3; k++) e->ev_gathered[k] = zt_event_create(e->be);
         for (int k = 0; k < 2; k++) e->ev_reduced[k] = zt_event_create(e->be);
     }
+    for (int k = 0; k < 2 && e->off_param == ZT_OFFLOAD_NVME; k++) e->ev_slice[k] = zt_event_create(e->be);
     zt__measure_activations(e);
     {
         zt_arena dev, pinned;

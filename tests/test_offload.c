@@ -142,9 +142,9 @@ TEST(offload_every_setting_is_bitwise_the_run_without) {
     for (int world = 1; world <= 2; world++) {
         CHECK_MSG(run(offload_options(3, world, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE), world, base), "world %d: %s", world,
                   base->msg);
-        /* at 2 ranks also with overlap_comm (offloaded slices come in on the communication stream, the
-           reduced ones go out from it), every other case in strict stream mode */
-        for (int overlap = 0; overlap <= (world > 1); overlap++)
+        /* also with overlap_comm (offloaded slices come in on the communication stream, the reduced ones
+           go out from it: at one rank too), every other case in strict stream mode */
+        for (int overlap = 0; overlap <= 1; overlap++)
             for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
                 zt_options o = offload_options(cases[i].stage, world, cases[i].opt, cases[i].param);
                 o.overlap_comm = overlap, o.strict = overlap && i % 2;
@@ -154,18 +154,24 @@ TEST(offload_every_setting_is_bitwise_the_run_without) {
                           "world %d, %s, overlap_comm %d: not the run without offload", world, cases[i].name, overlap);
             }
     }
-    /* with gradient accumulation (ZeRO-Offload adds each micro-batch's reduced slice on the host) */
-    zt_options o = offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
-    o.grad_accum = 2, o.micro_batch = 1;
-    CHECK_MSG(run(o, 2, base), "%s", base->msg);
-    for (int i = 0; i < 4; i++) {
-        o = offload_options(3, 2, i % 2 ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_CPU, i % 2 ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_NONE);
-        o.grad_accum = 2, o.micro_batch = 1;
-        o.overlap_comm = i >= 2;
-        memset(r, 0, sizeof *r);
-        CHECK_MSG(run(o, 2, r), "%s", r->msg);
-        CHECK_MSG(memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0, "accumulation, %s, overlap_comm %d: not "
-                  "the run without", i % 2 ? "both to NVMe" : "optimizer to host memory", i >= 2);
+    /* with gradient accumulation (ZeRO-Offload adds each micro-batch's reduced slice to the one in host
+       memory), at stages 2 and 3, 1 and 2 ranks, with and without overlap_comm */
+    for (int world = 1; world <= 2; world++) {
+        zt_options o = offload_options(3, world, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+        o.grad_accum = 2, o.micro_batch = ROWS / world / 2;
+        CHECK_MSG(run(o, world, base), "%s", base->msg);
+        for (int i = 0; i < 6; i++) {
+            static const char *names[3] = {"stage 2, optimizer to host memory", "optimizer to host memory", "both to NVMe"};
+            int c = i % 3;
+            o = offload_options(c == 0 ? 2 : 3, world, c == 2 ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_CPU,
+                                c == 2 ? ZT_OFFLOAD_NVME : ZT_OFFLOAD_NONE);
+            o.grad_accum = 2, o.micro_batch = ROWS / world / 2;
+            o.overlap_comm = i >= 3, o.strict = i == 4;
+            memset(r, 0, sizeof *r);
+            CHECK_MSG(run(o, world, r), "%s", r->msg);
+            CHECK_MSG(memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0, "accumulation, world %d, %s, "
+                      "overlap_comm %d: not the run without", world, names[c], i >= 3);
+        }
     }
     munmap(base, sizeof *base);
     munmap(r, sizeof *r);
@@ -214,6 +220,29 @@ TEST(offload_trains_where_the_device_is_too_small) {
     }
     CHECK(zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))) <= cap);
     zt_shutdown(e);
+}
+
+/* overlap_comm at one rank: with offload it costs a second full gradient buffer (the slice of one block
+   goes to the host while the next block's backward writes the other); without offload one rank has
+   nothing to overlap, and it costs nothing */
+TEST(offload_overlap_comm_at_one_rank_is_planned) {
+    zt_model_config mc;
+    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    for (int i = 0; i < 2; i++) {
+        zt_options o = offload_options(2, 1, i ? ZT_OFFLOAD_CPU : ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+        zt_memory_plan off, on;
+        CHECK(zt_plan_memory(&off, &spec, &o, 1) == ZT_OK);
+        o.overlap_comm = 1;
+        CHECK(zt_plan_memory(&on, &spec, &o, 1) == ZT_OK);
+        long long grown = (long long)on.device - (long long)off.device;
+        long long block = 4 * (12 * 32 * 32 + 13 * 32); /* the largest block's f32 gradients: a GPT-2 layer */
+        CHECK_MSG(on.bytes[ZT_MEM_BUCKETS] - off.bytes[ZT_MEM_BUCKETS] == (size_t)grown, "only the buckets grow");
+        if (i) CHECK_MSG(grown >= block && grown <= block + 256, "offload: overlap_comm adds %lld bytes", grown);
+        else CHECK_MSG(grown == 0, "no offload: overlap_comm adds %lld bytes at one rank", grown);
+    }
 }
 
 static void expect_error(zt_options o, const char *want) {
