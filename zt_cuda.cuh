@@ -560,9 +560,12 @@ static cudaDataType_t zt__cu_type(zt_dtype t) {
     return t == ZT_BF16 ? CUDA_R_16BF : t == ZT_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
-/* the largest power of two (at most 256) dividing every pointer the product touches */
+/* the largest power of two, at most 16, dividing every pointer the product touches. cuBLASLt's kernels
+   ask for 16 bytes at most (vector loads, Hopper's TMA); stopping there gives a product one plan, so one
+   algorithm and the same bits, wherever the arena put its operands: stage 0 and ZeRO's buffers, the two
+   overlap_comm buffers, with and without activation checkpointing */
 static int zt__cu_alignment(const void *const *ptrs, int n) {
-    uintptr_t bits = 256;
+    uintptr_t bits = 16;
     for (int i = 0; i < n; i++)
         if (ptrs[i]) bits |= (uintptr_t)ptrs[i];
     return (int)(bits & (~bits + 1));
