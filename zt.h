@@ -765,8 +765,9 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    --rdzv_id, or a hash of the arguments and world size) keeps other jobs out. A process started by
    torchrun, the deepspeed launcher, mpirun or srun takes its rank from their variables and joins the
    same way, at MASTER_PORT + 1 (MASTER_PORT is theirs). The shared segment is handed over a Unix socket,
-   so in this version every "machine" is
-   this host: ranks on other hosts need NCCL, which is not built yet. */
+   so in this version every "machine" is this host: ranks on other hosts need host-side exchanges over
+   the network (NCCL's setup uses the shared segment; the CPU backend's collectives run in it), which are
+   not built yet. */
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
 
 /* >>config ===================================================================================== */
