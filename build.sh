@@ -575,8 +575,9 @@ YAML
 # the losses of a run's metrics.jsonl
 losses() { sed 's/.*"loss": \([^,]*\),.*/\1/' "$1/metrics.jsonl"; }
 
-# launchers that meet at the TCP rendezvous: two "machines" on 127.0.0.1, ranks started the way torchrun
-# starts them, a stray job refused by its token, and a busy port
+# launchers that meet at the TCP rendezvous: two "machines" on 127.0.0.1 (their ranks meet over TCP),
+# ranks started the way torchrun starts them (on one node and on two), a stray job refused by its token,
+# and a busy port
 rendezvous_checks() {
     local text=$1 dir=$B/check port=$((29600 + RANDOM % 300)) out rc
     local f=(--model examples/models/byte-small --data "$text" --max_steps 3 --seq_len 32 --logging_steps 0
@@ -602,6 +603,19 @@ rendezvous_checks() {
         pass "ranks started as torchrun starts them join through the rendezvous"
     else
         fail "ranks started with RANK and WORLD_SIZE did not train as zt_train --num_processes 2"
+    fi
+    port=$((port + 1))
+    rm -rf $dir/r0 $dir/r1
+    pids=()
+    for r in 0 1; do # two "nodes" of one rank each: they meet over TCP at rank 0
+        RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=localhost MASTER_PORT=$port \
+            $B/zt_train "${f[@]}" --output_dir $dir/r$r >/dev/null 2>&1 &
+        pids+=($!)
+    done
+    if wait "${pids[0]}" && wait "${pids[1]}" && [[ "$(losses $dir/r0)" == "$(losses $dir/two2)" ]]; then
+        pass "ranks torchrun starts on two nodes (LOCAL_WORLD_SIZE 1) meet over TCP, the same bits"
+    else
+        fail "ranks started with LOCAL_WORLD_SIZE 1 did not train as zt_train --num_processes 2"
     fi
     local style
     for style in mpirun srun deepspeed; do

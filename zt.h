@@ -719,7 +719,7 @@ ZT_API const char *zt_param_name(const zt_engine *e, int i, zt_shape *shape);
    it, in order with the kernels around it. Sums run in rank order, so results are the same bits on every
    run. Backends: a single rank; shared memory between the processes of one machine (a memfd segment
    made before the processes fork; waiting ranks sleep, and a rank that disappears is noticed by its
-   pid, so the others stop with a message naming it instead of hanging). */
+   pid, so the others stop with a message naming it instead of hanging); TCP between hosts. */
 typedef enum zt_reduce_op { ZT_REDUCE_SUM, ZT_REDUCE_AVG } zt_reduce_op;
 
 ZT_API zt_result zt_comm_single(zt_comm **out);
@@ -727,6 +727,13 @@ ZT_API zt_result zt_comm_single(zt_comm **out);
    which the ranks inherit (fork, or exec with the fd left open) and pass to zt_comm_shm_attach. */
 ZT_API zt_result zt_comm_shm_create(int world, size_t chunk_bytes, int *fd);
 ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world);
+/* Ranks on several hosts: a TCP connection between every two ranks. Rank 0 listens at ip:port (an
+   IPv4 address or a host name); the others register there with the job's name (NULL: "zt"; another
+   job's ranks are refused), learn each other's addresses and connect. Each rank sends and receives
+   (W-1)/W of the data twice per all-reduce, and sums in rank order as the shared segment does, so the
+   results are the same bits. A rank that exits closes its connections: the others stop with its number.
+   Waits at most ZT_RDZV_TIMEOUT seconds (default 300) for every rank to join. */
+ZT_API zt_result zt_comm_tcp_connect(zt_comm **out, const char *ip, int port, const char *job, int rank, int world);
 ZT_API void zt_comm_destroy(zt_comm *c);
 ZT_API int zt_comm_rank(const zt_comm *c);
 ZT_API int zt_comm_world(const zt_comm *c);
@@ -3228,7 +3235,14 @@ struct zt_comm {
     int device_direct;                       /* the backend moves collectives itself (CUDA: NCCL) */
     uint8_t *peer[ZT__COMM_MAX_RANKS];       /* ... at these addresses (this rank's own: its own) */
     size_t peer_bytes[ZT__COMM_MAX_RANKS];
+    int tcp;                                 /* ranks on several hosts: a connection to every other rank */
+    int fd[ZT__COMM_MAX_RANKS];              /* ... this rank's to rank q (-1: itself) */
+    uint8_t *stage;                          /* TCP: a slot of `chunk` bytes for what each rank sends */
+    char failed[256];                        /* TCP: why this rank's collectives stopped ("": they did not) */
 };
+
+/* more than one rank, through the shared segment or TCP */
+static int zt__comm_several(const zt_comm *c) { return c->shm || c->tcp; }
 
 static size_t zt__shm_bytes(int world, size_t chunk) { return ZT__SHM_HEADER + (size_t)(world + 1) * chunk; }
 
@@ -3306,6 +3320,9 @@ ZT_API void zt_comm_destroy(zt_comm *c) {
     if (!c) return;
     zt__comm_unshare(c);
     if (c->shm) munmap(c->h, c->map_bytes);
+    for (int q = 0; q < c->world && c->tcp; q++)
+        if (c->fd[q] >= 0) close(c->fd[q]);
+    free(c->stage);
     free(c);
 }
 
@@ -3323,6 +3340,7 @@ static void zt__comm_unshare(zt_comm *c) {
 }
 
 ZT_API zt_result zt_comm_share_device(zt_comm *c, zt_backend *b) {
+    if (c->tcp && c->world > 1) return b->vt->share ? b->vt->share(b, c) : ZT_OK; /* other hosts: no mapping */
     if (!c->shm || c->world == 1) return ZT_OK;
     zt__comm_unshare(c); /* an earlier engine's memory */
     if (b->vt->share) return b->vt->share(b, c);
@@ -3385,6 +3403,10 @@ static int zt__pid_alive(int pid) {
 }
 
 static void zt__comm_abort(zt_comm *c, int rank, const char *msg) {
+    if (!c->shm) { /* TCP: the others learn it from this rank's closed connections */
+        if (!c->failed[0]) snprintf(c->failed, sizeof c->failed, "%s", msg);
+        return;
+    }
     int32_t none = -1;
     if (__atomic_compare_exchange_n(&c->h->abort_rank, &none, rank, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         snprintf(c->h->abort_msg, sizeof c->h->abort_msg, "%s", msg);
@@ -3393,7 +3415,7 @@ static void zt__comm_abort(zt_comm *c, int rank, const char *msg) {
 }
 
 static zt_result zt__comm_failed(zt_comm *c) {
-    return zt_fail(ZT_ERROR_BACKEND, "rank %d of %d: %s", c->rank, c->world, c->h->abort_msg);
+    return zt_fail(ZT_ERROR_BACKEND, "rank %d of %d: %s", c->rank, c->world, c->shm ? c->h->abort_msg : c->failed);
 }
 
 /* Every rank arrives, then all go on. Waiters sleep on the generation word and look at the others'
@@ -3438,7 +3460,10 @@ static zt_result zt__shm_barrier(zt_comm *c) {
     return ZT_OK;
 }
 
-ZT_API zt_result zt_barrier(zt_comm *c) { return c->shm ? zt__shm_barrier(c) : ZT_OK; }
+static zt_result zt__tcp_barrier(zt_comm *c);
+static zt_result zt__tcp_run(const zt__args_comm *a);
+
+ZT_API zt_result zt_barrier(zt_comm *c) { return c->tcp ? zt__tcp_barrier(c) : c->shm ? zt__shm_barrier(c) : ZT_OK; }
 
 /* The sum over ranks of src[r][0..n), in rank order in f32 (times scale), written to each of n_dst
    destinations; every collective reduces through here, so every path gives the same bits. A block is
@@ -3518,6 +3543,23 @@ static uint64_t zt__comm_mix(uint64_t x) {
     return x ^ (x >> 29);
 }
 
+/* what this rank's next collective is (its number, kind, dtype, root and size), as a word to compare */
+static uint64_t zt__comm_call(zt_comm *c, const zt__args_comm *a) {
+    uint64_t n = (uint64_t)zt_numel(a->out);
+    return zt__comm_mix(++c->calls ^ zt__comm_mix(((uint64_t)a->what << 56) ^ ((uint64_t)a->out.dtype << 48) ^
+                                                  ((uint64_t)a->root << 40) ^ n));
+}
+
+/* a: the collective this rank is at (NULL: a barrier) */
+static void zt__comm_mismatch(const zt_comm *c, const zt__args_comm *a, int q, char *msg, size_t cap) {
+    static const char *names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
+    char what[96] = "a barrier";
+    if (a) snprintf(what, sizeof what, "%s of %lld %s elements", names[a->what], (long long)zt_numel(a->out),
+                    zt_dtype_name(a->out.dtype));
+    snprintf(msg, cap, "collective #%llu differs between ranks (rank %d: %s; rank %d another): every rank must run the "
+             "same collectives in the same order", (unsigned long long)c->calls, c->rank, what, q);
+}
+
 /* a collective, run on host-visible memory (the CPU backend's device memory is host memory) */
 static zt_result zt__comm_run(const zt__args_comm *a) {
     zt_comm *c = a->comm;
@@ -3529,14 +3571,13 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
     const uint8_t *in = (const uint8_t *)a->inp.data;
     int64_t n = zt_numel(a->out);
     zt_result r = ZT_OK;
+    if (c->tcp) return zt__tcp_run(a);
     if (!c->shm) { /* one rank */
         if (a->what == ZT__REDUCE_SCATTER || a->what == ZT__ALL_GATHER) memmove(out, in, (size_t)n * es);
         return ZT_OK;
     }
     /* every rank must be at the same collective with the same size: compare, then go on together */
-    static const char *names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast"};
-    uint64_t call = zt__comm_mix(++c->calls ^ zt__comm_mix(((uint64_t)a->what << 56) ^ ((uint64_t)t << 48) ^
-                                                   ((uint64_t)a->root << 40) ^ (uint64_t)n));
+    uint64_t call = zt__comm_call(c, a);
     c->h->off_in[R] = zt__share_off(c, a->inp);
     c->h->off_out[R] = zt__share_off(c, a->out);
     __atomic_store_n(&c->h->call[R], call, __ATOMIC_RELEASE);
@@ -3544,9 +3585,7 @@ static zt_result zt__comm_run(const zt__args_comm *a) {
     for (int q = 0; q < W; q++)
         if (__atomic_load_n(&c->h->call[q], __ATOMIC_ACQUIRE) != call) {
             char msg[200];
-            snprintf(msg, sizeof msg, "collective #%llu differs between ranks (rank %d: %s of %lld %s elements; rank %d "
-                     "another): every rank must run the same collectives in the same order", (unsigned long long)c->calls,
-                     R, names[a->what], (long long)n, zt_dtype_name(t), q);
+            zt__comm_mismatch(c, a, q, msg, sizeof msg);
             zt__comm_abort(c, R, msg);
             return zt__comm_failed(c);
         }
@@ -3779,6 +3818,404 @@ static int zt__wait_readable(int fd, int ms) {
     return poll(&p, 1, ms) == 1;
 }
 
+/* ---- collectives over TCP: ranks on several hosts ---- */
+
+#include <netdb.h>
+#include <netinet/tcp.h>
+
+/* Every message of a collective starts with the collective's word (zt__comm_call) and the bytes that
+   follow, so a rank at another collective, or at this one with another size, is caught as the shared
+   segment catches it. */
+typedef struct zt__tcp_head { uint64_t call, bytes; } zt__tcp_head;
+/* what one exchange moves between this rank and another */
+typedef struct zt__tcp_xfer { const uint8_t *send; uint64_t send_n; uint8_t *recv; uint64_t recv_n; } zt__tcp_xfer;
+
+static zt_result zt__tcp_stop(zt_comm *c, const char *msg) {
+    zt__comm_abort(c, c->rank, msg);
+    return zt__comm_failed(c);
+}
+
+/* One step of a collective: with every other rank at once, send x[q].send and receive into x[q].recv,
+   each behind a header, by non-blocking sends and receives as poll says they can go, so no two ranks
+   wait for each other's full buffers. A closed connection names its rank; so does the timeout. */
+static zt_result zt__tcp_exchange(zt_comm *c, const zt__args_comm *a, uint64_t call, const zt__tcp_xfer *x) {
+    enum { H = sizeof(zt__tcp_head) };
+    int W = c->world, R = c->rank;
+    if (c->failed[0]) return zt__comm_failed(c);
+    zt__tcp_head head[ZT__COMM_MAX_RANKS], in[ZT__COMM_MAX_RANKS];
+    uint64_t sent[ZT__COMM_MAX_RANKS], got[ZT__COMM_MAX_RANKS]; /* bytes so far, the header's included */
+    struct pollfd p[ZT__COMM_MAX_RANKS];
+    int who[ZT__COMM_MAX_RANKS];
+    char msg[256];
+    for (int q = 0; q < W; q++) head[q].call = call, head[q].bytes = x[q].send_n, sent[q] = got[q] = 0;
+    uint64_t quiet = zt_time_ns(); /* when bytes last moved */
+    for (;;) {
+        int n = 0;
+        for (int q = 0; q < W; q++) {
+            if (q == R) continue;
+            short ev = (short)((sent[q] < H + x[q].send_n ? POLLOUT : 0) | (got[q] < H + x[q].recv_n ? POLLIN : 0));
+            if (ev) p[n].fd = c->fd[q], p[n].events = ev, p[n].revents = 0, who[n++] = q;
+        }
+        if (n == 0) return ZT_OK;
+        if (poll(p, (nfds_t)n, 500) < 0 && errno != EINTR) {
+            snprintf(msg, sizeof msg, "poll failed during a collective: %s", strerror(errno));
+            return zt__tcp_stop(c, msg);
+        }
+        for (int i = 0; i < n; i++) {
+            int q = who[i], moved = 0;
+            if (p[i].revents && got[q] < H + x[q].recv_n) {
+                uint8_t *dst = got[q] < H ? (uint8_t *)&in[q] + got[q] : x[q].recv + (got[q] - H);
+                uint64_t want = got[q] < H ? H - got[q] : H + x[q].recv_n - got[q];
+                ssize_t k = recv(c->fd[q], dst, (size_t)want, MSG_DONTWAIT);
+                if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                    snprintf(msg, sizeof msg, "rank %d is gone: its connection closed during a collective (it exited or "
+                             "was killed)", q);
+                    return zt__tcp_stop(c, msg);
+                }
+                moved = k > 0;
+                if (k > 0 && (got[q] += (uint64_t)k) == H && (in[q].call != call || in[q].bytes != x[q].recv_n)) {
+                    zt__comm_mismatch(c, a, q, msg, sizeof msg);
+                    return zt__tcp_stop(c, msg);
+                }
+            }
+            if (p[i].revents && sent[q] < H + x[q].send_n) {
+                const uint8_t *src = sent[q] < H ? (const uint8_t *)&head[q] + sent[q] : x[q].send + (sent[q] - H);
+                uint64_t want = sent[q] < H ? H - sent[q] : H + x[q].send_n - sent[q];
+                ssize_t m = send(c->fd[q], src, (size_t)want, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (m < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                    snprintf(msg, sizeof msg, "rank %d is gone: its connection closed during a collective (it exited or "
+                             "was killed)", q);
+                    return zt__tcp_stop(c, msg);
+                }
+                if (m > 0) sent[q] += (uint64_t)m, moved = 1;
+            }
+            if (moved) quiet = zt_time_ns();
+        }
+        double waited = (double)(zt_time_ns() - quiet) / 1e9;
+        if (waited > c->timeout) {
+            snprintf(msg, sizeof msg, "rank %d waited %.0f s for rank %d at a collective (the timeout)", R, waited, who[0]);
+            return zt__tcp_stop(c, msg);
+        }
+    }
+}
+
+/* the parts of a round of k elements from o: rank q sums [o + k q / W, o + k (q + 1) / W) */
+static int64_t zt__tcp_lo(int64_t o, int64_t k, int q, int W) { return o + k * q / W; }
+
+static zt_result zt__tcp_run(const zt__args_comm *a) {
+    zt_comm *c = a->comm;
+    int W = c->world, R = c->rank;
+    zt_dtype t = a->out.dtype;
+    size_t es = zt_dtype_size(t);
+    float scale = a->op == ZT_REDUCE_AVG ? 1.0f / (float)W : 1.0f;
+    uint8_t *out = (uint8_t *)a->out.data;
+    const uint8_t *in = (const uint8_t *)a->inp.data;
+    int64_t n = zt_numel(a->out), m = (int64_t)(c->chunk / es), o = 0; /* elements a slot holds */
+    uint64_t call = zt__comm_call(c, a);
+    zt__tcp_xfer x[ZT__COMM_MAX_RANKS];
+    const uint8_t *src[ZT__COMM_MAX_RANKS];
+    memset(x, 0, sizeof(zt__tcp_xfer) * (size_t)W);
+    zt_result r = ZT_OK;
+    switch (a->what) {
+    case ZT__ALL_REDUCE: /* rank q sums part q of a round, then sends it to every rank */
+        do {
+            int64_t k = ZT__MIN(m * W, n - o), lo = zt__tcp_lo(o, k, R, W), mine = zt__tcp_lo(o, k, R + 1, W) - lo;
+            for (int q = 0; q < W; q++) {
+                int64_t ql = zt__tcp_lo(o, k, q, W);
+                x[q].send = out + (size_t)ql * es, x[q].send_n = (uint64_t)(zt__tcp_lo(o, k, q + 1, W) - ql) * es;
+                x[q].recv = c->stage + (size_t)q * c->chunk, x[q].recv_n = (uint64_t)mine * es;
+                src[q] = q == R ? out + (size_t)lo * es : x[q].recv;
+            }
+            if ((r = zt__tcp_exchange(c, a, call, x)) != ZT_OK) break;
+            uint8_t *dst = out + (size_t)lo * es;
+            zt__reduce_into(&dst, 1, t, src, W, mine, scale);
+            for (int q = 0; q < W; q++) { /* the sums go the other way */
+                const uint8_t *s = x[q].send;
+                uint64_t sn = x[q].send_n;
+                x[q].send = dst, x[q].send_n = (uint64_t)mine * es;
+                x[q].recv = (uint8_t *)s, x[q].recv_n = sn;
+            }
+            r = zt__tcp_exchange(c, a, call, x);
+            o += k;
+        } while (o < n && r == ZT_OK);
+        return r;
+    case ZT__REDUCE_SCATTER: { /* in (W parts of n, `stride` apart) -> out (n): part q goes to rank q */
+        int64_t stride = a->stride ? a->stride : n;
+        do {
+            int64_t k = ZT__MIN(m, n - o);
+            for (int q = 0; q < W; q++) {
+                x[q].send = in + ((size_t)q * (size_t)stride + (size_t)o) * es, x[q].send_n = (uint64_t)k * es;
+                x[q].recv = c->stage + (size_t)q * c->chunk, x[q].recv_n = (uint64_t)k * es;
+                src[q] = q == R ? x[q].send : x[q].recv;
+            }
+            if ((r = zt__tcp_exchange(c, a, call, x)) != ZT_OK) break;
+            uint8_t *dst = out + (size_t)o * es;
+            zt__reduce_into(&dst, 1, t, src, W, k, scale);
+            o += k;
+        } while (o < n && r == ZT_OK);
+        return r;
+    }
+    case ZT__ALL_GATHER: { /* in (part) -> out (W parts, `stride` apart): straight into place */
+        int64_t part = a->stride ? zt_numel(a->inp) : n / W, stride = a->stride ? a->stride : part;
+        for (int q = 0; q < W; q++) {
+            x[q].send = in, x[q].send_n = (uint64_t)part * es;
+            x[q].recv = out + (size_t)q * (size_t)stride * es, x[q].recv_n = (uint64_t)part * es;
+        }
+        if ((r = zt__tcp_exchange(c, a, call, x)) == ZT_OK && out + (size_t)R * (size_t)stride * es != in)
+            memmove(out + (size_t)R * (size_t)stride * es, in, (size_t)part * es);
+        return r;
+    }
+    case ZT__BROADCAST: /* the root to every rank; the others trade headers only */
+        for (int q = 0; q < W; q++) {
+            if (R == a->root) x[q].send = out, x[q].send_n = (uint64_t)n * es;
+            if (q == a->root) x[q].recv = out, x[q].recv_n = (uint64_t)n * es;
+        }
+        return zt__tcp_exchange(c, a, call, x);
+    }
+    return r;
+}
+
+static zt_result zt__tcp_barrier(zt_comm *c) {
+    zt__tcp_xfer x[ZT__COMM_MAX_RANKS];
+    memset(x, 0, sizeof(zt__tcp_xfer) * (size_t)c->world);
+    return zt__tcp_exchange(c, NULL, zt__comm_mix(++c->calls ^ 0x6261727269657221ull), x);
+}
+
+/* ip:port as an IPv4 address: dotted, or a host name looked up */
+static zt_result zt__tcp_address(const char *ip, int port, struct sockaddr_in *a) {
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, ip, &a->sin_addr) == 1) return ZT_OK;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    int e = getaddrinfo(ip, NULL, &hints, &res);
+    if (e != 0 || !res)
+        return zt_fail(ZT_ERROR_INVALID, "the main process's address %s is neither an IPv4 address nor a host name this "
+                       "machine can look up (%s)", ip, gai_strerror(e));
+    a->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    freeaddrinfo(res);
+    return ZT_OK;
+}
+
+/* setup-time messages: all n bytes within ms milliseconds, or 0 */
+static int zt__read_full(int fd, void *buf, size_t n, int ms) {
+    uint8_t *p = (uint8_t *)buf;
+    uint64_t end = zt_time_ns() + (uint64_t)ms * 1000000u;
+    while (n > 0) {
+        uint64_t now = zt_time_ns();
+        if (now >= end || !zt__wait_readable(fd, (int)((end - now) / 1000000u) + 1)) return 0;
+        ssize_t k = read(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return 0;
+        p += k, n -= (size_t)k;
+    }
+    return 1;
+}
+static int zt__write_full(int fd, const void *buf, size_t n) {
+    const uint8_t *p = (const uint8_t *)buf;
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return 0;
+        p += k, n -= (size_t)k;
+    }
+    return 1;
+}
+
+#define ZT__TCP_MAGIC 0x7a74746370303031ull /* "zttcp001" */
+/* a rank's first message to rank 0 (with the port it listens at) and to each rank below it */
+typedef struct zt__tcp_hello { uint64_t magic, token; int32_t world, rank, port, pad; } zt__tcp_hello;
+/* rank 0's answer: 0 and every rank's address, or 1 and why not */
+typedef struct zt__tcp_reply { int32_t status, pad; char why[248]; } zt__tcp_reply;
+typedef struct zt__tcp_peer { uint32_t ip; int32_t port; } zt__tcp_peer;
+
+static int zt__rdzv_seconds(void) {
+    const char *limit = getenv("ZT_RDZV_TIMEOUT");
+    return ZT__MIN(ZT__MAX(limit ? atoi(limit) : 300, 1), 86400);
+}
+
+/* a listening socket on every address of this host at `port` (0: any free one), or -1 */
+static int zt__tcp_listen(int port, int backlog) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, backlog) != 0) {
+        int err = errno;
+        if (s >= 0) close(s);
+        errno = err;
+        return -1;
+    }
+    return s;
+}
+
+/* a connection to a, tried again until `seconds` pass (the other side may not listen yet), or -1 */
+static int zt__tcp_dial(const struct sockaddr_in *a, int seconds, int *err) {
+    uint64_t start = zt_time_ns();
+    for (;;) {
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s >= 0 && connect(s, (const struct sockaddr *)a, sizeof *a) == 0) return s;
+        *err = errno;
+        if (s >= 0) close(s);
+        if (zt_time_ns() - start > (uint64_t)seconds * 1000000000u) return -1;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* rank 0: every other rank registers; strays (another token or world size, a rank twice) are told why
+   and the wait goes on; then each gets the table of addresses */
+static zt_result zt__tcp_serve(zt_comm *c, const char *ip, int port, uint64_t token, zt__tcp_peer *peers) {
+    int W = c->world, s = zt__tcp_listen(port, ZT__COMM_MAX_RANKS), seconds = zt__rdzv_seconds();
+    if (s < 0)
+        return zt_fail(ZT_ERROR_IO, "the rendezvous port %s:%d is busy (%s): another job runs there; pass "
+                       "--main_process_port", ip, port, strerror(errno));
+    uint64_t start = zt_time_ns();
+    zt_result r = ZT_OK;
+    for (int joined = 0; joined < W - 1;) {
+        int left = seconds * 1000 - (int)((zt_time_ns() - start) / 1000000u);
+        if (left <= 0 || !zt__wait_readable(s, left)) {
+            r = zt_fail(ZT_ERROR_IO, "%d of %d ranks joined the rendezvous at %s:%d within %d s", joined + 1, W, ip, port,
+                        seconds);
+            break;
+        }
+        struct sockaddr_in from;
+        socklen_t fl = sizeof from;
+        int k = accept(s, (struct sockaddr *)&from, &fl);
+        if (k < 0) continue;
+        zt__tcp_hello h;
+        zt__tcp_reply no;
+        memset(&no, 0, sizeof no);
+        no.status = 1;
+        if (!zt__read_full(k, &h, sizeof h, 5000) || h.magic != ZT__TCP_MAGIC)
+            snprintf(no.why, sizeof no.why, "that is not a zt rendezvous message");
+        else if (h.token != token)
+            snprintf(no.why, sizeof no.why, "the job token differs: this port runs another job (another config, model or "
+                     "world size); set the same ZT_JOB_TOKEN or --rdzv_id on every machine to join it");
+        else if (h.world != W)
+            snprintf(no.why, sizeof no.why, "world size %d, but the job has %d ranks", h.world, W);
+        else if (h.rank < 1 || h.rank >= W || c->fd[h.rank] >= 0)
+            snprintf(no.why, sizeof no.why, "rank %d has joined already or is not a rank of %d", h.rank, W);
+        if (no.why[0]) {
+            zt__write_full(k, &no, sizeof no);
+            close(k);
+            continue;
+        }
+        c->fd[h.rank] = k;
+        peers[h.rank].ip = from.sin_addr.s_addr, peers[h.rank].port = h.port;
+        joined++;
+    }
+    close(s);
+    zt__tcp_reply yes;
+    memset(&yes, 0, sizeof yes);
+    for (int q = 1; q < W && r == ZT_OK; q++)
+        if (!zt__write_full(c->fd[q], &yes, sizeof yes) || !zt__write_full(c->fd[q], peers, sizeof *peers * (size_t)W))
+            r = zt_fail(ZT_ERROR_IO, "rank %d left the rendezvous before it ended", q);
+    return r;
+}
+
+/* rank r > 0: registers with rank 0, connects to the ranks below it and takes the ones above */
+static zt_result zt__tcp_join(zt_comm *c, const char *ip, int port, uint64_t token, zt__tcp_peer *peers) {
+    int W = c->world, R = c->rank, seconds = zt__rdzv_seconds(), err = 0;
+    struct sockaddr_in main_at, mine;
+    zt_result r = zt__tcp_address(ip, port, &main_at);
+    if (r != ZT_OK) return r;
+    int l = zt__tcp_listen(0, ZT__COMM_MAX_RANKS);
+    socklen_t ml = sizeof mine;
+    if (l < 0 || getsockname(l, (struct sockaddr *)&mine, &ml) != 0) {
+        if (l >= 0) close(l);
+        return zt_fail(ZT_ERROR_IO, "rank %d cannot listen for the other ranks: %s", R, strerror(errno));
+    }
+    zt__tcp_hello h = {ZT__TCP_MAGIC, token, W, R, (int32_t)ntohs(mine.sin_port), 0};
+    zt__tcp_reply answer;
+    if ((c->fd[0] = zt__tcp_dial(&main_at, seconds, &err)) < 0) {
+        r = zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for %d s: %s", ip, port, seconds, strerror(err));
+    } else if (!zt__write_full(c->fd[0], &h, sizeof h) ||
+               !zt__read_full(c->fd[0], &answer, sizeof answer, seconds * 1000 + 5000)) {
+        r = zt_fail(ZT_ERROR_IO, "the main process at %s:%d ended the rendezvous without an answer (it stopped, or not "
+                    "every rank joined within its timeout)", ip, port);
+    } else if (answer.status != 0) {
+        answer.why[sizeof answer.why - 1] = 0;
+        r = zt_fail(ZT_ERROR_INVALID, "the main process at %s:%d refused rank %d: %s", ip, port, R, answer.why);
+    } else if (!zt__read_full(c->fd[0], peers, sizeof *peers * (size_t)W, 30000)) {
+        r = zt_fail(ZT_ERROR_IO, "the main process at %s:%d left during the rendezvous", ip, port);
+    }
+    for (int q = 1; q < R && r == ZT_OK; q++) { /* the ranks below listen already: they registered first */
+        struct sockaddr_in at;
+        memset(&at, 0, sizeof at);
+        at.sin_family = AF_INET;
+        at.sin_addr.s_addr = peers[q].ip;
+        at.sin_port = htons((uint16_t)peers[q].port);
+        h.port = 0;
+        if ((c->fd[q] = zt__tcp_dial(&at, 30, &err)) < 0 || !zt__write_full(c->fd[q], &h, sizeof h)) {
+            char a[INET_ADDRSTRLEN] = "?";
+            inet_ntop(AF_INET, &at.sin_addr, a, sizeof a);
+            r = zt_fail(ZT_ERROR_IO, "rank %d cannot reach rank %d at %s:%d: %s", R, q, a, peers[q].port, strerror(err));
+        }
+    }
+    uint64_t start = zt_time_ns();
+    for (int joined = R + 1; joined < W && r == ZT_OK;) {
+        int left = seconds * 1000 - (int)((zt_time_ns() - start) / 1000000u);
+        int k = left > 0 && zt__wait_readable(l, left) ? accept(l, NULL, NULL) : -1;
+        zt__tcp_hello their;
+        if (k < 0) {
+            r = zt_fail(ZT_ERROR_IO, "rank %d: %d of the ranks above it connected within %d s", R, joined - R - 1, seconds);
+        } else if (!zt__read_full(k, &their, sizeof their, 5000) || their.magic != ZT__TCP_MAGIC || their.token != token ||
+                   their.rank <= R || their.rank >= W || c->fd[their.rank] >= 0) {
+            close(k); /* a stray */
+        } else {
+            c->fd[their.rank] = k;
+            joined++;
+        }
+    }
+    close(l);
+    return r;
+}
+
+static zt_result zt__tcp_connect(zt_comm **out, const char *ip, int port, uint64_t token, int rank, int world) {
+    *out = NULL;
+    if (world <= 1) return zt_comm_single(out);
+    if (world > ZT__COMM_MAX_RANKS || rank < 0 || rank >= world)
+        return zt_fail(ZT_ERROR_INVALID, "rank %d of %d: a TCP job has 1 to %d ranks", rank, world, ZT__COMM_MAX_RANKS);
+    zt_comm *c = (zt_comm *)calloc(1, sizeof *c); /* setup time */
+    zt__tcp_peer *peers = (zt__tcp_peer *)calloc((size_t)world, sizeof *peers);
+    const char *test_chunk = getenv("ZT_TEST_TCP_CHUNK"); /* small slots in tests: collectives of many rounds */
+    size_t chunk = test_chunk ? (size_t)ZT__MAX(atol(test_chunk), 64) : ZT__MIN(ZT__MAX(((size_t)64 << 20) / (size_t)world,
+                                                                                       (size_t)64 << 10), (size_t)4 << 20);
+    if (c) c->stage = (uint8_t *)malloc(chunk * (size_t)world);
+    if (!c || !peers || !c->stage) {
+        if (c) free(c->stage);
+        free(c), free(peers);
+        return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating a communicator");
+    }
+    c->rank = rank, c->world = world, c->tcp = 1, c->timeout = 300, c->chunk = chunk;
+    for (int q = 0; q < world; q++) c->fd[q] = -1;
+    zt_result r = rank == 0 ? zt__tcp_serve(c, ip, port, token, peers) : zt__tcp_join(c, ip, port, token, peers);
+    free(peers);
+    for (int q = 0; q < world && r == ZT_OK; q++) {
+        int one = 1;
+        if (q != rank) setsockopt(c->fd[q], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    if (r == ZT_OK) r = zt__tcp_barrier(c); /* every connection carries a message both ways */
+    c->calls = 0;                           /* the job's collectives count from 1, as in the shared segment */
+    if (r != ZT_OK) {
+        zt_comm_destroy(c);
+        return r;
+    }
+    *out = c;
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_comm_tcp_connect(zt_comm **out, const char *ip, int port, const char *job, int rank, int world) {
+    return zt__tcp_connect(out, ip, port, zt__fnv(0xcbf29ce484222325ull, job ? job : "zt"), rank, world);
+}
+
 /* The main process: waits for `expect` registrations (machines, or ranks started by another launcher),
    refuses strays by token or world size, and hands each one the segment's fd. */
 static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int world, int expect, int segment) {
@@ -3892,8 +4329,9 @@ static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int wor
     int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (connect(u, (struct sockaddr *)&ua, ul) != 0) {
         close(u);
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "the main process at %s:%d is on another host: ranks on different hosts "
-                       "need NCCL, which this version does not have yet", ip, port);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "the main process at %s:%d is on another host, but this rank was started "
+                       "as one of a single host's: set ZT_COMM=tcp on every rank (or LOCAL_WORLD_SIZE as torchrun does)",
+                       ip, port);
     }
     char byte, control[CMSG_SPACE(sizeof(int))];
     struct iovec io = {&byte, 1};
@@ -3908,8 +4346,9 @@ static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int wor
     return ZT_OK;
 }
 
-/* a rank started by torchrun, the deepspeed launcher, mpirun or srun: its rank and world from there */
-static int zt__external_rank(int *argc, char **argv, int *rank, int *world) {
+/* a rank started by torchrun, the deepspeed launcher, mpirun or srun: its rank and world from there, and
+   whether the job spans hosts (fewer ranks on this one than in all; ZT_COMM=tcp or shm says so instead) */
+static int zt__external_rank(int *argc, char **argv, int *rank, int *world, int *several_hosts) {
     const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
     if (!r || !w) r = getenv("OMPI_COMM_WORLD_RANK"), w = getenv("OMPI_COMM_WORLD_SIZE");
     if (!r || !w) r = getenv("SLURM_PROCID"), w = getenv("SLURM_NTASKS");
@@ -3919,7 +4358,20 @@ static int zt__external_rank(int *argc, char **argv, int *rank, int *world) {
     }
     if (!r || !w) return 0;
     *rank = atoi(r), *world = atoi(w);
+    const char *local = getenv("LOCAL_WORLD_SIZE"), *nodes = getenv("SLURM_NNODES"), *force = getenv("ZT_COMM");
+    if (!local) local = getenv("LOCAL_SIZE"); /* the deepspeed launcher's */
+    if (!local) local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    *several_hosts = (local && atoi(local) < *world) || (nodes && atoi(nodes) > 1);
+    if (force && *force) *several_hosts = strcmp(force, "tcp") == 0;
     return *world > 1;
+}
+
+/* a rank of a job on several hosts: the TCP communicator, through rank 0 at ip:port */
+static int zt__tcp_rank(zt_comm **comm, const char *ip, int port, uint64_t token, int rank, int world, int *exit_code) {
+    if (zt__tcp_connect(comm, ip, port, token, rank, world) == ZT_OK) return 0;
+    fprintf(stderr, "zt: rank %d of %d: %s\n", rank, world, zt_last_error());
+    *exit_code = 1;
+    return 1;
 }
 
 /* a rank: the segment's fd in its environment, its rank and world */
@@ -3959,13 +4411,19 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
 #undef ZT__IS
         zt__drop_arg(argc, argv, i, 1);
     }
-    const char *fd_env = getenv("ZT_COMM_FD");
+    const char *fd_env = getenv("ZT_COMM_FD"), *tcp_env = getenv("ZT_COMM_TCP");
     if (fd_env && getenv("RANK") && getenv("WORLD_SIZE")) /* a rank zt_launch started */
         return zt__attach_rank(comm, atoi(fd_env), atoi(getenv("RANK")), atoi(getenv("WORLD_SIZE")), exit_code);
-    int rank = 0, world = 1, fd = -1;
-    if (zt__external_rank(argc, argv, &rank, &world)) { /* started by torchrun, mpirun, srun, deepspeed */
+    if (tcp_env && getenv("RANK") && getenv("WORLD_SIZE")) { /* ... on one of several machines */
+        uint64_t token = strtoull(tcp_env, NULL, 16);
+        unsetenv("ZT_COMM_TCP"); /* programs this rank starts must not join the job in its place */
+        return zt__tcp_rank(comm, ip, port, token, atoi(getenv("RANK")), atoi(getenv("WORLD_SIZE")), exit_code);
+    }
+    int rank = 0, world = 1, fd = -1, several_hosts = 0;
+    if (zt__external_rank(argc, argv, &rank, &world, &several_hosts)) { /* torchrun, mpirun, srun, deepspeed */
         uint64_t token = zt__job_token(rdzv_id, *argc, argv, world);
         port += 1; /* MASTER_PORT itself is the other launcher's (torchrun's store listens there) */
+        if (several_hosts) return zt__tcp_rank(comm, ip, port, token, rank, world, exit_code);
         zt_result r = rank == 0 ? zt_comm_shm_create(world, (size_t)4 << 20, &fd) : zt__rdzv_join(ip, port, token, world, &fd);
         if (r == ZT_OK && rank == 0 && world > 1) r = zt__rdzv_serve(ip, port, token, world, world - 1, fd);
         if (r != ZT_OK) {
@@ -3982,25 +4440,22 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         *exit_code = 2;
         return 1;
     }
+    /* one machine: a shared segment for its ranks; several: the ranks meet over TCP at rank 0, which
+       listens at the main process's address (machine 0's), so the launchers need not meet at all */
     int local = n / machines, first = machine * local;
     uint64_t token = zt__job_token(rdzv_id, *argc, argv, n);
-    zt_result r = ZT_OK;
-    if (machine == 0) {
-        r = zt_comm_shm_create(n, (size_t)4 << 20, &fd);
-        if (r == ZT_OK && machines > 1) r = zt__rdzv_serve(ip, port, token, n, machines - 1, fd);
-    } else {
-        r = zt__rdzv_join(ip, port, token, n, &fd);
-    }
-    if (r != ZT_OK) {
+    if (machines == 1 && zt_comm_shm_create(n, (size_t)4 << 20, &fd) != ZT_OK) {
         fprintf(stderr, "zt: machine %d: %s\n", machine, zt_last_error());
         *exit_code = 2;
         return 1;
     }
-    char ports[16];
+    char ports[16], tokens[32];
     snprintf(ports, sizeof ports, "%d", port);
+    snprintf(tokens, sizeof tokens, "%llx", (unsigned long long)token);
     pid_t pids[ZT__COMM_MAX_RANKS];
     /* the launcher writes each rank's pid, so a rank that dies before it attaches is noticed too */
-    zt__shm_header *head = (zt__shm_header *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    zt__shm_header *head = fd < 0 ? (zt__shm_header *)MAP_FAILED
+                                  : (zt__shm_header *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     n = local; /* from here on: this machine's ranks */
     for (int r = 0; r < n; r++) {
         pids[r] = fork();
@@ -4025,7 +4480,8 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
             setenv("MASTER_ADDR", ip, 1);
             setenv("MASTER_PORT", ports, 1);
             snprintf(v, sizeof v, "%d", fd);
-            setenv("ZT_COMM_FD", v, 1);
+            if (fd >= 0) setenv("ZT_COMM_FD", v, 1);
+            else setenv("ZT_COMM_TCP", tokens, 1);
             execv("/proc/self/exe", argv);
             fprintf(stderr, "zt: rank %d cannot start /proc/self/exe: %s\n", first + r, strerror(errno));
             _exit(127);
@@ -4033,7 +4489,7 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         if (head != MAP_FAILED) __atomic_store_n(&head->pids[first + r], (int32_t)pids[r], __ATOMIC_RELEASE);
     }
     if (head != MAP_FAILED) munmap(head, 4096);
-    close(fd);
+    if (fd >= 0) close(fd);
     /* wait; the first rank to fail ends the others (they would stop by themselves within seconds) */
     int left = n, failed = -1;
     while (left > 0) {
@@ -11578,7 +12034,7 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         return;
     }
     case ZT__OP_COMM: {
-        zt_result r = cpu->stage && op->comm.comm->shm ? zt__comm_staged(&op->comm, cpu->stage, cpu->stage_bytes,
+        zt_result r = cpu->stage && zt__comm_several(op->comm.comm) ? zt__comm_staged(&op->comm, cpu->stage, cpu->stage_bytes,
                                                                           zt__cpu_move, zt__cpu_move, NULL)
                                                        : zt__comm_run(&op->comm);
         if (r != ZT_OK) zt_fatal("%s", zt_last_error());

@@ -1843,7 +1843,7 @@ static void zt__cu_comm(zt__cuda *cu, cudaStream_t st, const zt__args_comm *a) {
         return;
     }
 #endif
-    if (!a->comm->shm) {
+    if (!zt__comm_several(a->comm)) {
         if ((a->what == ZT__REDUCE_SCATTER || a->what == ZT__ALL_GATHER) && a->out.data != a->inp.data)
             ZT__CU_CHECK(cudaMemcpyAsync(a->out.data, a->inp.data, zt_nbytes(a->out), cudaMemcpyDeviceToDevice, st));
         return;
@@ -2235,6 +2235,19 @@ static zt_result zt__cu_host_coll(zt_comm *c, zt__coll what, uint32_t *out, uint
    names the rank, as the shared-memory collectives do. Ranks that exit after their last collective
    are not waited for, since then nothing is in flight (a second look a second later tells a collective
    that only finishes late from one that never will). */
+/* a rank that is gone, or -1: its pid no longer runs (the shared segment), or its connection has closed
+   (TCP: nothing is read, the connection is idle while NCCL moves the data) */
+static int zt__cu_peer_gone(const zt_comm *c, int *pid) {
+    for (int q = 0; q < c->world; q++) {
+        char b;
+        *pid = c->shm ? __atomic_load_n(&c->h->pids[q], __ATOMIC_ACQUIRE) : 0;
+        if (q == c->rank) continue;
+        if (c->shm && !zt__pid_alive(*pid)) return q;
+        if (c->tcp && recv(c->fd[q], &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return q;
+    }
+    return -1;
+}
+
 static void *zt__cu_watchdog(void *arg) {
     zt__cuda *cu = (zt__cuda *)arg;
     zt_comm *c = cu->nccl_for;
@@ -2244,12 +2257,12 @@ static void *zt__cu_watchdog(void *arg) {
         nanosleep(&ts, NULL);
         if (cudaEventQuery(cu->nccl_done) != cudaErrorNotReady) continue; /* nothing in flight */
         char msg[256] = "";
-        int who = c->rank;
-        for (int q = 0; q < c->world && !msg[0]; q++) {
-            int pid = __atomic_load_n(&c->h->pids[q], __ATOMIC_ACQUIRE);
-            if (q != c->rank && !zt__pid_alive(pid))
-                snprintf(msg, sizeof msg, "rank %d (pid %d) is gone: it exited or was killed during a collective", who = q, pid);
-        }
+        int who = c->rank, pid = 0, gone = zt__cu_peer_gone(c, &pid);
+        if (gone >= 0 && c->shm)
+            snprintf(msg, sizeof msg, "rank %d (pid %d) is gone: it exited or was killed during a collective", who = gone, pid);
+        else if (gone >= 0)
+            snprintf(msg, sizeof msg, "rank %d is gone: its connection closed during a collective (it exited or was "
+                     "killed)", who = gone);
         if (msg[0]) { /* a rank whose part of the last collective is done may exit before this one's finishes */
             struct timespec grace = {1, 0};
             nanosleep(&grace, NULL);
@@ -2261,7 +2274,8 @@ static void *zt__cu_watchdog(void *arg) {
         double waited = (double)(zt_time_ns() - __atomic_load_n(&cu->nccl_since, __ATOMIC_ACQUIRE)) / 1e9;
         if (!msg[0] && waited > c->timeout)
             snprintf(msg, sizeof msg, "rank %d waited %.0f s for the others at a collective (the timeout)", c->rank, waited);
-        if (!msg[0] && __atomic_load_n(&c->h->abort_rank, __ATOMIC_ACQUIRE) >= 0) snprintf(msg, sizeof msg, "%s", c->h->abort_msg);
+        if (!msg[0] && c->shm && __atomic_load_n(&c->h->abort_rank, __ATOMIC_ACQUIRE) >= 0)
+            snprintf(msg, sizeof msg, "%s", c->h->abort_msg);
         if (!msg[0]) continue;
         zt__comm_abort(c, who, msg);
         ncclCommAbort(cu->nccl);

@@ -2,6 +2,10 @@
    Prints one line per failure and ends with "N passed, N failed". */
 #include "test.h"
 #include <stdio.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #define MAX_TESTS 1024
 static struct { const char *name, *file; zt_test_fn fn; } tests[MAX_TESTS];
@@ -24,6 +28,19 @@ void zt_test_fail(const char *file, int line, const char *fmt, ...) {
 }
 
 int zt_test_failed(void) { return current_failed; }
+
+int zt_test_free_port(void) {
+    int s = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (s >= 0 && bind(s, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(s, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (s >= 0) close(s);
+    return port;
+}
 
 static int matches(const char *name, int argc, char **argv) {
     if (argc < 2) return 1;

@@ -13,6 +13,7 @@ typedef void (*zt_test_fn)(void);
 void zt_test_register(const char *name, const char *file, zt_test_fn fn);
 void zt_test_fail(const char *file, int line, const char *fmt, ...) ZT_PRINTF(3, 4);
 int zt_test_failed(void); /* has the running test failed? */
+int zt_test_free_port(void); /* a TCP port of 127.0.0.1 nothing listens at now */
 
 #define TEST(name)                                                                 \
     static void test_##name(void);                                                 \

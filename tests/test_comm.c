@@ -1,6 +1,6 @@
 /* tests/test_comm.c - the collectives, in processes forked from the test: every collective and dtype at
-   1 to 4 ranks against a serial reference, the same bits on every run, and a rank killed during a
-   collective stopping the others, promptly, with its number. */
+   1 to 4 ranks against a serial reference, through the shared segment and over TCP, the same bits on
+   every run, and a rank killed during a collective stopping the others, promptly, with its number. */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include <signal.h>
@@ -9,6 +9,13 @@
 
 /* what rank r contributes at element i (exactly representable in bf16 and f16) */
 static float value(int r, int64_t i) { return (float)((int)((i * 7 + r * 13) % 31) - 15) * 0.25f; }
+
+/* 0: the ranks share a segment (fd); else they meet over TCP at rank 0, on 127.0.0.1 at this port */
+static int tcp_port;
+
+static zt_result join(zt_comm **c, int fd, int rank, int world) {
+    return tcp_port ? zt_comm_tcp_connect(c, "127.0.0.1", tcp_port, "test", rank, world) : zt_comm_shm_attach(c, fd, rank, world);
+}
 
 static zt_backend *rank_backend(void) {
     zt_backend *be = NULL;
@@ -40,7 +47,7 @@ static int64_t read_back(zt_stream *s, zt_tensor t, float *host) {
    share 2: the backend stages every collective through a small host buffer, as the CUDA backend does */
 static int rank_main(int fd, int rank, int world, int64_t n, int share) {
     zt_comm *c = NULL;
-    if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) return 2;
+    if (join(&c, fd, rank, world) != ZT_OK) return 2;
     if (share == 2) setenv("ZT_TEST_COMM_STAGE", "1000", 1); /* 1000 bytes: chunks of odd sizes */
     zt_backend *be = rank_backend();
     if (share == 2) share = 0;
@@ -121,6 +128,7 @@ static int run_ranks(int world, size_t chunk, int64_t n, int share) {
 }
 
 TEST(comm_collectives_match_a_serial_reference) {
+    tcp_port = 0;
     for (int world = 1; world <= 4; world++) {
         /* 1001 elements through 4 KiB slots: many chunks, and sizes that do not divide by the world */
         CHECK_EQ_INT(run_ranks(world, 4096, 1001, 0), world);
@@ -131,6 +139,59 @@ TEST(comm_collectives_match_a_serial_reference) {
         /* and staged through a host buffer, a chunk at a time */
         CHECK_EQ_INT(run_ranks(world, 4096, 1001, 2), world);
     }
+}
+
+/* over TCP: the same sums (f32 exactly: rank order), in one round and in many (256-byte slots) */
+TEST(comm_tcp_collectives_match_a_serial_reference) {
+    for (int world = 1; world <= 4; world++)
+        for (int small = 0; small <= 1; small++) {
+            if (small) setenv("ZT_TEST_TCP_CHUNK", "256", 1);
+            tcp_port = zt_test_free_port();
+            int ok = run_ranks(world, 4096, 1001, 0);
+            tcp_port = zt_test_free_port();
+            int ok2 = run_ranks(world, 4096, 37, 2); /* staged through a small host buffer, as on a GPU */
+            unsetenv("ZT_TEST_TCP_CHUNK");
+            tcp_port = 0;
+            CHECK_MSG(ok == world && ok2 == world, "world %d%s: %d and %d ranks ended well", world,
+                      small ? ", small slots" : "", ok, ok2);
+        }
+}
+
+/* a rank of another job (another name) is refused and the job goes on; a wrong world is refused */
+TEST(comm_tcp_refuses_strays) {
+    int port = zt_test_free_port(), p[2];
+    CHECK(pipe(p) == 0);
+    pid_t zero = fork();
+    if (zero == 0) {
+        zt_comm *c = NULL;
+        _exit(zt_comm_tcp_connect(&c, "127.0.0.1", port, "job a", 0, 2) == ZT_OK && zt_barrier(c) == ZT_OK ? 0 : 1);
+    }
+    zt_comm *c = NULL;
+    pid_t stray = fork();
+    if (stray == 0) {
+        dup2(p[1], 2);
+        _exit(zt_comm_tcp_connect(&c, "127.0.0.1", port, "job b", 1, 2) == ZT_OK ? 0 : (fprintf(stderr, "%s\n", zt_last_error()), 1));
+    }
+    int status = 0;
+    waitpid(stray, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    CHECK(zt_comm_tcp_connect(&c, "127.0.0.1", port, "job a", 1, 3) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "world size 3, but the job has 2 ranks");
+    CHECK(zt_comm_tcp_connect(&c, "127.0.0.1", port, "job a", 1, 2) == ZT_OK);
+    CHECK(zt_barrier(c) == ZT_OK);
+    zt_comm_destroy(c);
+    waitpid(zero, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char err[1024] = "";
+    close(p[1]);
+    ssize_t got = read(p[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(p[0]);
+    CHECK_STR_CONTAINS(err, "refused rank 1: the job token differs");
+    setenv("ZT_RDZV_TIMEOUT", "1", 1);
+    CHECK(zt_comm_tcp_connect(&c, "127.0.0.1", zt_test_free_port(), "job a", 1, 2) == ZT_ERROR_IO);
+    unsetenv("ZT_RDZV_TIMEOUT");
+    CHECK_STR_CONTAINS(zt_last_error(), "cannot reach the main process at 127.0.0.1:");
 }
 
 TEST(comm_single_rank_is_a_copy) {
@@ -155,7 +216,7 @@ TEST(comm_single_rank_is_a_copy) {
 static int victim_main(int fd, int rank, int world, int errfd) {
     dup2(errfd, 2);
     zt_comm *c = NULL;
-    if (zt_comm_shm_attach(&c, fd, rank, world) != ZT_OK) return 2;
+    if (join(&c, fd, rank, world) != ZT_OK) return 2;
     zt_backend *be = rank_backend();
     zt_stream *s = zt_backend_stream(be);
     zt_tensor x = zt_tensor_new(zt_backend_device_arena(be), ZT_F32, ZT_DEVICE, zt_shape1(1000));
@@ -169,8 +230,10 @@ static int victim_main(int fd, int rank, int world, int errfd) {
 }
 
 TEST(comm_a_killed_rank_stops_the_others_with_its_number) {
+    for (int tcp = 0; tcp <= 1; tcp++) { /* the shared segment, then TCP */
     enum { W = 3 };
     int fd = -1, pipefd[2];
+    tcp_port = tcp ? zt_test_free_port() : 0;
     CHECK(zt_comm_shm_create(W, 1 << 16, &fd) == ZT_OK);
     CHECK(pipe(pipefd) == 0);
     pid_t pids[W];
@@ -195,10 +258,12 @@ TEST(comm_a_killed_rank_stops_the_others_with_its_number) {
     err[got > 0 ? got : 0] = 0;
     close(pipefd[0]);
     close(fd);
+    tcp_port = 0;
     CHECK_EQ_INT(failed, W); /* the killed one, and the two that waited for it */
     CHECK_MSG(seconds < 10, "the others took %.1f s to stop", seconds);
-    CHECK_STR_CONTAINS(err, "rank 2 (pid");
+    CHECK_STR_CONTAINS(err, tcp ? "rank 2 is gone: its connection closed" : "rank 2 (pid");
     CHECK_STR_CONTAINS(err, "is gone");
+    }
 }
 
 TEST(comm_refuses_a_rank_twice_and_bad_slots) {
@@ -225,7 +290,7 @@ TEST(comm_refuses_a_rank_twice_and_bad_slots) {
 static int mismatch_main(int fd, int rank, int errfd) {
     dup2(errfd, 2);
     zt_comm *c = NULL;
-    if (zt_comm_shm_attach(&c, fd, rank, 2) != ZT_OK) return 2;
+    if (join(&c, fd, rank, 2) != ZT_OK) return 2;
     zt_backend *be = rank_backend();
     zt_stream *s = zt_backend_stream(be);
     zt_tensor x = zt_tensor_new(zt_backend_device_arena(be), ZT_F32, ZT_DEVICE, zt_shape1(rank ? 20 : 10));
@@ -236,7 +301,9 @@ static int mismatch_main(int fd, int rank, int errfd) {
 }
 
 TEST(comm_mismatched_collectives_are_named) {
+    for (int tcp = 0; tcp <= 1; tcp++) { /* the shared segment, then TCP */
     int fd = -1, p[2];
+    tcp_port = tcp ? zt_test_free_port() : 0;
     CHECK(zt_comm_shm_create(2, 1 << 16, &fd) == ZT_OK);
     CHECK(pipe(p) == 0);
     pid_t pids[2];
@@ -257,6 +324,8 @@ TEST(comm_mismatched_collectives_are_named) {
     err[got > 0 ? got : 0] = 0;
     close(p[0]);
     close(fd);
+    tcp_port = 0;
     CHECK_EQ_INT(failed, 2);
     CHECK_STR_CONTAINS(err, "collective #1 differs between ranks");
+    }
 }

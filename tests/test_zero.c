@@ -42,10 +42,11 @@ static int64_t prefetch = 50000000; /* stage3_prefetch_bucket_size (with overlap
 static int checkpointing;        /* activation checkpointing: blocks recomputed inside the gather window */
 static int64_t persistence;      /* stage3_param_persistence_threshold: 0 splits every group */
 static int with_eval;            /* an evaluation after every step and a sample after the last */
+static int tcp;                  /* the ranks meet over TCP instead of sharing a segment */
 
 /* every test starts from these (a failed CHECK returns before a test can put back what it changed) */
 static void knobs_reset(void) {
-    comm_dtype = ZT_F32, overlap = strict = checkpointing = with_eval = 0;
+    comm_dtype = ZT_F32, overlap = strict = checkpointing = with_eval = tcp = 0;
     prefetch = 50000000, persistence = 0;
 }
 
@@ -127,14 +128,15 @@ static int run(const char *json, int stage, int world, int accum, result *out) {
         waitpid(pid, &status, 0);
         return out->ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     }
-    int fd = -1;
+    int fd = -1, port = tcp ? zt_test_free_port() : 0;
     if (zt_comm_shm_create(world, 1 << 16, &fd) != ZT_OK) return 0;
     pid_t pids[4];
     for (int r = 0; r < world; r++) {
         pids[r] = fork();
         if (pids[r] == 0) {
             zt_comm *c = NULL;
-            if (zt_comm_shm_attach(&c, fd, r, world) != ZT_OK) _exit(2);
+            if ((tcp ? zt_comm_tcp_connect(&c, "127.0.0.1", port, "zero", r, world) : zt_comm_shm_attach(&c, fd, r, world)) != ZT_OK)
+                _exit(2);
             _exit(rank_main(json, o, c, r, world, out));
         }
     }
@@ -240,6 +242,28 @@ TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
     if (!zt_test_failed()) CHECK_MSG(rel_rms(&r[0], &r[8]) <= 5e-3, "bf16 and fp32 communication differ by %g",
                                      rel_rms(&r[0], &r[8]));
     munmap(r, sizeof(result) * 9);
+}
+
+/* ranks that meet over TCP (on several hosts) sum in rank order as the shared segment does: every stage
+   gives its bits at 2 and 3 ranks (fp32 communication, where another order would show at 3 ranks), with
+   accumulation at stage 2, overlap_comm at stage 3, and bf16 communication at stage 1 */
+TEST(zero_over_tcp_gives_the_shared_segments_bits) {
+    knobs_reset();
+    result *r = shared_results(2);
+    for (int world = 2; world <= 3 && !zt_test_failed(); world++)
+        for (int stage = 0; stage < 4 && !zt_test_failed(); stage++) {
+            overlap = stage == 3;
+            comm_dtype = stage == 1 ? -1 : ZT_F32;
+            tcp = 0;
+            CHECK(run(GQA_LLAMA, stage, world, 1 + (stage == 2), &r[0]));
+            tcp = 1;
+            CHECK(run(GQA_LLAMA, stage, world, 1 + (stage == 2), &r[1]));
+            CHECK_MSG(r[1].n == r[0].n && memcmp(r[1].w, r[0].w, sizeof(float) * (size_t)r[0].n) == 0 &&
+                      memcmp(r[1].loss, r[0].loss, sizeof r[0].loss) == 0,
+                      "world %d, stage %d: TCP differs from the shared segment by %g", world, stage, max_diff(&r[1], &r[0]));
+        }
+    knobs_reset();
+    munmap(r, sizeof(result) * 2);
 }
 
 /* overlap_comm: every collective on a communication stream; stages 2 and 3 reduce each block's gradient
