@@ -767,14 +767,14 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
    MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
    and returns 1 with *exit_code to exit with. In a rank, or with N <= 1, it returns 0 and *comm is the
-   communicator (single-rank for one process). With --num_machines M, the launchers meet at a TCP
-   rendezvous at --main_process_ip:--main_process_port, run by machine 0; a job token (ZT_JOB_TOKEN,
-   --rdzv_id, or a hash of the arguments and world size) keeps other jobs out. A process started by
-   torchrun, the deepspeed launcher, mpirun or srun takes its rank from their variables and joins the
-   same way, at MASTER_PORT + 1 (MASTER_PORT is theirs). The shared segment is handed over a Unix socket,
-   so in this version every "machine" is this host: ranks on other hosts need host-side exchanges over
-   the network (NCCL's setup uses the shared segment; the CPU backend's collectives run in it), which are
-   not built yet. */
+   communicator (single-rank for one process). With --num_machines M > 1 each machine's launcher starts
+   its N / M ranks, which meet over TCP at rank 0 (zt_comm_tcp_connect), listening on machine 0 at
+   --main_process_ip:--main_process_port; a job token (ZT_JOB_TOKEN, --rdzv_id, or a hash of the
+   arguments and world size) keeps other jobs out. A process started by torchrun, the deepspeed launcher,
+   mpirun or srun takes its rank from their variables and joins at MASTER_PORT + 1 (MASTER_PORT is
+   theirs): over TCP when the job spans nodes (LOCAL_WORLD_SIZE, LOCAL_SIZE or OMPI_COMM_WORLD_LOCAL_SIZE
+   below the world, SLURM_NNODES > 1; ZT_COMM=tcp or shm decides instead), else through a shared segment
+   rank 0 makes and hands over a Unix socket. One machine's ranks share a segment. */
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
 
 /* >>config ===================================================================================== */
