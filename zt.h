@@ -4078,12 +4078,19 @@ static zt_result zt__tcp_serve(zt_comm *c, const char *ip, int port, uint64_t to
                        "--main_process_port", ip, port, strerror(errno));
     uint64_t start = zt_time_ns();
     zt_result r = ZT_OK;
-    for (int joined = 0; joined < W - 1;) {
+    for (int joined = 0; joined < W - 1 && r == ZT_OK;) {
         int left = seconds * 1000 - (int)((zt_time_ns() - start) / 1000000u);
-        if (left <= 0 || !zt__wait_readable(s, left)) {
-            r = zt_fail(ZT_ERROR_IO, "%d of %d ranks joined the rendezvous at %s:%d within %d s", joined + 1, W, ip, port,
-                        seconds);
-            break;
+        if (left <= 0 || !zt__wait_readable(s, ZT__MIN(left, 1000))) {
+            for (int q = 1; q < W && r == ZT_OK; q++) { /* a rank that registered and then died ends the wait */
+                char b;
+                if (c->fd[q] >= 0 && recv(c->fd[q], &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+                    r = zt_fail(ZT_ERROR_IO, "rank %d left the rendezvous at %s:%d before every rank joined (%d of %d had)",
+                                q, ip, port, joined + 1, W);
+            }
+            if (r == ZT_OK && left <= 1000)
+                r = zt_fail(ZT_ERROR_IO, "%d of %d ranks joined the rendezvous at %s:%d within %d s", joined + 1, W, ip,
+                            port, seconds);
+            continue;
         }
         struct sockaddr_in from;
         socklen_t fl = sizeof from;

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -192,6 +193,31 @@ TEST(comm_tcp_refuses_strays) {
     CHECK(zt_comm_tcp_connect(&c, "127.0.0.1", zt_test_free_port(), "job a", 1, 2) == ZT_ERROR_IO);
     unsetenv("ZT_RDZV_TIMEOUT");
     CHECK_STR_CONTAINS(zt_last_error(), "cannot reach the main process at 127.0.0.1:");
+}
+
+/* a rank that registers and dies before the others come ends rank 0's wait, named, in about a second */
+TEST(comm_tcp_rank_lost_during_the_rendezvous_is_named) {
+    int port = zt_test_free_port();
+    pid_t one = fork();
+    if (one == 0) {
+        zt_comm *c = NULL;
+        _exit(zt_comm_tcp_connect(&c, "127.0.0.1", port, "job", 1, 3) == ZT_OK ? 0 : 1); /* rank 2 never comes */
+    }
+    pid_t killer = fork();
+    if (killer == 0) {
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        kill(one, SIGKILL);
+        _exit(0);
+    }
+    zt_comm *c = NULL;
+    uint64_t t0 = zt_time_ns();
+    CHECK(zt_comm_tcp_connect(&c, "127.0.0.1", port, "job", 0, 3) == ZT_ERROR_IO);
+    double seconds = (double)(zt_time_ns() - t0) / 1e9;
+    waitpid(one, NULL, 0);
+    waitpid(killer, NULL, 0);
+    CHECK_STR_CONTAINS(zt_last_error(), "rank 1 left the rendezvous at 127.0.0.1:");
+    CHECK_MSG(seconds < 5, "rank 0 took %.1f s to notice", seconds);
 }
 
 TEST(comm_single_rank_is_a_copy) {
