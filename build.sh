@@ -9,6 +9,9 @@
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
 #   ./build.sh fuzz     fuzz the config, safetensors and tokenizer readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh gpu      only the programs tests/gpu/run.sh runs, for one GPU (CUDA_ARCHS, default 90: H100/H200),
+#                       without NCCL (one GPU never uses it; ZT_GPU_NCCL=1 links it), into build/gpu-bin/ with
+#                       the stamp of their sources (tests/gpu/sources.sh): small enough to carry to a GPU machine
 #
 # Environment: CC (default gcc), CFLAGS (replaces the default flags), NVCC, NVCCFLAGS, CUDA_ARCHS
 # (the GPUs the _cuda programs are built for; default "80 86 89 90").
@@ -31,7 +34,7 @@ NVCC=${NVCC:-$(command -v nvcc || true)}
 [[ -z $NVCC && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
 # GPUs the _cuda programs run on: A100 (80), RTX 30 (86), RTX 40 / L4 / L40 (89), H100 / H200 (90), and
 # compute_80 PTX that newer GPUs compile at load time. CUDA_ARCHS="90" builds for one.
-CUDA_ARCHS=${CUDA_ARCHS:-80 86 89 90}
+if [[ ${1:-} == gpu ]]; then CUDA_ARCHS=${CUDA_ARCHS:-90}; else CUDA_ARCHS=${CUDA_ARCHS:-80 86 89 90}; fi
 GENCODE=""
 for a in $CUDA_ARCHS; do GENCODE+=" -gencode arch=compute_$a,code=sm_$a"; done
 GENCODE+=" -gencode arch=compute_${CUDA_ARCHS%% *},code=compute_${CUDA_ARCHS%% *}"
@@ -43,6 +46,10 @@ NVCC_HOST="-Xcompiler -ffp-contract=off"
 [[ $(uname -m) == x86_64 ]] && NVCC_HOST+=",-mavx2,-mfma"
 NVCCFLAGS=${NVCCFLAGS:--O3 -std=c++17 $GENCODE $NVCC_WARN $NVCC_HOST}
 NVCC_LDLIBS="-lcublasLt -lcublas -lnccl -lm -lpthread"
+if [[ ${1:-} == gpu && -z ${ZT_GPU_NCCL:-} ]]; then
+    NVCCFLAGS+=" -DZT_NO_NCCL"
+    NVCC_LDLIBS=${NVCC_LDLIBS/ -lnccl/}
+fi
 B=build
 STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
 GPU_PROGRAMS=(tests/gpu/ops.c tests/gpu/train.c tests/gpu/zero.c bench/gpu.c) # need a GPU: only built as build/NAME_cuda (tests/gpu/)
@@ -700,6 +707,23 @@ cmd_asan() {
     summary
 }
 
+# the GPU checks' programs alone, built apart (build/gpu-obj/) and copied with their sources' stamp into build/gpu-bin/
+cmd_gpu() {
+    local p bin=build/gpu-bin
+    if [[ -z $NVCC ]]; then
+        echo "build.sh gpu: no nvcc (on the PATH or at /usr/local/cuda/bin)" >&2
+        exit 1
+    fi
+    B=build/gpu-obj
+    build_cuda
+    mkdir -p $bin
+    for p in gpu_ops_cuda gpu_models_cuda gpu_train_cuda gpu_zero_cuda zt_train_cuda bench_gpu_cuda; do
+        cp -p $B/$p $bin/
+    done
+    tests/gpu/sources.sh >$bin/SOURCES
+    echo "$bin: $(du -sh $bin | cut -f1) for sm_${CUDA_ARCHS// /, sm_}, sources $(<$bin/SOURCES)"
+}
+
 # a small byte-level GPT-2 (4 layers, width 128, context 128) trained on the licence texts every
 # Debian system has, then a sample: about two minutes on two cores
 cmd_run() {
@@ -757,7 +781,7 @@ cmd_fuzz() {
 
 [[ $# -le 1 ]] || usage
 case ${1:-build} in
-    build | test | asan | run | bench | fuzz) ;;
+    build | test | asan | run | bench | fuzz | gpu) ;;
     *) usage ;;
 esac
 check_deps

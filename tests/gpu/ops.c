@@ -12,13 +12,17 @@
               give the CPU's bits)
        1e-5   f32 results of elementwise maths through libm (gelu, silu, swiglu, rope): a few ulp of tanhf, expf,
               sinf, cosf (rope's inverse frequencies must be the CPU's bits: see case_rope)
-       1e-4   f32 sums taken in another order: gemm (K up to 4096), sum_rows, the norms and their statistics,
-              attention and its lse, the losses, every gradient summed over rows; plain f32, no TF32
+       2e-5   f32 products (gemm, matmul; K up to 4096): sums in another order differ by a few 1e-6, while TF32
+              (10-bit inputs) would be off by 2.5e-4, so this also says cuBLAS runs plain f32
+       1e-4   f32 sums taken in another order: sum_rows, the norms and their statistics, attention and its lse,
+              the losses, every gradient summed over rows
        1e-2   bf16 results: the same f32 work rounded once to 8 bits, so at most one bf16 step (2^-8) apart
        3e-3   f16 results: one f16 step (2^-10) apart, with margin
        3e-7   sumsq: a double sum rounded once to f32, so at most one f32 step apart
    Backward ops accumulate (+=): their gradient buffers start out holding random values on both sides, of about the
-   gradient's size, so a kernel that overwrites is off by far more than the tolerance.
+   gradient's size, so a kernel that overwrites is off by far more than the tolerance. The cross-entropy's dlogits
+   are compared element by element (each within 1e-5 of itself in f32, one rounding step in bf16 and f16): the
+   softmax terms are 1e-4 of the target's, below any tolerance taken against the largest value.
    The sizes are real (rows of 4096 in the norms, vocabularies of 50304 and 128256 in the losses, attention to
    T 512 with head dims 64, 80 and 128), yet the phase is short: the CPU side, on every core, is the longer one
    (35 s for the CPU against itself on 2 cores).
@@ -34,6 +38,7 @@
 
 #define TOL_EXACT 0.0
 #define TOL_F32 1e-5
+#define TOL_F32_GEMM 2e-5
 #define TOL_F32_SUM 1e-4
 #define TOL_BF16 1e-2
 #define TOL_F16 3e-3
@@ -179,6 +184,19 @@ static void *get_raw(int i, zt_tensor t) {
     return h;
 }
 
+/* the check's JSON line, and the count */
+static int report(const char *out, double worst, double tol, int pass) {
+    json_case();
+    printf(",\"out\":\"%s\",\"max_err\":", out);
+    if (isinf(worst)) printf("null");
+    else printf("%.3e", worst);
+    printf(",\"tol\":%.0e,\"pass\":%s}\n", tol, pass ? "true" : "false");
+    fflush(stdout);
+    if (pass) cur.passed++;
+    else cur.failed++;
+    return pass;
+}
+
 /* Compares p's two sides; tol 0 asks for the same bits. Prints the check's JSON line. */
 static int check(const char *out, pair p, double tol) {
     int64_t n = zt_numel(p.t[0]);
@@ -203,15 +221,28 @@ static int check(const char *out, pair p, double tol) {
     }
     int pass = tol == 0 ? same_bits : worst <= tol;
     BOTH free(raw[i]), free(x[i]);
-    json_case();
-    printf(",\"out\":\"%s\",\"max_err\":", out);
-    if (isinf(worst)) printf("null");
-    else printf("%.3e", worst);
-    printf(",\"tol\":%.0e,\"pass\":%s}\n", tol, pass ? "true" : "false");
-    fflush(stdout);
-    if (pass) cur.passed++;
-    else cur.failed++;
-    return pass;
+    return report(out, worst, tol, pass);
+}
+
+/* Compares p's two sides element by element: max |cuda - cpu| / (|cpu| + floor) within tol, each element
+   against its own size: one rounding step of dt (two in bf16, where neighbours are 2^-7 apart), 1e-5 in f32;
+   f16's floor is two steps of its subnormals */
+static int check_each(const char *out, pair p, zt_dtype dt) {
+    int64_t n = zt_numel(p.t[0]);
+    double tol = dt == ZT_BF16 ? 1.6e-2 : dt == ZT_F16 ? 2e-3 : 1e-5, floor = dt == ZT_F16 ? 1.2e-7 : 1e-30, worst = 0;
+    float *x[2];
+    BOTH {
+        void *raw = get_raw(i, p.t[i]);
+        x[i] = (float *)xmalloc(sizeof(float) * (size_t)n);
+        zt_convert(x[i], ZT_F32, raw, p.t[i].dtype, n);
+        free(raw);
+    }
+    for (int64_t k = 0; k < n; k++) {
+        double a = x[0][k], b = x[1][k], d = fabs(a - b) / (fabs(a) + floor);
+        worst = fmax(worst, isnan(d) ? INFINITY : d);
+    }
+    BOTH free(x[i]);
+    return report(out, worst, tol, worst <= tol);
 }
 
 /* ---- copies and elementwise ops --------------------------------------------------------------- */
@@ -316,7 +347,7 @@ static void case_gemm(zt_dtype dt, int64_t M, int64_t N, int64_t K, int ta, int 
     pair c = beta == 0 ? pfill(dt, zt_shape2(M, N), NAN) : prand(dt, zt_shape2(M, N), -1, 1);
     pair bi = prand(dt, zt_shape1(N), -1, 1);
     BOTH zt_gemm(sd[i].s, c.t[i], a.t[i], b.t[i], ta, tb, alpha, beta, bias ? &bi.t[i] : NULL);
-    check("c", c, tol_of(dt, TOL_F32_SUM));
+    check("c", c, tol_of(dt, TOL_F32_GEMM));
     case_end();
 }
 
@@ -330,7 +361,7 @@ static void case_gemm_batched(zt_dtype dt, int64_t nb, int a1, int tb) {
     pair b = prand(dt, tb ? zt_shape3(a1 ? nb : 1, N, K) : zt_shape3(a1 ? nb : 1, K, N), -1, 1);
     pair c = prand(dt, zt_shape3(nb, M, N), -1, 1);
     BOTH zt_gemm(sd[i].s, c.t[i], a.t[i], b.t[i], 0, tb, 1.0f, 1.0f, NULL);
-    check("c", c, tol_of(dt, TOL_F32_SUM));
+    check("c", c, tol_of(dt, TOL_F32_GEMM));
     case_end();
 }
 
@@ -352,14 +383,14 @@ static void case_matmul(zt_dtype dt, zt_dtype gd, int frozen) {
     pair inp = prand(dt, zt_shape2(N, C), -1, 1), w = prand(dt, zt_shape2(OC, C), -0.1f, 0.1f);
     pair bias = prand(dt, zt_shape1(OC), -1, 1), out = pnew(dt, zt_shape2(N, OC));
     BOTH zt_matmul_forward(sd[i].s, out.t[i], inp.t[i], w.t[i], &bias.t[i]);
-    check("out", out, tol_of(dt, TOL_F32_SUM));
+    check("out", out, tol_of(dt, TOL_F32_GEMM));
     pair dout = prand(dt, zt_shape2(N, OC), -1, 1), dinp = prand(dt, zt_shape2(N, C), -5, 5);
     pair dw = prand(gd, zt_shape2(OC, C), -20, 20), db = prand(gd, zt_shape1(OC), -20, 20);
     BOTH zt_matmul_backward(sd[i].s, &dinp.t[i], frozen ? NULL : &dw.t[i], frozen ? NULL : &db.t[i], dout.t[i],
                             inp.t[i], w.t[i]);
-    check("dinp += dout @ weight", dinp, tol_of(dt, TOL_F32_SUM));
+    check("dinp += dout @ weight", dinp, tol_of(dt, TOL_F32_GEMM));
     if (!frozen) {
-        check("dweight += dout^T @ inp", dw, tol_of(gd, TOL_F32_SUM));
+        check("dweight += dout^T @ inp", dw, tol_of(gd, TOL_F32_GEMM));
         check("dbias += column sums of dout", db, tol_of(gd, TOL_F32_SUM));
     }
     case_end();
@@ -549,9 +580,11 @@ static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab)
     check("losses (f32), no dlogits", losses, TOL_F32_SUM);
     check("losses (f32)", losses2, TOL_F32_SUM);
     check("dlogits (written)", dl, tol_of(dt, TOL_F32_SUM));
+    check_each("dlogits, element by element", dl, dt);
     check("logits unchanged", logits, TOL_EXACT);
     check("losses (f32), dlogits aliasing logits", losses3, TOL_F32_SUM);
     check("dlogits aliasing logits", alias, tol_of(dt, TOL_F32_SUM));
+    check_each("dlogits aliasing logits, element by element", alias, dt);
     free(lg), free(tg);
     case_end();
 }
@@ -571,7 +604,8 @@ static void case_output_loss(zt_dtype dt) {
     pair targets = pids(zt_shape1(N), tg), hidden = prand(dt, zt_shape2(N, C), -1, 1);
     pair w = prand(dt, zt_shape2(Vp, C), -0.1f, 0.1f), buf = pnew(ZT_F32, zt_shape2(R, Vp));
     pair losses_fwd = pnew(ZT_F32, zt_shape1(N)), losses = pnew(ZT_F32, zt_shape1(N));
-    pair dh = prand(dt, zt_shape2(N, C), -0.05f, 0.05f), dw = prand(ZT_F32, zt_shape2(Vp, C), -0.05f, 0.05f);
+    /* dh starts at about the gradient's size (dloss x |weight| <= 1e-3), so a wrong gradient shows */
+    pair dh = prand(dt, zt_shape2(N, C), -1e-3f, 1e-3f), dw = prand(ZT_F32, zt_shape2(Vp, C), -0.05f, 0.05f);
     BOTH {
         zt_output_loss(sd[i].s, losses_fwd.t[i], NULL, NULL, hidden.t[i], w.t[i], targets.t[i], buf.t[i], vocab, IGNORE,
                        dloss);

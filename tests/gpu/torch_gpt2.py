@@ -21,7 +21,7 @@ import time
 
 
 def emit(**fields):
-    print(json.dumps({"bench": "torch_gpt2", **fields}), flush=True)
+    print(json.dumps({"bench": "torch_gpt2", **fields}, separators=(",", ":")), flush=True)  # run.sh greps "k":v
 
 
 def build_model(torch, n_layer=12, n_head=12, n_embd=768, n_ctx=1024, vocab=50304):
@@ -126,7 +126,7 @@ def main():
                 steps += 1
                 sec = time.time() - t0
         except Exception as e:  # out of memory, or a compiler failure: say which mode, go on
-            emit(mode=mode, error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            emit(mode=mode, error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", **{"pass": False})
             torch.cuda.empty_cache()
             continue
         flops_per_token = 6 * n_params + 12 * 12 * 768 * T
