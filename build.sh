@@ -326,6 +326,33 @@ tsan_check() {
     fi
 }
 
+# guard_check: the test runner, and zt_train at ZeRO-3 with offload, saving, resuming and sampling, with the CPU
+# backend's device memory closed to the host outside stream commands (ZT_TEST_GUARD_DEVICE): a host access to a
+# ZT_DEVICE tensor, which works on the CPU and crashes on a GPU, stops them with its stack
+guard_check() {
+    local log=$B/guard.log dir=$B/check/guard text=$1
+    rm -rf $dir
+    if ZT_TEST_GUARD_DEVICE=1 $B/zt_tests >"$log" 2>&1 && grep -Eq '^[1-9][0-9]* passed, 0 failed$' "$log"; then
+        pass "the test runner with the device memory closed to the host (ZT_TEST_GUARD_DEVICE)"
+    else
+        fail "the test runner with the device memory closed to the host ($log):"
+        grep -A 8 -m 1 'touched\|^FAIL' "$log" | sed 's/^/    /'
+    fi
+    local f=(--model examples/models/byte-small --data "$text" --data_format text --seq_len 32 --logging_steps 0
+             --threads 1 --per_device_train_batch_size 2 --num_processes 2 --bf16 --config $dir/zero3_offload.json)
+    mkdir -p $dir
+    echo '{"zero_optimization": {"stage": 3, "overlap_comm": true, "stage3_param_persistence_threshold": 0,
+           "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}}' >$dir/zero3_offload.json
+    if ZT_TEST_GUARD_DEVICE=1 $B/zt_train "${f[@]}" --max_steps 2 --output_dir $dir/a >"$log" 2>&1 &&
+        ZT_TEST_GUARD_DEVICE=1 $B/zt_train "${f[@]}" --max_steps 3 --resume $dir/a --output_dir $dir/a \
+            --sample 8 --prompt "It " >>"$log" 2>&1; then
+        pass "zt_train (2 ranks, ZeRO-3, offload, resume, sampling) with the device memory closed to the host"
+    else
+        fail "zt_train with the device memory closed to the host ($log):"
+        grep -A 8 -m 1 'touched\|rror' "$log" | sed 's/^/    /'
+    fi
+}
+
 # the programs: zt_train's flags and errors, and examples/minimal.c giving zt_train's losses bit for bit
 program_checks() {
     local dir=$B/check text flags m t
@@ -692,6 +719,7 @@ cmd_test() {
         standalone_checks
         example_check
         program_checks
+        guard_check $B/check/text.txt
     else
         fail "build (see the compiler output above)"
     fi

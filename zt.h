@@ -10776,7 +10776,54 @@ struct zt__cpu {
     size_t device_bytes;
     uint8_t *stage;       /* the tests' hook ZT_TEST_COMM_STAGE=bytes: collectives staged as a GPU's are */
     size_t stage_bytes;
+    int guard, running;   /* the tests' hook ZT_TEST_GUARD_DEVICE=1 (zt__cpu_guard); commands running now */
 };
+
+/* ZT_TEST_GUARD_DEVICE=1: the device memory is unreadable to the host except while stream commands run,
+   and strict mode makes the host wait whenever they do, so a host read or write of a ZT_DEVICE tensor
+   (which works on this backend and crashes on a GPU) stops the test at once with its address. */
+#include <execinfo.h>
+static struct { void *base; size_t bytes; } zt__guarded[16];
+
+static void zt__guard_fault(int sig, siginfo_t *si, void *context) {
+    (void)context;
+    for (int i = 0; i < 16; i++) {
+        uint8_t *b = (uint8_t *)zt__guarded[i].base, *a = (uint8_t *)si->si_addr;
+        if (!b || a < b || a >= b + zt__guarded[i].bytes) continue;
+        static const char msg[] = "zt: the host touched the CPU backend's device memory outside a stream command "
+                                  "(ZT_TEST_GUARD_DEVICE): a host access to a ZT_DEVICE tensor, which a GPU does not "
+                                  "allow; the stack:\n";
+        void *frames[32];
+        if (write(2, msg, sizeof msg - 1) < 0) break;
+        backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+        break;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* open: readable while commands run; else closed again */
+static void zt__cpu_guard(zt__cpu *cpu, int open) {
+    if (cpu->guard && cpu->device_fd >= 0) mprotect(cpu->device_mem, cpu->device_bytes, open ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+static void zt__cpu_guard_start(zt__cpu *cpu) {
+    static int installed;
+    if (!cpu->guard || cpu->device_fd < 0) return;
+    for (int i = 0; i < 16; i++)
+        if (!zt__guarded[i].base || zt__guarded[i].base == cpu->device_mem) {
+            zt__guarded[i].base = cpu->device_mem, zt__guarded[i].bytes = cpu->device_bytes;
+            break;
+        }
+    if (!installed++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = zt__guard_fault;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, NULL);
+    }
+    zt__cpu_guard(cpu, 0);
+}
 
 static void zt__cpu_move(void *ctx, void *dst, const void *src, size_t bytes) {
     (void)ctx;
@@ -10811,9 +10858,11 @@ static void *zt__cpu_stream_main(void *arg) {
         if (c->type == ZT__CMD_WAIT) {
             zt__cpu_wait_locked(cpu, c->wait_stream, c->wait_pos);
         } else {
+            if (cpu->running++ == 0) zt__cpu_guard(cpu, 1);
             pthread_mutex_unlock(&cpu->mu);
             zt__cpu_exec(cpu, &c->op);
             pthread_mutex_lock(&cpu->mu);
+            if (--cpu->running == 0) zt__cpu_guard(cpu, 0);
         }
         s->done++;
         pthread_cond_broadcast(&cpu->cv);
@@ -10867,7 +10916,9 @@ static zt_result zt__cpu_create(zt_backend *b) {
     zt__cpu *cpu = (zt__cpu *)calloc(1, sizeof *cpu);
     if (!cpu) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating the CPU backend");
     b->impl = cpu;
-    cpu->strict = b->desc.strict;
+    const char *guard = getenv("ZT_TEST_GUARD_DEVICE");
+    cpu->guard = guard && atoi(guard) > 0;
+    cpu->strict = b->desc.strict || cpu->guard;
     cpu->device_fd = -1;
     cpu->device_mem = zt__cpu_device_alloc(cpu, b->desc.device_bytes);
     cpu->pinned_mem = zt__cpu_alloc(b->desc.pinned_bytes);
@@ -10897,6 +10948,7 @@ static zt_result zt__cpu_create(zt_backend *b) {
         ZT_ASSERT(cpu->stage != NULL);
     }
     zt_stream_create(b); /* the default stream */
+    zt__cpu_guard_start(cpu);
     return ZT_OK;
 }
 
@@ -10916,6 +10968,8 @@ static void *zt__cpu_device_alloc(zt__cpu *cpu, size_t bytes) {
 }
 
 static void zt__cpu_device_free(zt__cpu *cpu) {
+    for (int i = 0; i < 16 && cpu->device_mem; i++)
+        if (zt__guarded[i].base == cpu->device_mem) zt__guarded[i].base = NULL;
     if (cpu->device_fd >= 0 && cpu->device_mem) { /* the arena poisoned parts of it: not the next mapping there */
         ZT__UNPOISON(cpu->device_mem, cpu->device_bytes);
         munmap(cpu->device_mem, cpu->device_bytes), close(cpu->device_fd);
@@ -10946,6 +11000,7 @@ static zt_result zt__cpu_reserve(zt_backend *b, size_t device_bytes, size_t pinn
     free(cpu->pinned_mem);
     cpu->device_mem = d;
     cpu->pinned_mem = p;
+    zt__cpu_guard_start(cpu);
     zt_arena_init(&b->device, "device", d, device_bytes);
     zt_arena_init(&b->pinned, "pinned host", p, pinned_bytes);
     zt_arena_set_stream_ordered(&b->device);
