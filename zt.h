@@ -683,13 +683,16 @@ typedef struct zt_memory_plan {
     size_t bytes[ZT_MEM_COUNT];            /* one rank's device bytes, by category */
     size_t host_bytes[ZT_MEM_COUNT];       /* one rank's pinned host bytes, by category (offload) */
     size_t device, pinned, nvme;           /* one rank's totals; nvme: bytes of its swap files */
+    int gpu;                               /* for a GPU backend: the library bytes (the CUDA context, cuBLASLt,
+                                              NCCL) are not in a plan, which starts no GPU */
 } zt_memory_plan;
 /* The memory each of `world` ranks needs for this model and these settings, without allocating it
    and without ranks (any world size: it is arithmetic over the same layout code zt_init runs). */
 ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model, const zt_options *o, int world);
 /* one line per category, the total, and the model states beside the ZeRO paper's formula */
 ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out);
-/* The cheapest settings whose plan fits device_bytes per rank: ZeRO stage, activation checkpointing,
+/* The cheapest settings whose plan fits device_bytes per rank (what zt's arenas may take: on a GPU, leave
+   out what the CUDA context and libraries hold, about 1 GiB): ZeRO stage, activation checkpointing,
    then smaller micro-batches (with more accumulation, so the global batch stays), in that order of
    cost. Each rejected plan is printed to `log` (when not NULL). *fits receives the chosen options;
    ZT_ERROR_MEMORY if nothing fits. */
@@ -7521,6 +7524,7 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
         out->device = e->plan_device;
         out->pinned = e->plan_pinned;
         out->nvme = (size_t)(e->nvme[0] + e->nvme[1]);
+        out->gpu = o->backend && strcmp(o->backend, "cpu") != 0;
     }
     zt_shutdown(e);
     return r;
@@ -7535,8 +7539,12 @@ ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
             p->gradient_checkpointing ? "on" : "off", where[p->offload_optimizer], where[p->offload_param]);
     fprintf(out, "  %-18s %12s %16s\n", "", "device", "pinned host");
     for (int c = 0; c < ZT_MEM_COUNT; c++)
-        fprintf(out, "  %-18s %12.2f %12.2f MiB\n", zt__mem_names[c], (double)p->bytes[c] / MiB,
-                (double)p->host_bytes[c] / MiB);
+        if (c == ZT_MEM_LIBRARY && p->gpu)
+            fprintf(out, "  %-18s  not in a plan: a plan starts no GPU; the CUDA context, cuBLASLt's workspaces and "
+                    "NCCL take about 1 GiB more, measured at init\n", zt__mem_names[c]);
+        else
+            fprintf(out, "  %-18s %12.2f %12.2f MiB\n", zt__mem_names[c], (double)p->bytes[c] / MiB,
+                    (double)p->host_bytes[c] / MiB);
     size_t states = 0;
     for (int c = ZT_MEM_PARAMS; c <= ZT_MEM_ADAM; c++) states += p->bytes[c] + p->host_bytes[c];
     states += p->nvme;
