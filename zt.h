@@ -309,7 +309,10 @@ ZT_API zt_backend *zt_stream_backend(zt_stream *s);
    Backward functions accumulate (+=) into their d* outputs; an optional tensor is passed by pointer
    and may be NULL. Leading dimensions are flattened into rows: a (B,T,C) tensor is (B*T, C). */
 
-/* dst = src: same dtype and element count, any placement (host<->device included) */
+/* dst = src: same dtype and element count, any placement (host<->device included). Like every op it runs
+   when the stream reaches it: host memory it reads must stay as it is (and alive) until then, and host
+   memory it writes is valid after a sync. Pinned memory (zt_backend_pinned_arena) copies asynchronously on
+   a GPU; other host memory works, slower. */
 ZT_API void zt_copy(zt_stream *s, zt_tensor dst, zt_tensor src);
 /* out = inp converted to out's dtype (same element count) */
 ZT_API void zt_cast(zt_stream *s, zt_tensor out, zt_tensor inp);
