@@ -3,7 +3,8 @@
 #
 #   ./build.sh          build every program into build/ (and build/NAME_cuda where nvcc exists)
 #   ./build.sh test     build, then run the compile matrix, the test runner, the stream tests under
-#                       ThreadSanitizer, tests/noalloc.c and the header example; the last line is
+#                       ThreadSanitizer, tests/noalloc.c, the header example, the programs, and (with nvcc)
+#                       tests/gpu/run.sh with the CPU backend in the GPU's place; the last line is
 #                       "N passed, N failed"
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
@@ -350,6 +351,25 @@ guard_check() {
     else
         fail "zt_train with the device memory closed to the host ($log):"
         grep -A 8 -m 1 'touched\|rror' "$log" | sed 's/^/    /'
+    fi
+}
+
+# gpu_dry_run: where nvcc is, the GPU checks' programs (./build.sh gpu, as a GPU session carries them) and
+# tests/gpu/run.sh with the CPU backend in the GPU's place: the script a GPU session runs, checked end to end
+gpu_dry_run() {
+    local log=$B/gpu_dry_run.log
+    if [[ -z $NVCC ]]; then
+        echo "     (no nvcc: the dry run of tests/gpu/run.sh is left out)"
+        return
+    fi
+    if ! ./$SELF gpu >"$log" 2>&1; then
+        fail "./build.sh gpu ($log):"
+        tail -n 5 "$log" | sed 's/^/    /'
+    elif env -u OUT ZT_GPU_BACKEND=cpu tests/gpu/run.sh >>"$log" 2>&1 && tail -n 1 "$log" | grep -Eq ' passed, 0 failed$'; then
+        pass "tests/gpu/run.sh with the CPU backend in the GPU's place: $(tail -n 1 "$log")"
+    else
+        fail "tests/gpu/run.sh with the CPU backend in the GPU's place ($log):"
+        grep -E '^FAIL' "$log" | head -n 5 | sed 's/^/    /'
     fi
 }
 
@@ -720,6 +740,7 @@ cmd_test() {
         example_check
         program_checks
         guard_check $B/check/text.txt
+        gpu_dry_run
     else
         fail "build (see the compiler output above)"
     fi
