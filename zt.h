@@ -10792,13 +10792,15 @@ struct zt__cpu {
 
 /* ZT_TEST_GUARD_DEVICE=1: the device memory is unreadable to the host except while stream commands run,
    and strict mode makes the host wait whenever they do, so a host read or write of a ZT_DEVICE tensor
-   (which works on this backend and crashes on a GPU) stops the test at once with its address. */
+   (which works on this backend and crashes on a GPU) stops the test at once with its stack. The fault
+   handler finds the backends' device memory in zt__guarded. */
 #include <execinfo.h>
-static struct { void *base; size_t bytes; } zt__guarded[16];
+#define ZT__GUARDED 16
+static struct { void *base; size_t bytes; } zt__guarded[ZT__GUARDED];
 
 static void zt__guard_fault(int sig, siginfo_t *si, void *context) {
     (void)context;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < ZT__GUARDED; i++) {
         uint8_t *b = (uint8_t *)zt__guarded[i].base, *a = (uint8_t *)si->si_addr;
         if (!b || a < b || a >= b + zt__guarded[i].bytes) continue;
         static const char msg[] = "zt: the host touched the CPU backend's device memory outside a stream command "
@@ -10821,7 +10823,7 @@ static void zt__cpu_guard(zt__cpu *cpu, int open) {
 static void zt__cpu_guard_start(zt__cpu *cpu) {
     static int installed;
     if (!cpu->guard || cpu->device_fd < 0) return;
-    for (int i = 0; i < 16; i++)
+    for (int i = 0; i < ZT__GUARDED; i++)
         if (!zt__guarded[i].base || zt__guarded[i].base == cpu->device_mem) {
             zt__guarded[i].base = cpu->device_mem, zt__guarded[i].bytes = cpu->device_bytes;
             break;
@@ -10979,7 +10981,7 @@ static void *zt__cpu_device_alloc(zt__cpu *cpu, size_t bytes) {
 }
 
 static void zt__cpu_device_free(zt__cpu *cpu) {
-    for (int i = 0; i < 16 && cpu->device_mem; i++)
+    for (int i = 0; i < ZT__GUARDED && cpu->device_mem; i++)
         if (zt__guarded[i].base == cpu->device_mem) zt__guarded[i].base = NULL;
     if (cpu->device_fd >= 0 && cpu->device_mem) { /* the arena poisoned parts of it: not the next mapping there */
         ZT__UNPOISON(cpu->device_mem, cpu->device_bytes);

@@ -1,7 +1,10 @@
 /* tests/test_core.c - base, arena, tensor and backend plumbing: conversions, arenas and their measure
    mode, stb_ds in the metadata arena, the pool, streams and events in strict mode, error messages. */
+#define _POSIX_C_SOURCE 200809L /* fork, pipe */
 #include "test.h"
 #include <setjmp.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #define STB_DS_IMPLEMENTATION
 #include <stb/stb_ds.h>
 #if defined(__F16C__)
@@ -268,6 +271,38 @@ TEST(strict_mode_exposes_a_missing_sync) {
     zt_stream_sync(s);
     CHECK(host[3] == 7.0f);
     zt_backend_destroy(be);
+}
+
+/* ZT_TEST_GUARD_DEVICE=1 (./build.sh test runs the whole runner so): copies through a stream still work,
+   and a direct host read of a device tensor stops the process with the guard's message */
+TEST(guard_mode_stops_a_host_access_to_device_memory) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 2);
+        setenv("ZT_TEST_GUARD_DEVICE", "1", 1);
+        zt_backend *be = make_backend(0, 1, 1 << 20);
+        zt_stream *s = zt_backend_stream(be);
+        zt_tensor x = zt_tensor_new(zt_backend_device_arena(be), ZT_F32, ZT_DEVICE, zt_shape1(4));
+        float host[4] = {0, 0, 0, 0};
+        zt_fill(s, x, 7.0f);
+        zt_copy(s, zt_tensor_make(host, ZT_F32, ZT_HOST, zt_shape1(4)), x);
+        zt_stream_sync(s);
+        if (host[3] != 7.0f) _exit(3); /* through the stream: allowed */
+        volatile float seen = ((float *)x.data)[0]; /* the host itself: stopped here */
+        _exit(seen == 7.0f ? 4 : 5);
+    }
+    close(p[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char err[4096] = "";
+    ssize_t got = read(p[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(p[0]);
+    CHECK_MSG(WIFSIGNALED(status), "the host read a device tensor (exit status %d)",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    CHECK_STR_CONTAINS(err, "the host touched the CPU backend's device memory outside a stream command");
 }
 
 TEST(events_order_work_across_streams) {
