@@ -3841,9 +3841,22 @@ static zt_result zt__tcp_stop(zt_comm *c, const char *msg) {
     return zt__comm_failed(c);
 }
 
+/* what became of the connection to rank q, for the message: err 0 when it closed, else the errno that
+   ended it. A killed process's host closes its connections at once; a host that went silent (off, or
+   cut from the network) is found by the keepalive probes (zt__tcp_tune), which end with ETIMEDOUT. */
+static void zt__tcp_lost(int q, int err, char *msg, size_t n) {
+    if (err == 0 || err == ECONNRESET || err == EPIPE)
+        snprintf(msg, n, "rank %d is gone: its connection closed during a collective (it exited or was killed)", q);
+    else if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN || err == ENETDOWN)
+        snprintf(msg, n, "rank %d stopped answering during a collective: its host is down or cut off from the network "
+                 "(%s)", q, strerror(err));
+    else
+        snprintf(msg, n, "rank %d: the connection to it failed during a collective (%s)", q, strerror(err));
+}
+
 /* One step of a collective: with every other rank at once, send x[q].send and receive into x[q].recv,
    each behind a header, by non-blocking sends and receives as poll says they can go, so no two ranks
-   wait for each other's full buffers. A closed connection names its rank; so does the timeout. */
+   wait for each other's full buffers. A connection that ended names its rank; so does the timeout. */
 static zt_result zt__tcp_exchange(zt_comm *c, const zt__args_comm *a, uint64_t call, const zt__tcp_xfer *x) {
     enum { H = sizeof(zt__tcp_head) };
     int W = c->world, R = c->rank;
@@ -3874,8 +3887,7 @@ static zt_result zt__tcp_exchange(zt_comm *c, const zt__args_comm *a, uint64_t c
                 uint64_t want = got[q] < H ? H - got[q] : H + x[q].recv_n - got[q];
                 ssize_t k = recv(c->fd[q], dst, (size_t)want, MSG_DONTWAIT);
                 if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                    snprintf(msg, sizeof msg, "rank %d is gone: its connection closed during a collective (it exited or "
-                             "was killed)", q);
+                    zt__tcp_lost(q, k == 0 ? 0 : errno, msg, sizeof msg);
                     return zt__tcp_stop(c, msg);
                 }
                 moved = k > 0;
@@ -3889,8 +3901,7 @@ static zt_result zt__tcp_exchange(zt_comm *c, const zt__args_comm *a, uint64_t c
                 uint64_t want = sent[q] < H ? H - sent[q] : H + x[q].send_n - sent[q];
                 ssize_t m = send(c->fd[q], src, (size_t)want, MSG_DONTWAIT | MSG_NOSIGNAL);
                 if (m < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-                    snprintf(msg, sizeof msg, "rank %d is gone: its connection closed during a collective (it exited or "
-                             "was killed)", q);
+                    zt__tcp_lost(q, errno, msg, sizeof msg);
                     return zt__tcp_stop(c, msg);
                 }
                 if (m > 0) sent[q] += (uint64_t)m, moved = 1;
@@ -3899,7 +3910,7 @@ static zt_result zt__tcp_exchange(zt_comm *c, const zt__args_comm *a, uint64_t c
         }
         double waited = (double)(zt_time_ns() - quiet) / 1e9;
         if (waited > c->timeout) {
-            snprintf(msg, sizeof msg, "rank %d waited %.0f s for rank %d at a collective (the timeout)", R, waited, who[0]);
+            snprintf(msg, sizeof msg, "waited %.0f s for rank %d at a collective (the timeout)", waited, who[0]);
             return zt__tcp_stop(c, msg);
         }
     }
@@ -4191,6 +4202,23 @@ static zt_result zt__tcp_join(zt_comm *c, const char *ip, int port, uint64_t tok
     return r;
 }
 
+/* A connection between two ranks: small messages go at once (no Nagle), and keepalive probes a
+   connection idle for 10 s (a rank waiting for one that computes, or for NCCL, which carries the data
+   beside it) every 5 s, ending it after 4 unanswered: a host that died or was cut off is named in about
+   30 s rather than at the collective's timeout. A slow rank's host still answers the probes.
+   ZT_TEST_TCP_KEEPALIVE: 1 s and 2 probes, for the test. */
+static void zt__tcp_tune(int fd) {
+    int one = 1, idle = 10, every = 5, probes = 4;
+    if (getenv("ZT_TEST_TCP_KEEPALIVE")) idle = every = 1, probes = 2;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+#ifdef TCP_KEEPIDLE
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+#endif
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every, sizeof every);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
+}
+
 static zt_result zt__tcp_connect(zt_comm **out, const char *ip, int port, uint64_t token, int rank, int world) {
     *out = NULL;
     if (world <= 1) return zt_comm_single(out);
@@ -4211,10 +4239,8 @@ static zt_result zt__tcp_connect(zt_comm **out, const char *ip, int port, uint64
     for (int q = 0; q < world; q++) c->fd[q] = -1;
     zt_result r = rank == 0 ? zt__tcp_serve(c, ip, port, token, peers) : zt__tcp_join(c, ip, port, token, peers);
     free(peers);
-    for (int q = 0; q < world && r == ZT_OK; q++) {
-        int one = 1;
-        if (q != rank) setsockopt(c->fd[q], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
+    for (int q = 0; q < world && r == ZT_OK; q++)
+        if (q != rank) zt__tcp_tune(c->fd[q]);
     if (r == ZT_OK) r = zt__tcp_barrier(c); /* every connection carries a message both ways */
     c->calls = 0;                           /* the job's collectives count from 1, as in the shared segment */
     if (r != ZT_OK) {

@@ -2235,15 +2235,27 @@ static zt_result zt__cu_host_coll(zt_comm *c, zt__coll what, uint32_t *out, uint
    names the rank, as the shared-memory collectives do. Ranks that exit after their last collective
    are not waited for, since then nothing is in flight (a second look a second later tells a collective
    that only finishes late from one that never will). */
-/* a rank that is gone, or -1: its pid no longer runs (the shared segment), or its connection has closed
-   (TCP: nothing is read, the connection is idle while NCCL moves the data) */
-static int zt__cu_peer_gone(const zt_comm *c, int *pid) {
+/* has the TCP connection to rank q ended while nothing is due on it (NCCL carries the data beside
+   it)? Then msg says how */
+static int zt__cu_tcp_ended(const zt_comm *c, int q, char *msg, size_t n) {
+    char b;
+    ssize_t k = recv(c->fd[q], &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (k > 0 || (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return 0;
+    zt__tcp_lost(q, k == 0 ? 0 : errno, msg, n);
+    return 1;
+}
+
+/* a rank that is gone, or -1, with msg saying how: its pid no longer runs (the shared segment), or its
+   connection ended (TCP: closed, or its host stopped answering the keepalive probes) */
+static int zt__cu_peer_gone(const zt_comm *c, char *msg, size_t n) {
     for (int q = 0; q < c->world; q++) {
-        char b;
-        *pid = c->shm ? __atomic_load_n(&c->h->pids[q], __ATOMIC_ACQUIRE) : 0;
         if (q == c->rank) continue;
-        if (c->shm && !zt__pid_alive(*pid)) return q;
-        if (c->tcp && recv(c->fd[q], &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) return q;
+        int pid = c->shm ? __atomic_load_n(&c->h->pids[q], __ATOMIC_ACQUIRE) : 0;
+        if (c->shm && !zt__pid_alive(pid)) {
+            snprintf(msg, n, "rank %d (pid %d) is gone: it exited or was killed during a collective", q, pid);
+            return q;
+        }
+        if (c->tcp && zt__cu_tcp_ended(c, q, msg, n)) return q;
     }
     return -1;
 }
@@ -2257,12 +2269,8 @@ static void *zt__cu_watchdog(void *arg) {
         nanosleep(&ts, NULL);
         if (cudaEventQuery(cu->nccl_done) != cudaErrorNotReady) continue; /* nothing in flight */
         char msg[256] = "";
-        int who = c->rank, pid = 0, gone = zt__cu_peer_gone(c, &pid);
-        if (gone >= 0 && c->shm)
-            snprintf(msg, sizeof msg, "rank %d (pid %d) is gone: it exited or was killed during a collective", who = gone, pid);
-        else if (gone >= 0)
-            snprintf(msg, sizeof msg, "rank %d is gone: its connection closed during a collective (it exited or was "
-                     "killed)", who = gone);
+        int who = c->rank, gone = zt__cu_peer_gone(c, msg, sizeof msg);
+        if (gone >= 0) who = gone;
         if (msg[0]) { /* a rank whose part of the last collective is done may exit before this one's finishes */
             struct timespec grace = {1, 0};
             nanosleep(&grace, NULL);

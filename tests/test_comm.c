@@ -1,11 +1,17 @@
 /* tests/test_comm.c - the collectives, in processes forked from the test: every collective and dtype at
    1 to 4 ranks against a serial reference, through the shared segment and over TCP, the same bits on
-   every run, and a rank killed during a collective stopping the others, promptly, with its number. */
-#define _POSIX_C_SOURCE 200809L
+   every run, and a rank killed during a collective, or one whose host went silent, stopping the others,
+   promptly, with its number. */
+#define _GNU_SOURCE 1 /* unshare, struct ifreq */
 #include "test.h"
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 /* what rank r contributes at element i (exactly representable in bf16 and f16) */
@@ -354,4 +360,80 @@ TEST(comm_mismatched_collectives_are_named) {
     CHECK_EQ_INT(failed, 2);
     CHECK_STR_CONTAINS(err, "collective #1 differs between ranks");
     }
+}
+
+/* the loopback of this network namespace up or down */
+static int loopback(int up) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    int s = socket(AF_INET, SOCK_DGRAM, 0), ok = s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+    ifr.ifr_flags = (short)(up ? ifr.ifr_flags | IFF_UP : ifr.ifr_flags & ~IFF_UP);
+    ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+    if (s >= 0) close(s);
+    return ok;
+}
+
+/* In a network namespace of its own: rank 1 joins and then does nothing, rank 0 waits for it in a
+   barrier, and the network goes down under them (as when rank 1's host loses power: no connection is
+   closed). Exit 0 with rank 0's error in errfd, 77 where no namespace can be made. */
+static int silent_host_main(int errfd) {
+    if (unshare(CLONE_NEWNET) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+        dprintf(errfd, "%s", strerror(errno));
+        return 77;
+    }
+    if (!loopback(1)) return 3;
+    setenv("ZT_TEST_TCP_KEEPALIVE", "1", 1);
+    int port = zt_test_free_port();
+    pid_t one = fork();
+    if (one == 0) {
+        zt_comm *c = NULL;
+        if (zt_comm_tcp_connect(&c, "127.0.0.1", port, "job", 1, 2) != ZT_OK) _exit(1);
+        pause(); /* joined, and then silent */
+        _exit(0);
+    }
+    zt_comm *c = NULL;
+    if (zt_comm_tcp_connect(&c, "127.0.0.1", port, "job", 0, 2) != ZT_OK) return 4;
+    zt_comm_set_timeout(c, 15);
+    pid_t cut = fork();
+    if (cut == 0) { /* once rank 0 waits in the barrier */
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        _exit(loopback(0) ? 0 : 1);
+    }
+    uint64_t t0 = zt_time_ns();
+    zt_result r = zt_barrier(c);
+    double seconds = (double)(zt_time_ns() - t0) / 1e9;
+    dprintf(errfd, "%s (after %.1f s)", r == ZT_OK ? "the barrier passed" : zt_last_error(), seconds);
+    kill(one, SIGKILL);
+    waitpid(one, NULL, 0);
+    int status = 0;
+    waitpid(cut, &status, 0);
+    zt_comm_destroy(c);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 5;
+}
+
+TEST(comm_tcp_a_silent_host_is_named_by_keepalive) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        _exit(silent_host_main(p[1]));
+    }
+    close(p[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char err[1024] = "";
+    ssize_t got = read(p[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(p[0]);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) { /* said, not passed silently */
+        fprintf(stderr, "  not run: this machine makes no network namespace for the test (%s)\n", err);
+        return;
+    }
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+    CHECK_STR_CONTAINS(err, "rank 1 stopped answering during a collective: its host is down or cut off");
+    double seconds = atof(strstr(err, "(after ") + 7);
+    CHECK_MSG(seconds < 10, "found after %.1f s (keepalive: about 3)", seconds);
 }
