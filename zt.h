@@ -4205,7 +4205,10 @@ static zt_result zt__tcp_join(zt_comm *c, const char *ip, int port, uint64_t tok
 /* A connection between two ranks: small messages go at once (no Nagle), and keepalive probes a
    connection idle for 10 s (a rank waiting for one that computes, or for NCCL, which carries the data
    beside it) every 5 s, ending it after 4 unanswered: a host that died or was cut off is named in about
-   30 s rather than at the collective's timeout. A slow rank's host still answers the probes.
+   30 s rather than at the collective's timeout. A slow rank's host still answers the probes. (With
+   data unacknowledged on it a connection is not idle: then the collective's timeout, or TCP giving up
+   its retransmissions, ends the wait. TCP_USER_TIMEOUT would be quicker there, but it also ends the
+   connection of a rank that reads nothing for that long, such as one saving a checkpoint.)
    ZT_TEST_TCP_KEEPALIVE: 1 s and 2 probes, for the test. */
 static void zt__tcp_tune(int fd) {
     int one = 1, idle = 10, every = 5, probes = 4;
