@@ -9,7 +9,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the config, safetensors and tokenizer readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh fuzz     fuzz the config, safetensors, tokenizer, data and checkpoint readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #   ./build.sh gpu      only the programs tests/gpu/run.sh runs, for one GPU (CUDA_ARCHS, default 90: H100/H200),
 #                       without NCCL (one GPU never uses it; ZT_GPU_NCCL=1 links it), into build/gpu-bin/ with
 #                       the stamp of their sources (tests/gpu/sources.sh): small enough to carry to a GPU machine
@@ -352,6 +352,37 @@ guard_check() {
         fail "zt_train with the device memory closed to the host ($log):"
         grep -A 8 -m 1 'touched\|rror' "$log" | sed 's/^/    /'
     fi
+}
+
+# fuzz_replay: every fuzz target (tests/fuzz/fuzz_*.c) built without libFuzzer (tests/fuzz/replay.c runs each
+# input once) under ASan and UBSan, and run over the seeds ./build.sh fuzz starts from: the targets keep building,
+# and an input that once crashed a reader, kept among the seeds, stays a test
+fuzz_replay() {
+    local target bin log=$B/fuzz_replay.log seeds=$B/fuzz_replay/seeds_files f
+    mkdir -p $B/fuzz_replay
+    : >"$log"
+    for target in config safetensors tokenizer files; do
+        bin=$B/fuzz_replay/fuzz_$target
+        if stale $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c "${HEADERS[@]}" &&
+            ! gcc -O0 -g -std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -o $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c -lm -pthread >>"$log" 2>&1; then
+            fail "tests/fuzz/fuzz_$target.c does not build ($log)"
+            continue
+        fi
+        local inputs=()
+        case $target in
+            config) inputs=(tests/fuzz/corpus_config/*) ;;
+            safetensors) inputs=(tests/ref/hf/*/model*.safetensors) ;;
+            tokenizer) inputs=(tests/ref/tokenizers/*/tokenizer.json) ;;
+            files) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
+        esac
+        if [[ ${#inputs[@]} -gt 0 ]] && $bin "${inputs[@]}" >>"$log" 2>&1; then
+            pass "fuzz_$target replays its ${#inputs[@]} seeds under ASan and UBSan"
+        else
+            fail "fuzz_$target on its seeds ($log):"
+            tail -n 5 "$log" | sed 's/^/    /'
+        fi
+    done
 }
 
 # gpu_dry_run: where nvcc is, the GPU checks' programs (./build.sh gpu, as a GPU session carries them) and
@@ -740,6 +771,7 @@ cmd_test() {
         example_check
         program_checks
         guard_check $B/check/text.txt
+        fuzz_replay
         gpu_dry_run
     else
         fail "build (see the compiler output above)"
@@ -795,8 +827,8 @@ cmd_bench() {
 }
 
 # the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config),
-# safetensors headers (seeds: the files in tests/ref/hf) and tokenizer.json files with their encoder (seeds:
-# tests/ref/tokenizers), FUZZ_RUNS runs each
+# safetensors headers (seeds: the files in tests/ref/hf), tokenizer.json files with their encoder (seeds:
+# tests/ref/tokenizers), and data files and checkpoints (seeds the target writes), FUZZ_RUNS runs each
 cmd_fuzz() {
     local target bin corpus
     if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' |
@@ -808,7 +840,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors tokenizer; do
+    for target in config safetensors tokenizer files; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then
@@ -820,8 +852,10 @@ cmd_fuzz() {
         elif [[ $target == safetensors ]]; then
             local f
             for f in tests/ref/hf/*/model*.safetensors; do cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"; done
-        else
+        elif [[ $target == tokenizer ]]; then
             for f in tests/ref/tokenizers/*/tokenizer.json; do cp "$f" "$corpus/$(basename "$(dirname "$f")").json"; done
+        else
+            ZT_FUZZ_SEEDS=$corpus $bin || return
         fi
         echo "fuzz_$target:"
         $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=131072 -timeout=10 $corpus 2>&1 | tail -n 3
