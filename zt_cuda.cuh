@@ -606,7 +606,7 @@ typedef struct zt__cuda {
     int watching, stop_watch;
 #endif
     zt__cu_plan plans[ZT__CU_PLANS];
-    int n_plans, plans_full_warned;
+    int n_plans, plans_full_warned, plans_slow_warned;
 } zt__cuda;
 
 static zt__cuda *zt__cuda_of(zt_backend *b) { return (zt__cuda *)b->impl; }
@@ -653,6 +653,12 @@ static zt__cu_plan *zt__cu_plan_for(zt__cuda *cu, const zt__cu_plan_key *k, zt__
     ZT__CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     p->usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
     if (p->usable) p->algo = h.algo;
+    else if (cu->plans_slow_warned++ < 8) /* said, since it costs 10-100x: a GPU run's log shows which shapes and why */
+        zt_log(ZT_LOG_WARN, "cuBLASLt has no algorithm for the %s x %s -> %s product M %lld N %lld K %lld (batch %lld, "
+               "transposes %d %d, alignment %d, bias %d; %s): zt's SIMT kernel computes it, far slower",
+               zt_dtype_name(da), zt_dtype_name(db), zt_dtype_name(dc), (long long)k->M, (long long)k->N,
+               (long long)k->K, (long long)k->batch, k->ta, k->tb, k->align, k->bias,
+               st == CUBLAS_STATUS_SUCCESS ? "none found" : cublasGetStatusString(st));
     return p;
 }
 
@@ -1843,9 +1849,12 @@ static void zt__cu_comm(zt__cuda *cu, cudaStream_t st, const zt__args_comm *a) {
         return;
     }
 #endif
-    if (!zt__comm_several(a->comm)) {
-        if ((a->what == ZT__REDUCE_SCATTER || a->what == ZT__ALL_GATHER) && a->out.data != a->inp.data)
-            ZT__CU_CHECK(cudaMemcpyAsync(a->out.data, a->inp.data, zt_nbytes(a->out), cudaMemcpyDeviceToDevice, st));
+    if (!zt__comm_several(a->comm)) { /* one rank: a copy (either side may be pinned host memory under offload) */
+        const uint8_t *in = (const uint8_t *)a->inp.data, *out = (const uint8_t *)a->out.data;
+        size_t n = zt_nbytes(a->out);
+        if (!(a->what == ZT__REDUCE_SCATTER || a->what == ZT__ALL_GATHER) || in == out) return;
+        if (in < out + n && out < in + n) zt_fatal("a one-rank collective's input and output overlap in part");
+        ZT__CU_CHECK(cudaMemcpyAsync(a->out.data, a->inp.data, n, cudaMemcpyDefault, st));
         return;
     }
     ZT__CU_CHECK(cudaStreamSynchronize(st));

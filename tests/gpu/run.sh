@@ -395,6 +395,11 @@ line+=",\"mfu_datasheet\":$mfu_sheet}"
 record "$line"
 echo "throughput: zt ${zt:-?} tokens/s; zt / torch eager $(ratio "$zt" "$eager"), zt / torch.compile" \
     "$(ratio "$zt" "$compiled"); MFU against the datasheet's ${datasheet:-?} TFLOP/s: $mfu_sheet"
+# products cuBLASLt had no algorithm for ran on zt's SIMT kernel: correct, but slow enough to explain a low MFU
+slow=$(grep -rhoE "cuBLASLt has no algorithm for the [^:]*" "$DIR" 2>/dev/null | sed 's/cuBLASLt has no algorithm for the //' |
+    sort | uniq -c | sort -rn | head -n 8)
+record "{\"phase\":\"gemm_fallback\",\"products\":$(json "$slow")}"
+[[ -n $slow ]] && echo "products cuBLASLt had no algorithm for (the SIMT kernel ran them):" && echo "$slow"
 echo "results: $JSONL"
 echo "$PASSED passed, $FAILED failed"
 [[ $FAILED == 0 && $PASSED -gt 0 ]]
