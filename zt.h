@@ -4072,18 +4072,42 @@ static int zt__tcp_listen(int port, int backlog) {
     return s;
 }
 
-/* a connection to a, tried again until `seconds` pass (the other side may not listen yet), or -1 */
+/* a connection to a, tried again until `seconds` pass (the other side may not listen yet), or -1. Each
+   try waits only for what is left of them: a host that drops the packets (a firewall, a wrong address)
+   would otherwise hold one connect for TCP's two minutes of retries. */
 static int zt__tcp_dial(const struct sockaddr_in *a, int seconds, int *err) {
-    uint64_t start = zt_time_ns();
+    uint64_t end = zt_time_ns() + (uint64_t)seconds * 1000000000u;
     for (;;) {
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s >= 0 && connect(s, (const struct sockaddr *)a, sizeof *a) == 0) return s;
+        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s < 0) {
+            *err = errno;
+            return -1;
+        }
+        int r = connect(s, (const struct sockaddr *)a, sizeof *a);
+        if (r != 0 && errno == EINPROGRESS) {
+            uint64_t now = zt_time_ns();
+            struct pollfd p = {s, POLLOUT, 0};
+            int e = ETIMEDOUT;
+            socklen_t el = sizeof e;
+            if (poll(&p, 1, now < end ? (int)ZT__MIN((end - now) / 1000000u + 1, 1000000u) : 1) == 1 &&
+                getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) != 0)
+                e = errno;
+            r = e ? -1 : 0, errno = e;
+        }
+        if (r == 0 && fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK) == 0) return s; /* blocking from here */
         *err = errno;
-        if (s >= 0) close(s);
-        if (zt_time_ns() - start > (uint64_t)seconds * 1000000000u) return -1;
+        close(s);
+        if (zt_time_ns() >= end) return -1;
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* why the main process at ip:port could not be reached in `seconds`, from the last try's errno */
+static zt_result zt__dial_failed(const char *ip, int port, int seconds, int err) {
+    const char *hint = err == ECONNREFUSED ? ": nothing listens there (machine 0 not started yet, or another port)"
+                     : err == ETIMEDOUT ? ": that host does not answer (a wrong address, or a firewall drops the port)" : "";
+    return zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for %d s: %s%s", ip, port, seconds, strerror(err), hint);
 }
 
 /* rank 0: every other rank registers; strays (another token or world size, a rank twice) are told why
@@ -4159,7 +4183,7 @@ static zt_result zt__tcp_join(zt_comm *c, const char *ip, int port, uint64_t tok
     zt__tcp_hello h = {ZT__TCP_MAGIC, token, W, R, (int32_t)ntohs(mine.sin_port), 0};
     zt__tcp_reply answer;
     if ((c->fd[0] = zt__tcp_dial(&main_at, seconds, &err)) < 0) {
-        r = zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for %d s: %s", ip, port, seconds, strerror(err));
+        r = zt__dial_failed(ip, port, seconds, err);
     } else if (!zt__write_full(c->fd[0], &h, sizeof h) ||
                !zt__read_full(c->fd[0], &answer, sizeof answer, seconds * 1000 + 5000)) {
         r = zt_fail(ZT_ERROR_IO, "the main process at %s:%d ended the rendezvous without an answer (it stopped, or not "
@@ -4338,25 +4362,10 @@ static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int wo
 /* Another machine's launcher, or a rank started by another launcher: registers, and gets the fd. */
 static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int world, int *segment) {
     struct sockaddr_in in;
-    memset(&in, 0, sizeof in);
-    in.sin_family = AF_INET;
-    in.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, ip, &in.sin_addr) != 1)
-        return zt_fail(ZT_ERROR_INVALID, "--main_process_ip %s is not an IPv4 address", ip);
-    int c = -1;
-    uint64_t start = zt_time_ns();
-    const char *limit = getenv("ZT_RDZV_TIMEOUT");
-    int seconds = ZT__MIN(ZT__MAX(limit ? atoi(limit) : 300, 1), 86400);
-    for (;;) { /* the main process may not be listening yet */
-        c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (connect(c, (struct sockaddr *)&in, sizeof in) == 0) break;
-        int err = errno;
-        close(c);
-        if (zt_time_ns() - start > (uint64_t)seconds * 1000000000u)
-            return zt_fail(ZT_ERROR_IO, "cannot reach the main process at %s:%d for %d s: %s", ip, port, seconds, strerror(err));
-        struct timespec ts = {0, 200 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    int seconds = zt__rdzv_seconds(), err = 0, c = -1;
+    zt_result r = zt__tcp_address(ip, port, &in);
+    if (r != ZT_OK) return r;
+    if ((c = zt__tcp_dial(&in, seconds, &err)) < 0) return zt__dial_failed(ip, port, seconds, err);
     char line[256];
     int n = snprintf(line, sizeof line, "ZT1 %llx %d\n", (unsigned long long)token, world);
     ssize_t got = write(c, line, (size_t)n) == n && zt__wait_readable(c, 300000) ? read(c, line, sizeof line - 1) : -1;

@@ -5,7 +5,10 @@
 #define _GNU_SOURCE 1 /* unshare, struct ifreq */
 #include "test.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <arpa/inet.h>
+#include <linux/if_tun.h>
 #include <sched.h>
 #include <signal.h>
 #include <time.h>
@@ -374,11 +377,14 @@ static int loopback(int up) {
     return ok;
 }
 
+/* a network namespace of this process's own, or 0 (then errno says why) */
+static int own_network(void) { return unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0; }
+
 /* In a network namespace of its own: rank 1 joins and then does nothing, rank 0 waits for it in a
    barrier, and the network goes down under them (as when rank 1's host loses power: no connection is
    closed). Exit 0 with rank 0's error in errfd, 77 where no namespace can be made. */
 static int silent_host_main(int errfd) {
-    if (unshare(CLONE_NEWNET) != 0 && unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+    if (!own_network()) {
         dprintf(errfd, "%s", strerror(errno));
         return 77;
     }
@@ -436,4 +442,67 @@ TEST(comm_tcp_a_silent_host_is_named_by_keepalive) {
     CHECK_STR_CONTAINS(err, "rank 1 stopped answering during a collective: its host is down or cut off");
     double seconds = atof(strstr(err, "(after ") + 7);
     CHECK_MSG(seconds < 10, "found after %.1f s (keepalive: about 3)", seconds);
+}
+
+/* In a network namespace of its own with a TUN device at 10.9.9.1/24 that nobody reads, so whatever
+   goes to 10.9.9.2 is lost without an answer (a firewall that drops, a host that is off): rank 1 looks
+   for its main process there. Exit 0 with its error and seconds in errfd, 77 where no namespace or TUN
+   device can be made. */
+static int unanswered_main(int errfd) {
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    int tun = -1, s = -1;
+    if (own_network()) tun = open("/dev/net/tun", O_RDWR);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "zt0");
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    if (tun < 0 || ioctl(tun, TUNSETIFF, &ifr) != 0 || (s = socket(AF_INET, SOCK_DGRAM, 0)) < 0) {
+        dprintf(errfd, "%s", strerror(errno));
+        return 77;
+    }
+    struct sockaddr_in *a = (struct sockaddr_in *)&ifr.ifr_addr;
+    a->sin_family = AF_INET;
+    inet_pton(AF_INET, "10.9.9.1", &a->sin_addr);
+    int ok = ioctl(s, SIOCSIFADDR, &ifr) == 0;
+    inet_pton(AF_INET, "255.255.255.0", &a->sin_addr);
+    ok = ok && ioctl(s, SIOCSIFNETMASK, &ifr) == 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
+    ifr.ifr_flags |= IFF_UP;
+    ok = ok && ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
+    close(s);
+    if (!ok) {
+        dprintf(errfd, "%s", strerror(errno));
+        return 77;
+    }
+    setenv("ZT_RDZV_TIMEOUT", "2", 1);
+    zt_comm *c = NULL;
+    uint64_t t0 = zt_time_ns();
+    zt_result r = zt_comm_tcp_connect(&c, "10.9.9.2", 29500, "job", 1, 2);
+    dprintf(errfd, "%s (after %.1f s)", r == ZT_OK ? "it connected" : zt_last_error(), (double)(zt_time_ns() - t0) / 1e9);
+    close(tun);
+    return r == ZT_OK ? 4 : 0;
+}
+
+TEST(comm_tcp_an_unanswering_main_host_is_named_in_time) {
+    int p[2];
+    CHECK(pipe(p) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        _exit(unanswered_main(p[1]));
+    }
+    close(p[1]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char err[1024] = "";
+    ssize_t got = read(p[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(p[0]);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        fprintf(stderr, "  not run: this machine makes no network namespace with a TUN device for the test (%s)\n", err);
+        return;
+    }
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d: %s", status, err);
+    CHECK_STR_CONTAINS(err, "cannot reach the main process at 10.9.9.2:29500 for 2 s: Connection timed out: that host "
+                            "does not answer");
+    double seconds = atof(strstr(err, "(after ") + 7);
+    CHECK_MSG(seconds < 5, "refused after %.1f s (ZT_RDZV_TIMEOUT 2)", seconds);
 }
