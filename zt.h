@@ -4087,7 +4087,7 @@ static int zt__tcp_dial(const struct sockaddr_in *a, int seconds, int *err) {
         if (r != 0 && errno == EINPROGRESS) {
             uint64_t now = zt_time_ns();
             struct pollfd p = {s, POLLOUT, 0};
-            int e = ETIMEDOUT;
+            int e = ETIMEDOUT; /* no answer in time; else the connect's own result */
             socklen_t el = sizeof e;
             if (poll(&p, 1, now < end ? (int)ZT__MIN((end - now) / 1000000u + 1, 1000000u) : 1) == 1 &&
                 getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) != 0)
