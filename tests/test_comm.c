@@ -380,6 +380,23 @@ static int loopback(int up) {
 /* a network namespace of this process's own, or 0 (then errno says why) */
 static int own_network(void) { return unshare(CLONE_NEWNET) == 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0; }
 
+/* runs fn(errfd) in a child process: its exit status, and what it wrote to errfd in err */
+static int in_child(int (*fn)(int errfd), char *err, size_t n) {
+    int p[2], status = -1;
+    if (pipe(p) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        _exit(fn(p[1]));
+    }
+    close(p[1]);
+    waitpid(pid, &status, 0);
+    ssize_t got = read(p[0], err, n - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(p[0]);
+    return status;
+}
+
 /* In a network namespace of its own: rank 1 joins and then does nothing, rank 0 waits for it in a
    barrier, and the network goes down under them (as when rank 1's host loses power: no connection is
    closed). Exit 0 with rank 0's error in errfd, 77 where no namespace can be made. */
@@ -420,20 +437,8 @@ static int silent_host_main(int errfd) {
 }
 
 TEST(comm_tcp_a_silent_host_is_named_by_keepalive) {
-    int p[2];
-    CHECK(pipe(p) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        _exit(silent_host_main(p[1]));
-    }
-    close(p[1]);
-    int status = 0;
-    waitpid(pid, &status, 0);
     char err[1024] = "";
-    ssize_t got = read(p[0], err, sizeof err - 1);
-    err[got > 0 ? got : 0] = 0;
-    close(p[0]);
+    int status = in_child(silent_host_main, err, sizeof err);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 77) { /* said, not passed silently */
         fprintf(stderr, "  not run: this machine makes no network namespace for the test (%s)\n", err);
         return;
@@ -482,20 +487,8 @@ static int unanswered_main(int errfd) {
 }
 
 TEST(comm_tcp_an_unanswering_main_host_is_named_in_time) {
-    int p[2];
-    CHECK(pipe(p) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(p[0]);
-        _exit(unanswered_main(p[1]));
-    }
-    close(p[1]);
-    int status = 0;
-    waitpid(pid, &status, 0);
     char err[1024] = "";
-    ssize_t got = read(p[0], err, sizeof err - 1);
-    err[got > 0 ? got : 0] = 0;
-    close(p[0]);
+    int status = in_child(unanswered_main, err, sizeof err);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
         fprintf(stderr, "  not run: this machine makes no network namespace with a TUN device for the test (%s)\n", err);
         return;
