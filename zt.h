@@ -914,6 +914,37 @@ ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t 
    (then cap were written); out is NUL-terminated when room allows */
 ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap);
 
+/* Chat templates: the Jinja programs of tokenizer_config.json ("chat_template") and chat_template.jinja,
+   run as transformers' apply_chat_template runs them (trim_blocks and lstrip_blocks, break and continue,
+   {% generation %}, raise_exception, strftime_now, namespace, tojson). zt knows the statements if, for,
+   set, macro, break, continue and generation, and the filters and tests chat templates use; anything else
+   is an error naming the template's line. */
+typedef struct zt_chat_template zt_chat_template;
+/* source: n bytes of Jinja; name: where it came from, for messages */
+ZT_API zt_result zt_chat_template_compile(zt_chat_template **out, const char *source, size_t n, const char *name);
+ZT_API void zt_chat_template_free(zt_chat_template *c);
+/* A rendering: the text (NUL-terminated) and the byte ranges {% generation %} marked in it, spans[2k] to
+   spans[2k+1]; valid until the template's next use. */
+typedef struct zt_chat_text { const char *text; size_t len; const int64_t *spans; int n_spans; } zt_chat_text;
+/* renders with the variables of a JSON object (json, n bytes): "messages", "add_generation_prompt",
+   "bos_token", "tools", ... as apply_chat_template passes them (a message's null fields are dropped) */
+ZT_API zt_result zt_chat_render(zt_chat_template *c, const char *json, size_t n, zt_chat_text *out);
+/* the tokenizer's chat template, compiled at first use (NULL, with zt_last_error, when it has none or it
+   does not compile): zt_tokenizer_load reads chat_template.jinja, else tokenizer_config.json's
+   "chat_template" (a list of named ones: "default"), and the special tokens (bos_token, ...) there */
+ZT_API zt_chat_template *zt_tokenizer_chat_template(zt_tokenizer *t);
+/* replaces it with n bytes of Jinja (name: for messages) */
+ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *source, size_t n, const char *name);
+/* A conversation through the chat template into ids: json is an object with "messages" (a list of
+   {"role", "content", ...}) and any other variables the template reads ("tools", ...); the tokenizer's
+   special tokens are passed too, add_generation_prompt is false. ids are those of the whole text, as
+   apply_chat_template(tokenize=True) gives them; mask[k] = 1 for a token of an assistant's turn: one that
+   overlaps a {% generation %} block where the template has them, else the text each assistant message adds
+   to the conversation before it rendered with add_generation_prompt (its end-of-turn tokens included).
+   *count is the tokens, even when more than cap (then nothing is written). */
+ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
+                                  int64_t *count);
+
 /* A token file for training from text or JSONL. Text (any other name): the whole file is one
    document. JSONL (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a
    mask file (one byte a token, 0 = not a target), the response's are learned. eot (-1: none) ends each
@@ -8954,7 +8985,7 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
     free(header);
     /* config.json, the model's own as it was read, and the tokenizer's files beside it */
     static const char *const side[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                       "generation_config.json"};
+                                       "generation_config.json", "chat_template.jinja"};
     char src_dir[ZT__PATH] = "";
     if (e->model_path) {
         snprintf(src_dir, sizeof src_dir, "%s", e->model_path);
@@ -10036,6 +10067,7 @@ static uint32_t zt__utf8(const char *s, size_t n, size_t i, int *len) {
 
 
 enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2 };
+#define ZT__SPECIAL 7
 
 struct zt_tokenizer {
     int byte_level;          /* else SentencePiece-style */
@@ -10064,6 +10096,11 @@ struct zt_tokenizer {
     int32_t byte_id[256];    /* byte-level: the id of each byte's character; SentencePiece: of <0xXX> */
     uint32_t byte_char[256]; /* byte-level: the printable character standing for each byte */
     int16_t char_byte[512];  /* ... and back (-1: none) */
+    char *chat_src;          /* the chat template's source (compiled at first use into chat) */
+    size_t chat_n;
+    char chat_name[ZT__PATH + 32];
+    zt_chat_template *chat;
+    char *special[ZT__SPECIAL]; /* bos_token, eos_token, ... of tokenizer_config.json (NULL: none) */
     /* encoding buffers, grown as needed */
     char *buf;
     size_t buf_cap;
@@ -10096,6 +10133,9 @@ ZT_API void zt_tokenizer_free(zt_tokenizer *t) {
     if (!t) return;
     free(t->pool), free(t->off), free(t->table), free(t->mkey), free(t->mrank), free(t->mres), free(t->added);
     free(t->buf), free(t->sym), free(t->prev), free(t->next), free(t->heap), free(t->norm), free(t->norm_cps);
+    free(t->chat_src);
+    zt_chat_template_free(t->chat);
+    for (int k = 0; k < ZT__SPECIAL; k++) free(t->special[k]);
     free(t);
 }
 
@@ -10171,6 +10211,8 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
 
 static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_t len, const char *file);
 
+static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir);
+
 ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
     *out = NULL;
     char file[ZT__PATH];
@@ -10186,6 +10228,12 @@ ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
     zt_result r = zt__read_file(&a, file, &text, &len);
     if (r == ZT_OK) r = zt__tokenizer_parse(out, text, len, file);
     free(mem);
+    if (r == ZT_OK) { /* the chat template and special tokens beside it */
+        char *slash = strrchr(file, '/');
+        if (slash) *slash = 0;
+        r = zt__tokenizer_side(*out, slash ? file : ".");
+        if (r != ZT_OK) zt_tokenizer_free(*out), *out = NULL;
+    }
     return r;
 }
 
@@ -10614,9 +10662,9 @@ ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t 
     return at;
 }
 
-ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap) {
+/* lead: drop a space the text starts with (the decoder's Strip) */
+static size_t zt__detok(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap, int lead) {
     size_t o = 0;
-    int lead = t->strip_left;
     for (int64_t k = 0; k < n; k++) {
         int32_t id = ids[k];
         if (id < 0 || id >= t->n_vocab) continue;
@@ -10654,6 +10702,2470 @@ ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char
     }
     if (o < cap) out[o] = 0;
     return o;
+}
+
+ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap) {
+    return zt__detok(t, ids, n, out, cap, t->strip_left);
+}
+
+/* ---- chat templates: the Jinja that Hugging Face chat templates are written in ---- */
+
+/* A chat template is a Jinja program (tokenizer_config.json's "chat_template", or chat_template.jinja).
+   zt runs the part of Jinja that chat templates use, with the settings transformers gives it: trim_blocks,
+   lstrip_blocks, break and continue, {% generation %}, raise_exception, strftime_now, namespace, and a
+   tojson that writes non-ASCII text as it is. The template is lexed into one token array and parsed into a
+   tree once; each render walks the tree over values made from JSON. A render's values live in one heap
+   freed whole afterwards, so an error anywhere in it longjmps straight back to zt_chat_render: there is
+   nothing to unwind. Strings are UTF-8 and indexed, sliced and counted by code point, as Python does;
+   upper, lower, title and capitalize change ASCII letters only. */
+#include <setjmp.h>
+
+#define ZT__J_STEPS ((int64_t)10 * 1000 * 1000) /* a render stops after this many evaluations: a runaway loop */
+#define ZT__J_BYTES ((size_t)256 << 20)         /* ... or this much memory */
+#define ZT__J_DEPTH 200                          /* nesting of expressions, statements and macro calls */
+
+typedef struct zt__jblock { struct zt__jblock *next; size_t used, cap; } zt__jblock;
+typedef struct zt__jheap { zt__jblock *head; size_t bytes; } zt__jheap;
+
+static void zt__jheap_free(zt__jheap *h) {
+    while (h->head) {
+        zt__jblock *b = h->head;
+        h->head = b->next;
+        free(b); /* data preparation, not a training step */
+    }
+    h->bytes = 0;
+}
+
+/* n bytes, 16-aligned; NULL past ZT__J_BYTES or without memory */
+static void *zt__jheap_alloc(zt__jheap *h, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    zt__jblock *b = h->head;
+    if (!b || b->cap - b->used < n) {
+        size_t cap = ZT__MAX(n, (size_t)1 << 16), head = (sizeof(zt__jblock) + 15) & ~(size_t)15;
+        if (n > ZT__J_BYTES || h->bytes + cap > ZT__J_BYTES) return NULL;
+        b = (zt__jblock *)malloc(head + cap);
+        if (!b) return NULL;
+        b->next = h->head, b->used = head, b->cap = head + cap;
+        h->head = b, h->bytes += cap;
+    }
+    void *p = (char *)b + b->used;
+    b->used += n;
+    return p;
+}
+
+typedef enum zt__jtype {
+    ZT__JU,     /* undefined: a name or key that is not there (u.s names it) */
+    ZT__JNONE, ZT__JBOOL, ZT__JINT, ZT__JFLOAT, ZT__JSTR,
+    ZT__JLIST,  /* sub = 1: a tuple (only its printing differs) */
+    ZT__JDICT,  /* keys in insertion order; sub = 1: a namespace(), the one value a template may change */
+    ZT__JFN,    /* a builtin function or a method of self (sub: which) */
+    ZT__JMACRO
+} zt__jtype;
+
+typedef struct zt__jv zt__jv;
+typedef struct zt__jdict { int64_t n, cap; zt__jv *keys, *vals; } zt__jdict;
+typedef struct zt__jn zt__jn;
+struct zt__jv {
+    int type, sub;
+    int64_t n; /* bytes of a string, items of a list */
+    union { int64_t i; double f; const char *s; zt__jv *items; zt__jdict *d; const zt__jn *macro; } u;
+    const zt__jv *self;
+};
+
+/* the tree: expressions and statements */
+typedef enum zt__jkind {
+    ZT__N_CONST, ZT__N_NAME, ZT__N_ATTR, ZT__N_INDEX, ZT__N_SLICE, ZT__N_CALL, ZT__N_KWARG, ZT__N_FILTER,
+    ZT__N_TEST, ZT__N_NEG, ZT__N_POS, ZT__N_NOT, ZT__N_AND, ZT__N_OR, ZT__N_BIN, ZT__N_CMP, ZT__N_COND,
+    ZT__N_LIST, ZT__N_TUPLE, ZT__N_DICT, ZT__N_PAIR,
+    ZT__N_TEXT, ZT__N_OUT, ZT__N_IF, ZT__N_FOR, ZT__N_SET, ZT__N_SETBLOCK, ZT__N_MACRO, ZT__N_PARAM,
+    ZT__N_BREAK, ZT__N_CONTINUE, ZT__N_GENERATION
+} zt__jkind;
+
+struct zt__jn {
+    int kind, line;
+    int op;                 /* BIN, CMP: the operator; TEST: negated; FOR: two targets */
+    zt__jn *a, *b, *c, *d;  /* children (the kinds say which) */
+    zt__jn *next;           /* the next statement, argument, item or comparison */
+    const char *s, *s2;     /* names, text */
+    int64_t n, n2;
+    zt__jv v;               /* CONST */
+};
+
+typedef enum zt__jtk { ZT__T_TEXT, ZT__T_VBEGIN, ZT__T_VEND, ZT__T_BBEGIN, ZT__T_BEND, ZT__T_NAME, ZT__T_STR,
+                       ZT__T_NUM, ZT__T_OP, ZT__T_EOF } zt__jtk;
+typedef struct zt__jtok { int kind, line; const char *s; int64_t n; zt__jv v; } zt__jtok;
+
+struct zt_chat_template {
+    char name[256];             /* for messages: where the template came from */
+    char *src;                  /* the source, newlines made "\n" */
+    size_t n;
+    zt__jheap code;             /* the tree and the tokens' texts */
+    zt__jtok *tok;
+    int64_t ntok, tok_cap, at;  /* at: the parser's position */
+    zt__jn *root;
+    int has_generation, depth;
+    jmp_buf fail;               /* parse errors come back here */
+    char msg[1000];
+    /* a render */
+    zt__jheap heap;
+    char *out;
+    size_t len, cap;
+    int64_t *spans;
+    int n_spans, spans_cap;
+};
+
+/* ---- values ---- */
+
+static zt__jv zt__jnone(void) { zt__jv v; memset(&v, 0, sizeof v); v.type = ZT__JNONE; return v; }
+static zt__jv zt__jundef(const char *name, int64_t n) {
+    zt__jv v = zt__jnone();
+    v.type = ZT__JU, v.u.s = name, v.n = n;
+    return v;
+}
+static zt__jv zt__jbool(int b) { zt__jv v = zt__jnone(); v.type = ZT__JBOOL, v.u.i = b != 0; return v; }
+static zt__jv zt__jint(int64_t i) { zt__jv v = zt__jnone(); v.type = ZT__JINT, v.u.i = i; return v; }
+static zt__jv zt__jfloat(double f) { zt__jv v = zt__jnone(); v.type = ZT__JFLOAT, v.u.f = f; return v; }
+static zt__jv zt__jstr(const char *s, int64_t n) {
+    zt__jv v = zt__jnone();
+    v.type = ZT__JSTR, v.u.s = s, v.n = n;
+    return v;
+}
+static zt__jv zt__jlist(zt__jv *items, int64_t n) {
+    zt__jv v = zt__jnone();
+    v.type = ZT__JLIST, v.u.items = items, v.n = n;
+    return v;
+}
+
+/* one render: the template, its scopes and where output goes */
+typedef struct zt__jscope { struct zt__jscope *up; zt__jdict vars; } zt__jscope;
+typedef struct zt__jr {
+    zt_chat_template *c;
+    jmp_buf fail;
+    int line;             /* of the node being evaluated, for messages */
+    int64_t steps;
+    int depth, ctl;       /* ctl: 1 after break, 2 after continue */
+    zt__jscope *scope, *globals;
+    char *out;            /* where text goes: the template's buffer, or a macro's or set block's */
+    size_t len, cap;
+    int top;              /* out is the template's own buffer (generation spans are counted there) */
+    const char *where;    /* set: errors name this (a file and line of data) instead of the template's line */
+} zt__jr;
+
+ZT_NORETURN static void zt__jfail(zt__jr *R, const char *fmt, ...) ZT_PRINTF(2, 3);
+static void zt__jfail(zt__jr *R, const char *fmt, ...) {
+    char m[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    if (R->where) snprintf(R->c->msg, sizeof R->c->msg, "%.300s: %s", R->where, m);
+    else snprintf(R->c->msg, sizeof R->c->msg, "%.300s, line %d: %s", R->c->name, R->line, m);
+    longjmp(R->fail, 1);
+}
+
+static void *zt__jalloc(zt__jr *R, size_t n) {
+    void *p = zt__jheap_alloc(&R->c->heap, n);
+    if (!p) zt__jfail(R, "the template used more than %zu MiB", ZT__J_BYTES >> 20);
+    return p;
+}
+
+static zt__jv *zt__jitems(zt__jr *R, int64_t n) {
+    if (n < 0 || (uint64_t)n > ZT__J_BYTES / sizeof(zt__jv)) zt__jfail(R, "a list of %lld items is too long", (long long)n);
+    return (zt__jv *)zt__jalloc(R, sizeof(zt__jv) * (size_t)(n ? n : 1));
+}
+
+static char *zt__jchars(zt__jr *R, int64_t n) {
+    if (n < 0 || (uint64_t)n >= ZT__J_BYTES) zt__jfail(R, "a string of %lld bytes is too long", (long long)n);
+    return (char *)zt__jalloc(R, (size_t)n + 1);
+}
+
+static zt__jv zt__jcat(zt__jr *R, const char *a, int64_t na, const char *b, int64_t nb) {
+    char *s = zt__jchars(R, na + nb);
+    if (na) memcpy(s, a, (size_t)na);
+    if (nb) memcpy(s + na, b, (size_t)nb);
+    s[na + nb] = 0;
+    return zt__jstr(s, na + nb);
+}
+
+static zt__jv zt__jdict_new(zt__jr *R, int ns) {
+    zt__jv v = zt__jnone();
+    v.type = ZT__JDICT, v.sub = ns;
+    v.u.d = (zt__jdict *)zt__jalloc(R, sizeof(zt__jdict));
+    memset(v.u.d, 0, sizeof *v.u.d);
+    return v;
+}
+
+static int zt__jstreq(const zt__jv *v, const char *s, int64_t n) {
+    return v->type == ZT__JSTR && v->n == n && memcmp(v->u.s, s, (size_t)n) == 0;
+}
+
+static int64_t zt__jdict_find(const zt__jdict *d, const char *k, int64_t n) {
+    for (int64_t i = 0; i < d->n; i++)
+        if (zt__jstreq(&d->keys[i], k, n)) return i;
+    return -1;
+}
+
+/* sets key (a string value) in d: a new key goes last, as Python's dict keeps order */
+static void zt__jdict_set(zt__jr *R, zt__jdict *d, zt__jv key, zt__jv val) {
+    int64_t i = key.type == ZT__JSTR ? zt__jdict_find(d, key.u.s, key.n) : -1;
+    if (i >= 0) {
+        d->vals[i] = val;
+        return;
+    }
+    if (d->n == d->cap) {
+        int64_t cap = d->cap ? 2 * d->cap : 8;
+        zt__jv *k = zt__jitems(R, cap), *v = zt__jitems(R, cap);
+        if (d->n) memcpy(k, d->keys, sizeof(zt__jv) * (size_t)d->n), memcpy(v, d->vals, sizeof(zt__jv) * (size_t)d->n);
+        d->keys = k, d->vals = v, d->cap = cap;
+    }
+    d->keys[d->n] = key, d->vals[d->n++] = val;
+}
+
+static void zt__jdict_put(zt__jr *R, zt__jdict *d, const char *k, zt__jv val) {
+    zt__jdict_set(R, d, zt__jstr(k, (int64_t)strlen(k)), val);
+}
+
+static int zt__jtruthy(const zt__jv *v) {
+    switch (v->type) {
+    case ZT__JBOOL: case ZT__JINT: return v->u.i != 0;
+    case ZT__JFLOAT: return v->u.f != 0;
+    case ZT__JSTR: case ZT__JLIST: return v->n != 0;
+    case ZT__JDICT: return v->sub || v->u.d->n != 0;
+    case ZT__JFN: case ZT__JMACRO: return 1;
+    default: return 0;
+    }
+}
+
+static const char *zt__jtype_name(const zt__jv *v) {
+    static const char *const names[] = {"undefined", "none", "a boolean", "an integer", "a float", "a string",
+                                        "a list", "a dict", "a function", "a macro"};
+    if (v->type == ZT__JLIST && v->sub) return "a tuple";
+    if (v->type == ZT__JDICT && v->sub) return "a namespace";
+    return names[v->type];
+}
+
+/* code points of UTF-8 text, and the byte where code point k starts (n for k at the end) */
+static int64_t zt__jcps(const char *s, int64_t n) {
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; i++) c += ((uint8_t)s[i] & 0xc0) != 0x80;
+    return c;
+}
+static int64_t zt__jcp_at(const char *s, int64_t n, int64_t k) {
+    int64_t i = 0;
+    for (; i < n; i++)
+        if (((uint8_t)s[i] & 0xc0) != 0x80 && k-- == 0) return i;
+    return n;
+}
+
+static int64_t zt__jlen(zt__jr *R, const zt__jv *v) {
+    if (v->type == ZT__JSTR) return zt__jcps(v->u.s, v->n);
+    if (v->type == ZT__JLIST) return v->n;
+    if (v->type == ZT__JDICT) return v->u.d->n;
+    if (v->type == ZT__JU) return 0;
+    zt__jfail(R, "%s has no length", zt__jtype_name(v));
+    return 0;
+}
+
+/* ---- printing: Python's str() and repr(), and json.dumps ---- */
+
+typedef struct zt__jbuf { zt__jr *R; char *p; int64_t n, cap; } zt__jbuf;
+
+static void zt__jput(zt__jbuf *b, const char *s, int64_t n) {
+    if (b->n + n + 1 > b->cap) {
+        int64_t cap = ZT__MAX(2 * b->cap, b->n + n + 64);
+        char *p = zt__jchars(b->R, cap);
+        if (b->n) memcpy(p, b->p, (size_t)b->n);
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, (size_t)n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void zt__jputs(zt__jbuf *b, const char *s) { zt__jput(b, s, (int64_t)strlen(s)); }
+
+/* Python's repr of a float: the shortest digits that read back the same; fixed from 1e-4 up to 1e16 */
+static void zt__jfloat_text(double f, char *out, size_t cap, int json) {
+    if (f != f) { snprintf(out, cap, json ? "NaN" : "nan"); return; }
+    if (f == INFINITY || f == -INFINITY) { snprintf(out, cap, "%s%s", f < 0 ? "-" : "", json ? "Infinity" : "inf"); return; }
+    char e[40], dig[24];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec - 1, f);
+        if (strtod(e, NULL) == f) break;
+    }
+    int neg = e[0] == '-', m = 0;
+    char *p = e + neg;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.') dig[m++] = *p;
+    while (m > 1 && dig[m - 1] == '0') m--;
+    dig[m] = 0;
+    int x = atoi(p + 1);
+    size_t o = 0;
+    if (neg) out[o++] = '-';
+    if (x >= -4 && x < 16) {
+        if (x < 0) {
+            o += (size_t)snprintf(out + o, cap - o, "0.");
+            for (int i = 0; i < -x - 1; i++) out[o++] = '0';
+            snprintf(out + o, cap - o, "%s", dig);
+        } else {
+            for (int i = 0; i <= x; i++) out[o++] = i < m ? dig[i] : '0';
+            snprintf(out + o, cap - o, ".%s", m > x + 1 ? dig + x + 1 : "0");
+        }
+    } else {
+        out[o++] = dig[0];
+        if (m > 1) o += (size_t)snprintf(out + o, cap - o, ".%s", dig + 1);
+        snprintf(out + o, cap - o, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+    }
+}
+
+static void zt__jrepr_str(zt__jbuf *b, const char *s, int64_t n) {
+    int sq = memchr(s, '\'', (size_t)n) != NULL, dq = memchr(s, '"', (size_t)n) != NULL;
+    char q = sq && !dq ? '"' : '\'';
+    zt__jput(b, &q, 1);
+    for (int64_t i = 0; i < n; i++) {
+        char c = s[i], e[8];
+        if (c == q || c == '\\') e[0] = '\\', e[1] = c, zt__jput(b, e, 2);
+        else if (c == '\n') zt__jputs(b, "\\n");
+        else if (c == '\r') zt__jputs(b, "\\r");
+        else if (c == '\t') zt__jputs(b, "\\t");
+        else if ((uint8_t)c < 0x20 || c == 0x7f) snprintf(e, sizeof e, "\\x%02x", (uint8_t)c), zt__jputs(b, e);
+        else zt__jput(b, &c, 1);
+    }
+    zt__jput(b, &q, 1);
+}
+
+static void zt__jwrite(zt__jbuf *b, const zt__jv *v, int repr) {
+    char num[64];
+    switch (v->type) {
+    case ZT__JU: break;
+    case ZT__JNONE: zt__jputs(b, "None"); break;
+    case ZT__JBOOL: zt__jputs(b, v->u.i ? "True" : "False"); break;
+    case ZT__JINT: snprintf(num, sizeof num, "%lld", (long long)v->u.i), zt__jputs(b, num); break;
+    case ZT__JFLOAT: zt__jfloat_text(v->u.f, num, sizeof num, 0), zt__jputs(b, num); break;
+    case ZT__JSTR:
+        if (repr) zt__jrepr_str(b, v->u.s, v->n);
+        else zt__jput(b, v->u.s, v->n);
+        break;
+    case ZT__JLIST:
+        zt__jputs(b, v->sub ? "(" : "[");
+        for (int64_t i = 0; i < v->n; i++) {
+            if (i) zt__jputs(b, ", ");
+            zt__jwrite(b, &v->u.items[i], 1);
+        }
+        zt__jputs(b, v->sub ? (v->n == 1 ? ",)" : ")") : "]");
+        break;
+    case ZT__JDICT:
+        zt__jputs(b, v->sub ? "<Namespace {" : "{");
+        for (int64_t i = 0; i < v->u.d->n; i++) {
+            if (i) zt__jputs(b, ", ");
+            zt__jwrite(b, &v->u.d->keys[i], 1);
+            zt__jputs(b, ": ");
+            zt__jwrite(b, &v->u.d->vals[i], 1);
+        }
+        zt__jputs(b, v->sub ? "}>" : "}");
+        break;
+    case ZT__JFN: zt__jputs(b, "<built-in function>"); break;
+    default:
+        zt__jputs(b, "<Macro '");
+        zt__jput(b, v->u.macro->s, v->u.macro->n);
+        zt__jputs(b, "'>");
+    }
+}
+
+/* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys), as transformers' tojson */
+typedef struct zt__jjson { int indent; const char *item_sep, *key_sep; int sort; } zt__jjson;
+
+static void zt__jjson_str(zt__jbuf *b, const char *s, int64_t n) {
+    zt__jputs(b, "\"");
+    for (int64_t i = 0; i < n; i++) {
+        char c = s[i], e[8];
+        if (c == '"' || c == '\\') e[0] = '\\', e[1] = c, zt__jput(b, e, 2);
+        else if (c == '\n') zt__jputs(b, "\\n");
+        else if (c == '\r') zt__jputs(b, "\\r");
+        else if (c == '\t') zt__jputs(b, "\\t");
+        else if (c == '\b') zt__jputs(b, "\\b");
+        else if (c == '\f') zt__jputs(b, "\\f");
+        else if ((uint8_t)c < 0x20) snprintf(e, sizeof e, "\\u%04x", (uint8_t)c), zt__jputs(b, e);
+        else zt__jput(b, &c, 1);
+    }
+    zt__jputs(b, "\"");
+}
+
+static void zt__jjson_nl(zt__jbuf *b, const zt__jjson *o, int level) {
+    zt__jputs(b, "\n");
+    for (int i = 0; i < o->indent * level; i++) zt__jputs(b, " ");
+}
+
+static int zt__jstr_cmp(const zt__jv *a, const zt__jv *b) {
+    int c = memcmp(a->u.s, b->u.s, (size_t)(a->n < b->n ? a->n : b->n));
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+static void zt__jjson_write(zt__jbuf *b, const zt__jv *v, const zt__jjson *o, int level) {
+    zt__jr *R = b->R;
+    if (++R->depth > ZT__J_DEPTH) zt__jfail(R, "tojson: nested more than %d deep", ZT__J_DEPTH);
+    char num[64];
+    switch (v->type) {
+    case ZT__JNONE: zt__jputs(b, "null"); break;
+    case ZT__JBOOL: zt__jputs(b, v->u.i ? "true" : "false"); break;
+    case ZT__JINT: snprintf(num, sizeof num, "%lld", (long long)v->u.i), zt__jputs(b, num); break;
+    case ZT__JFLOAT: zt__jfloat_text(v->u.f, num, sizeof num, 1), zt__jputs(b, num); break;
+    case ZT__JSTR: zt__jjson_str(b, v->u.s, v->n); break;
+    case ZT__JLIST:
+        zt__jputs(b, "[");
+        for (int64_t i = 0; i < v->n; i++) {
+            if (i) zt__jputs(b, o->item_sep);
+            if (o->indent >= 0) zt__jjson_nl(b, o, level + 1);
+            zt__jjson_write(b, &v->u.items[i], o, level + 1);
+        }
+        if (o->indent >= 0 && v->n) zt__jjson_nl(b, o, level);
+        zt__jputs(b, "]");
+        break;
+    case ZT__JDICT: {
+        const zt__jdict *d = v->u.d;
+        int64_t *order = (int64_t *)zt__jalloc(R, sizeof(int64_t) * (size_t)(d->n + 1));
+        for (int64_t i = 0; i < d->n; i++) {
+            if (d->keys[i].type != ZT__JSTR) zt__jfail(R, "tojson: a key is %s, not a string", zt__jtype_name(&d->keys[i]));
+            order[i] = i;
+        }
+        for (int64_t i = 1; o->sort && i < d->n; i++) /* insertion sort: dicts in templates are small */
+            for (int64_t k = i; k > 0 && zt__jstr_cmp(&d->keys[order[k - 1]], &d->keys[order[k]]) > 0; k--) {
+                int64_t t = order[k];
+                order[k] = order[k - 1], order[k - 1] = t;
+            }
+        zt__jputs(b, "{");
+        for (int64_t i = 0; i < d->n; i++) {
+            if (i) zt__jputs(b, o->item_sep);
+            if (o->indent >= 0) zt__jjson_nl(b, o, level + 1);
+            zt__jjson_str(b, d->keys[order[i]].u.s, d->keys[order[i]].n);
+            zt__jputs(b, o->key_sep);
+            zt__jjson_write(b, &d->vals[order[i]], o, level + 1);
+        }
+        if (o->indent >= 0 && d->n) zt__jjson_nl(b, o, level);
+        zt__jputs(b, "}");
+        break;
+    }
+    default: zt__jfail(R, "tojson: %s is not JSON", zt__jtype_name(v));
+    }
+    R->depth--;
+}
+
+static zt__jv zt__jto_str(zt__jr *R, const zt__jv *v) {
+    if (v->type == ZT__JSTR) return *v;
+    zt__jbuf b = {R, NULL, 0, 0};
+    zt__jwrite(&b, v, 0);
+    return b.p ? zt__jstr(b.p, b.n) : zt__jstr("", 0);
+}
+
+/* ---- values from JSON ---- */
+
+static zt__jv zt__jfrom_json(zt__jr *R, const zt__json *j, int *t, int drop_nulls) {
+    const jsmntok_t *k = &j->tok[*t];
+    const char *s = j->text + k->start;
+    int n = k->end - k->start;
+    (*t)++;
+    if (k->type == JSMN_STRING) {
+        char *out = zt__jchars(R, n);
+        int64_t len = zt__json_text(j, (int)(k - j->tok), out, (size_t)n + 1);
+        if (len < 0) zt__jfail(R, "an unreadable JSON string");
+        out[len] = 0;
+        return zt__jstr(out, len);
+    }
+    if (k->type == JSMN_PRIMITIVE) {
+        if (s[0] == 't') return zt__jbool(1);
+        if (s[0] == 'f') return zt__jbool(0);
+        if (s[0] == 'n') return zt__jnone();
+        char num[64];
+        snprintf(num, sizeof num, "%.*s", n < 63 ? n : 63, s);
+        int integral = !strpbrk(num, ".eE");
+        double f = strtod(num, NULL);
+        if (integral && fabs(f) < 9.2e18) return zt__jint(strtoll(num, NULL, 10));
+        return zt__jfloat(f);
+    }
+    if (k->type == JSMN_ARRAY) {
+        zt__jv *items = zt__jitems(R, k->size);
+        for (int i = 0; i < k->size; i++) items[i] = zt__jfrom_json(R, j, t, drop_nulls);
+        return zt__jlist(items, k->size);
+    }
+    zt__jv d = zt__jdict_new(R, 0);
+    for (int i = 0; i < k->size; i++) {
+        zt__jv key = zt__jfrom_json(R, j, t, drop_nulls);
+        int is_null = j->tok[*t].type == JSMN_PRIMITIVE && j->text[j->tok[*t].start] == 'n';
+        zt__jv val = zt__jfrom_json(R, j, t, drop_nulls);
+        if (!(drop_nulls && is_null)) zt__jdict_set(R, d.u.d, key, val);
+    }
+    return d;
+}
+
+/* ---- lexing: text, and the tokens inside {{ }} and {% %}, with Jinja's white-space rules ---- */
+
+ZT_NORETURN static void zt__jperr(zt_chat_template *c, int line, const char *fmt, ...) ZT_PRINTF(3, 4);
+static void zt__jperr(zt_chat_template *c, int line, const char *fmt, ...) {
+    char m[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    snprintf(c->msg, sizeof c->msg, "%.300s, line %d: %s", c->name, line, m);
+    longjmp(c->fail, 1);
+}
+
+static void *zt__jcode(zt_chat_template *c, size_t n) {
+    void *p = zt__jheap_alloc(&c->code, n);
+    if (!p) zt__jperr(c, 0, "the template is too large");
+    memset(p, 0, n);
+    return p;
+}
+
+static zt__jtok *zt__jemit(zt_chat_template *c, int kind, int line, const char *s, int64_t n) {
+    if (c->ntok == c->tok_cap) {
+        int64_t cap = c->tok_cap ? 2 * c->tok_cap : 256;
+        zt__jtok *t = (zt__jtok *)realloc(c->tok, sizeof(zt__jtok) * (size_t)cap);
+        if (!t) zt__jperr(c, line, "out of memory");
+        c->tok = t, c->tok_cap = cap;
+    }
+    zt__jtok *t = &c->tok[c->ntok++];
+    memset(t, 0, sizeof *t);
+    t->kind = kind, t->line = line, t->s = s, t->n = n;
+    return t;
+}
+
+static int zt__jws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+static int zt__jlines(const char *s, size_t n) {
+    int l = 0;
+    for (size_t i = 0; i < n; i++) l += s[i] == '\n';
+    return l;
+}
+
+/* a string literal at s[i] (quote q) into the code heap, Python's escapes decoded; returns its end */
+static size_t zt__jlex_string(zt_chat_template *c, const char *s, size_t n, size_t i, int line, zt__jtok *t) {
+    char q = s[i++];
+    char *out = (char *)zt__jcode(c, n - i + 1);
+    int64_t o = 0;
+    for (; i < n && s[i] != q; i++) {
+        if (s[i] != '\\' || i + 1 >= n) {
+            out[o++] = s[i];
+            continue;
+        }
+        char e = s[++i];
+        const char *simple = strchr("nrtbfva\\'\"", e);
+        if (simple && e) {
+            static const char map[] = "\n\r\t\b\f\v\a\\'\"";
+            out[o++] = map[simple - "nrtbfva\\'\""];
+        } else if (e == 'x' || e == 'u' || e == 'U') {
+            int digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+            uint32_t cp = 0;
+            for (int k = 0; k < digits; k++) {
+                char h = i + 1 + (size_t)k < n ? s[i + 1 + (size_t)k] : 0;
+                int v = h >= '0' && h <= '9' ? h - '0' : (h | 32) >= 'a' && (h | 32) <= 'f' ? (h | 32) - 'a' + 10 : -1;
+                if (v < 0) zt__jperr(c, line, "a \\%c escape needs %d hex digits", e, digits);
+                cp = cp * 16 + (uint32_t)v;
+            }
+            if (cp > 0x10ffff) zt__jperr(c, line, "\\%c escape beyond Unicode", e);
+            i += (size_t)digits;
+            o += zt__put_utf8(out + o, cp);
+        } else if (e >= '0' && e <= '7') {
+            uint32_t cp = 0;
+            for (int k = 0; k < 3 && i < n && s[i] >= '0' && s[i] <= '7'; k++) cp = cp * 8 + (uint32_t)(s[i++] - '0');
+            i--;
+            o += zt__put_utf8(out + o, cp);
+        } else {
+            out[o++] = '\\', out[o++] = e; /* Python keeps an unknown escape as it is */
+        }
+    }
+    if (i >= n) zt__jperr(c, line, "a string that does not end");
+    out[o] = 0;
+    t->v = zt__jstr(out, o);
+    return i + 1;
+}
+
+/* the tokens of one {{ }} or {% %}, from s[i]; returns the end of its closing delimiter */
+static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, int *ended_newline) {
+    const char *s = c->src;
+    size_t n = c->n;
+    char stack[ZT__J_DEPTH];
+    int depth = 0;
+    for (;;) {
+        while (i < n && zt__jws(s[i])) *line += s[i++] == '\n';
+        if (i >= n) zt__jperr(c, *line, "a %s that does not end", block ? "{% tag %}" : "{{ expression }}");
+        char ch = s[i], d1 = i + 1 < n ? s[i + 1] : 0, d2 = i + 2 < n ? s[i + 2] : 0;
+        char close = block ? '%' : '}';
+        int sign = (ch == '-' || (block && ch == '+')) && d1 == close && d2 == '}';
+        if (depth == 0 && (sign || (ch == close && d1 == '}'))) {
+            zt__jemit(c, block ? ZT__T_BEND : ZT__T_VEND, *line, NULL, 0);
+            i += 2 + (size_t)sign;
+            *ended_newline = 0;
+            if (sign && ch == '-') {
+                while (i < n && zt__jws(s[i])) *ended_newline = s[i] == '\n', *line += s[i++] == '\n';
+            } else if (block && !sign && i < n && s[i] == '\n') { /* trim_blocks */
+                i++, (*line)++, *ended_newline = 1;
+            }
+            return i;
+        }
+        if (ch == '"' || ch == '\'') {
+            zt__jtok *t = zt__jemit(c, ZT__T_STR, *line, s + i, 0);
+            size_t e = zt__jlex_string(c, s, n, i, *line, t);
+            *line += zt__jlines(s + i, e - i);
+            i = e;
+        } else if (ch >= '0' && ch <= '9') {
+            size_t k = i;
+            int fl = 0;
+            while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_')) k++;
+            if (k + 1 < n && s[k] == '.' && s[k + 1] >= '0' && s[k + 1] <= '9') {
+                fl = 1, k++;
+                while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_')) k++;
+            }
+            if (k < n && (s[k] == 'e' || s[k] == 'E')) {
+                size_t x = k + 1 + (k + 1 < n && (s[k + 1] == '+' || s[k + 1] == '-'));
+                if (x < n && s[x] >= '0' && s[x] <= '9') {
+                    fl = 1, k = x;
+                    while (k < n && s[k] >= '0' && s[k] <= '9') k++;
+                }
+            }
+            char num[64];
+            size_t m = 0;
+            for (size_t q = i; q < k && m < sizeof num - 1; q++)
+                if (s[q] != '_') num[m++] = s[q];
+            num[m] = 0;
+            zt__jtok *t = zt__jemit(c, ZT__T_NUM, *line, s + i, (int64_t)(k - i));
+            double f = strtod(num, NULL);
+            t->v = fl || f >= 9.2e18 ? zt__jfloat(f) : zt__jint(strtoll(num, NULL, 10));
+            i = k;
+        } else if ((ch | 32) >= 'a' && (ch | 32) <= 'z' ? 1 : ch == '_') {
+            size_t k = i;
+            while (k < n && (((s[k] | 32) >= 'a' && (s[k] | 32) <= 'z') || (s[k] >= '0' && s[k] <= '9') || s[k] == '_')) k++;
+            zt__jemit(c, ZT__T_NAME, *line, s + i, (int64_t)(k - i));
+            i = k;
+        } else {
+            static const char *const two[] = {"//", "**", "==", "!=", "<=", ">="};
+            int len = 0;
+            for (int k = 0; k < 6 && !len; k++)
+                if (ch == two[k][0] && d1 == two[k][1]) len = 2;
+            if (!len && strchr("+-*/%~<>=()[]{},.:|", ch) && ch) len = 1;
+            if (!len) zt__jperr(c, *line, "unexpected character '%c'", ch);
+            if (strchr("([{", ch) && len == 1) {
+                if (depth == ZT__J_DEPTH) zt__jperr(c, *line, "brackets nested more than %d deep", ZT__J_DEPTH);
+                stack[depth++] = ch == '(' ? ')' : ch == '[' ? ']' : '}';
+            } else if (strchr(")]}", ch) && len == 1) {
+                if (depth == 0 || stack[depth - 1] != ch) zt__jperr(c, *line, "unexpected '%c'", ch);
+                depth--;
+            }
+            zt__jemit(c, ZT__T_OP, *line, s + i, len);
+            i += (size_t)len;
+        }
+    }
+}
+
+static void zt__jlex(zt_chat_template *c) {
+    const char *s = c->src;
+    size_t n = c->n, i = 0;
+    int line = 1, line_starting = 1;
+    while (i < n) {
+        size_t j = i;
+        while (j + 1 < n && !(s[j] == '{' && (s[j + 1] == '{' || s[j + 1] == '%' || s[j + 1] == '#'))) j++;
+        if (j + 1 >= n) j = n;
+        size_t end = j; /* the text before the tag, after the tag's white-space rule */
+        char kind = j < n ? s[j + 1] : 0, sign = j + 2 < n && (s[j + 2] == '-' || s[j + 2] == '+') ? s[j + 2] : 0;
+        if (j < n && sign == '-') {
+            while (end > i && zt__jws(s[end - 1])) end--;
+        } else if (j < n && sign != '+' && kind != '{') { /* lstrip_blocks: a tag alone on its line */
+            size_t l = end;
+            while (l > i && s[l - 1] != '\n') l--;
+            int blank = 1;
+            for (size_t k = l; k < end && blank; k++) blank = s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\f' || s[k] == '\v';
+            if (blank && (l > i || line_starting)) end = l;
+        }
+        if (end > i) zt__jemit(c, ZT__T_TEXT, line, s + i, (int64_t)(end - i));
+        line += zt__jlines(s + i, j - i);
+        if (j >= n) break;
+        i = j + 2 + (sign != 0);
+        if (kind == '#') {
+            size_t k = i;
+            while (k + 1 < n && !(s[k] == '#' && s[k + 1] == '}')) k++;
+            if (k + 1 >= n) zt__jperr(c, line, "a {# comment #} that does not end");
+            int minus = k > i && s[k - 1] == '-', plus = k > i && s[k - 1] == '+';
+            line += zt__jlines(s + i, k - i);
+            i = k + 2;
+            line_starting = 0;
+            if (minus) {
+                while (i < n && zt__jws(s[i])) line_starting = s[i] == '\n', line += s[i++] == '\n';
+            } else if (!plus && i < n && s[i] == '\n') {
+                i++, line++, line_starting = 1;
+            }
+            continue;
+        }
+        zt__jemit(c, kind == '%' ? ZT__T_BBEGIN : ZT__T_VBEGIN, line, NULL, 0);
+        i = zt__jlex_tag(c, i, &line, kind == '%', &line_starting);
+    }
+    zt__jemit(c, ZT__T_EOF, line, NULL, 0);
+}
+
+/* ---- parsing: Jinja's grammar, by recursive descent ---- */
+
+static zt__jtok *zt__jpeek(zt_chat_template *c) { return &c->tok[c->at]; }
+static zt__jtok *zt__jnext(zt_chat_template *c) {
+    zt__jtok *t = &c->tok[c->at];
+    if (t->kind != ZT__T_EOF) c->at++;
+    return t;
+}
+static int zt__jis(const zt__jtok *t, int kind, const char *s) {
+    return t->kind == kind && (!s || ((size_t)t->n == strlen(s) && memcmp(t->s, s, (size_t)t->n) == 0));
+}
+static int zt__jaccept(zt_chat_template *c, int kind, const char *s) {
+    if (!zt__jis(zt__jpeek(c), kind, s)) return 0;
+    zt__jnext(c);
+    return 1;
+}
+
+static void zt__jwhat(const zt__jtok *t, char *out, size_t cap) {
+    static const char *const kinds[] = {"text", "'{{'", "'}}'", "'{%'", "'%}'", "name", "string", "number", "", "the end of the template"};
+    if (t->kind == ZT__T_NAME || t->kind == ZT__T_OP || t->kind == ZT__T_NUM) snprintf(out, cap, "'%.*s'", (int)(t->n < 40 ? t->n : 40), t->s);
+    else snprintf(out, cap, "%s", kinds[t->kind]);
+}
+
+static void zt__jexpect(zt_chat_template *c, int kind, const char *s, const char *what) {
+    zt__jtok *t = zt__jpeek(c);
+    if (zt__jis(t, kind, s)) {
+        zt__jnext(c);
+        return;
+    }
+    char found[64];
+    zt__jwhat(t, found, sizeof found);
+    zt__jperr(c, t->line, "expected %s, found %s", what, found);
+}
+
+static zt__jn *zt__jnode(zt_chat_template *c, int kind, int line) {
+    zt__jn *e = (zt__jn *)zt__jcode(c, sizeof(zt__jn));
+    e->kind = kind, e->line = line;
+    return e;
+}
+
+static zt__jn *zt__jparse_expr(zt_chat_template *c);
+static zt__jn *zt__jparse_unary(zt_chat_template *c, int with_filter);
+static zt__jn *zt__jparse_or(zt_chat_template *c);
+
+static void zt__jenter(zt_chat_template *c, int line) {
+    if (++c->depth > ZT__J_DEPTH) zt__jperr(c, line, "nested more than %d deep", ZT__J_DEPTH);
+}
+
+/* (args) of a call, a filter or a test: positional, then name=value */
+static zt__jn *zt__jparse_args(zt_chat_template *c) {
+    zt__jn *head = NULL, **tail = &head;
+    while (!zt__jis(zt__jpeek(c), ZT__T_OP, ")")) {
+        if (head) zt__jexpect(c, ZT__T_OP, ",", "',' or ')'");
+        if (zt__jis(zt__jpeek(c), ZT__T_OP, ")")) break;
+        zt__jtok *t = zt__jpeek(c);
+        zt__jn *arg;
+        if (t->kind == ZT__T_NAME && zt__jis(&c->tok[c->at + 1], ZT__T_OP, "=")) {
+            c->at += 2;
+            arg = zt__jnode(c, ZT__N_KWARG, t->line);
+            arg->s = t->s, arg->n = t->n, arg->a = zt__jparse_expr(c);
+        } else {
+            arg = zt__jparse_expr(c);
+        }
+        *tail = arg, tail = &arg->next;
+    }
+    zt__jnext(c);
+    return head;
+}
+
+static zt__jn *zt__jparse_primary(zt_chat_template *c) {
+    zt__jtok *t = zt__jnext(c);
+    zt__jn *e;
+    if (t->kind == ZT__T_NAME) {
+        static const char *const lits[] = {"true", "True", "false", "False", "none", "None"};
+        for (int k = 0; k < 6; k++)
+            if (zt__jis(t, ZT__T_NAME, lits[k])) {
+                e = zt__jnode(c, ZT__N_CONST, t->line);
+                e->v = k < 4 ? zt__jbool(k < 2) : zt__jnone();
+                return e;
+            }
+        e = zt__jnode(c, ZT__N_NAME, t->line);
+        e->s = t->s, e->n = t->n;
+        return e;
+    }
+    if (t->kind == ZT__T_STR) { /* adjacent strings are one */
+        e = zt__jnode(c, ZT__N_CONST, t->line);
+        e->v = t->v;
+        while (zt__jpeek(c)->kind == ZT__T_STR) {
+            zt__jtok *u = zt__jnext(c);
+            char *s = (char *)zt__jcode(c, (size_t)(e->v.n + u->v.n + 1));
+            memcpy(s, e->v.u.s, (size_t)e->v.n), memcpy(s + e->v.n, u->v.u.s, (size_t)u->v.n);
+            e->v = zt__jstr(s, e->v.n + u->v.n);
+        }
+        return e;
+    }
+    if (t->kind == ZT__T_NUM) {
+        e = zt__jnode(c, ZT__N_CONST, t->line);
+        e->v = t->v;
+        return e;
+    }
+    if (zt__jis(t, ZT__T_OP, "(")) { /* (x), or a tuple */
+        if (zt__jaccept(c, ZT__T_OP, ")")) return zt__jnode(c, ZT__N_TUPLE, t->line);
+        zt__jn *first = zt__jparse_expr(c);
+        if (zt__jaccept(c, ZT__T_OP, ")")) return first;
+        e = zt__jnode(c, ZT__N_TUPLE, t->line);
+        e->b = first;
+        zt__jn **tail = &first->next;
+        while (zt__jaccept(c, ZT__T_OP, ",")) {
+            if (zt__jis(zt__jpeek(c), ZT__T_OP, ")")) break;
+            *tail = zt__jparse_expr(c), tail = &(*tail)->next;
+        }
+        zt__jexpect(c, ZT__T_OP, ")", "')'");
+        return e;
+    }
+    if (zt__jis(t, ZT__T_OP, "[") || zt__jis(t, ZT__T_OP, "{")) {
+        int dict = t->s[0] == '{';
+        const char *close = dict ? "}" : "]";
+        e = zt__jnode(c, dict ? ZT__N_DICT : ZT__N_LIST, t->line);
+        zt__jn **tail = &e->b;
+        while (!zt__jaccept(c, ZT__T_OP, close)) {
+            if (e->b) zt__jexpect(c, ZT__T_OP, ",", dict ? "',' or '}'" : "',' or ']'");
+            if (zt__jaccept(c, ZT__T_OP, close)) break;
+            zt__jn *item = zt__jparse_expr(c);
+            if (dict) {
+                zt__jn *pair = zt__jnode(c, ZT__N_PAIR, item->line);
+                zt__jexpect(c, ZT__T_OP, ":", "':'");
+                pair->a = item, pair->b = zt__jparse_expr(c);
+                item = pair;
+            }
+            *tail = item, tail = &item->next;
+        }
+        return e;
+    }
+    char found[64];
+    zt__jwhat(t, found, sizeof found);
+    zt__jperr(c, t->line, "expected an expression, found %s", found);
+    return NULL;
+}
+
+/* .name, [index], [a:b:c] and (args) after a primary */
+static zt__jn *zt__jparse_postfix(zt_chat_template *c, zt__jn *e) {
+    for (;;) {
+        zt__jtok *t = zt__jpeek(c);
+        if (zt__jaccept(c, ZT__T_OP, ".")) {
+            zt__jtok *name = zt__jnext(c);
+            if (name->kind != ZT__T_NAME && name->kind != ZT__T_NUM) zt__jperr(c, t->line, "expected a name after '.'");
+            zt__jn *x = zt__jnode(c, ZT__N_ATTR, t->line);
+            x->a = e, x->s = name->s, x->n = name->n;
+            e = x;
+        } else if (zt__jaccept(c, ZT__T_OP, "[")) {
+            zt__jn *parts[3] = {NULL, NULL, NULL};
+            int colons = 0;
+            for (;;) {
+                if (zt__jis(zt__jpeek(c), ZT__T_OP, ":")) {
+                    if (++colons > 2) zt__jperr(c, t->line, "a slice has at most two ':'");
+                    zt__jnext(c);
+                } else if (zt__jis(zt__jpeek(c), ZT__T_OP, "]")) {
+                    break;
+                } else {
+                    if (parts[colons]) zt__jexpect(c, ZT__T_OP, "]", "']'");
+                    parts[colons] = zt__jparse_expr(c);
+                }
+            }
+            zt__jnext(c);
+            zt__jn *x = zt__jnode(c, colons ? ZT__N_SLICE : ZT__N_INDEX, t->line);
+            if (!colons && !parts[0]) zt__jperr(c, t->line, "an empty []");
+            x->a = e, x->b = parts[0], x->c = parts[1], x->d = parts[2];
+            e = x;
+        } else if (zt__jaccept(c, ZT__T_OP, "(")) {
+            zt__jn *x = zt__jnode(c, ZT__N_CALL, t->line);
+            x->a = e, x->b = zt__jparse_args(c);
+            e = x;
+        } else {
+            return e;
+        }
+    }
+}
+
+/* | filter(args) and "is [not] test" after a unary expression */
+static zt__jn *zt__jparse_filters(zt_chat_template *c, zt__jn *e) {
+    for (;;) {
+        zt__jtok *t = zt__jpeek(c);
+        if (zt__jaccept(c, ZT__T_OP, "|")) {
+            zt__jtok *name = zt__jnext(c);
+            if (name->kind != ZT__T_NAME) zt__jperr(c, t->line, "expected a filter's name after '|'");
+            zt__jn *x = zt__jnode(c, ZT__N_FILTER, t->line);
+            x->a = e, x->s = name->s, x->n = name->n;
+            if (zt__jaccept(c, ZT__T_OP, "(")) x->b = zt__jparse_args(c);
+            e = x;
+        } else if (zt__jaccept(c, ZT__T_NAME, "is")) {
+            zt__jn *x = zt__jnode(c, ZT__N_TEST, t->line);
+            x->op = zt__jaccept(c, ZT__T_NAME, "not");
+            zt__jtok *name = zt__jnext(c);
+            if (name->kind != ZT__T_NAME && !zt__jis(name, ZT__T_OP, "==") && !zt__jis(name, ZT__T_OP, "!="))
+                zt__jperr(c, t->line, "expected a test's name after 'is'");
+            x->a = e, x->s = name->s, x->n = name->n;
+            zt__jtok *u = zt__jpeek(c);
+            if (zt__jaccept(c, ZT__T_OP, "(")) {
+                x->b = zt__jparse_args(c);
+            } else if (u->kind == ZT__T_STR || u->kind == ZT__T_NUM || zt__jis(u, ZT__T_OP, "[") || zt__jis(u, ZT__T_OP, "{") ||
+                       (u->kind == ZT__T_NAME && !zt__jis(u, ZT__T_NAME, "else") && !zt__jis(u, ZT__T_NAME, "or") &&
+                        !zt__jis(u, ZT__T_NAME, "and") && !zt__jis(u, ZT__T_NAME, "if") && !zt__jis(u, ZT__T_NAME, "is") &&
+                        !zt__jis(u, ZT__T_NAME, "in") && !zt__jis(u, ZT__T_NAME, "not"))) {
+                x->b = zt__jparse_postfix(c, zt__jparse_primary(c)); /* "is divisibleby 3": one argument */
+            }
+            e = x;
+        } else if (zt__jis(t, ZT__T_OP, "(")) {
+            e = zt__jparse_postfix(c, e);
+        } else {
+            return e;
+        }
+    }
+}
+
+static zt__jn *zt__jparse_unary(zt_chat_template *c, int with_filter) {
+    zt__jtok *t = zt__jpeek(c);
+    zt__jenter(c, t->line);
+    zt__jn *e;
+    if (zt__jaccept(c, ZT__T_OP, "-") || zt__jaccept(c, ZT__T_OP, "+")) {
+        e = zt__jnode(c, t->s[0] == '-' ? ZT__N_NEG : ZT__N_POS, t->line);
+        e->a = zt__jparse_unary(c, 0);
+    } else {
+        e = zt__jparse_postfix(c, zt__jparse_primary(c));
+    }
+    if (with_filter) e = zt__jparse_filters(c, e);
+    c->depth--;
+    return e;
+}
+
+static zt__jn *zt__jbinary(zt_chat_template *c, int op, zt__jn *a, zt__jn *b, int line) {
+    zt__jn *e = zt__jnode(c, ZT__N_BIN, line);
+    e->op = op, e->a = a, e->b = b;
+    return e;
+}
+
+/* binary operators, tightest last: + - (math1), ~, * / // %, ** */
+static zt__jn *zt__jparse_pow(zt_chat_template *c) {
+    zt__jn *e = zt__jparse_unary(c, 1);
+    while (zt__jis(zt__jpeek(c), ZT__T_OP, "**")) {
+        int line = zt__jnext(c)->line;
+        e = zt__jbinary(c, 'P', e, zt__jparse_unary(c, 1), line);
+    }
+    return e;
+}
+static zt__jn *zt__jparse_math2(zt_chat_template *c) {
+    zt__jn *e = zt__jparse_pow(c);
+    for (;;) {
+        zt__jtok *t = zt__jpeek(c);
+        int op = zt__jis(t, ZT__T_OP, "*") ? '*' : zt__jis(t, ZT__T_OP, "/") ? '/' : zt__jis(t, ZT__T_OP, "//") ? 'F'
+               : zt__jis(t, ZT__T_OP, "%") ? '%' : 0;
+        if (!op) return e;
+        zt__jnext(c);
+        e = zt__jbinary(c, op, e, zt__jparse_pow(c), t->line);
+    }
+}
+static zt__jn *zt__jparse_concat(zt_chat_template *c) {
+    zt__jn *e = zt__jparse_math2(c);
+    while (zt__jis(zt__jpeek(c), ZT__T_OP, "~")) {
+        int line = zt__jnext(c)->line;
+        e = zt__jbinary(c, '~', e, zt__jparse_math2(c), line);
+    }
+    return e;
+}
+static zt__jn *zt__jparse_math1(zt_chat_template *c) {
+    zt__jn *e = zt__jparse_concat(c);
+    for (;;) {
+        zt__jtok *t = zt__jpeek(c);
+        int op = zt__jis(t, ZT__T_OP, "+") ? '+' : zt__jis(t, ZT__T_OP, "-") ? '-' : 0;
+        if (!op) return e;
+        zt__jnext(c);
+        e = zt__jbinary(c, op, e, zt__jparse_concat(c), t->line);
+    }
+}
+
+/* comparisons chain as Python's do: a < b < c is a < b and b < c */
+enum { ZT__CMP_EQ = 1, ZT__CMP_NE, ZT__CMP_LT, ZT__CMP_LE, ZT__CMP_GT, ZT__CMP_GE, ZT__CMP_IN, ZT__CMP_NOTIN };
+static zt__jn *zt__jparse_compare(zt_chat_template *c) {
+    zt__jn *first = zt__jparse_math1(c), *e = NULL, **tail = NULL;
+    for (;;) {
+        zt__jtok *t = zt__jpeek(c);
+        static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
+        int op = 0;
+        for (int k = 0; k < 6 && !op; k++)
+            if (zt__jis(t, ZT__T_OP, ops[k])) op = k + 1;
+        if (op) zt__jnext(c);
+        else if (zt__jaccept(c, ZT__T_NAME, "in")) op = ZT__CMP_IN;
+        else if (zt__jis(t, ZT__T_NAME, "not") && zt__jis(&c->tok[c->at + 1], ZT__T_NAME, "in")) c->at += 2, op = ZT__CMP_NOTIN;
+        if (!op) return e ? e : first;
+        if (!e) {
+            e = zt__jnode(c, ZT__N_CMP, t->line);
+            e->a = first, tail = &e->b;
+        }
+        zt__jn *rhs = zt__jnode(c, ZT__N_CMP, t->line); /* one link of the chain: op and its right side */
+        rhs->op = op, rhs->a = zt__jparse_math1(c);
+        *tail = rhs, tail = &rhs->next;
+    }
+}
+static zt__jn *zt__jparse_not(zt_chat_template *c) {
+    zt__jtok *t = zt__jpeek(c);
+    if (!zt__jaccept(c, ZT__T_NAME, "not")) return zt__jparse_compare(c);
+    zt__jenter(c, t->line);
+    zt__jn *e = zt__jnode(c, ZT__N_NOT, t->line);
+    e->a = zt__jparse_not(c);
+    c->depth--;
+    return e;
+}
+static zt__jn *zt__jparse_and(zt_chat_template *c) {
+    zt__jn *e = zt__jparse_not(c);
+    while (zt__jis(zt__jpeek(c), ZT__T_NAME, "and")) {
+        zt__jn *x = zt__jnode(c, ZT__N_AND, zt__jnext(c)->line);
+        x->a = e, x->b = zt__jparse_not(c);
+        e = x;
+    }
+    return e;
+}
+static zt__jn *zt__jparse_or(zt_chat_template *c) {
+    zt__jn *e = zt__jparse_and(c);
+    while (zt__jis(zt__jpeek(c), ZT__T_NAME, "or")) {
+        zt__jn *x = zt__jnode(c, ZT__N_OR, zt__jnext(c)->line);
+        x->a = e, x->b = zt__jparse_and(c);
+        e = x;
+    }
+    return e;
+}
+/* a if cond else b (no else: undefined) */
+static zt__jn *zt__jparse_expr(zt_chat_template *c) {
+    zt__jenter(c, zt__jpeek(c)->line);
+    zt__jn *e = zt__jparse_or(c);
+    while (zt__jis(zt__jpeek(c), ZT__T_NAME, "if")) {
+        zt__jn *x = zt__jnode(c, ZT__N_COND, zt__jnext(c)->line);
+        x->a = e, x->b = zt__jparse_or(c);
+        if (zt__jaccept(c, ZT__T_NAME, "else")) x->c = zt__jparse_expr(c);
+        e = x;
+    }
+    c->depth--;
+    return e;
+}
+
+/* ---- statements ---- */
+
+static zt__jn *zt__jparse_body(zt_chat_template *c, const char *const *ends, int n_ends, int *which);
+
+static zt__jtok *zt__jname(zt_chat_template *c, const char *what) {
+    zt__jtok *t = zt__jnext(c);
+    if (t->kind != ZT__T_NAME) {
+        char found[64];
+        zt__jwhat(t, found, sizeof found);
+        zt__jperr(c, t->line, "expected %s, found %s", what, found);
+    }
+    return t;
+}
+
+static zt__jn *zt__jparse_stmt(zt_chat_template *c, zt__jtok *kw) {
+    int line = kw->line, which;
+    zt__jn *e;
+    if (zt__jis(kw, ZT__T_NAME, "if") || zt__jis(kw, ZT__T_NAME, "elif")) {
+        static const char *const ends[] = {"elif", "else", "endif"};
+        e = zt__jnode(c, ZT__N_IF, line);
+        e->a = zt__jparse_expr(c);
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        e->b = zt__jparse_body(c, ends, 3, &which);
+        if (which == 0) {
+            e->c = zt__jparse_stmt(c, &c->tok[c->at - 1]); /* elif: an if of its own, which ends the chain */
+            return e;
+        }
+        if (which == 1) {
+            zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+            e->c = zt__jparse_body(c, ends + 2, 1, &which);
+        }
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        return e;
+    }
+    if (zt__jis(kw, ZT__T_NAME, "for")) {
+        static const char *const ends[] = {"else", "endfor"};
+        e = zt__jnode(c, ZT__N_FOR, line);
+        int paren = zt__jaccept(c, ZT__T_OP, "(");
+        zt__jtok *v = zt__jname(c, "a loop variable");
+        e->s = v->s, e->n = v->n;
+        if (zt__jaccept(c, ZT__T_OP, ",")) {
+            v = zt__jname(c, "a second loop variable");
+            e->s2 = v->s, e->n2 = v->n, e->op = 1;
+        }
+        if (paren) zt__jexpect(c, ZT__T_OP, ")", "')'");
+        zt__jexpect(c, ZT__T_NAME, "in", "'in'");
+        e->a = zt__jparse_or(c); /* not parse_expr: "if" here filters the loop */
+        if (zt__jaccept(c, ZT__T_NAME, "if")) e->d = zt__jparse_expr(c);
+        if (zt__jaccept(c, ZT__T_NAME, "recursive")) zt__jperr(c, line, "recursive loops are not supported");
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        e->b = zt__jparse_body(c, ends, 2, &which);
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        if (which == 0) {
+            e->c = zt__jparse_body(c, ends + 1, 1, &which);
+            zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        }
+        return e;
+    }
+    if (zt__jis(kw, ZT__T_NAME, "set")) {
+        zt__jtok *v = zt__jname(c, "a variable's name");
+        e = zt__jnode(c, ZT__N_SET, line);
+        e->s = v->s, e->n = v->n;
+        if (zt__jaccept(c, ZT__T_OP, ".")) { /* set ns.attr = value */
+            zt__jtok *attr = zt__jname(c, "an attribute's name");
+            e->s2 = attr->s, e->n2 = attr->n, e->op = 1;
+        }
+        if (!e->op && zt__jaccept(c, ZT__T_BEND, NULL)) { /* {% set x %}...{% endset %} */
+            static const char *const ends[] = {"endset"};
+            e->kind = ZT__N_SETBLOCK;
+            e->b = zt__jparse_body(c, ends, 1, &which);
+            zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+            return e;
+        }
+        zt__jexpect(c, ZT__T_OP, "=", "'='");
+        e->a = zt__jparse_expr(c);
+        if (zt__jis(zt__jpeek(c), ZT__T_OP, ",")) { /* set x = a, b: a tuple */
+            zt__jn *t = zt__jnode(c, ZT__N_TUPLE, line), **tail = &e->a->next;
+            t->b = e->a;
+            while (zt__jaccept(c, ZT__T_OP, ",")) *tail = zt__jparse_expr(c), tail = &(*tail)->next;
+            e->a = t;
+        }
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        return e;
+    }
+    if (zt__jis(kw, ZT__T_NAME, "macro")) {
+        static const char *const ends[] = {"endmacro"};
+        zt__jtok *v = zt__jname(c, "a macro's name");
+        e = zt__jnode(c, ZT__N_MACRO, line);
+        e->s = v->s, e->n = v->n;
+        zt__jexpect(c, ZT__T_OP, "(", "'('");
+        zt__jn **tail = &e->b;
+        while (!zt__jaccept(c, ZT__T_OP, ")")) {
+            if (e->b) zt__jexpect(c, ZT__T_OP, ",", "',' or ')'");
+            zt__jtok *p = zt__jname(c, "a parameter's name");
+            zt__jn *param = zt__jnode(c, ZT__N_PARAM, p->line);
+            param->s = p->s, param->n = p->n;
+            if (zt__jaccept(c, ZT__T_OP, "=")) param->a = zt__jparse_expr(c);
+            *tail = param, tail = &param->next;
+        }
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        e->c = zt__jparse_body(c, ends, 1, &which);
+        if (zt__jpeek(c)->kind == ZT__T_NAME) zt__jnext(c); /* {% endmacro name %} */
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        return e;
+    }
+    if (zt__jis(kw, ZT__T_NAME, "break") || zt__jis(kw, ZT__T_NAME, "continue")) {
+        e = zt__jnode(c, kw->s[0] == 'b' ? ZT__N_BREAK : ZT__N_CONTINUE, line);
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        return e;
+    }
+    if (zt__jis(kw, ZT__T_NAME, "generation")) {
+        static const char *const ends[] = {"endgeneration"};
+        e = zt__jnode(c, ZT__N_GENERATION, line);
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        e->b = zt__jparse_body(c, ends, 1, &which);
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        c->has_generation = 1;
+        return e;
+    }
+    zt__jperr(c, line, "'{%% %.*s %%}' is not a statement zt's chat templates know (if, for, set, macro, break, continue, "
+              "generation)", (int)(kw->n < 40 ? kw->n : 40), kw->s);
+    return NULL;
+}
+
+/* statements up to one of ends ({% end... %}: which one comes back in *which, the tag's rest is left
+   to the caller), or to the end of the template when ends is NULL */
+static zt__jn *zt__jparse_body(zt_chat_template *c, const char *const *ends, int n_ends, int *which) {
+    zt__jn *head = NULL, **tail = &head;
+    zt__jenter(c, zt__jpeek(c)->line);
+    for (;;) {
+        zt__jtok *t = zt__jnext(c);
+        zt__jn *e = NULL;
+        if (t->kind == ZT__T_EOF) {
+            if (!ends) break;
+            zt__jperr(c, t->line, "the template ends inside a block: expected {%% %s %%}", ends[n_ends - 1]);
+        } else if (t->kind == ZT__T_TEXT) {
+            e = zt__jnode(c, ZT__N_TEXT, t->line);
+            e->s = t->s, e->n = t->n;
+        } else if (t->kind == ZT__T_VBEGIN) {
+            e = zt__jnode(c, ZT__N_OUT, t->line);
+            e->a = zt__jparse_expr(c);
+            zt__jexpect(c, ZT__T_VEND, NULL, "'}}'");
+        } else if (t->kind == ZT__T_BBEGIN) {
+            zt__jtok *kw = zt__jname(c, "a statement");
+            for (int k = 0; k < n_ends; k++)
+                if (zt__jis(kw, ZT__T_NAME, ends[k])) {
+                    *which = k;
+                    c->depth--;
+                    return head;
+                }
+            e = zt__jparse_stmt(c, kw);
+        } else {
+            char found[64];
+            zt__jwhat(t, found, sizeof found);
+            zt__jperr(c, t->line, "unexpected %s", found);
+        }
+        *tail = e, tail = &e->next;
+    }
+    c->depth--;
+    return head;
+}
+
+/* ---- evaluation ---- */
+
+static void zt__jstep(zt__jr *R) {
+    if (++R->steps > ZT__J_STEPS) zt__jfail(R, "the template ran for more than %lld steps (a loop that does not end?)", (long long)ZT__J_STEPS);
+}
+
+static int zt__jnum(const zt__jv *v) { return v->type == ZT__JBOOL || v->type == ZT__JINT || v->type == ZT__JFLOAT; }
+static double zt__jf(const zt__jv *v) { return v->type == ZT__JFLOAT ? v->u.f : (double)v->u.i; }
+
+/* Python's ==: numbers by value (True == 1), a tuple is never a list */
+static int zt__jeq(const zt__jv *a, const zt__jv *b) {
+    if (zt__jnum(a) && zt__jnum(b))
+        return a->type == ZT__JFLOAT || b->type == ZT__JFLOAT ? zt__jf(a) == zt__jf(b) : a->u.i == b->u.i;
+    if (a->type != b->type) return 0;
+    switch (a->type) {
+    case ZT__JSTR: return a->n == b->n && memcmp(a->u.s, b->u.s, (size_t)a->n) == 0;
+    case ZT__JLIST:
+        if (a->n != b->n || a->sub != b->sub) return 0;
+        for (int64_t i = 0; i < a->n; i++)
+            if (!zt__jeq(&a->u.items[i], &b->u.items[i])) return 0;
+        return 1;
+    case ZT__JDICT:
+        if (a->sub || b->sub) return a->u.d == b->u.d;
+        if (a->u.d->n != b->u.d->n) return 0;
+        for (int64_t i = 0; i < a->u.d->n; i++) {
+            int64_t k = -1;
+            for (int64_t m = 0; m < b->u.d->n && k < 0; m++)
+                if (zt__jeq(&a->u.d->keys[i], &b->u.d->keys[m])) k = m;
+            if (k < 0 || !zt__jeq(&a->u.d->vals[i], &b->u.d->vals[k])) return 0;
+        }
+        return 1;
+    case ZT__JFN: return a->sub == b->sub && a->self == b->self;
+    case ZT__JMACRO: return a->u.macro == b->u.macro;
+    default: return 1; /* none, undefined */
+    }
+}
+
+/* Python's ordering: numbers, strings (by code point, which is UTF-8's byte order), lists item by item */
+static int zt__jcmp(zt__jr *R, const zt__jv *a, const zt__jv *b) {
+    if (zt__jnum(a) && zt__jnum(b)) {
+        if (a->type != ZT__JFLOAT && b->type != ZT__JFLOAT) return (a->u.i > b->u.i) - (a->u.i < b->u.i);
+        return (zt__jf(a) > zt__jf(b)) - (zt__jf(a) < zt__jf(b));
+    }
+    if (a->type == ZT__JSTR && b->type == ZT__JSTR) return zt__jstr_cmp(a, b);
+    if (a->type == ZT__JLIST && b->type == ZT__JLIST) {
+        for (int64_t i = 0; i < a->n && i < b->n; i++) {
+            int c = zt__jcmp(R, &a->u.items[i], &b->u.items[i]);
+            if (c) return c;
+        }
+        return (a->n > b->n) - (a->n < b->n);
+    }
+    zt__jfail(R, "cannot order %s and %s", zt__jtype_name(a), zt__jtype_name(b));
+    return 0;
+}
+
+static int zt__jcontains(zt__jr *R, const zt__jv *hay, const zt__jv *needle) {
+    if (hay->type == ZT__JSTR) {
+        if (needle->type != ZT__JSTR) zt__jfail(R, "'in <string>' needs a string on the left, found %s", zt__jtype_name(needle));
+        if (needle->n == 0) return 1;
+        for (int64_t i = 0; i + needle->n <= hay->n; i++)
+            if (memcmp(hay->u.s + i, needle->u.s, (size_t)needle->n) == 0) return 1;
+        return 0;
+    }
+    if (hay->type == ZT__JLIST) {
+        for (int64_t i = 0; i < hay->n; i++)
+            if (zt__jeq(&hay->u.items[i], needle)) return 1;
+        return 0;
+    }
+    if (hay->type == ZT__JDICT) {
+        for (int64_t i = 0; i < hay->u.d->n; i++)
+            if (zt__jeq(&hay->u.d->keys[i], needle)) return 1;
+        return 0;
+    }
+    if (hay->type == ZT__JU) return 0;
+    zt__jfail(R, "'in' needs a string, list or dict on the right, found %s", zt__jtype_name(hay));
+    return 0;
+}
+
+static zt__jv zt__jarith(zt__jr *R, int op, const zt__jv *a, const zt__jv *b) {
+    if (op == '~') {
+        zt__jv x = zt__jto_str(R, a), y = zt__jto_str(R, b);
+        return zt__jcat(R, x.u.s, x.n, y.u.s, y.n);
+    }
+    if (op == '+' && a->type == ZT__JSTR && b->type == ZT__JSTR) return zt__jcat(R, a->u.s, a->n, b->u.s, b->n);
+    if (op == '+' && a->type == ZT__JLIST && b->type == ZT__JLIST) {
+        zt__jv *items = zt__jitems(R, a->n + b->n);
+        if (a->n) memcpy(items, a->u.items, sizeof(zt__jv) * (size_t)a->n);
+        if (b->n) memcpy(items + a->n, b->u.items, sizeof(zt__jv) * (size_t)b->n);
+        zt__jv v = zt__jlist(items, a->n + b->n);
+        v.sub = a->sub;
+        return v;
+    }
+    if (op == '*' && (a->type == ZT__JSTR || a->type == ZT__JLIST) && (b->type == ZT__JINT || b->type == ZT__JBOOL)) {
+        int64_t times = b->u.i < 0 ? 0 : b->u.i, unit = a->type == ZT__JSTR ? a->n : a->n * (int64_t)sizeof(zt__jv);
+        if (unit && times > (int64_t)ZT__J_BYTES / unit) zt__jfail(R, "a repetition of %lld is too long", (long long)times);
+        if (a->type == ZT__JSTR) {
+            char *s = zt__jchars(R, a->n * times);
+            for (int64_t i = 0; i < times; i++) memcpy(s + i * a->n, a->u.s, (size_t)a->n);
+            s[a->n * times] = 0;
+            return zt__jstr(s, a->n * times);
+        }
+        zt__jv *items = zt__jitems(R, a->n * times);
+        for (int64_t i = 0; i < times; i++) memcpy(items + i * a->n, a->u.items, sizeof(zt__jv) * (size_t)a->n);
+        return zt__jlist(items, a->n * times);
+    }
+    if (!zt__jnum(a) || !zt__jnum(b)) {
+        char o[3] = {(char)op, 0, 0};
+        if (op == 'F') strcpy(o, "//");
+        if (op == 'P') strcpy(o, "**");
+        zt__jfail(R, "'%s' between %s and %s", o, zt__jtype_name(a), zt__jtype_name(b));
+    }
+    int ints = a->type != ZT__JFLOAT && b->type != ZT__JFLOAT;
+    double x = zt__jf(a), y = zt__jf(b);
+    int64_t i = a->u.i, k = b->u.i;
+    switch (op) {
+    case '+': if (ints && fabs(x + y) < 9e18) return zt__jint(i + k); return zt__jfloat(x + y);
+    case '-': if (ints && fabs(x - y) < 9e18) return zt__jint(i - k); return zt__jfloat(x - y);
+    case '*': if (ints && fabs(x * y) < 9e18) return zt__jint(i * k); return zt__jfloat(x * y);
+    case '/': if (y == 0) zt__jfail(R, "division by zero"); return zt__jfloat(x / y);
+    case 'F':
+    case '%':
+        if (y == 0) zt__jfail(R, "division by zero");
+        if (ints) {
+            int64_t q = i / k, r = i % k;
+            if (r != 0 && ((r < 0) != (k < 0))) q--, r += k; /* Python rounds toward minus infinity */
+            return zt__jint(op == 'F' ? q : r);
+        } else {
+            double q = floor(x / y), r = x - q * y;
+            return zt__jfloat(op == 'F' ? q : r);
+        }
+    default: /* ** */
+        if (ints && k >= 0 && fabs(pow(x, y)) < 9e18) {
+            int64_t p = 1;
+            for (int64_t m = 0; m < k; m++) p *= i;
+            return zt__jint(p);
+        }
+        return zt__jfloat(pow(x, y));
+    }
+}
+
+/* the builtin functions, methods and filters, by name */
+enum {
+    ZT__F_RANGE = 1, ZT__F_NAMESPACE, ZT__F_RAISE, ZT__F_STRFTIME, ZT__F_DICT,
+    ZT__M_STARTSWITH, ZT__M_ENDSWITH, ZT__M_STRIP, ZT__M_LSTRIP, ZT__M_RSTRIP, ZT__M_SPLIT, ZT__M_UPPER, ZT__M_LOWER,
+    ZT__M_TITLE, ZT__M_CAPITALIZE, ZT__M_REPLACE, ZT__M_FIND, ZT__M_COUNT, ZT__M_JOIN, ZT__M_ISDIGIT,
+    ZT__M_ITEMS, ZT__M_KEYS, ZT__M_VALUES, ZT__M_GET
+};
+static const char *const zt__jglobals[] = {"range", "namespace", "raise_exception", "strftime_now", "dict"};
+static const char *const zt__jstr_methods[] = {"startswith", "endswith", "strip", "lstrip", "rstrip", "split", "upper",
+                                               "lower", "title", "capitalize", "replace", "find", "count", "join", "isdigit"};
+static const char *const zt__jdict_methods[] = {"items", "keys", "values", "get"};
+static const char *const zt__jfilters[] = {
+    "trim", "length", "count", "tojson", "upper", "lower", "title", "capitalize", "default", "d", "first", "last", "join",
+    "string", "int", "float", "list", "reverse", "safe", "items", "map", "select", "reject", "selectattr", "rejectattr",
+    "replace", "indent", "abs", "round", "unique", "sum", "min", "max", "sort", "dictsort", "wordcount"};
+static const char *const zt__jtests[] = {
+    "defined", "undefined", "none", "string", "number", "integer", "float", "mapping", "iterable", "sequence",
+    "boolean", "true", "false", "even", "odd", "divisibleby", "in", "eq", "equalto", "==", "ne", "!=", "lt", "<",
+    "le", "<=", "gt", ">", "ge", ">=", "lower", "upper", "callable", "sameas"};
+
+static int zt__jlookup(const char *const *names, int n, const char *s, int64_t len) {
+    for (int i = 0; i < n; i++)
+        if ((int64_t)strlen(names[i]) == len && memcmp(names[i], s, (size_t)len) == 0) return i;
+    return -1;
+}
+
+static zt__jv zt__jfn(zt__jr *R, int which, const zt__jv *self) {
+    zt__jv v = zt__jnone();
+    v.type = ZT__JFN, v.sub = which;
+    if (self) {
+        zt__jv *s = (zt__jv *)zt__jalloc(R, sizeof(zt__jv));
+        *s = *self;
+        v.self = s;
+    }
+    return v;
+}
+
+static zt__jv zt__jvar(zt__jr *R, const char *s, int64_t n) {
+    for (zt__jscope *sc = R->scope; sc; sc = sc->up) {
+        int64_t i = zt__jdict_find(&sc->vars, s, n);
+        if (i >= 0) return sc->vars.vals[i];
+    }
+    int g = zt__jlookup(zt__jglobals, 5, s, n);
+    if (g >= 0) return zt__jfn(R, ZT__F_RANGE + g, NULL);
+    return zt__jundef(s, n);
+}
+
+static void zt__jundefined(zt__jr *R, const zt__jv *v) {
+    if (v->type == ZT__JU) zt__jfail(R, "'%.*s' is undefined", (int)(v->n < 60 ? v->n : 60), v->u.s ? v->u.s : "");
+}
+
+/* x.name: a method, a dict's key, a namespace's attribute */
+static zt__jv zt__jattr(zt__jr *R, const zt__jv *x, const char *s, int64_t n) {
+    zt__jundefined(R, x);
+    if (x->type == ZT__JDICT) {
+        int m = x->sub ? -1 : zt__jlookup(zt__jdict_methods, 4, s, n);
+        if (m >= 0) return zt__jfn(R, ZT__M_ITEMS + m, x);
+        int64_t i = zt__jdict_find(x->u.d, s, n);
+        return i >= 0 ? x->u.d->vals[i] : zt__jundef(s, n);
+    }
+    if (x->type == ZT__JSTR) {
+        int m = zt__jlookup(zt__jstr_methods, 15, s, n);
+        if (m >= 0) return zt__jfn(R, ZT__M_STARTSWITH + m, x);
+    }
+    return zt__jundef(s, n);
+}
+
+/* Python's index into n items: negative from the end; -1 outside */
+static int64_t zt__jindex(int64_t i, int64_t n) {
+    if (i < 0) i += n;
+    return i >= 0 && i < n ? i : -1;
+}
+
+static zt__jv zt__jitem(zt__jr *R, const zt__jv *x, const zt__jv *k) {
+    zt__jundefined(R, x);
+    if ((x->type == ZT__JLIST || x->type == ZT__JSTR) && (k->type == ZT__JINT || k->type == ZT__JBOOL)) {
+        if (x->type == ZT__JLIST) {
+            int64_t i = zt__jindex(k->u.i, x->n);
+            return i >= 0 ? x->u.items[i] : zt__jundef("item", 4);
+        }
+        int64_t i = zt__jindex(k->u.i, zt__jcps(x->u.s, x->n));
+        if (i < 0) return zt__jundef("item", 4);
+        int64_t b = zt__jcp_at(x->u.s, x->n, i), e = zt__jcp_at(x->u.s, x->n, i + 1);
+        return zt__jstr(x->u.s + b, e - b);
+    }
+    if (x->type == ZT__JDICT) {
+        for (int64_t i = 0; i < x->u.d->n; i++)
+            if (zt__jeq(&x->u.d->keys[i], k)) return x->u.d->vals[i];
+    }
+    if (k->type == ZT__JSTR) return zt__jattr(R, x, k->u.s, k->n);
+    return zt__jundef("item", 4);
+}
+
+static int64_t zt__jint_of(zt__jr *R, const zt__jv *v, const char *what) {
+    if (v->type != ZT__JINT && v->type != ZT__JBOOL) zt__jfail(R, "%s must be an integer, found %s", what, zt__jtype_name(v));
+    return v->u.i;
+}
+
+/* x[a:b:c] of a list or a string, as Python slices */
+static zt__jv zt__jslice(zt__jr *R, const zt__jv *x, const zt__jv *a, const zt__jv *b, const zt__jv *c) {
+    zt__jundefined(R, x);
+    if (x->type != ZT__JLIST && x->type != ZT__JSTR) zt__jfail(R, "cannot slice %s", zt__jtype_name(x));
+    int64_t n = x->type == ZT__JLIST ? x->n : zt__jcps(x->u.s, x->n);
+    int64_t step = c && c->type != ZT__JNONE ? zt__jint_of(R, c, "a slice's step") : 1;
+    if (step == 0) zt__jfail(R, "a slice's step cannot be zero");
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? n : -1, start, stop;
+    if (a && a->type != ZT__JNONE) {
+        start = zt__jint_of(R, a, "a slice's start");
+        start = start < 0 ? ZT__MAX(start + n, lo) : ZT__MIN(start, step > 0 ? n : n - 1);
+    } else {
+        start = step > 0 ? 0 : n - 1;
+    }
+    if (b && b->type != ZT__JNONE) {
+        stop = zt__jint_of(R, b, "a slice's stop");
+        stop = stop < 0 ? ZT__MAX(stop + n, lo) : ZT__MIN(stop, n);
+    } else {
+        stop = hi;
+    }
+    int64_t count = 0;
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) count++;
+    if (x->type == ZT__JLIST) {
+        zt__jv *items = zt__jitems(R, count);
+        int64_t m = 0;
+        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) items[m++] = x->u.items[i];
+        zt__jv v = zt__jlist(items, count);
+        v.sub = x->sub;
+        return v;
+    }
+    zt__jbuf out = {R, NULL, 0, 0};
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+        int64_t p = zt__jcp_at(x->u.s, x->n, i), q = zt__jcp_at(x->u.s, x->n, i + 1);
+        zt__jput(&out, x->u.s + p, q - p);
+    }
+    return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
+}
+
+/* a call's arguments, evaluated */
+#define ZT__J_ARGS 8
+typedef struct zt__jargs {
+    int n, nk;
+    zt__jv pos[ZT__J_ARGS], kv[ZT__J_ARGS];
+    const char *kn[ZT__J_ARGS];
+    int64_t kl[ZT__J_ARGS];
+} zt__jargs;
+
+static zt__jv zt__jeval(zt__jr *R, const zt__jn *e);
+
+static void zt__jeval_args(zt__jr *R, const zt__jn *a, zt__jargs *args) {
+    memset(args, 0, sizeof *args);
+    for (; a; a = a->next) {
+        if (a->kind == ZT__N_KWARG) {
+            if (args->nk == ZT__J_ARGS) zt__jfail(R, "more than %d keyword arguments", ZT__J_ARGS);
+            args->kn[args->nk] = a->s, args->kl[args->nk] = a->n;
+            args->kv[args->nk++] = zt__jeval(R, a->a);
+        } else {
+            if (args->n == ZT__J_ARGS) zt__jfail(R, "more than %d arguments", ZT__J_ARGS);
+            args->pos[args->n++] = zt__jeval(R, a);
+        }
+    }
+}
+
+/* argument i, or the keyword name, or NULL */
+static const zt__jv *zt__jarg(const zt__jargs *a, int i, const char *name) {
+    if (i >= 0 && i < a->n) return &a->pos[i];
+    for (int k = 0; name && k < a->nk; k++)
+        if ((int64_t)strlen(name) == a->kl[k] && memcmp(a->kn[k], name, (size_t)a->kl[k]) == 0) return &a->kv[k];
+    return NULL;
+}
+
+static const zt__jv *zt__jarg_str(zt__jr *R, const zt__jargs *a, int i, const char *name, const char *what) {
+    const zt__jv *v = zt__jarg(a, i, name);
+    if (v && v->type != ZT__JSTR && v->type != ZT__JNONE) zt__jfail(R, "%s must be a string, found %s", what, zt__jtype_name(v));
+    return v && v->type == ZT__JSTR ? v : NULL;
+}
+
+/* Python's str.isspace, for strip() and split() */
+static int zt__jspace_at(const char *s, int64_t n, int64_t i, int *len) {
+    uint32_t c = zt__utf8(s, (size_t)n, (size_t)i, len);
+    return (c >= 0x1c && c <= 0x1f) || zt__is_space(c);
+}
+
+/* the code point of len bytes at p is one of chars' */
+static int zt__jin_chars(const zt__jv *chars, const char *p, int len) {
+    for (int64_t k = 0; k < chars->n;) {
+        int l;
+        zt__utf8(chars->u.s, (size_t)chars->n, (size_t)k, &l);
+        if (l == len && memcmp(chars->u.s + k, p, (size_t)len) == 0) return 1;
+        k += l;
+    }
+    return 0;
+}
+
+/* str.strip (lstrip, rstrip): white space, or the code points of chars */
+static zt__jv zt__jstrip(const zt__jv *s, const zt__jv *chars, int left, int right) {
+    int64_t b = 0, e = s->n;
+    int len;
+    while (left && b < e) {
+        int space = zt__jspace_at(s->u.s, e, b, &len);
+        if (chars ? !zt__jin_chars(chars, s->u.s + b, len) : !space) break;
+        b += len;
+    }
+    while (right && e > b) {
+        int64_t p = e - 1; /* back to the start of the last character */
+        while (p > b && ((uint8_t)s->u.s[p] & 0xc0) == 0x80) p--;
+        int space = zt__jspace_at(s->u.s, e, p, &len);
+        if (chars ? !zt__jin_chars(chars, s->u.s + p, (int)(e - p)) : !space) break;
+        e = p;
+    }
+    return zt__jstr(s->u.s + b, e - b);
+}
+
+static zt__jv zt__jsplit(zt__jr *R, const zt__jv *s, const zt__jv *sep, int64_t maxsplit) {
+    zt__jv *items = zt__jitems(R, s->n + 1);
+    int64_t m = 0, i = 0;
+    if (!sep) { /* runs of white space, none empty */
+        int len;
+        for (;;) {
+            while (i < s->n && zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
+            if (i >= s->n) break;
+            int64_t b = i;
+            if (maxsplit >= 0 && m == maxsplit) {
+                zt__jv rest = zt__jstr(s->u.s + b, s->n - b);
+                items[m++] = zt__jstrip(&rest, NULL, 0, 1);
+                break;
+            }
+            while (i < s->n && !zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
+            items[m++] = zt__jstr(s->u.s + b, i - b);
+        }
+        return zt__jlist(items, m);
+    }
+    if (sep->n == 0) zt__jfail(R, "split: an empty separator");
+    int64_t b = 0;
+    for (i = 0; i + sep->n <= s->n && (maxsplit < 0 || m < maxsplit);) {
+        if (memcmp(s->u.s + i, sep->u.s, (size_t)sep->n) == 0) {
+            items[m++] = zt__jstr(s->u.s + b, i - b);
+            i += sep->n, b = i;
+        } else {
+            i++;
+        }
+    }
+    items[m++] = zt__jstr(s->u.s + b, s->n - b);
+    return zt__jlist(items, m);
+}
+
+static zt__jv zt__jreplace(zt__jr *R, const zt__jv *s, const zt__jv *old, const zt__jv *with, int64_t count) {
+    zt__jbuf out = {R, NULL, 0, 0};
+    int64_t i = 0, done = 0;
+    if (old->n == 0) { /* Python puts it between every character */
+        for (int64_t k = 0; k <= zt__jcps(s->u.s, s->n); k++) {
+            if (count < 0 || done < count) zt__jput(&out, with->u.s, with->n), done++;
+            int64_t p = zt__jcp_at(s->u.s, s->n, k), q = zt__jcp_at(s->u.s, s->n, k + 1);
+            zt__jput(&out, s->u.s + p, q - p);
+        }
+        return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
+    }
+    while (i < s->n) {
+        if ((count < 0 || done < count) && i + old->n <= s->n && memcmp(s->u.s + i, old->u.s, (size_t)old->n) == 0) {
+            zt__jput(&out, with->u.s, with->n);
+            i += old->n, done++;
+        } else {
+            zt__jput(&out, s->u.s + i, 1), i++;
+        }
+    }
+    return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
+}
+
+/* upper (1), lower (2), title (3), capitalize (4): ASCII letters */
+static zt__jv zt__jcase(zt__jr *R, const zt__jv *s, int how) {
+    char *o = zt__jchars(R, s->n);
+    int start = 1;
+    for (int64_t i = 0; i < s->n; i++) {
+        char c = s->u.s[i];
+        int up = how == 1 || (how == 3 && start) || (how == 4 && i == 0);
+        int letter = (c | 32) >= 'a' && (c | 32) <= 'z';
+        o[i] = letter ? (char)(up ? c & ~32 : c | 32) : c;
+        if (how == 3) start = !letter && !((uint8_t)c & 0x80) && !(c >= '0' && c <= '9');
+    }
+    o[s->n] = 0;
+    return zt__jstr(o, s->n);
+}
+
+static zt__jv zt__jstr_arg(zt__jr *R, const zt__jv *v, const char *what) {
+    if (v->type != ZT__JSTR) zt__jfail(R, "%s must be a string, found %s", what, zt__jtype_name(v));
+    return *v;
+}
+
+static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *args);
+
+static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
+    if (f->type == ZT__JMACRO) return zt__jmacro_call(R, f->u.macro, a);
+    if (f->type != ZT__JFN) {
+        zt__jundefined(R, f);
+        zt__jfail(R, "%s is not something to call", zt__jtype_name(f));
+    }
+    const zt__jv *self = f->self;
+    switch (f->sub) {
+    case ZT__F_RANGE: {
+        int64_t lo = 0, hi, step = 1;
+        if (a->n == 0 || a->n > 3) zt__jfail(R, "range takes 1 to 3 arguments");
+        hi = zt__jint_of(R, &a->pos[0], "range's argument");
+        if (a->n >= 2) lo = hi, hi = zt__jint_of(R, &a->pos[1], "range's stop");
+        if (a->n == 3) step = zt__jint_of(R, &a->pos[2], "range's step");
+        if (step == 0) zt__jfail(R, "range's step cannot be zero");
+        int64_t count = step > 0 ? (hi > lo ? (hi - lo + step - 1) / step : 0) : (lo > hi ? (lo - hi - step - 1) / -step : 0);
+        if (count > ZT__J_STEPS) zt__jfail(R, "range of %lld numbers is too long", (long long)count);
+        R->steps += count;
+        zt__jv *items = zt__jitems(R, count);
+        for (int64_t i = 0; i < count; i++) items[i] = zt__jint(lo + i * step);
+        return zt__jlist(items, count);
+    }
+    case ZT__F_NAMESPACE:
+    case ZT__F_DICT: {
+        zt__jv d = zt__jdict_new(R, f->sub == ZT__F_NAMESPACE);
+        for (int i = 0; i < a->n; i++) {
+            if (a->pos[i].type != ZT__JDICT) zt__jfail(R, "%s's positional argument must be a dict", f->sub == ZT__F_DICT ? "dict" : "namespace");
+            for (int64_t k = 0; k < a->pos[i].u.d->n; k++) zt__jdict_set(R, d.u.d, a->pos[i].u.d->keys[k], a->pos[i].u.d->vals[k]);
+        }
+        for (int k = 0; k < a->nk; k++) zt__jdict_set(R, d.u.d, zt__jstr(a->kn[k], a->kl[k]), a->kv[k]);
+        return d;
+    }
+    case ZT__F_RAISE: {
+        zt__jv m = a->n ? zt__jto_str(R, &a->pos[0]) : zt__jstr("", 0);
+        zt__jfail(R, "the template refused this conversation: %.*s", (int)(m.n < 400 ? m.n : 400), m.u.s);
+    }
+    case ZT__F_STRFTIME: {
+        zt__jv fmt = zt__jstr_arg(R, a->n ? &a->pos[0] : &self[0], "strftime_now's format");
+        char buf[256], *z = zt__jchars(R, fmt.n);
+        memcpy(z, fmt.u.s, (size_t)fmt.n), z[fmt.n] = 0;
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        size_t n = strftime(buf, sizeof buf, z, &tm);
+        return zt__jcat(R, buf, (int64_t)n, "", 0);
+    }
+    case ZT__M_STARTSWITH:
+    case ZT__M_ENDSWITH: {
+        if (a->n < 1) zt__jfail(R, "%s needs an argument", f->sub == ZT__M_STARTSWITH ? "startswith" : "endswith");
+        const zt__jv *p = &a->pos[0];
+        int64_t np = p->type == ZT__JLIST ? p->n : 1;
+        for (int64_t i = 0; i < np; i++) {
+            zt__jv q = zt__jstr_arg(R, p->type == ZT__JLIST ? &p->u.items[i] : p, "startswith's prefix");
+            if (q.n <= self->n && memcmp(self->u.s + (f->sub == ZT__M_STARTSWITH ? 0 : self->n - q.n), q.u.s, (size_t)q.n) == 0)
+                return zt__jbool(1);
+        }
+        return zt__jbool(0);
+    }
+    case ZT__M_STRIP: case ZT__M_LSTRIP: case ZT__M_RSTRIP:
+        return zt__jstrip(self, zt__jarg_str(R, a, 0, NULL, "strip's characters"), f->sub != ZT__M_RSTRIP, f->sub != ZT__M_LSTRIP);
+    case ZT__M_SPLIT: {
+        const zt__jv *m = zt__jarg(a, 1, "maxsplit");
+        return zt__jsplit(R, self, zt__jarg_str(R, a, 0, "sep", "split's separator"), m ? zt__jint_of(R, m, "maxsplit") : -1);
+    }
+    case ZT__M_UPPER: case ZT__M_LOWER: case ZT__M_TITLE: case ZT__M_CAPITALIZE:
+        return zt__jcase(R, self, f->sub - ZT__M_UPPER + 1);
+    case ZT__M_REPLACE: {
+        if (a->n < 2) zt__jfail(R, "replace needs two arguments");
+        zt__jv o = zt__jstr_arg(R, &a->pos[0], "replace's first argument"), w = zt__jstr_arg(R, &a->pos[1], "replace's second argument");
+        return zt__jreplace(R, self, &o, &w, a->n > 2 ? zt__jint_of(R, &a->pos[2], "replace's count") : -1);
+    }
+    case ZT__M_FIND:
+    case ZT__M_COUNT: {
+        if (a->n < 1) zt__jfail(R, "find and count need an argument");
+        zt__jv q = zt__jstr_arg(R, &a->pos[0], "the text to find");
+        int64_t count = 0;
+        for (int64_t i = 0; i + q.n <= self->n; i++)
+            if (memcmp(self->u.s + i, q.u.s, (size_t)q.n) == 0) {
+                if (f->sub == ZT__M_FIND) return zt__jint(zt__jcps(self->u.s, i));
+                count++, i += q.n ? q.n - 1 : 0;
+            }
+        return zt__jint(f->sub == ZT__M_FIND ? -1 : count);
+    }
+    case ZT__M_JOIN: {
+        if (a->n < 1 || a->pos[0].type != ZT__JLIST) zt__jfail(R, "join needs a list");
+        zt__jbuf out = {R, NULL, 0, 0};
+        for (int64_t i = 0; i < a->pos[0].n; i++) {
+            if (i) zt__jput(&out, self->u.s, self->n);
+            zt__jv s = zt__jstr_arg(R, &a->pos[0].u.items[i], "an item joined");
+            zt__jput(&out, s.u.s, s.n);
+        }
+        return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
+    }
+    case ZT__M_ISDIGIT: {
+        int all = self->n > 0;
+        for (int64_t i = 0; i < self->n && all; i++) all = self->u.s[i] >= '0' && self->u.s[i] <= '9';
+        return zt__jbool(all);
+    }
+    case ZT__M_ITEMS: case ZT__M_KEYS: case ZT__M_VALUES: {
+        const zt__jdict *d = self->u.d;
+        zt__jv *items = zt__jitems(R, d->n);
+        for (int64_t i = 0; i < d->n; i++) {
+            if (f->sub == ZT__M_ITEMS) {
+                zt__jv *pair = zt__jitems(R, 2);
+                pair[0] = d->keys[i], pair[1] = d->vals[i];
+                items[i] = zt__jlist(pair, 2), items[i].sub = 1;
+            } else {
+                items[i] = f->sub == ZT__M_KEYS ? d->keys[i] : d->vals[i];
+            }
+        }
+        return zt__jlist(items, d->n);
+    }
+    default: { /* get */
+        if (a->n < 1) zt__jfail(R, "get needs a key");
+        for (int64_t i = 0; i < self->u.d->n; i++)
+            if (zt__jeq(&self->u.d->keys[i], &a->pos[0])) return self->u.d->vals[i];
+        return a->n > 1 ? a->pos[1] : zt__jnone();
+    }
+    }
+}
+
+static int zt__jtest(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a) {
+    int t = zt__jlookup(zt__jtests, (int)ZT__N(zt__jtests), s, n);
+    const zt__jv *x = a && a->n ? &a->pos[0] : NULL;
+    if (((t >= 15 && t <= 29) || t == 33) && !x) zt__jfail(R, "the test '%.*s' needs an argument", (int)n, s);
+    switch (t) {
+    case 0: return v->type != ZT__JU;
+    case 1: return v->type == ZT__JU;
+    case 2: return v->type == ZT__JNONE;
+    case 3: return v->type == ZT__JSTR;
+    case 4: return v->type == ZT__JINT || v->type == ZT__JFLOAT || v->type == ZT__JBOOL;
+    case 5: return v->type == ZT__JINT;
+    case 6: return v->type == ZT__JFLOAT;
+    case 7: return v->type == ZT__JDICT && !v->sub;
+    case 8: return v->type == ZT__JSTR || v->type == ZT__JLIST || v->type == ZT__JDICT;
+    case 9: return v->type == ZT__JSTR || v->type == ZT__JLIST || (v->type == ZT__JDICT && !v->sub);
+    case 10: return v->type == ZT__JBOOL;
+    case 11: return v->type == ZT__JBOOL && v->u.i;
+    case 12: return v->type == ZT__JBOOL && !v->u.i;
+    case 13: case 14: return zt__jint_of(R, v, "the value of 'even' or 'odd'") % 2 == (t == 14);
+    case 15: {
+        int64_t d = zt__jint_of(R, x, "divisibleby's argument");
+        if (d == 0) zt__jfail(R, "divisibleby 0");
+        return zt__jint_of(R, v, "the value of 'divisibleby'") % d == 0;
+    }
+    case 16: return zt__jcontains(R, x, v);
+    case 17: case 18: case 19: return zt__jeq(v, x);
+    case 20: case 21: return !zt__jeq(v, x);
+    case 22: case 23: return zt__jcmp(R, v, x) < 0;
+    case 24: case 25: return zt__jcmp(R, v, x) <= 0;
+    case 26: case 27: return zt__jcmp(R, v, x) > 0;
+    case 28: case 29: return zt__jcmp(R, v, x) >= 0;
+    case 30: case 31: {
+        zt__jv s2 = zt__jstr_arg(R, v, "the value of 'lower' or 'upper'");
+        for (int64_t i = 0; i < s2.n; i++)
+            if (t == 30 ? (s2.u.s[i] >= 'A' && s2.u.s[i] <= 'Z') : (s2.u.s[i] >= 'a' && s2.u.s[i] <= 'z')) return 0;
+        return 1;
+    }
+    case 32: return v->type == ZT__JFN || v->type == ZT__JMACRO;
+    case 33: return x && v->type == x->type && zt__jeq(v, x) && (v->type != ZT__JLIST || v->u.items == x->u.items);
+    default: zt__jfail(R, "'%.*s' is not a test zt's chat templates know", (int)(n < 40 ? n : 40), s);
+    }
+    return 0;
+}
+
+static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a);
+
+/* the items a filter or a loop goes through: a list's, a dict's keys, a string's characters */
+static zt__jv zt__jseq(zt__jr *R, const zt__jv *v, const char *what) {
+    if (v->type == ZT__JLIST) return *v;
+    if (v->type == ZT__JU) return zt__jlist(NULL, 0);
+    if (v->type == ZT__JDICT && !v->sub) {
+        zt__jv *items = zt__jitems(R, v->u.d->n);
+        for (int64_t i = 0; i < v->u.d->n; i++) items[i] = v->u.d->keys[i];
+        return zt__jlist(items, v->u.d->n);
+    }
+    if (v->type == ZT__JSTR) {
+        int64_t n = zt__jcps(v->u.s, v->n);
+        zt__jv *items = zt__jitems(R, n);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t p = zt__jcp_at(v->u.s, v->n, i), q = zt__jcp_at(v->u.s, v->n, i + 1);
+            items[i] = zt__jstr(v->u.s + p, q - p);
+        }
+        return zt__jlist(items, n);
+    }
+    zt__jfail(R, "%s needs a list, found %s", what, zt__jtype_name(v));
+    return *v;
+}
+
+/* an attribute path "a.b" of x, for map, selectattr, sort and join */
+static zt__jv zt__jattr_path(zt__jr *R, const zt__jv *x, const zt__jv *path) {
+    zt__jv v = *x;
+    for (int64_t i = 0, b = 0; i <= path->n; i++) {
+        if (i < path->n && path->u.s[i] != '.') continue;
+        if (v.type == ZT__JU) return v;
+        int digits = i > b;
+        for (int64_t k = b; k < i; k++) digits &= path->u.s[k] >= '0' && path->u.s[k] <= '9';
+        zt__jv key = digits ? zt__jint(strtoll(path->u.s + b, NULL, 10)) : zt__jstr(path->u.s + b, i - b);
+        v = zt__jitem(R, &v, &key);
+        b = i + 1;
+    }
+    return v;
+}
+
+/* select, reject, selectattr, rejectattr: a test with the rest of the arguments */
+static zt__jv zt__jselect(zt__jr *R, const zt__jv *seq, const zt__jargs *a, int attr, int keep) {
+    zt__jv list = zt__jseq(R, seq, "select");
+    zt__jv *items = zt__jitems(R, list.n);
+    int64_t m = 0;
+    int first = attr ? 1 : 0;
+    if (attr && (a->n < 1 || a->pos[0].type != ZT__JSTR)) zt__jfail(R, "selectattr and rejectattr need an attribute's name");
+    zt__jargs rest;
+    memset(&rest, 0, sizeof rest);
+    for (int i = first + 1; i < a->n; i++) rest.pos[rest.n++] = a->pos[i];
+    const zt__jv *test = a->n > first ? &a->pos[first] : NULL;
+    if (test && test->type != ZT__JSTR) zt__jfail(R, "a test's name must be a string");
+    for (int64_t i = 0; i < list.n; i++) {
+        zt__jv x = attr ? zt__jattr_path(R, &list.u.items[i], &a->pos[0]) : list.u.items[i];
+        int ok = test ? zt__jtest(R, &x, test->u.s, test->n, &rest) : zt__jtruthy(&x);
+        if (ok == keep) items[m++] = list.u.items[i];
+    }
+    return zt__jlist(items, m);
+}
+
+static void zt__jsort(zt__jr *R, zt__jv *items, int64_t n, const zt__jv *attr, int reverse) {
+    for (int64_t i = 1; i < n; i++) /* insertion sort: stable, and lists in templates are short */
+        for (int64_t k = i; k > 0; k--) {
+            zt__jv x = attr ? zt__jattr_path(R, &items[k - 1], attr) : items[k - 1];
+            zt__jv y = attr ? zt__jattr_path(R, &items[k], attr) : items[k];
+            if (x.type == ZT__JSTR && y.type == ZT__JSTR) x = zt__jcase(R, &x, 2), y = zt__jcase(R, &y, 2);
+            int c = zt__jcmp(R, &x, &y);
+            if (reverse ? c >= 0 : c <= 0) break;
+            zt__jv t = items[k];
+            items[k] = items[k - 1], items[k - 1] = t;
+        }
+}
+
+static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a) {
+    int f = zt__jlookup(zt__jfilters, (int)ZT__N(zt__jfilters), s, n);
+    const zt__jv *x = zt__jarg(a, 0, NULL);
+    char what[64];
+    snprintf(what, sizeof what, "the value of '|%.*s'", (int)(n < 20 ? n : 20), s);
+    switch (f) {
+    case 0: { /* trim */
+        zt__jv t = zt__jto_str(R, v);
+        return zt__jstrip(&t, zt__jarg_str(R, a, 0, "chars", "trim's characters"), 1, 1);
+    }
+    case 1: case 2: return zt__jint(zt__jlen(R, v)); /* length, count */
+    case 3: { /* tojson */
+        const zt__jv *ind = zt__jarg(a, 0, "indent"), *sep = zt__jarg(a, 2, "separators"), *sk = zt__jarg(a, 4, "sort_keys");
+        zt__jjson o = {-1, ", ", ": ", sk && zt__jtruthy(sk)};
+        if (ind && ind->type != ZT__JNONE) o.indent = (int)zt__jint_of(R, ind, "tojson's indent"), o.item_sep = ",";
+        char seps[2][64];
+        if (sep && sep->type != ZT__JNONE) {
+            if (sep->type != ZT__JLIST || sep->n != 2) zt__jfail(R, "tojson's separators must be two strings");
+            for (int k = 0; k < 2; k++) {
+                zt__jv q = zt__jstr_arg(R, &sep->u.items[k], "a separator");
+                snprintf(seps[k], sizeof seps[k], "%.*s", (int)(q.n < 63 ? q.n : 63), q.u.s);
+            }
+            o.item_sep = seps[0], o.key_sep = seps[1];
+        }
+        if (o.indent > 64) zt__jfail(R, "tojson's indent of %d is too wide", o.indent);
+        zt__jbuf b = {R, NULL, 0, 0};
+        zt__jjson_write(&b, v, &o, 0);
+        return zt__jstr(b.p, b.n);
+    }
+    case 4: case 5: case 6: case 7: { /* upper, lower, title, capitalize */
+        zt__jv t = zt__jto_str(R, v);
+        return zt__jcase(R, &t, f == 4 ? 1 : f == 5 ? 2 : f == 6 ? 3 : 4);
+    }
+    case 8: case 9: { /* default, d */
+        const zt__jv *b = zt__jarg(a, 1, "boolean");
+        int use = v->type == ZT__JU || (b && zt__jtruthy(b) && !zt__jtruthy(v));
+        return use ? (x ? *x : zt__jstr("", 0)) : *v;
+    }
+    case 10: case 11: { /* first, last */
+        zt__jv l = zt__jseq(R, v, what);
+        return l.n ? l.u.items[f == 10 ? 0 : l.n - 1] : zt__jundef("item", 4);
+    }
+    case 12: { /* join */
+        zt__jv l = zt__jseq(R, v, what), sep = x ? zt__jto_str(R, x) : zt__jstr("", 0);
+        const zt__jv *attr = zt__jarg_str(R, a, 1, "attribute", "join's attribute");
+        zt__jbuf b = {R, NULL, 0, 0};
+        for (int64_t i = 0; i < l.n; i++) {
+            if (i) zt__jput(&b, sep.u.s, sep.n);
+            zt__jv it = attr ? zt__jattr_path(R, &l.u.items[i], attr) : l.u.items[i];
+            zt__jv t = zt__jto_str(R, &it);
+            zt__jput(&b, t.u.s, t.n);
+        }
+        return b.p ? zt__jstr(b.p, b.n) : zt__jstr("", 0);
+    }
+    case 13: case 18: return f == 13 ? zt__jto_str(R, v) : *v; /* string, safe */
+    case 14: case 15: { /* int, float: with a default for what does not read as a number */
+        double d = 0;
+        int ok = 1;
+        if (zt__jnum(v)) {
+            d = zt__jf(v);
+        } else if (v->type == ZT__JSTR) {
+            char num[64], *end;
+            snprintf(num, sizeof num, "%.*s", (int)(v->n < 63 ? v->n : 63), v->u.s);
+            d = strtod(num, &end);
+            while (*end && zt__jws(*end)) end++;
+            ok = end != num && !*end;
+        } else {
+            ok = 0;
+        }
+        if (!ok) return x ? *x : f == 14 ? zt__jint(0) : zt__jfloat(0);
+        return f == 14 ? zt__jint((int64_t)d) : zt__jfloat(d);
+    }
+    case 16: return zt__jseq(R, v, what); /* list */
+    case 17: { /* reverse */
+        if (v->type == ZT__JSTR) {
+            zt__jv m1 = zt__jint(-1);
+            return zt__jslice(R, v, NULL, NULL, &m1);
+        }
+        zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
+        for (int64_t i = 0; i < l.n; i++) items[i] = l.u.items[l.n - 1 - i];
+        return zt__jlist(items, l.n);
+    }
+    case 19: { /* items */
+        if (v->type == ZT__JU) return zt__jlist(NULL, 0);
+        if (v->type != ZT__JDICT) zt__jfail(R, "|items needs a dict, found %s", zt__jtype_name(v));
+        zt__jv m = zt__jfn(R, ZT__M_ITEMS, v);
+        zt__jargs none;
+        memset(&none, 0, sizeof none);
+        return zt__jcall(R, &m, &none);
+    }
+    case 20: { /* map(attribute=..., default=...) or map('filter', args...) */
+        zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
+        const zt__jv *attr = zt__jarg_str(R, a, -1, "attribute", "map's attribute"), *def = zt__jarg(a, -1, "default");
+        if (!attr && (!x || x->type != ZT__JSTR)) zt__jfail(R, "map needs attribute= or a filter's name");
+        zt__jargs rest;
+        memset(&rest, 0, sizeof rest);
+        for (int i = 1; i < a->n; i++) rest.pos[rest.n++] = a->pos[i];
+        for (int64_t i = 0; i < l.n; i++) {
+            if (attr) {
+                items[i] = zt__jattr_path(R, &l.u.items[i], attr);
+                if (items[i].type == ZT__JU && def) items[i] = *def;
+            } else {
+                items[i] = zt__jfilter(R, &l.u.items[i], x->u.s, x->n, &rest);
+            }
+        }
+        return zt__jlist(items, l.n);
+    }
+    case 21: case 22: return zt__jselect(R, v, a, 0, f == 21);
+    case 23: case 24: return zt__jselect(R, v, a, 1, f == 23);
+    case 25: { /* replace */
+        if (a->n < 2) zt__jfail(R, "|replace needs two arguments");
+        zt__jv t = zt__jto_str(R, v), o = zt__jto_str(R, &a->pos[0]), w = zt__jto_str(R, &a->pos[1]);
+        return zt__jreplace(R, &t, &o, &w, a->n > 2 ? zt__jint_of(R, &a->pos[2], "replace's count") : -1);
+    }
+    case 26: { /* indent(width=4, first=False, blank=False) */
+        zt__jv t = zt__jto_str(R, v);
+        const zt__jv *w = zt__jarg(a, 0, "width"), *fi = zt__jarg(a, 1, "first"), *bl = zt__jarg(a, 2, "blank");
+        zt__jv pad = w && w->type == ZT__JSTR ? *w : zt__jstr("", 0);
+        int64_t width = w && w->type != ZT__JSTR ? zt__jint_of(R, w, "indent's width") : w ? 0 : 4;
+        if (width < 0 || width > 256) zt__jfail(R, "indent's width %lld is out of range", (long long)width);
+        zt__jbuf b = {R, NULL, 0, 0};
+        for (int64_t i = 0, line = 0; i <= t.n; line++) {
+            int64_t e = i;
+            while (e < t.n && t.u.s[e] != '\n') e++;
+            int blank = e == i;
+            if ((line > 0 || (fi && zt__jtruthy(fi))) && (!blank || (bl && zt__jtruthy(bl)))) {
+                zt__jput(&b, pad.u.s, pad.n);
+                for (int64_t k = 0; k < width; k++) zt__jput(&b, " ", 1);
+            }
+            zt__jput(&b, t.u.s + i, e - i);
+            if (e < t.n) zt__jput(&b, "\n", 1);
+            i = e + 1;
+        }
+        return b.p ? zt__jstr(b.p, b.n) : zt__jstr("", 0);
+    }
+    case 27: /* abs */
+        if (!zt__jnum(v)) zt__jfail(R, "|abs needs a number, found %s", zt__jtype_name(v));
+        return v->type == ZT__JFLOAT ? zt__jfloat(fabs(v->u.f)) : zt__jint(v->u.i < 0 ? -v->u.i : v->u.i);
+    case 28: { /* round(precision=0, method='common') */
+        if (!zt__jnum(v)) zt__jfail(R, "|round needs a number, found %s", zt__jtype_name(v));
+        const zt__jv *p = zt__jarg(a, 0, "precision"), *m = zt__jarg_str(R, a, 1, "method", "round's method");
+        double scale = pow(10, p ? (double)zt__jint_of(R, p, "round's precision") : 0), d = zt__jf(v) * scale;
+        d = m && zt__jstreq(m, "floor", 5) ? floor(d) : m && zt__jstreq(m, "ceil", 4) ? ceil(d) : nearbyint(d); /* Python rounds half to even */
+        return zt__jfloat(d / scale);
+    }
+    case 29: { /* unique */
+        zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
+        int64_t m = 0;
+        for (int64_t i = 0; i < l.n; i++) {
+            int seen = 0;
+            for (int64_t k = 0; k < m && !seen; k++) seen = zt__jeq(&items[k], &l.u.items[i]);
+            if (!seen) items[m++] = l.u.items[i];
+        }
+        return zt__jlist(items, m);
+    }
+    case 30: { /* sum(attribute=None, start=0) */
+        zt__jv l = zt__jseq(R, v, what), total = zt__jint(0);
+        const zt__jv *attr = zt__jarg_str(R, a, 0, "attribute", "sum's attribute"), *start = zt__jarg(a, 1, "start");
+        if (start) total = *start;
+        for (int64_t i = 0; i < l.n; i++) {
+            zt__jv it = attr ? zt__jattr_path(R, &l.u.items[i], attr) : l.u.items[i];
+            total = zt__jarith(R, '+', &total, &it);
+        }
+        return total;
+    }
+    case 31: case 32: { /* min, max */
+        zt__jv l = zt__jseq(R, v, what);
+        if (!l.n) return zt__jundef("item", 4);
+        zt__jv best = l.u.items[0];
+        for (int64_t i = 1; i < l.n; i++) {
+            int c = zt__jcmp(R, &l.u.items[i], &best);
+            if (f == 31 ? c < 0 : c > 0) best = l.u.items[i];
+        }
+        return best;
+    }
+    case 33: { /* sort(reverse=False, case_sensitive=False, attribute=None) */
+        zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
+        if (l.n) memcpy(items, l.u.items, sizeof(zt__jv) * (size_t)l.n);
+        const zt__jv *rev = zt__jarg(a, 0, "reverse"), *attr = zt__jarg_str(R, a, 2, "attribute", "sort's attribute");
+        zt__jsort(R, items, l.n, attr, rev && zt__jtruthy(rev));
+        return zt__jlist(items, l.n);
+    }
+    case 34: { /* dictsort: the items by key */
+        if (v->type != ZT__JDICT) zt__jfail(R, "|dictsort needs a dict, found %s", zt__jtype_name(v));
+        zt__jv m = zt__jfn(R, ZT__M_ITEMS, v), zero = zt__jstr("0", 1);
+        zt__jargs none;
+        memset(&none, 0, sizeof none);
+        zt__jv l = zt__jcall(R, &m, &none);
+        const zt__jv *rev = zt__jarg(a, 2, "reverse");
+        zt__jsort(R, l.u.items, l.n, &zero, rev && zt__jtruthy(rev));
+        return l;
+    }
+    case 35: { /* wordcount */
+        zt__jv t = zt__jto_str(R, v);
+        return zt__jint(zt__jsplit(R, &t, NULL, -1).n);
+    }
+    default: zt__jfail(R, "'%.*s' is not a filter zt's chat templates know", (int)(n < 40 ? n : 40), s);
+    }
+    return *v;
+}
+
+static zt__jv zt__jeval(zt__jr *R, const zt__jn *e) {
+    zt__jstep(R);
+    if (++R->depth > ZT__J_DEPTH) zt__jfail(R, "expressions nested more than %d deep", ZT__J_DEPTH);
+    int line = R->line;
+    R->line = e->line;
+    zt__jv v = zt__jnone(), x, y;
+    zt__jargs args;
+    switch (e->kind) {
+    case ZT__N_CONST: v = e->v; break;
+    case ZT__N_NAME: v = zt__jvar(R, e->s, e->n); break;
+    case ZT__N_ATTR: x = zt__jeval(R, e->a), v = zt__jattr(R, &x, e->s, e->n); break;
+    case ZT__N_INDEX: x = zt__jeval(R, e->a), y = zt__jeval(R, e->b), v = zt__jitem(R, &x, &y); break;
+    case ZT__N_SLICE: {
+        zt__jv p[3];
+        x = zt__jeval(R, e->a);
+        const zt__jn *parts[3] = {e->b, e->c, e->d};
+        for (int k = 0; k < 3; k++) p[k] = parts[k] ? zt__jeval(R, parts[k]) : zt__jnone();
+        v = zt__jslice(R, &x, &p[0], &p[1], &p[2]);
+        break;
+    }
+    case ZT__N_CALL:
+        x = zt__jeval(R, e->a);
+        zt__jeval_args(R, e->b, &args);
+        R->line = e->line;
+        v = zt__jcall(R, &x, &args);
+        break;
+    case ZT__N_FILTER:
+        x = zt__jeval(R, e->a);
+        zt__jeval_args(R, e->b, &args);
+        R->line = e->line;
+        v = zt__jfilter(R, &x, e->s, e->n, &args);
+        break;
+    case ZT__N_TEST:
+        x = zt__jeval(R, e->a);
+        zt__jeval_args(R, e->b, &args);
+        R->line = e->line;
+        v = zt__jbool(zt__jtest(R, &x, e->s, e->n, &args) != e->op);
+        break;
+    case ZT__N_NEG:
+    case ZT__N_POS: {
+        x = zt__jeval(R, e->a);
+        zt__jundefined(R, &x);
+        zt__jv zero = zt__jint(0);
+        if (!zt__jnum(&x)) zt__jfail(R, "unary %c needs a number, found %s", e->kind == ZT__N_NEG ? '-' : '+', zt__jtype_name(&x));
+        v = e->kind == ZT__N_POS ? x : x.type == ZT__JFLOAT ? zt__jfloat(-x.u.f) : zt__jarith(R, '-', &zero, &x);
+        break;
+    }
+    case ZT__N_NOT: x = zt__jeval(R, e->a), v = zt__jbool(!zt__jtruthy(&x)); break;
+    case ZT__N_AND: v = zt__jeval(R, e->a); if (zt__jtruthy(&v)) v = zt__jeval(R, e->b); break;
+    case ZT__N_OR: v = zt__jeval(R, e->a); if (!zt__jtruthy(&v)) v = zt__jeval(R, e->b); break;
+    case ZT__N_BIN:
+        x = zt__jeval(R, e->a), y = zt__jeval(R, e->b);
+        R->line = e->line;
+        if (e->op != '~') zt__jundefined(R, &x), zt__jundefined(R, &y);
+        v = zt__jarith(R, e->op, &x, &y);
+        break;
+    case ZT__N_CMP: {
+        x = zt__jeval(R, e->a);
+        v = zt__jbool(1);
+        for (const zt__jn *link = e->b; link; link = link->next) {
+            y = zt__jeval(R, link->a);
+            R->line = e->line;
+            int ok;
+            switch (link->op) {
+            case ZT__CMP_EQ: ok = zt__jeq(&x, &y); break;
+            case ZT__CMP_NE: ok = !zt__jeq(&x, &y); break;
+            case ZT__CMP_LT: ok = zt__jcmp(R, &x, &y) < 0; break;
+            case ZT__CMP_LE: ok = zt__jcmp(R, &x, &y) <= 0; break;
+            case ZT__CMP_GT: ok = zt__jcmp(R, &x, &y) > 0; break;
+            case ZT__CMP_GE: ok = zt__jcmp(R, &x, &y) >= 0; break;
+            case ZT__CMP_IN: ok = zt__jcontains(R, &y, &x); break;
+            default: ok = !zt__jcontains(R, &y, &x);
+            }
+            if (!ok) {
+                v = zt__jbool(0);
+                break;
+            }
+            x = y;
+        }
+        break;
+    }
+    case ZT__N_COND:
+        x = zt__jeval(R, e->b);
+        v = zt__jtruthy(&x) ? zt__jeval(R, e->a) : e->c ? zt__jeval(R, e->c) : zt__jundef("", 0);
+        break;
+    case ZT__N_LIST:
+    case ZT__N_TUPLE: {
+        int64_t n = 0;
+        for (const zt__jn *i = e->b; i; i = i->next) n++;
+        zt__jv *items = zt__jitems(R, n);
+        n = 0;
+        for (const zt__jn *i = e->b; i; i = i->next) items[n++] = zt__jeval(R, i);
+        v = zt__jlist(items, n);
+        v.sub = e->kind == ZT__N_TUPLE;
+        break;
+    }
+    case ZT__N_DICT:
+        v = zt__jdict_new(R, 0);
+        for (const zt__jn *p = e->b; p; p = p->next) {
+            x = zt__jeval(R, p->a), y = zt__jeval(R, p->b);
+            zt__jdict_set(R, v.u.d, x, y);
+        }
+        break;
+    default: zt__jfail(R, "internal: node %d is not an expression", e->kind);
+    }
+    R->line = line;
+    R->depth--;
+    return v;
+}
+
+/* ---- statements ---- */
+
+static void zt__jout(zt__jr *R, const char *s, int64_t n) {
+    if (R->len + (size_t)n + 1 > R->cap) {
+        size_t cap = ZT__MAX(2 * R->cap, R->len + (size_t)n + 4096);
+        if (cap > ZT__J_BYTES) zt__jfail(R, "the template wrote more than %zu MiB", ZT__J_BYTES >> 20);
+        char *p = zt__jchars(R, (int64_t)cap);
+        if (R->len) memcpy(p, R->out, R->len);
+        R->out = p, R->cap = cap;
+    }
+    memcpy(R->out + R->len, s, (size_t)n);
+    R->len += (size_t)n;
+    R->out[R->len] = 0;
+}
+
+static void zt__jexec(zt__jr *R, const zt__jn *s);
+
+static void zt__jpush(zt__jr *R, zt__jscope *sc) {
+    memset(sc, 0, sizeof *sc);
+    sc->up = R->scope;
+    R->scope = sc;
+}
+
+/* renders body into a string of its own (a macro's result, a set block) */
+static zt__jv zt__jcapture(zt__jr *R, const zt__jn *body) {
+    char *out = R->out;
+    size_t len = R->len, cap = R->cap;
+    int top = R->top;
+    R->out = NULL, R->len = R->cap = 0, R->top = 0;
+    zt__jexec(R, body);
+    zt__jv v = R->out ? zt__jstr(R->out, (int64_t)R->len) : zt__jstr("", 0);
+    R->out = out, R->len = len, R->cap = cap, R->top = top;
+    return v;
+}
+
+static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *a) {
+    if (++R->depth > ZT__J_DEPTH) zt__jfail(R, "macro calls nested more than %d deep", ZT__J_DEPTH);
+    zt__jscope sc, *saved = R->scope;
+    R->scope = R->globals;
+    zt__jpush(R, &sc);
+    int i = 0;
+    for (const zt__jn *p = m->b; p; p = p->next, i++) {
+        const zt__jv *given = zt__jarg(a, i, NULL);
+        for (int k = 0; !given && k < a->nk; k++)
+            if (a->kl[k] == p->n && memcmp(a->kn[k], p->s, (size_t)p->n) == 0) given = &a->kv[k];
+        zt__jv v = given ? *given : p->a ? zt__jeval(R, p->a) : zt__jundef(p->s, p->n);
+        zt__jdict_set(R, &sc.vars, zt__jstr(p->s, p->n), v);
+    }
+    if (a->n > i) zt__jfail(R, "macro '%.*s' takes at most %d arguments, given %d", (int)m->n, m->s, i, a->n);
+    int ctl = R->ctl;
+    R->ctl = 0;
+    zt__jv v = zt__jcapture(R, m->c);
+    R->ctl = ctl;
+    R->scope = saved;
+    R->depth--;
+    return v;
+}
+
+static void zt__jfor(zt__jr *R, const zt__jn *s) {
+    zt__jv it = zt__jeval(R, s->a);
+    zt__jv list = zt__jseq(R, &it, "a for loop");
+    zt__jv names[2] = {zt__jstr(s->s, s->n), zt__jstr(s->s2, s->n2)};
+    zt__jscope sc;
+    if (s->d) { /* for x in xs if cond: the loop sees only the items that pass */
+        zt__jv *kept = zt__jitems(R, list.n);
+        int64_t m = 0;
+        for (int64_t i = 0; i < list.n; i++) {
+            zt__jpush(R, &sc);
+            zt__jdict_set(R, &sc.vars, names[0], list.u.items[i]);
+            zt__jv c = zt__jeval(R, s->d);
+            R->scope = sc.up;
+            if (zt__jtruthy(&c)) kept[m++] = list.u.items[i];
+        }
+        list = zt__jlist(kept, m);
+    }
+    static const char *const fields[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length",
+                                         "previtem", "nextitem"};
+    zt__jv loop = zt__jdict_new(R, 0);
+    for (int k = 0; k < 9; k++) zt__jdict_put(R, loop.u.d, fields[k], zt__jnone());
+    zt__jpush(R, &sc); /* one scope for every pass, emptied at each: what a pass sets does not reach the next */
+    for (int64_t i = 0; i < list.n; i++) {
+        zt__jstep(R);
+        sc.vars.n = 0;
+        const zt__jv *item = &list.u.items[i];
+        if (s->op) { /* for a, b in pairs */
+            if (item->type != ZT__JLIST || item->n != 2) zt__jfail(R, "a loop over pairs found %s", zt__jtype_name(item));
+            zt__jdict_set(R, &sc.vars, names[0], item->u.items[0]);
+            zt__jdict_set(R, &sc.vars, names[1], item->u.items[1]);
+        } else {
+            zt__jdict_set(R, &sc.vars, names[0], *item);
+        }
+        zt__jv *f = loop.u.d->vals; /* in the order of fields */
+        f[0] = zt__jint(i + 1), f[1] = zt__jint(i), f[2] = zt__jint(list.n - i), f[3] = zt__jint(list.n - i - 1);
+        f[4] = zt__jbool(i == 0), f[5] = zt__jbool(i == list.n - 1), f[6] = zt__jint(list.n);
+        f[7] = i > 0 ? list.u.items[i - 1] : zt__jundef("previtem", 8);
+        f[8] = i + 1 < list.n ? list.u.items[i + 1] : zt__jundef("nextitem", 8);
+        zt__jdict_put(R, &sc.vars, "loop", loop);
+        zt__jexec(R, s->b);
+        int ctl = R->ctl;
+        R->ctl = 0;
+        if (ctl == 1) break;
+    }
+    R->scope = sc.up;
+    if (list.n == 0 && s->c) zt__jexec(R, s->c);
+}
+
+static void zt__jexec(zt__jr *R, const zt__jn *s) {
+    for (; s && !R->ctl; s = s->next) {
+        zt__jstep(R);
+        R->line = s->line;
+        switch (s->kind) {
+        case ZT__N_TEXT: zt__jout(R, s->s, s->n); break;
+        case ZT__N_OUT: {
+            zt__jv v = zt__jeval(R, s->a);
+            v = zt__jto_str(R, &v);
+            zt__jout(R, v.u.s, v.n);
+            break;
+        }
+        case ZT__N_IF: {
+            zt__jv c = zt__jeval(R, s->a);
+            zt__jexec(R, zt__jtruthy(&c) ? s->b : s->c);
+            break;
+        }
+        case ZT__N_FOR: zt__jfor(R, s); break;
+        case ZT__N_SET:
+        case ZT__N_SETBLOCK: {
+            zt__jv v = s->kind == ZT__N_SET ? zt__jeval(R, s->a) : zt__jcapture(R, s->b);
+            if (s->op) {
+                zt__jv ns = zt__jvar(R, s->s, s->n);
+                if (ns.type != ZT__JDICT || !ns.sub)
+                    zt__jfail(R, "'{%% set %.*s.%.*s %%}' needs a namespace(), found %s", (int)s->n, s->s, (int)s->n2, s->s2,
+                              zt__jtype_name(&ns));
+                zt__jdict_set(R, ns.u.d, zt__jstr(s->s2, s->n2), v);
+            } else {
+                zt__jdict_set(R, &R->scope->vars, zt__jstr(s->s, s->n), v);
+            }
+            break;
+        }
+        case ZT__N_MACRO: {
+            zt__jv m = zt__jnone();
+            m.type = ZT__JMACRO, m.u.macro = s;
+            zt__jdict_set(R, &R->scope->vars, zt__jstr(s->s, s->n), m);
+            break;
+        }
+        case ZT__N_BREAK: R->ctl = 1; break;
+        case ZT__N_CONTINUE: R->ctl = 2; break;
+        default: { /* generation: where the assistant's text is */
+            size_t b = R->len;
+            zt__jexec(R, s->b);
+            zt_chat_template *c = R->c;
+            if (!R->top) break; /* inside a macro's or set block's text: not a place in the output yet */
+            if (c->n_spans + 1 > c->spans_cap) {
+                int cap = c->spans_cap ? 2 * c->spans_cap : 16;
+                int64_t *p = (int64_t *)realloc(c->spans, sizeof(int64_t) * 2 * (size_t)cap);
+                if (!p) zt__jfail(R, "out of memory");
+                c->spans = p, c->spans_cap = cap;
+            }
+            c->spans[2 * c->n_spans] = (int64_t)b, c->spans[2 * c->n_spans + 1] = (int64_t)R->len;
+            c->n_spans++;
+        }
+        }
+    }
+}
+
+/* renders the template with the variables of vars (a dict) into c->out and c->spans; the values made
+   on the way stay in c->heap for the caller to release */
+static zt_result zt__chat_run(zt_chat_template *c, const zt__jv *vars) {
+    zt__jr R;
+    memset(&R, 0, sizeof R);
+    R.c = c, R.top = 1;
+    c->n_spans = 0;
+    zt__jscope given, top;
+    memset(&given, 0, sizeof given);
+    given.vars = *vars->u.d;
+    R.scope = &given;
+    zt__jpush(&R, &top); /* the template's own {% set %}s go here: the caller's variables stay as they are */
+    R.globals = &top;
+    if (setjmp(R.fail)) return zt_fail(ZT_ERROR_INVALID, "%s", c->msg);
+    zt__jexec(&R, c->root);
+    if (R.len + 1 > c->cap) {
+        char *p = (char *)realloc(c->out, R.len + 1);
+        if (!p) return zt_fail(ZT_ERROR_MEMORY, "out of memory rendering %s", c->name);
+        c->out = p, c->cap = R.len + 1;
+    }
+    if (R.len) memcpy(c->out, R.out, R.len);
+    c->out[R.len] = 0;
+    c->len = R.len;
+    return ZT_OK;
+}
+
+ZT_API void zt_chat_template_free(zt_chat_template *c) {
+    if (!c) return;
+    zt__jheap_free(&c->code);
+    zt__jheap_free(&c->heap);
+    free(c->src), free(c->tok), free(c->out), free(c->spans), free(c);
+}
+
+ZT_API zt_result zt_chat_template_compile(zt_chat_template **out, const char *source, size_t n, const char *name) {
+    *out = NULL;
+    zt_chat_template *c = (zt_chat_template *)calloc(1, sizeof *c);
+    char *src = c ? (char *)malloc(n + 1) : NULL;
+    if (!src) {
+        free(c);
+        return zt_fail(ZT_ERROR_MEMORY, "out of memory compiling a chat template");
+    }
+    snprintf(c->name, sizeof c->name, "%s", name ? name : "chat template");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) { /* as Jinja: every newline "\n", and one at the very end dropped */
+        if (source[i] == '\r') {
+            src[m++] = '\n';
+            if (i + 1 < n && source[i + 1] == '\n') i++;
+        } else {
+            src[m++] = source[i];
+        }
+    }
+    if (m && src[m - 1] == '\n') m--;
+    src[m] = 0;
+    c->src = src, c->n = m;
+    if (memchr(src, 0, m)) {
+        zt_result r = zt_fail(ZT_ERROR_FORMAT, "%s: a NUL byte in the template", c->name);
+        zt_chat_template_free(c);
+        return r;
+    }
+    if (setjmp(c->fail)) {
+        zt_result r = zt_fail(ZT_ERROR_FORMAT, "%s", c->msg);
+        zt_chat_template_free(c);
+        return r;
+    }
+    zt__jlex(c);
+    int which = 0;
+    c->root = zt__jparse_body(c, NULL, 0, &which);
+    free(c->tok);
+    c->tok = NULL, c->ntok = c->tok_cap = 0;
+    *out = c;
+    return ZT_OK;
+}
+
+/* the variables of a JSON object, as values in c->heap; messages lose their null fields and have their
+   reasoning ("reasoning_content", "thinking" or "reasoning") under the first two names, as transformers
+   prepares them before rendering */
+static zt_result zt__chat_vars(zt_chat_template *c, const char *json, size_t n, const char *where, zt__jv *vars) {
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "chat JSON", zt__json_token_bytes(n));
+    zt__json j;
+    zt_result r = zt__json_parse(&j, &a, where, json, n);
+    zt__jr R;
+    memset(&R, 0, sizeof R);
+    R.c = c, R.where = where;
+    if (r != ZT_OK) {
+        free(mem);
+        return r;
+    }
+    if (setjmp(R.fail)) {
+        r = zt_fail(ZT_ERROR_INVALID, "%s", c->msg);
+    } else {
+        int t = 0;
+        *vars = zt__jfrom_json(&R, &j, &t, 0);
+        int64_t mi = zt__jdict_find(vars->u.d, "messages", 8);
+        zt__jv *msgs = mi >= 0 ? &vars->u.d->vals[mi] : NULL;
+        for (int64_t i = 0; msgs && msgs->type == ZT__JLIST && i < msgs->n; i++) {
+            zt__jv *m = &msgs->u.items[i];
+            if (m->type != ZT__JDICT) continue;
+            zt__jdict *d = m->u.d, *kept = zt__jdict_new(&R, 0).u.d;
+            const zt__jv *reasoning = NULL; /* under any of its names, as both "thinking" and "reasoning_content" */
+            static const char *const names[] = {"reasoning_content", "thinking", "reasoning"};
+            for (int k = 0; k < 3 && !reasoning; k++) {
+                int64_t at = zt__jdict_find(d, names[k], (int64_t)strlen(names[k]));
+                if (at >= 0 && d->vals[at].type != ZT__JNONE) reasoning = &d->vals[at];
+            }
+            if (reasoning) zt__jdict_put(&R, kept, "thinking", *reasoning);
+            for (int64_t k = 0; k < d->n; k++)
+                if (d->vals[k].type != ZT__JNONE) zt__jdict_set(&R, kept, d->keys[k], d->vals[k]);
+            if (reasoning) zt__jdict_put(&R, kept, "reasoning_content", *reasoning);
+            m->u.d = kept;
+        }
+    }
+    free(mem);
+    return r;
+}
+
+ZT_API zt_result zt_chat_render(zt_chat_template *c, const char *json, size_t n, zt_chat_text *out) {
+    memset(out, 0, sizeof *out);
+    zt__jheap_free(&c->heap);
+    zt__jv vars;
+    zt_result r = zt__chat_vars(c, json, n, "the chat's JSON", &vars);
+    if (r == ZT_OK) r = zt__chat_run(c, &vars);
+    zt__jheap_free(&c->heap);
+    if (r != ZT_OK) return r;
+    out->text = c->out, out->len = c->len, out->spans = c->spans, out->n_spans = c->n_spans;
+    return ZT_OK;
 }
 
 /* ---- token files from text and JSONL ---- */
@@ -10709,6 +13221,236 @@ static zt_result zt__write_tokens(const char *path, const int32_t *ids, int64_t 
     return ok ? ZT_OK : zt_fail(ZT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));
 }
 
+/* ---- a tokenizer's chat template, and conversations into ids with the assistant's turns marked ---- */
+
+static const char *const zt__special_names[ZT__SPECIAL] = {"bos_token", "eos_token", "unk_token", "pad_token",
+                                                          "sep_token", "cls_token", "mask_token"};
+
+/* the chat template and special tokens of the tokenizer's directory: chat_template.jinja, else
+   tokenizer_config.json's "chat_template" (a string, or a list of named ones: "default"), as
+   transformers reads them */
+static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir) {
+    char file[ZT__PATH];
+    struct stat sb;
+    zt_result r = zt__path(file, dir, "chat_template.jinja");
+    if (r == ZT_OK && stat(file, &sb) == 0) {
+        zt_arena a;
+        void *mem = zt__setup_arena(&a, "chat_template.jinja", (size_t)sb.st_size + 64);
+        char *text = NULL;
+        size_t len = 0;
+        r = zt__read_file(&a, file, &text, &len);
+        if (r == ZT_OK) r = zt_tokenizer_set_chat_template(t, text, len, file);
+        free(mem);
+        if (r != ZT_OK) return r;
+    }
+    if (r != ZT_OK || zt__path(file, dir, "tokenizer_config.json") != ZT_OK || stat(file, &sb) != 0) return r;
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "tokenizer_config.json", (size_t)sb.st_size + 64);
+    char *text = NULL;
+    size_t len = 0;
+    r = zt__read_file(&a, file, &text, &len);
+    zt_arena ta;
+    void *tmem = r == ZT_OK ? zt__setup_arena(&ta, "tokenizer_config.json tokens", zt__json_token_bytes(len)) : NULL;
+    zt__json j;
+    if (r == ZT_OK) r = zt__json_parse(&j, &ta, file, text, len);
+    for (int k = 0; k < ZT__SPECIAL && r == ZT_OK; k++) { /* "<s>", or an AddedToken {"content": "<s>", ...} */
+        int v = zt__json_get(&j, 0, zt__special_names[k]);
+        if (v >= 0 && j.tok[v].type == JSMN_OBJECT) v = zt__json_get(&j, v, "content");
+        if (v < 0 || j.tok[v].type != JSMN_STRING) continue;
+        size_t cap = (size_t)(j.tok[v].end - j.tok[v].start) + 1;
+        char *s = (char *)malloc(cap); /* load time, freed with the tokenizer */
+        int64_t n = s ? zt__json_text(&j, v, s, cap) : -1;
+        if (n < 0) {
+            free(s);
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", file, zt__special_names[k]);
+            break;
+        }
+        s[n] = 0;
+        free(t->special[k]);
+        t->special[k] = s;
+    }
+    int ct = r == ZT_OK && !t->chat_src ? zt__json_get(&j, 0, "chat_template") : -1;
+    if (ct >= 0 && j.tok[ct].type == JSMN_ARRAY) { /* [{"name": ..., "template": ...}] */
+        int item = ct + 1, found = -1;
+        for (int i = 0; i < j.tok[ct].size; i++, item = zt__json_skip(&j, item))
+            if (zt__json_eq(&j, zt__json_get(&j, item, "name"), "default")) found = zt__json_get(&j, item, "template");
+        if (found < 0) r = zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"chat_template\" is a list without one named \"default\"", file);
+        ct = found;
+    }
+    if (ct >= 0 && r == ZT_OK && !zt__json_is_null(&j, ct)) {
+        if (j.tok[ct].type != JSMN_STRING) {
+            r = zt__json_type_error(&j, ct, "chat_template", "a string");
+        } else {
+            size_t cap = (size_t)(j.tok[ct].end - j.tok[ct].start) + 1;
+            char *s = (char *)malloc(cap);
+            int64_t n = s ? zt__json_text(&j, ct, s, cap) : -1;
+            char where[ZT__PATH + 32];
+            snprintf(where, sizeof where, "%s \"chat_template\"", file);
+            r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"chat_template\" is not a readable string", file)
+                      : zt_tokenizer_set_chat_template(t, s, (size_t)n, where);
+            free(s);
+        }
+    }
+    free(tmem), free(mem);
+    return r;
+}
+
+ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *source, size_t n, const char *name) {
+    char *s = (char *)malloc(n + 1);
+    if (!s) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading a chat template");
+    memcpy(s, source, n);
+    s[n] = 0;
+    free(t->chat_src);
+    zt_chat_template_free(t->chat);
+    t->chat_src = s, t->chat_n = n, t->chat = NULL;
+    snprintf(t->chat_name, sizeof t->chat_name, "%s", name ? name : "chat template");
+    return ZT_OK;
+}
+
+ZT_API zt_chat_template *zt_tokenizer_chat_template(zt_tokenizer *t) {
+    if (!t->chat && !t->chat_src) {
+        zt_fail(ZT_ERROR_INVALID, "the tokenizer has no chat template (no chat_template.jinja, and no \"chat_template\" in "
+                "tokenizer_config.json): give one with --chat_template FILE");
+        return NULL;
+    }
+    if (!t->chat && zt_chat_template_compile(&t->chat, t->chat_src, t->chat_n, t->chat_name) != ZT_OK) return NULL;
+    return t->chat;
+}
+
+typedef struct zt__jmark { zt__jblock *head; size_t used, bytes; } zt__jmark;
+static zt__jmark zt__jheap_mark(const zt__jheap *h) {
+    zt__jmark m = {h->head, h->head ? h->head->used : 0, h->bytes};
+    return m;
+}
+static void zt__jheap_reset(zt__jheap *h, zt__jmark m) { /* frees what came after m */
+    while (h->head != m.head) {
+        zt__jblock *b = h->head;
+        h->head = b->next;
+        free(b);
+    }
+    if (h->head) h->head->used = m.used;
+    h->bytes = m.bytes;
+}
+
+/* the bytes ids decode to, with no leading space stripped: where each token ends in the decoded text */
+static int64_t zt__decoded_bytes(zt_tokenizer *t, const int32_t *ids, int64_t n) { return (int64_t)zt__detok(t, ids, n, NULL, 0, 0); }
+
+/* where byte p of text falls in the decoded text of its ids: the bytes the ids of text[0, p) decode to
+   (the same place wherever a normalizer leaves text[0, p) a prefix of the whole, as at a template's tags) */
+static int64_t zt__decoded_at(zt__jr *R, zt_tokenizer *t, const char *text, size_t p, int32_t **tmp, int64_t *tmp_cap) {
+    for (;;) {
+        int64_t k = zt_tokenize(t, text, p, *tmp, *tmp_cap);
+        if (k <= *tmp_cap) return zt__decoded_bytes(t, *tmp, k);
+        *tmp = (int32_t *)zt__jalloc(R, sizeof(int32_t) * (size_t)k), *tmp_cap = k;
+    }
+}
+
+static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, const char *where, int32_t *ids,
+                                   uint8_t *mask, int64_t cap, int64_t *count) {
+    *count = 0;
+    zt_chat_template *c = zt_tokenizer_chat_template(t);
+    if (!c) return zt_fail(ZT_ERROR_INVALID, "%s: %s", where, zt_last_error());
+    zt__jheap_free(&c->heap);
+    zt__jv vars;
+    zt_result r = zt__chat_vars(c, json, n, where, &vars);
+    if (r != ZT_OK) return r;
+    zt__jr R;
+    memset(&R, 0, sizeof R);
+    R.c = c, R.where = where;
+    if (setjmp(R.fail)) { /* everything below lives in c->heap */
+        zt__jheap_free(&c->heap);
+        return zt_fail(ZT_ERROR_INVALID, "%s", c->msg);
+    }
+    int64_t mi = zt__jdict_find(vars.u.d, "messages", 8);
+    zt__jv *msgs = mi >= 0 ? &vars.u.d->vals[mi] : NULL;
+    if (!msgs || msgs->type != ZT__JLIST) zt__jfail(&R, "\"messages\" must be a list of {\"role\", \"content\"} objects");
+    for (int64_t i = 0; i < msgs->n; i++) {
+        zt__jv *m = &msgs->u.items[i];
+        int64_t role = m->type == ZT__JDICT ? zt__jdict_find(m->u.d, "role", 4) : -1;
+        if (role < 0 || m->u.d->vals[role].type != ZT__JSTR)
+            zt__jfail(&R, "message %lld must be an object with a \"role\" string", (long long)i);
+    }
+    for (int k = 0; k < ZT__SPECIAL; k++) /* what apply_chat_template passes: the special tokens, then the line's own */
+        if (t->special[k] && zt__jdict_find(vars.u.d, zt__special_names[k], (int64_t)strlen(zt__special_names[k])) < 0)
+            zt__jdict_put(&R, vars.u.d, zt__special_names[k], zt__jstr(t->special[k], (int64_t)strlen(t->special[k])));
+    static const char *const opt[] = {"tools", "documents"};
+    for (int k = 0; k < 2; k++)
+        if (zt__jdict_find(vars.u.d, opt[k], (int64_t)strlen(opt[k])) < 0) zt__jdict_put(&R, vars.u.d, opt[k], zt__jnone());
+    zt__jdict_put(&R, vars.u.d, "add_generation_prompt", zt__jbool(0));
+    int64_t gi = zt__jdict_find(vars.u.d, "add_generation_prompt", 21);
+    msgs = &vars.u.d->vals[zt__jdict_find(vars.u.d, "messages", 8)];
+    zt__jv all = *msgs;
+
+    r = zt__chat_run(c, &vars);
+    if (r != ZT_OK) {
+        zt__jheap_free(&c->heap);
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s", where, zt_last_error());
+    }
+    size_t len = c->len;
+    char *full = zt__jchars(&R, (int64_t)len);
+    int64_t n_spans = 0, *spans = (int64_t *)zt__jalloc(&R, sizeof(int64_t) * 2 * (size_t)(ZT__MAX(c->n_spans, all.n) + 1));
+    memcpy(full, c->out, len + 1);
+    if (c->has_generation) { /* the template marks the assistant's text itself */
+        n_spans = c->n_spans;
+        memcpy(spans, c->spans, sizeof(int64_t) * 2 * (size_t)n_spans);
+    } else { /* each assistant message: what it adds to the prompt that asks for it */
+        for (int64_t i = 0; i < all.n; i++) {
+            const zt__jdict *m = all.u.items[i].u.d;
+            if (!zt__jstreq(&m->vals[zt__jdict_find(m, "role", 4)], "assistant", 9)) continue;
+            zt__jmark mark = zt__jheap_mark(&c->heap);
+            size_t at[2];
+            for (int with = 0; with < 2; with++) {
+                *msgs = zt__jlist(all.u.items, i + with);
+                vars.u.d->vals[gi] = zt__jbool(!with);
+                r = zt__chat_run(c, &vars);
+                if (r != ZT_OK) zt__jfail(&R, "rendering the conversation up to message %lld: %s", (long long)i, zt_last_error());
+                size_t same = 0; /* how much of it the whole conversation starts with */
+                while (same < c->len && same < len && c->out[same] == full[same]) same++;
+                if (!with && same < c->len)
+                    zt__jfail(&R, "the template writes the prompt of message %lld (the conversation before it, with "
+                              "add_generation_prompt) differently from the start of the whole conversation, so zt cannot "
+                              "find that assistant turn by rendering prefixes; a template with {%% generation %%} marks "
+                              "the turns itself (--chat_template)", (long long)i);
+                at[with] = same; /* a turn the template ends differently when it is the last (an eos) stops there */
+                zt__jheap_reset(&c->heap, mark);
+            }
+            int64_t ci = zt__jdict_find(m, "content", 7);
+            zt__jv content = ci >= 0 && m->vals[ci].type == ZT__JSTR ? zt__jstrip(&m->vals[ci], NULL, 1, 1) : zt__jstr("", 0);
+            int found = content.n == 0;
+            for (size_t p = at[0]; !found && p + (size_t)content.n <= at[1]; p++)
+                found = memcmp(full + p, content.u.s, (size_t)content.n) == 0;
+            if (!found)
+                zt__jfail(&R, "the template writes assistant message %lld differently when later messages follow it (it "
+                          "drops or rewrites its text), so zt cannot find that turn by rendering prefixes; a template with "
+                          "{%% generation %%} marks the turns itself (--chat_template)", (long long)i);
+            if (at[1] > at[0]) spans[2 * n_spans] = (int64_t)at[0], spans[2 * n_spans + 1] = (int64_t)at[1], n_spans++;
+        }
+        *msgs = all;
+    }
+    /* the ids of the whole text, as apply_chat_template(tokenize=True) gives them */
+    int64_t got = zt_tokenize(t, full, len, ids, cap);
+    *count = got;
+    if (got <= cap && mask) { /* a token is learned when its text overlaps an assistant span, as transformers marks it */
+        int64_t *ends = (int64_t *)zt__jalloc(&R, sizeof(int64_t) * (size_t)(got + 1)), at = 0, tmp_cap = got + 64;
+        int32_t *tmp = (int32_t *)zt__jalloc(&R, sizeof(int32_t) * (size_t)tmp_cap);
+        for (int64_t k = 0; k < got; k++) at += zt__decoded_bytes(t, ids + k, 1), ends[k] = at;
+        memset(mask, 0, (size_t)got);
+        for (int64_t s = 0; s < n_spans; s++) {
+            int64_t a = zt__decoded_at(&R, t, full, (size_t)spans[2 * s], &tmp, &tmp_cap);
+            int64_t b = zt__decoded_at(&R, t, full, (size_t)spans[2 * s + 1], &tmp, &tmp_cap);
+            for (int64_t k = 0; k < got; k++)
+                if (ends[k] > a && (k ? ends[k - 1] : 0) < b) mask[k] = 1;
+        }
+    }
+    zt__jheap_free(&c->heap);
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
+                                  int64_t *count) {
+    return zt__tokenize_chat(t, json, n, "the conversation", ids, mask, cap, count);
+}
+
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens) {
     const uint8_t *map = NULL;
     size_t bytes = 0;
@@ -10746,6 +13488,25 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
         char where[ZT__PATH + 32];
         snprintf(where, sizeof where, "%s:%lld", d->input, (long long)line_no);
         r = zt__json_parse(&j, &a, where, text + s0, len);
+        if (r == ZT_OK && zt__json_get(&j, 0, "messages") >= 0) { /* a conversation: through the chat template */
+            if (!zt__grow((void **)&b.ids, &b.cap, b.n + (int64_t)len + 256, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+            while (r == ZT_OK) {
+                int64_t room = b.cap - b.n, got = 0;
+                if (!zt__grow((void **)&b.mask, &b.mcap, b.cap, 1)) {
+                    r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+                    break;
+                }
+                r = zt__tokenize_chat(t, text + s0, len, where, b.ids + b.n, b.mask + b.n, room, &got);
+                if (r != ZT_OK || got <= room) {
+                    b.n += r == ZT_OK ? got : 0;
+                    break;
+                }
+                if (!zt__grow((void **)&b.ids, &b.cap, b.n + got, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+            }
+            if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1);
+            free(mem);
+            continue;
+        }
         const char *keys[2] = {pk, rk};
         for (int k = 0; k < 2 && r == ZT_OK; k++) {
             int v = zt__json_get(&j, 0, keys[k]);
