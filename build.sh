@@ -9,7 +9,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the config, safetensors, tokenizer, data and checkpoint readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh fuzz     fuzz the config, safetensors, tokenizer, data, checkpoint and chat-template readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #   ./build.sh gpu      only the programs tests/gpu/run.sh runs, for one GPU (CUDA_ARCHS, default 90: H100/H200),
 #                       without NCCL (one GPU never uses it; ZT_GPU_NCCL=1 links it), into build/gpu-bin/ with
 #                       the stamp of their sources (tests/gpu/sources.sh): small enough to carry to a GPU machine
@@ -361,7 +361,7 @@ fuzz_replay() {
     local target bin log=$B/fuzz_replay.log seeds=$B/fuzz_replay/seeds_files f
     mkdir -p $B/fuzz_replay
     : >"$log"
-    for target in config safetensors tokenizer files; do
+    for target in config safetensors tokenizer files chat; do
         bin=$B/fuzz_replay/fuzz_$target
         if stale $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c "${HEADERS[@]}" &&
             ! gcc -O0 -g -std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -374,6 +374,7 @@ fuzz_replay() {
             config) inputs=(tests/fuzz/corpus_config/*) ;;
             safetensors) inputs=(tests/ref/hf/*/model*.safetensors) ;;
             tokenizer) inputs=(tests/ref/tokenizers/*/tokenizer.json) ;;
+            chat) inputs=(tests/ref/chat/templates/*.jinja tests/fuzz/corpus_chat/*) ;;
             files) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
         esac
         if [[ ${#inputs[@]} -gt 0 ]] && $bin "${inputs[@]}" >>"$log" 2>&1; then
@@ -594,6 +595,17 @@ hf_checks() {
         pass "an instruction set tokenized with the model's tokenizer.json fine-tunes at ZeRO-3 on 2 ranks and exports a Hugging Face directory"
     else
         fail "tokenize, fine-tune at ZeRO-3 and export did not go through"
+    fi
+    # conversations ("messages" lines) through a chat template: only the assistant's turns are learned
+    local learned
+    if $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --chat_template tests/ref/chat/templates/qwen2.jinja \
+            --input tests/ref/conversations.jsonl --output $dir/chats.bin >/dev/null &&
+        $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --decode $dir/chats.bin | grep -q '^<|im_start|>assistant$' &&
+        learned=$(tr -cd '\001' <$dir/chats.bin.mask | wc -c) && (( learned > 20 && 2 * learned < $(wc -c <$dir/chats.bin.mask) )) &&
+        $B/zt_train "${f[@]/sft.bin/chats.bin}" --max_steps 2 --output_dir $dir/chats >/dev/null 2>&1; then
+        pass "conversations go through the chat template (zt_tokenize --chat_template) and train with only the assistant's turns learned"
+    else
+        fail "conversations through a chat template did not tokenize or train"
     fi
     # resharding: 4 ranks x 2 rows at stage 3, resumed at step 2 as 2 x 4 and 1 x 8 (the same 8 rows a step)
     local g=(--model examples/models/byte-small --data "$text" --seq_len 32 --logging_steps 0 --threads 1 --max_steps 4
@@ -828,7 +840,8 @@ cmd_bench() {
 
 # the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config),
 # safetensors headers (seeds: the files in tests/ref/hf), tokenizer.json files with their encoder (seeds:
-# tests/ref/tokenizers), and data files and checkpoints (seeds the target writes), FUZZ_RUNS runs each
+# tests/ref/tokenizers), data files and checkpoints (seeds the target writes), and chat templates with a
+# conversation (seeds: tests/ref/chat/templates and tests/fuzz/corpus_chat), FUZZ_RUNS runs each
 cmd_fuzz() {
     local target bin corpus
     if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' |
@@ -840,7 +853,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors tokenizer files; do
+    for target in config safetensors tokenizer files chat; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then
@@ -854,6 +867,8 @@ cmd_fuzz() {
             for f in tests/ref/hf/*/model*.safetensors; do cp "$f" "$corpus/$(basename "$(dirname "$f")")_$(basename "$f")"; done
         elif [[ $target == tokenizer ]]; then
             for f in tests/ref/tokenizers/*/tokenizer.json; do cp "$f" "$corpus/$(basename "$(dirname "$f")").json"; done
+        elif [[ $target == chat ]]; then
+            cp tests/ref/chat/templates/*.jinja tests/fuzz/corpus_chat/* $corpus/
         else
             ZT_FUZZ_SEEDS=$corpus $bin || return
         fi

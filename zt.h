@@ -46,7 +46,8 @@
        >>comm        collectives (single rank, shared memory, direct between ranks' memory), the launcher
        >>config      DeepSpeed's JSON config (DeepSpeed 0.19.8's meaning)
        >>io          token data: llm.c, headerless and text files, masks, epochs, ranks
-       >>tokenizer   Hugging Face tokenizer.json (byte-level and SentencePiece-style BPE), token files
+       >>tokenizer   Hugging Face tokenizer.json (byte-level and SentencePiece-style BPE), chat templates
+                     (Jinja), token files
        >>checkpoint  zt_save / zt_load in DeepSpeed's layout; Hugging Face safetensors in and out
        >>json        (implementation only) a validating reader over jsmn
        >>cpu         (implementation only) the CPU backend: streams and kernels
@@ -13392,7 +13393,7 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
     memcpy(full, c->out, len + 1);
     if (c->has_generation) { /* the template marks the assistant's text itself */
         n_spans = c->n_spans;
-        memcpy(spans, c->spans, sizeof(int64_t) * 2 * (size_t)n_spans);
+        if (n_spans) memcpy(spans, c->spans, sizeof(int64_t) * 2 * (size_t)n_spans);
     } else { /* each assistant message: what it adds to the prompt that asks for it */
         for (int64_t i = 0; i < all.n; i++) {
             const zt__jdict *m = all.u.items[i].u.d;

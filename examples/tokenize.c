@@ -4,6 +4,9 @@
        zt_tokenize --tokenizer MODEL_DIR --input corpus.txt --output train.bin --eot "<|endoftext|>"
        zt_tokenize --tokenizer MODEL_DIR --input sft.jsonl --output sft.bin --prompt_key instruction \
                    --response_key output --eot "</s>"        (also writes sft.bin.mask)
+       zt_tokenize --tokenizer MODEL_DIR --input chats.jsonl --output chats.bin
+                   (lines {"messages": [{"role": ..., "content": ...}, ...]}: through the model's chat template,
+                    the assistant's turns learned; --chat_template FILE.jinja gives a template of your own)
        zt_tokenize --tokenizer MODEL_DIR --decode sft.bin    (prints the text back)
 
    Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */
@@ -22,11 +25,12 @@ static const char *flag(int argc, char **argv, const char *name, const char *def
 }
 
 int main(int argc, char **argv) {
-    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "eot", "decode"};
+    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "eot", "decode",
+                                  "chat_template"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
             fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE] [--prompt_key K] "
-                    "[--response_key K] [--eot TOKEN] | --decode FILE)\n");
+                    "[--response_key K] [--eot TOKEN] [--chat_template FILE] | --decode FILE)\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
         int ok = 0;
@@ -40,6 +44,19 @@ int main(int argc, char **argv) {
     if (!dir) return fprintf(stderr, "zt_tokenize: --tokenizer is required (a tokenizer.json or its directory)\n"), 2;
     zt_tokenizer *t = NULL;
     if (zt_tokenizer_load(&t, dir) != ZT_OK) return fprintf(stderr, "zt_tokenize: %s\n", zt_last_error()), 1;
+    const char *chat = flag(argc, argv, "chat_template", NULL);
+    if (chat) { /* a Jinja file of your own in place of the tokenizer's */
+        FILE *f = fopen(chat, "rb");
+        char *src = NULL;
+        long n = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (src = (char *)malloc((size_t)n + 1)))
+            n = (long)fread(src, 1, (size_t)n, f);
+        if (f) fclose(f);
+        if (!src || n < 0) return fprintf(stderr, "zt_tokenize: cannot read the chat template %s\n", chat), 1;
+        zt_result r = zt_tokenizer_set_chat_template(t, src, (size_t)n, chat);
+        free(src);
+        if (r != ZT_OK || !zt_tokenizer_chat_template(t)) return fprintf(stderr, "zt_tokenize: %s\n", zt_last_error()), 1;
+    }
     const char *decode = flag(argc, argv, "decode", NULL);
     if (decode) { /* an llm.c token file back into text */
         FILE *f = fopen(decode, "rb");

@@ -39,7 +39,7 @@ static char *slurp(const char *path, size_t *n) {
 
 static zt_chat_template *load_template(const char *name) {
     char path[256];
-    snprintf(path, sizeof path, CHAT_DIR "/templates/%s.jinja", name);
+    snprintf(path, sizeof path, CHAT_DIR "/templates/%.64s.jinja", name);
     size_t n;
     char *src = slurp(path, &n);
     if (!src) return NULL;
@@ -77,8 +77,8 @@ TEST(chat_templates_render_as_transformers) {
             c = NULL;
             if (line[0] == 'X') {
                 line[strcspn(line, "\n")] = 0;
-                snprintf(label, sizeof label, "%s", line + 2);
-                c = load_template(line + 2);
+                snprintf(label, sizeof label, "%.64s", line + 2);
+                c = load_template(label);
                 CHECK_MSG(c, "%s: %s", label, zt_last_error());
             } else {
                 char *src = unhex_alloc(line + 2, &n);
@@ -171,7 +171,8 @@ TEST(chat_tokenized_as_apply_chat_template) {
             free(ctx);
             ctx = unhex_alloc(line + 2, &ctx_n);
         } else if (started && line[0] == 'I') {
-            snprintf(ids_line, sizeof ids_line, "%s", line + 2);
+            CHECK(strlen(line + 2) < sizeof ids_line);
+            memcpy(ids_line, line + 2, strlen(line + 2) + 1);
         } else if (started && line[0] == 'M') {
             check_tokenized(t, ctx, ctx_n, ids_line, line + 2, label);
             checked++;
@@ -217,7 +218,7 @@ TEST(chat_from_the_tokenizers_files_and_jsonl) {
     char dir[128], path[256];
     snprintf(dir, sizeof dir, "/tmp/zt_chat_%d", (int)getpid());
     mkdir(dir, 0755);
-    size_t n, tn;
+    size_t n = 0, tn = 0;
     char *tok = slurp("tests/ref/tokenizers/qwen2/tokenizer.json", &tn), *tpl = slurp(CHAT_DIR "/templates/qwen2_generation.jinja", &n);
     CHECK(tok && tpl);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
@@ -277,7 +278,7 @@ TEST(chat_from_the_tokenizers_files_and_jsonl) {
     int64_t got = 0;
     CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
     CHECK_EQ_INT(got, total);
-    size_t bytes;
+    size_t bytes = 0;
     char *file = slurp(out, &bytes), *m = slurp(maskp, &n);
     CHECK(file && m && bytes == 1024 + 2 * (size_t)total && n == (size_t)total);
     for (int64_t i = 0; i < total; i++) {
