@@ -11159,7 +11159,7 @@ static zt__jv zt__jto_str(zt__jr *R, const zt__jv *v) {
 
 /* ---- values from JSON ---- */
 
-static zt__jv zt__jfrom_json(zt__jr *R, const zt__json *j, int *t, int drop_nulls) {
+static zt__jv zt__jfrom_json(zt__jr *R, const zt__json *j, int *t) {
     const jsmntok_t *k = &j->tok[*t];
     const char *s = j->text + k->start;
     int n = k->end - k->start;
@@ -11184,17 +11184,57 @@ static zt__jv zt__jfrom_json(zt__jr *R, const zt__json *j, int *t, int drop_null
     }
     if (k->type == JSMN_ARRAY) {
         zt__jv *items = zt__jitems(R, k->size);
-        for (int i = 0; i < k->size; i++) items[i] = zt__jfrom_json(R, j, t, drop_nulls);
+        for (int i = 0; i < k->size; i++) items[i] = zt__jfrom_json(R, j, t);
         return zt__jlist(items, k->size);
     }
     zt__jv d = zt__jdict_new(R, 0);
     for (int i = 0; i < k->size; i++) {
-        zt__jv key = zt__jfrom_json(R, j, t, drop_nulls);
-        int is_null = j->tok[*t].type == JSMN_PRIMITIVE && j->text[j->tok[*t].start] == 'n';
-        zt__jv val = zt__jfrom_json(R, j, t, drop_nulls);
-        if (!(drop_nulls && is_null)) zt__jdict_set(R, d.u.d, key, val);
+        zt__jv key = zt__jfrom_json(R, j, t);
+        zt__jv val = zt__jfrom_json(R, j, t);
+        zt__jdict_set(R, d.u.d, key, val);
     }
     return d;
+}
+
+/* the filters and tests zt knows, by name (aliases share an id) */
+typedef enum zt__jfilter_id {
+    ZT__FL_TRIM, ZT__FL_LENGTH, ZT__FL_TOJSON, ZT__FL_UPPER, ZT__FL_LOWER, ZT__FL_TITLE, ZT__FL_CAPITALIZE,
+    ZT__FL_DEFAULT, ZT__FL_FIRST, ZT__FL_LAST, ZT__FL_JOIN, ZT__FL_STRING, ZT__FL_SAFE, ZT__FL_INT, ZT__FL_FLOAT,
+    ZT__FL_LIST, ZT__FL_REVERSE, ZT__FL_ITEMS, ZT__FL_MAP, ZT__FL_SELECT, ZT__FL_REJECT, ZT__FL_SELECTATTR,
+    ZT__FL_REJECTATTR, ZT__FL_REPLACE, ZT__FL_INDENT, ZT__FL_ABS, ZT__FL_ROUND, ZT__FL_UNIQUE, ZT__FL_SUM, ZT__FL_MIN,
+    ZT__FL_MAX, ZT__FL_SORT, ZT__FL_DICTSORT, ZT__FL_WORDCOUNT
+} zt__jfilter_id;
+typedef struct zt__jname_id { const char *name; int id; } zt__jname_id;
+static const zt__jname_id zt__jfilters[] = {
+    {"trim", ZT__FL_TRIM}, {"length", ZT__FL_LENGTH}, {"count", ZT__FL_LENGTH}, {"tojson", ZT__FL_TOJSON},
+    {"upper", ZT__FL_UPPER}, {"lower", ZT__FL_LOWER}, {"title", ZT__FL_TITLE}, {"capitalize", ZT__FL_CAPITALIZE},
+    {"default", ZT__FL_DEFAULT}, {"d", ZT__FL_DEFAULT}, {"first", ZT__FL_FIRST}, {"last", ZT__FL_LAST},
+    {"join", ZT__FL_JOIN}, {"string", ZT__FL_STRING}, {"safe", ZT__FL_SAFE}, {"int", ZT__FL_INT},
+    {"float", ZT__FL_FLOAT}, {"list", ZT__FL_LIST}, {"reverse", ZT__FL_REVERSE}, {"items", ZT__FL_ITEMS},
+    {"map", ZT__FL_MAP}, {"select", ZT__FL_SELECT}, {"reject", ZT__FL_REJECT}, {"selectattr", ZT__FL_SELECTATTR},
+    {"rejectattr", ZT__FL_REJECTATTR}, {"replace", ZT__FL_REPLACE}, {"indent", ZT__FL_INDENT}, {"abs", ZT__FL_ABS},
+    {"round", ZT__FL_ROUND}, {"unique", ZT__FL_UNIQUE}, {"sum", ZT__FL_SUM}, {"min", ZT__FL_MIN}, {"max", ZT__FL_MAX},
+    {"sort", ZT__FL_SORT}, {"dictsort", ZT__FL_DICTSORT}, {"wordcount", ZT__FL_WORDCOUNT}};
+typedef enum zt__jtest_id {
+    ZT__IS_DEFINED, ZT__IS_UNDEFINED, ZT__IS_NONE, ZT__IS_STRING, ZT__IS_NUMBER, ZT__IS_INTEGER, ZT__IS_FLOAT,
+    ZT__IS_MAPPING, ZT__IS_ITERABLE, ZT__IS_SEQUENCE, ZT__IS_BOOLEAN, ZT__IS_TRUE, ZT__IS_FALSE, ZT__IS_EVEN, ZT__IS_ODD,
+    ZT__IS_LOWER, ZT__IS_UPPER, ZT__IS_CALLABLE,
+    ZT__IS_DIVISIBLEBY, ZT__IS_IN, ZT__IS_EQ, ZT__IS_NE, ZT__IS_LT, ZT__IS_LE, ZT__IS_GT, ZT__IS_GE, ZT__IS_SAMEAS
+} zt__jtest_id; /* from ZT__IS_DIVISIBLEBY on, a test takes an argument */
+static const zt__jname_id zt__jtests[] = {
+    {"defined", ZT__IS_DEFINED}, {"undefined", ZT__IS_UNDEFINED}, {"none", ZT__IS_NONE}, {"string", ZT__IS_STRING},
+    {"number", ZT__IS_NUMBER}, {"integer", ZT__IS_INTEGER}, {"float", ZT__IS_FLOAT}, {"mapping", ZT__IS_MAPPING},
+    {"iterable", ZT__IS_ITERABLE}, {"sequence", ZT__IS_SEQUENCE}, {"boolean", ZT__IS_BOOLEAN}, {"true", ZT__IS_TRUE},
+    {"false", ZT__IS_FALSE}, {"even", ZT__IS_EVEN}, {"odd", ZT__IS_ODD}, {"lower", ZT__IS_LOWER}, {"upper", ZT__IS_UPPER},
+    {"callable", ZT__IS_CALLABLE}, {"divisibleby", ZT__IS_DIVISIBLEBY}, {"in", ZT__IS_IN}, {"eq", ZT__IS_EQ},
+    {"equalto", ZT__IS_EQ}, {"==", ZT__IS_EQ}, {"ne", ZT__IS_NE}, {"!=", ZT__IS_NE}, {"lt", ZT__IS_LT},
+    {"lessthan", ZT__IS_LT}, {"<", ZT__IS_LT}, {"le", ZT__IS_LE}, {"<=", ZT__IS_LE}, {"gt", ZT__IS_GT},
+    {"greaterthan", ZT__IS_GT}, {">", ZT__IS_GT}, {"ge", ZT__IS_GE}, {">=", ZT__IS_GE}, {"sameas", ZT__IS_SAMEAS}};
+
+static int zt__jfind_id(const zt__jname_id *table, int n, const char *s, int64_t len) {
+    for (int i = 0; i < n; i++)
+        if ((int64_t)strlen(table[i].name) == len && memcmp(table[i].name, s, (size_t)len) == 0) return table[i].id;
+    return -1;
 }
 
 /* ---- lexing: text, and the tokens inside {{ }} and {% %}, with Jinja's white-space rules ---- */
@@ -11332,7 +11372,7 @@ static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, 
             double f = strtod(num, NULL);
             t->v = fl || f >= 9.2e18 ? zt__jfloat(f) : zt__jint(strtoll(num, NULL, 10));
             i = k;
-        } else if ((ch | 32) >= 'a' && (ch | 32) <= 'z' ? 1 : ch == '_') {
+        } else if (((ch | 32) >= 'a' && (ch | 32) <= 'z') || ch == '_') {
             size_t k = i;
             while (k < n && (((s[k] | 32) >= 'a' && (s[k] | 32) <= 'z') || (s[k] >= '0' && s[k] <= '9') || s[k] == '_')) k++;
             zt__jemit(c, ZT__T_NAME, *line, s + i, (int64_t)(k - i));
@@ -11586,6 +11626,8 @@ static zt__jn *zt__jparse_filters(zt_chat_template *c, zt__jn *e) {
         if (zt__jaccept(c, ZT__T_OP, "|")) {
             zt__jtok *name = zt__jnext(c);
             if (name->kind != ZT__T_NAME) zt__jperr(c, t->line, "expected a filter's name after '|'");
+            if (zt__jfind_id(zt__jfilters, ZT__N(zt__jfilters), name->s, name->n) < 0) /* as Jinja, when it compiles */
+                zt__jperr(c, t->line, "'%.*s' is not a filter zt's chat templates know", (int)(name->n < 40 ? name->n : 40), name->s);
             zt__jn *x = zt__jnode(c, ZT__N_FILTER, t->line);
             x->a = e, x->s = name->s, x->n = name->n;
             if (zt__jaccept(c, ZT__T_OP, "(")) x->b = zt__jparse_args(c);
@@ -11596,6 +11638,8 @@ static zt__jn *zt__jparse_filters(zt_chat_template *c, zt__jn *e) {
             zt__jtok *name = zt__jnext(c);
             if (name->kind != ZT__T_NAME && !zt__jis(name, ZT__T_OP, "==") && !zt__jis(name, ZT__T_OP, "!="))
                 zt__jperr(c, t->line, "expected a test's name after 'is'");
+            if (zt__jfind_id(zt__jtests, ZT__N(zt__jtests), name->s, name->n) < 0)
+                zt__jperr(c, t->line, "'%.*s' is not a test zt's chat templates know", (int)(name->n < 40 ? name->n : 40), name->s);
             x->a = e, x->s = name->s, x->n = name->n;
             zt__jtok *u = zt__jpeek(c);
             if (zt__jaccept(c, ZT__T_OP, "(")) {
@@ -12052,14 +12096,6 @@ static const char *const zt__jglobals[] = {"range", "namespace", "raise_exceptio
 static const char *const zt__jstr_methods[] = {"startswith", "endswith", "strip", "lstrip", "rstrip", "split", "upper",
                                                "lower", "title", "capitalize", "replace", "find", "count", "join", "isdigit"};
 static const char *const zt__jdict_methods[] = {"items", "keys", "values", "get"};
-static const char *const zt__jfilters[] = {
-    "trim", "length", "count", "tojson", "upper", "lower", "title", "capitalize", "default", "d", "first", "last", "join",
-    "string", "int", "float", "list", "reverse", "safe", "items", "map", "select", "reject", "selectattr", "rejectattr",
-    "replace", "indent", "abs", "round", "unique", "sum", "min", "max", "sort", "dictsort", "wordcount"};
-static const char *const zt__jtests[] = {
-    "defined", "undefined", "none", "string", "number", "integer", "float", "mapping", "iterable", "sequence",
-    "boolean", "true", "false", "even", "odd", "divisibleby", "in", "eq", "equalto", "==", "ne", "!=", "lt", "<",
-    "le", "<=", "gt", ">", "ge", ">=", "lower", "upper", "callable", "sameas"};
 
 static int zt__jlookup(const char *const *names, int n, const char *s, int64_t len) {
     for (int i = 0; i < n; i++)
@@ -12083,7 +12119,7 @@ static zt__jv zt__jvar(zt__jr *R, const char *s, int64_t n) {
         int64_t i = zt__jdict_find(&sc->vars, s, n);
         if (i >= 0) return sc->vars.vals[i];
     }
-    int g = zt__jlookup(zt__jglobals, 5, s, n);
+    int g = zt__jlookup(zt__jglobals, ZT__N(zt__jglobals), s, n);
     if (g >= 0) return zt__jfn(R, ZT__F_RANGE + g, NULL);
     return zt__jundef(s, n);
 }
@@ -12096,13 +12132,13 @@ static void zt__jundefined(zt__jr *R, const zt__jv *v) {
 static zt__jv zt__jattr(zt__jr *R, const zt__jv *x, const char *s, int64_t n) {
     zt__jundefined(R, x);
     if (x->type == ZT__JDICT) {
-        int m = x->sub ? -1 : zt__jlookup(zt__jdict_methods, 4, s, n);
+        int m = x->sub ? -1 : zt__jlookup(zt__jdict_methods, ZT__N(zt__jdict_methods), s, n);
         if (m >= 0) return zt__jfn(R, ZT__M_ITEMS + m, x);
         int64_t i = zt__jdict_find(x->u.d, s, n);
         return i >= 0 ? x->u.d->vals[i] : zt__jundef(s, n);
     }
     if (x->type == ZT__JSTR) {
-        int m = zt__jlookup(zt__jstr_methods, 15, s, n);
+        int m = zt__jlookup(zt__jstr_methods, ZT__N(zt__jstr_methods), s, n);
         if (m >= 0) return zt__jfn(R, ZT__M_STARTSWITH + m, x);
     }
     return zt__jundef(s, n);
@@ -12451,47 +12487,48 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
 }
 
 static int zt__jtest(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a) {
-    int t = zt__jlookup(zt__jtests, (int)ZT__N(zt__jtests), s, n);
+    int t = zt__jfind_id(zt__jtests, ZT__N(zt__jtests), s, n);
     const zt__jv *x = a && a->n ? &a->pos[0] : NULL;
-    if (((t >= 15 && t <= 29) || t == 33) && !x) zt__jfail(R, "the test '%.*s' needs an argument", (int)n, s);
+    if (t >= ZT__IS_DIVISIBLEBY && !x) zt__jfail(R, "the test '%.*s' needs an argument", (int)n, s);
     switch (t) {
-    case 0: return v->type != ZT__JU;
-    case 1: return v->type == ZT__JU;
-    case 2: return v->type == ZT__JNONE;
-    case 3: return v->type == ZT__JSTR;
-    case 4: return v->type == ZT__JINT || v->type == ZT__JFLOAT || v->type == ZT__JBOOL;
-    case 5: return v->type == ZT__JINT;
-    case 6: return v->type == ZT__JFLOAT;
-    case 7: return v->type == ZT__JDICT && !v->sub;
-    case 8: return v->type == ZT__JSTR || v->type == ZT__JLIST || v->type == ZT__JDICT;
-    case 9: return v->type == ZT__JSTR || v->type == ZT__JLIST || (v->type == ZT__JDICT && !v->sub);
-    case 10: return v->type == ZT__JBOOL;
-    case 11: return v->type == ZT__JBOOL && v->u.i;
-    case 12: return v->type == ZT__JBOOL && !v->u.i;
-    case 13: case 14: return zt__jint_of(R, v, "the value of 'even' or 'odd'") % 2 == (t == 14);
-    case 15: {
+    case ZT__IS_DEFINED: return v->type != ZT__JU;
+    case ZT__IS_UNDEFINED: return v->type == ZT__JU;
+    case ZT__IS_NONE: return v->type == ZT__JNONE;
+    case ZT__IS_STRING: return v->type == ZT__JSTR;
+    case ZT__IS_NUMBER: return v->type == ZT__JINT || v->type == ZT__JFLOAT || v->type == ZT__JBOOL;
+    case ZT__IS_INTEGER: return v->type == ZT__JINT;
+    case ZT__IS_FLOAT: return v->type == ZT__JFLOAT;
+    case ZT__IS_MAPPING: return v->type == ZT__JDICT && !v->sub;
+    case ZT__IS_ITERABLE: return v->type == ZT__JSTR || v->type == ZT__JLIST || v->type == ZT__JDICT;
+    case ZT__IS_SEQUENCE: return v->type == ZT__JSTR || v->type == ZT__JLIST || (v->type == ZT__JDICT && !v->sub);
+    case ZT__IS_BOOLEAN: return v->type == ZT__JBOOL;
+    case ZT__IS_TRUE: return v->type == ZT__JBOOL && v->u.i;
+    case ZT__IS_FALSE: return v->type == ZT__JBOOL && !v->u.i;
+    case ZT__IS_EVEN: case ZT__IS_ODD: return zt__jint_of(R, v, "the value of 'even' or 'odd'") % 2 == (t == ZT__IS_ODD);
+    case ZT__IS_LOWER: case ZT__IS_UPPER: {
+        zt__jv str = zt__jstr_arg(R, v, "the value of 'lower' or 'upper'");
+        for (int64_t i = 0; i < str.n; i++) {
+            char c = str.u.s[i];
+            if (t == ZT__IS_LOWER ? (c >= 'A' && c <= 'Z') : (c >= 'a' && c <= 'z')) return 0;
+        }
+        return 1;
+    }
+    case ZT__IS_CALLABLE: return v->type == ZT__JFN || v->type == ZT__JMACRO;
+    case ZT__IS_DIVISIBLEBY: {
         int64_t d = zt__jint_of(R, x, "divisibleby's argument");
         if (d == 0) zt__jfail(R, "divisibleby 0");
         return zt__jint_of(R, v, "the value of 'divisibleby'") % d == 0;
     }
-    case 16: return zt__jcontains(R, x, v);
-    case 17: case 18: case 19: return zt__jeq(v, x);
-    case 20: case 21: return !zt__jeq(v, x);
-    case 22: case 23: return zt__jcmp(R, v, x) < 0;
-    case 24: case 25: return zt__jcmp(R, v, x) <= 0;
-    case 26: case 27: return zt__jcmp(R, v, x) > 0;
-    case 28: case 29: return zt__jcmp(R, v, x) >= 0;
-    case 30: case 31: {
-        zt__jv s2 = zt__jstr_arg(R, v, "the value of 'lower' or 'upper'");
-        for (int64_t i = 0; i < s2.n; i++)
-            if (t == 30 ? (s2.u.s[i] >= 'A' && s2.u.s[i] <= 'Z') : (s2.u.s[i] >= 'a' && s2.u.s[i] <= 'z')) return 0;
-        return 1;
-    }
-    case 32: return v->type == ZT__JFN || v->type == ZT__JMACRO;
-    case 33: return x && v->type == x->type && zt__jeq(v, x) && (v->type != ZT__JLIST || v->u.items == x->u.items);
+    case ZT__IS_IN: return zt__jcontains(R, x, v);
+    case ZT__IS_EQ: return zt__jeq(v, x);
+    case ZT__IS_NE: return !zt__jeq(v, x);
+    case ZT__IS_LT: return zt__jcmp(R, v, x) < 0;
+    case ZT__IS_LE: return zt__jcmp(R, v, x) <= 0;
+    case ZT__IS_GT: return zt__jcmp(R, v, x) > 0;
+    case ZT__IS_GE: return zt__jcmp(R, v, x) >= 0;
+    case ZT__IS_SAMEAS: return v->type == x->type && zt__jeq(v, x) && (v->type != ZT__JLIST || v->u.items == x->u.items);
     default: zt__jfail(R, "'%.*s' is not a test zt's chat templates know", (int)(n < 40 ? n : 40), s);
     }
-    return 0;
 }
 
 static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a);
@@ -12567,17 +12604,17 @@ static void zt__jsort(zt__jr *R, zt__jv *items, int64_t n, const zt__jv *attr, i
 }
 
 static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a) {
-    int f = zt__jlookup(zt__jfilters, (int)ZT__N(zt__jfilters), s, n);
+    int f = zt__jfind_id(zt__jfilters, ZT__N(zt__jfilters), s, n);
     const zt__jv *x = zt__jarg(a, 0, NULL);
     char what[64];
     snprintf(what, sizeof what, "the value of '|%.*s'", (int)(n < 20 ? n : 20), s);
     switch (f) {
-    case 0: { /* trim */
+    case ZT__FL_TRIM: {
         zt__jv t = zt__jto_str(R, v);
         return zt__jstrip(&t, zt__jarg_str(R, a, 0, "chars", "trim's characters"), 1, 1);
     }
-    case 1: case 2: return zt__jint(zt__jlen(R, v)); /* length, count */
-    case 3: { /* tojson */
+    case ZT__FL_LENGTH: return zt__jint(zt__jlen(R, v));
+    case ZT__FL_TOJSON: {
         const zt__jv *ind = zt__jarg(a, 0, "indent"), *sep = zt__jarg(a, 2, "separators"), *sk = zt__jarg(a, 4, "sort_keys");
         zt__jjson o = {-1, ", ", ": ", sk && zt__jtruthy(sk)};
         if (ind && ind->type != ZT__JNONE) o.indent = (int)zt__jint_of(R, ind, "tojson's indent"), o.item_sep = ",";
@@ -12595,20 +12632,20 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         zt__jjson_write(&b, v, &o, 0);
         return zt__jstr(b.p, b.n);
     }
-    case 4: case 5: case 6: case 7: { /* upper, lower, title, capitalize */
+    case ZT__FL_UPPER: case ZT__FL_LOWER: case ZT__FL_TITLE: case ZT__FL_CAPITALIZE: {
         zt__jv t = zt__jto_str(R, v);
-        return zt__jcase(R, &t, f == 4 ? 1 : f == 5 ? 2 : f == 6 ? 3 : 4);
+        return zt__jcase(R, &t, f - ZT__FL_UPPER + 1);
     }
-    case 8: case 9: { /* default, d */
+    case ZT__FL_DEFAULT: {
         const zt__jv *b = zt__jarg(a, 1, "boolean");
         int use = v->type == ZT__JU || (b && zt__jtruthy(b) && !zt__jtruthy(v));
         return use ? (x ? *x : zt__jstr("", 0)) : *v;
     }
-    case 10: case 11: { /* first, last */
+    case ZT__FL_FIRST: case ZT__FL_LAST: {
         zt__jv l = zt__jseq(R, v, what);
-        return l.n ? l.u.items[f == 10 ? 0 : l.n - 1] : zt__jundef("item", 4);
+        return l.n ? l.u.items[f == ZT__FL_FIRST ? 0 : l.n - 1] : zt__jundef("item", 4);
     }
-    case 12: { /* join */
+    case ZT__FL_JOIN: {
         zt__jv l = zt__jseq(R, v, what), sep = x ? zt__jto_str(R, x) : zt__jstr("", 0);
         const zt__jv *attr = zt__jarg_str(R, a, 1, "attribute", "join's attribute");
         zt__jbuf b = {R, NULL, 0, 0};
@@ -12620,8 +12657,9 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         }
         return b.p ? zt__jstr(b.p, b.n) : zt__jstr("", 0);
     }
-    case 13: case 18: return f == 13 ? zt__jto_str(R, v) : *v; /* string, safe */
-    case 14: case 15: { /* int, float: with a default for what does not read as a number */
+    case ZT__FL_STRING: return zt__jto_str(R, v);
+    case ZT__FL_SAFE: return *v;
+    case ZT__FL_INT: case ZT__FL_FLOAT: { /* with a default for what does not read as a number */
         double d = 0;
         int ok = 1;
         if (zt__jnum(v)) {
@@ -12635,11 +12673,11 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         } else {
             ok = 0;
         }
-        if (!ok) return x ? *x : f == 14 ? zt__jint(0) : zt__jfloat(0);
-        return f == 14 ? zt__jint((int64_t)d) : zt__jfloat(d);
+        if (!ok) return x ? *x : f == ZT__FL_INT ? zt__jint(0) : zt__jfloat(0);
+        return f == ZT__FL_INT ? zt__jint((int64_t)d) : zt__jfloat(d);
     }
-    case 16: return zt__jseq(R, v, what); /* list */
-    case 17: { /* reverse */
+    case ZT__FL_LIST: return zt__jseq(R, v, what);
+    case ZT__FL_REVERSE: {
         if (v->type == ZT__JSTR) {
             zt__jv m1 = zt__jint(-1);
             return zt__jslice(R, v, NULL, NULL, &m1);
@@ -12648,7 +12686,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         for (int64_t i = 0; i < l.n; i++) items[i] = l.u.items[l.n - 1 - i];
         return zt__jlist(items, l.n);
     }
-    case 19: { /* items */
+    case ZT__FL_ITEMS: {
         if (v->type == ZT__JU) return zt__jlist(NULL, 0);
         if (v->type != ZT__JDICT) zt__jfail(R, "|items needs a dict, found %s", zt__jtype_name(v));
         zt__jv m = zt__jfn(R, ZT__M_ITEMS, v);
@@ -12656,7 +12694,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         memset(&none, 0, sizeof none);
         return zt__jcall(R, &m, &none);
     }
-    case 20: { /* map(attribute=..., default=...) or map('filter', args...) */
+    case ZT__FL_MAP: { /* map(attribute=..., default=...) or map('filter', args...) */
         zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
         const zt__jv *attr = zt__jarg_str(R, a, -1, "attribute", "map's attribute"), *def = zt__jarg(a, -1, "default");
         if (!attr && (!x || x->type != ZT__JSTR)) zt__jfail(R, "map needs attribute= or a filter's name");
@@ -12673,14 +12711,14 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         }
         return zt__jlist(items, l.n);
     }
-    case 21: case 22: return zt__jselect(R, v, a, 0, f == 21);
-    case 23: case 24: return zt__jselect(R, v, a, 1, f == 23);
-    case 25: { /* replace */
+    case ZT__FL_SELECT: case ZT__FL_REJECT: return zt__jselect(R, v, a, 0, f == ZT__FL_SELECT);
+    case ZT__FL_SELECTATTR: case ZT__FL_REJECTATTR: return zt__jselect(R, v, a, 1, f == ZT__FL_SELECTATTR);
+    case ZT__FL_REPLACE: {
         if (a->n < 2) zt__jfail(R, "|replace needs two arguments");
         zt__jv t = zt__jto_str(R, v), o = zt__jto_str(R, &a->pos[0]), w = zt__jto_str(R, &a->pos[1]);
         return zt__jreplace(R, &t, &o, &w, a->n > 2 ? zt__jint_of(R, &a->pos[2], "replace's count") : -1);
     }
-    case 26: { /* indent(width=4, first=False, blank=False) */
+    case ZT__FL_INDENT: { /* indent(width=4, first=False, blank=False) */
         zt__jv t = zt__jto_str(R, v);
         const zt__jv *w = zt__jarg(a, 0, "width"), *fi = zt__jarg(a, 1, "first"), *bl = zt__jarg(a, 2, "blank");
         zt__jv pad = w && w->type == ZT__JSTR ? *w : zt__jstr("", 0);
@@ -12701,17 +12739,17 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         }
         return b.p ? zt__jstr(b.p, b.n) : zt__jstr("", 0);
     }
-    case 27: /* abs */
+    case ZT__FL_ABS:
         if (!zt__jnum(v)) zt__jfail(R, "|abs needs a number, found %s", zt__jtype_name(v));
         return v->type == ZT__JFLOAT ? zt__jfloat(fabs(v->u.f)) : zt__jint(v->u.i < 0 ? -v->u.i : v->u.i);
-    case 28: { /* round(precision=0, method='common') */
+    case ZT__FL_ROUND: { /* round(precision=0, method='common') */
         if (!zt__jnum(v)) zt__jfail(R, "|round needs a number, found %s", zt__jtype_name(v));
         const zt__jv *p = zt__jarg(a, 0, "precision"), *m = zt__jarg_str(R, a, 1, "method", "round's method");
         double scale = pow(10, p ? (double)zt__jint_of(R, p, "round's precision") : 0), d = zt__jf(v) * scale;
         d = m && zt__jstreq(m, "floor", 5) ? floor(d) : m && zt__jstreq(m, "ceil", 4) ? ceil(d) : nearbyint(d); /* Python rounds half to even */
         return zt__jfloat(d / scale);
     }
-    case 29: { /* unique */
+    case ZT__FL_UNIQUE: {
         zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
         int64_t m = 0;
         for (int64_t i = 0; i < l.n; i++) {
@@ -12721,7 +12759,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         }
         return zt__jlist(items, m);
     }
-    case 30: { /* sum(attribute=None, start=0) */
+    case ZT__FL_SUM: { /* sum(attribute=None, start=0) */
         zt__jv l = zt__jseq(R, v, what), total = zt__jint(0);
         const zt__jv *attr = zt__jarg_str(R, a, 0, "attribute", "sum's attribute"), *start = zt__jarg(a, 1, "start");
         if (start) total = *start;
@@ -12731,24 +12769,24 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         }
         return total;
     }
-    case 31: case 32: { /* min, max */
+    case ZT__FL_MIN: case ZT__FL_MAX: {
         zt__jv l = zt__jseq(R, v, what);
         if (!l.n) return zt__jundef("item", 4);
         zt__jv best = l.u.items[0];
         for (int64_t i = 1; i < l.n; i++) {
             int c = zt__jcmp(R, &l.u.items[i], &best);
-            if (f == 31 ? c < 0 : c > 0) best = l.u.items[i];
+            if (f == ZT__FL_MIN ? c < 0 : c > 0) best = l.u.items[i];
         }
         return best;
     }
-    case 33: { /* sort(reverse=False, case_sensitive=False, attribute=None) */
+    case ZT__FL_SORT: { /* sort(reverse=False, case_sensitive=False, attribute=None) */
         zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
         if (l.n) memcpy(items, l.u.items, sizeof(zt__jv) * (size_t)l.n);
         const zt__jv *rev = zt__jarg(a, 0, "reverse"), *attr = zt__jarg_str(R, a, 2, "attribute", "sort's attribute");
         zt__jsort(R, items, l.n, attr, rev && zt__jtruthy(rev));
         return zt__jlist(items, l.n);
     }
-    case 34: { /* dictsort: the items by key */
+    case ZT__FL_DICTSORT: { /* the items by key */
         if (v->type != ZT__JDICT) zt__jfail(R, "|dictsort needs a dict, found %s", zt__jtype_name(v));
         zt__jv m = zt__jfn(R, ZT__M_ITEMS, v), zero = zt__jstr("0", 1);
         zt__jargs none;
@@ -12758,7 +12796,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         zt__jsort(R, l.u.items, l.n, &zero, rev && zt__jtruthy(rev));
         return l;
     }
-    case 35: { /* wordcount */
+    case ZT__FL_WORDCOUNT: {
         zt__jv t = zt__jto_str(R, v);
         return zt__jint(zt__jsplit(R, &t, NULL, -1).n);
     }
@@ -13133,7 +13171,7 @@ static zt_result zt__chat_vars(zt_chat_template *c, const char *json, size_t n, 
         r = zt_fail(ZT_ERROR_INVALID, "%s", c->msg);
     } else {
         int t = 0;
-        *vars = zt__jfrom_json(&R, &j, &t, 0);
+        *vars = zt__jfrom_json(&R, &j, &t);
         int64_t mi = zt__jdict_find(vars->u.d, "messages", 8);
         zt__jv *msgs = mi >= 0 ? &vars->u.d->vals[mi] : NULL;
         for (int64_t i = 0; msgs && msgs->type == ZT__JLIST && i < msgs->n; i++) {
@@ -13236,7 +13274,7 @@ static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir) {
     zt_result r = zt__path(file, dir, "chat_template.jinja");
     if (r == ZT_OK && stat(file, &sb) == 0) {
         zt_arena a;
-        void *mem = zt__setup_arena(&a, "chat_template.jinja", (size_t)sb.st_size + 64);
+        void *mem = zt__setup_arena(&a, "chat_template.jinja", (size_t)sb.st_size + 4096);
         char *text = NULL;
         size_t len = 0;
         r = zt__read_file(&a, file, &text, &len);
@@ -13246,7 +13284,7 @@ static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir) {
     }
     if (r != ZT_OK || zt__path(file, dir, "tokenizer_config.json") != ZT_OK || stat(file, &sb) != 0) return r;
     zt_arena a;
-    void *mem = zt__setup_arena(&a, "tokenizer_config.json", (size_t)sb.st_size + 64);
+    void *mem = zt__setup_arena(&a, "tokenizer_config.json", (size_t)sb.st_size + 4096);
     char *text = NULL;
     size_t len = 0;
     r = zt__read_file(&a, file, &text, &len);
