@@ -10636,19 +10636,21 @@ static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int fir
     return at;
 }
 
+/* the added token text[i, ...) starts with (the longest), or -1 */
+static int32_t zt__tok_added_at(const zt_tokenizer *t, const char *text, size_t n, size_t i) {
+    for (int a = 0; a < t->n_added && i < n; a++) {
+        int32_t id = t->added[a];
+        size_t len = (size_t)(t->off[id + 1] - t->off[id]);
+        if (len && len <= n - i && memcmp(text + i, t->pool + t->off[id], len) == 0) return id;
+    }
+    return -1;
+}
+
 ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
     int64_t at = 0;
     size_t seg = 0;
     for (size_t i = 0; i <= n;) {
-        int32_t hit = -1;
-        for (int a = 0; a < t->n_added && i < n; a++) {
-            int32_t id = t->added[a];
-            size_t len = (size_t)(t->off[id + 1] - t->off[id]);
-            if (len && len <= n - i && memcmp(text + i, t->pool + t->off[id], len) == 0) {
-                hit = id;
-                break;
-            }
-        }
+        int32_t hit = zt__tok_added_at(t, text, n, i);
         if (hit < 0 && i < n) {
             i++;
             continue;
@@ -13374,14 +13376,43 @@ static void zt__jheap_reset(zt__jheap *h, zt__jmark m) { /* frees what came afte
 /* the bytes ids decode to, with no leading space stripped: where each token ends in the decoded text */
 static int64_t zt__decoded_bytes(zt_tokenizer *t, const int32_t *ids, int64_t n) { return (int64_t)zt__detok(t, ids, n, NULL, 0, 0); }
 
-/* where byte p of text falls in the decoded text of its ids: the bytes the ids of text[0, p) decode to
-   (the same place wherever a normalizer leaves text[0, p) a prefix of the whole, as at a template's tags) */
-static int64_t zt__decoded_at(zt__jr *R, zt_tokenizer *t, const char *text, size_t p, int32_t **tmp, int64_t *tmp_cap) {
+/* the ids of a segment of text (between added tokens; first: at the text's start) into tmp, grown in R's heap */
+static int64_t zt__segment_ids(zt__jr *R, zt_tokenizer *t, const char *s, size_t n, int first, int32_t **tmp, int64_t *cap) {
     for (;;) {
-        int64_t k = zt_tokenize(t, text, p, *tmp, *tmp_cap);
-        if (k <= *tmp_cap) return zt__decoded_bytes(t, *tmp, k);
-        *tmp = (int32_t *)zt__jalloc(R, sizeof(int32_t) * (size_t)k), *tmp_cap = k;
+        int64_t k = zt__tok_segment(t, s, n, first, *tmp, *cap, 0);
+        if (k <= *cap) return k;
+        *tmp = (int32_t *)zt__jalloc(R, sizeof(int32_t) * (size_t)k), *cap = k;
     }
+}
+
+/* where each byte position pos[0, m) (ascending) of text falls in the decoded text of its ids: the bytes
+   the ids of text[0, p) decode to (the same place wherever a normalizer leaves text[0, p) a prefix of the
+   whole, as at a template's tags). The text between added tokens is tokenized on its own, so each
+   position costs the tokens of its own segment only. */
+static void zt__decoded_offsets(zt__jr *R, zt_tokenizer *t, const char *text, size_t n, const int64_t *pos, int64_t m,
+                                int64_t *out) {
+    int64_t before = 0, k = 0, cap = 256; /* before: the decoded bytes of text[0, seg) */
+    int32_t *tmp = (int32_t *)zt__jalloc(R, sizeof(int32_t) * (size_t)cap);
+    size_t seg = 0;
+    for (size_t i = 0; i <= n && k < m;) {
+        int32_t hit = zt__tok_added_at(t, text, n, i);
+        if (hit < 0 && i < n) {
+            i++;
+            continue;
+        }
+        for (; k < m && (size_t)pos[k] <= i; k++) { /* positions in this segment (or at its end) */
+            int64_t got = (size_t)pos[k] > seg ? zt__segment_ids(R, t, text + seg, (size_t)pos[k] - seg, seg == 0, &tmp, &cap) : 0;
+            out[k] = before + zt__decoded_bytes(t, tmp, got); /* an empty segment has no ids (a Prepend would make one) */
+        }
+        int64_t got = i > seg ? zt__segment_ids(R, t, text + seg, i - seg, seg == 0, &tmp, &cap) : 0;
+        before += zt__decoded_bytes(t, tmp, got);
+        if (hit < 0) break;
+        size_t len = (size_t)(t->off[hit + 1] - t->off[hit]);
+        for (; k < m && (size_t)pos[k] < i + len; k++) out[k] = before; /* inside an added token: its start */
+        before += zt__decoded_bytes(t, &hit, 1);
+        i += len, seg = i;
+    }
+    for (; k < m; k++) out[k] = before;
 }
 
 static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, const char *where, int32_t *ids,
@@ -13470,15 +13501,13 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
     int64_t got = zt_tokenize(t, full, len, ids, cap);
     *count = got;
     if (got <= cap && mask) { /* a token is learned when its text overlaps an assistant span, as transformers marks it */
-        int64_t *ends = (int64_t *)zt__jalloc(&R, sizeof(int64_t) * (size_t)(got + 1)), at = 0, tmp_cap = got + 64;
-        int32_t *tmp = (int32_t *)zt__jalloc(&R, sizeof(int32_t) * (size_t)tmp_cap);
-        for (int64_t k = 0; k < got; k++) at += zt__decoded_bytes(t, ids + k, 1), ends[k] = at;
-        memset(mask, 0, (size_t)got);
-        for (int64_t s = 0; s < n_spans; s++) {
-            int64_t a = zt__decoded_at(&R, t, full, (size_t)spans[2 * s], &tmp, &tmp_cap);
-            int64_t b = zt__decoded_at(&R, t, full, (size_t)spans[2 * s + 1], &tmp, &tmp_cap);
-            for (int64_t k = 0; k < got; k++)
-                if (ends[k] > a && (k ? ends[k - 1] : 0) < b) mask[k] = 1;
+        int64_t *at = (int64_t *)zt__jalloc(&R, sizeof(int64_t) * 2 * (size_t)(n_spans + 1)), end = 0, s = 0;
+        zt__decoded_offsets(&R, t, full, len, spans, 2 * n_spans, at); /* spans ascend: so do their ends */
+        for (int64_t k = 0; k < got; k++) {
+            int64_t start = end;
+            end += zt__decoded_bytes(t, ids + k, 1);
+            while (s < n_spans && start >= at[2 * s + 1]) s++;
+            mask[k] = s < n_spans && end > at[2 * s];
         }
     }
     zt__jheap_free(&c->heap);

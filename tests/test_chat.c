@@ -121,7 +121,7 @@ TEST(chat_templates_render_as_transformers) {
     fclose(f);
     free(ctx);
     zt_chat_template_free(c);
-    CHECK_MSG(rendered >= 40 && refused >= 5, "%d rendered, %d refused", rendered, refused);
+    if (!zt_test_failed()) CHECK_MSG(rendered >= 40 && refused >= 5, "%d rendered, %d refused", rendered, refused);
 }
 
 /* the ids and mask of one conversation, against the fixture's */
@@ -189,7 +189,7 @@ TEST(chat_tokenized_as_apply_chat_template) {
     fclose(f);
     free(ctx);
     zt_tokenizer_free(t);
-    CHECK(checked >= 9 && refused >= 1);
+    if (!zt_test_failed()) CHECK_MSG(checked >= 9 && refused >= 1, "%d checked, %d refused", checked, refused);
 }
 
 static void write_file(const char *path, const char *text, size_t n) {
