@@ -607,6 +607,22 @@ hf_checks() {
     else
         fail "conversations through a chat template did not tokenize or train"
     fi
+    # a model directory with its own chat template (chat_template.jinja, eos_token in tokenizer_config.json):
+    # tokenized with it, fine-tuned, exported with it, and asked for a reply through it
+    local cm=$dir/chatmodel
+    mkdir -p $cm && cp tests/ref/hf/qwen2_tok/{config.json,model.safetensors,tokenizer.json} $cm/ &&
+        cp tests/ref/chat/templates/qwen2.jinja $cm/chat_template.jinja &&
+        printf '{"eos_token": "<|im_end|>", "model_max_length": 32768}\n' >$cm/tokenizer_config.json
+    if $B/zt_tokenize --tokenizer $cm --input tests/ref/conversations.jsonl --output $dir/chats2.bin >/dev/null &&
+        cmp -s $dir/chats.bin $dir/chats2.bin && cmp -s $dir/chats.bin.mask $dir/chats2.bin.mask &&
+        $B/zt_train "${f[@]/sft.bin/chats2.bin}" --model $cm --max_steps 2 --output_dir $dir/chats2 --export $dir/chatexport \
+            >/dev/null 2>&1 &&
+        cmp -s $cm/chat_template.jinja $dir/chatexport/chat_template.jinja &&
+        $B/zt_train --model $dir/chatexport --sample 8 --chat '你好, "zt"?' --seed 3 2>/dev/null | grep -q '^reply:$'; then
+        pass "a model's own chat template tokenizes its conversations, travels with its export, and frames zt_train --chat"
+    else
+        fail "a model directory's chat template did not tokenize, export or answer through zt_train --chat"
+    fi
     # resharding: 4 ranks x 2 rows at stage 3, resumed at step 2 as 2 x 4 and 1 x 8 (the same 8 rows a step)
     local g=(--model examples/models/byte-small --data "$text" --seq_len 32 --logging_steps 0 --threads 1 --max_steps 4
              --learning_rate 1e-3)

@@ -934,11 +934,15 @@ ZT_API zt_result zt_chat_render(zt_chat_template *c, const char *json, size_t n,
    does not compile): zt_tokenizer_load reads chat_template.jinja, else tokenizer_config.json's
    "chat_template" (a list of named ones: "default"), and the special tokens (bos_token, ...) there */
 ZT_API zt_chat_template *zt_tokenizer_chat_template(zt_tokenizer *t);
+/* a special token of tokenizer_config.json by its name there ("bos_token", "eos_token", "unk_token",
+   "pad_token", "sep_token", "cls_token", "mask_token"), or NULL */
+ZT_API const char *zt_tokenizer_special(const zt_tokenizer *t, const char *name);
 /* replaces it with n bytes of Jinja (name: for messages) */
 ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *source, size_t n, const char *name);
 /* A conversation through the chat template into ids: json is an object with "messages" (a list of
    {"role", "content", ...}) and any other variables the template reads ("tools", ...); the tokenizer's
-   special tokens are passed too, add_generation_prompt is false. ids are those of the whole text, as
+   special tokens are passed too, and add_generation_prompt is false unless json says true (a prompt to
+   sample a reply from). ids are those of the whole text, as
    apply_chat_template(tokenize=True) gives them; mask[k] = 1 for a token of an assistant's turn: one that
    overlaps a {% generation %} block where the template has them, else the text each assistant message adds
    to the conversation before it rendered with add_generation_prompt (its end-of-turn tokens included).
@@ -13348,10 +13352,16 @@ ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *sou
     return ZT_OK;
 }
 
+ZT_API const char *zt_tokenizer_special(const zt_tokenizer *t, const char *name) {
+    for (int k = 0; k < ZT__SPECIAL; k++)
+        if (strcmp(zt__special_names[k], name) == 0) return t->special[k];
+    return NULL;
+}
+
 ZT_API zt_chat_template *zt_tokenizer_chat_template(zt_tokenizer *t) {
     if (!t->chat && !t->chat_src) {
-        zt_fail(ZT_ERROR_INVALID, "the tokenizer has no chat template (no chat_template.jinja, and no \"chat_template\" in "
-                "tokenizer_config.json): give one with --chat_template FILE");
+        zt_fail(ZT_ERROR_INVALID, "the tokenizer has no chat template (no chat_template.jinja beside its tokenizer.json, "
+                "and no \"chat_template\" in tokenizer_config.json)");
         return NULL;
     }
     if (!t->chat && zt_chat_template_compile(&t->chat, t->chat_src, t->chat_n, t->chat_name) != ZT_OK) return NULL;
@@ -13419,7 +13429,11 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
                                    uint8_t *mask, int64_t cap, int64_t *count) {
     *count = 0;
     zt_chat_template *c = zt_tokenizer_chat_template(t);
-    if (!c) return zt_fail(ZT_ERROR_INVALID, "%s: %s", where, zt_last_error());
+    char why[1024]; /* zt_fail writes where zt_last_error's text is: a copy goes in */
+    if (!c) {
+        snprintf(why, sizeof why, "%s", zt_last_error());
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s", where, why);
+    }
     zt__jheap_free(&c->heap);
     zt__jv vars;
     zt_result r = zt__chat_vars(c, json, n, where, &vars);
@@ -13446,7 +13460,8 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
     static const char *const opt[] = {"tools", "documents"};
     for (int k = 0; k < 2; k++)
         if (zt__jdict_find(vars.u.d, opt[k], (int64_t)strlen(opt[k])) < 0) zt__jdict_put(&R, vars.u.d, opt[k], zt__jnone());
-    zt__jdict_put(&R, vars.u.d, "add_generation_prompt", zt__jbool(0));
+    if (zt__jdict_find(vars.u.d, "add_generation_prompt", 21) < 0)
+        zt__jdict_put(&R, vars.u.d, "add_generation_prompt", zt__jbool(0));
     int64_t gi = zt__jdict_find(vars.u.d, "add_generation_prompt", 21);
     msgs = &vars.u.d->vals[zt__jdict_find(vars.u.d, "messages", 8)];
     zt__jv all = *msgs;
@@ -13454,7 +13469,8 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
     r = zt__chat_run(c, &vars);
     if (r != ZT_OK) {
         zt__jheap_free(&c->heap);
-        return zt_fail(ZT_ERROR_INVALID, "%s: %s", where, zt_last_error());
+        snprintf(why, sizeof why, "%s", zt_last_error());
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s", where, why);
     }
     size_t len = c->len;
     char *full = zt__jchars(&R, (int64_t)len);

@@ -90,7 +90,11 @@ int main(int argc, char **argv) {
     if (!d.input || !d.output) return fprintf(stderr, "zt_tokenize: --input and --output are required\n"), 2;
     if (eot && d.eot < 0) return fprintf(stderr, "zt_tokenize: --eot \"%s\" is not a token of %s\n", eot, dir), 2;
     int64_t n = 0;
-    if (zt_tokenize_file(t, &d, &n) != ZT_OK) return fprintf(stderr, "zt_tokenize: %s\n", zt_last_error()), 1;
+    if (zt_tokenize_file(t, &d, &n) != ZT_OK) {
+        const char *why = zt_last_error();
+        fprintf(stderr, "zt_tokenize: %s%s\n", why, strstr(why, "no chat template") ? "; --chat_template FILE gives one" : "");
+        return 1;
+    }
     printf("%s: %lld tokens into %s\n", d.input, (long long)n, d.output);
     zt_tokenizer_free(t);
     return 0;

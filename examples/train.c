@@ -6,6 +6,7 @@
                 --data_format text --max_steps 600 --output_dir out
        zt_train --model DIR --data val.bin --eval
        zt_train --model DIR --resume out --sample 200 --prompt "The "
+       zt_train --model DIR --resume out --sample 200 --chat "What is ZeRO?"   (a reply, through the chat template)
 
    Output: one line per logged step, metrics.jsonl and loss.svg in --output_dir. During training, I/O
    goes through write() on buffers set aside here, and nothing is allocated (a test checks it). */
@@ -20,7 +21,8 @@
 #include <sys/stat.h>
 
 typedef struct args {
-    const char *model, *config, *config_file, *data, *val_data, *mask, *output_dir, *resume, *prompt, *export_dir, *export_dtype;
+    const char *model, *config, *config_file, *data, *val_data, *mask, *output_dir, *resume, *prompt, *chat, *export_dir,
+        *export_dtype;
     zt_data_format format;
     int32_t eot;
     int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
@@ -57,6 +59,7 @@ static const flag FLAGS[] = {
     FLAG("eval", F_BOOL, eval, "false", "no training: the mean next-token loss over --data"),
     FLAG("sample", F_INT, sample, "0", "generate N tokens after --prompt and print them"),
     FLAG("prompt", F_STR, prompt, "", "the prompt for --sample (bytes for byte-level models)"),
+    FLAG("chat", F_STR, chat, "", "a user message for --sample, through the model's chat template; the reply ends at its eos_token"),
     FLAG("temperature", F_NUM, temperature, "0.8", "sampling temperature (0: greedy)"),
     FLAG("top_k", F_INT, top_k, "40", "sample among the k likeliest tokens (0: all)"),
     FLAG("top_p", F_NUM, top_p, "0.95", "sample within this probability mass"),
@@ -503,7 +506,36 @@ int main(int argc, char **argv) {
     char tok_path[4200];
     snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", model_dir);
     if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
-    if (a.sample > 0 && tokenizer) {
+    if (a.sample > 0 && a.chat[0] && !tokenizer)
+        return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): %s has none\n", model_dir), 2;
+    if (a.sample > 0 && tokenizer && a.chat[0]) { /* a reply to one user message, as the chat template frames it */
+        size_t cl = strlen(a.chat);
+        char *json = (char *)malloc(6 * cl + 128), *w = json;
+        w += sprintf(w, "{\"messages\": [{\"role\": \"user\", \"content\": \"");
+        for (size_t i = 0; i < cl; i++) {
+            unsigned char ch = (unsigned char)a.chat[i];
+            if (ch == '"' || ch == '\\') *w++ = '\\', *w++ = (char)ch;
+            else if (ch < 0x20) w += sprintf(w, "\\u%04x", ch);
+            else *w++ = (char)ch;
+        }
+        w += sprintf(w, "\"}], \"add_generation_prompt\": true}");
+        int64_t np = 0;
+        if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), NULL, NULL, 0, &np) != ZT_OK) return fail(NULL);
+        int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
+        if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), out, NULL, np, &np) != ZT_OK) return fail(NULL);
+        free(json);
+        if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
+            return fail("sampling");
+        const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
+        int32_t eos_id = eos ? zt_tokenizer_id(tokenizer, eos) : -1;
+        int64_t reply = 0;
+        while (reply < a.sample && out[np + reply] != eos_id) reply++;
+        size_t n = zt_detokenize(tokenizer, out + np, reply, NULL, 0);
+        char *text = (char *)malloc(n + 1);
+        zt_detokenize(tokenizer, out + np, reply, text, n + 1);
+        printf("reply:\n%s\n", text);
+        free(text), free(out);
+    } else if (a.sample > 0 && tokenizer) {
         int64_t plen = (int64_t)strlen(a.prompt), np = zt_tokenize(tokenizer, a.prompt, (size_t)plen, NULL, 0);
         int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
         zt_tokenize(tokenizer, a.prompt, (size_t)plen, out, np);
