@@ -10729,7 +10729,8 @@ ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char
 
 #define ZT__J_STEPS ((int64_t)10 * 1000 * 1000) /* a render stops after this many evaluations: a runaway loop */
 #define ZT__J_BYTES ((size_t)256 << 20)         /* ... or this much memory */
-#define ZT__J_DEPTH 200                          /* nesting of expressions, statements and macro calls */
+#define ZT__J_DEPTH 200                          /* nesting in the source: brackets, expressions, blocks */
+#define ZT__J_EVAL_DEPTH 1000                    /* nesting as it runs: a chain a ~ b ~ ..., macro calls, values */
 
 typedef struct zt__jblock { struct zt__jblock *next; size_t used, cap; } zt__jblock;
 typedef struct zt__jheap { zt__jblock *head; size_t bytes; } zt__jheap;
@@ -10810,7 +10811,7 @@ struct zt_chat_template {
     zt__jtok *tok;
     int64_t ntok, tok_cap, at;  /* at: the parser's position */
     zt__jn *root;
-    int has_generation, depth;
+    int has_generation, depth, loops; /* loops: around the statement being parsed */
     jmp_buf fail;               /* parse errors come back here */
     char msg[1000];
     /* a render */
@@ -10964,8 +10965,27 @@ static int64_t zt__jcp_at(const char *s, int64_t n, int64_t k) {
     return n;
 }
 
+/* where each of the cps code points of s starts, and n at [cps]: indexing a string in one pass */
+static int64_t *zt__jcp_starts(zt__jr *R, const char *s, int64_t n, int64_t cps) {
+    int64_t *at = (int64_t *)zt__jalloc(R, sizeof(int64_t) * (size_t)(cps + 1)), k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (((uint8_t)s[i] & 0xc0) != 0x80 && k < cps) at[k++] = i;
+    at[k] = n;
+    return at;
+}
+
+/* work in proportion to n bytes (scanning a string) counts toward the step limit */
+static void zt__jstep(zt__jr *R);
+static void zt__jwork(zt__jr *R, int64_t n) {
+    R->steps += n >> 5;
+    zt__jstep(R);
+}
+
 static int64_t zt__jlen(zt__jr *R, const zt__jv *v) {
-    if (v->type == ZT__JSTR) return zt__jcps(v->u.s, v->n);
+    if (v->type == ZT__JSTR) {
+        zt__jwork(R, v->n);
+        return zt__jcps(v->u.s, v->n);
+    }
     if (v->type == ZT__JLIST) return v->n;
     if (v->type == ZT__JDICT) return v->u.d->n;
     if (v->type == ZT__JU) return 0;
@@ -11042,8 +11062,12 @@ static void zt__jrepr_str(zt__jbuf *b, const char *s, int64_t n) {
 
 static void zt__jwrite(zt__jbuf *b, const zt__jv *v, int repr) {
     char num[64];
+    if (b->R->depth > ZT__J_EVAL_DEPTH) zt__jfail(b->R, "a value printed is nested more than %d deep", ZT__J_EVAL_DEPTH);
+    b->R->depth++;
     switch (v->type) {
-    case ZT__JU: break;
+    case ZT__JU:
+        if (repr) zt__jputs(b, "Undefined");
+        break;
     case ZT__JNONE: zt__jputs(b, "None"); break;
     case ZT__JBOOL: zt__jputs(b, v->u.i ? "True" : "False"); break;
     case ZT__JINT: snprintf(num, sizeof num, "%lld", (long long)v->u.i), zt__jputs(b, num); break;
@@ -11076,6 +11100,7 @@ static void zt__jwrite(zt__jbuf *b, const zt__jv *v, int repr) {
         zt__jput(b, v->u.macro->s, v->u.macro->n);
         zt__jputs(b, "'>");
     }
+    b->R->depth--;
 }
 
 /* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys), as transformers' tojson */
@@ -11109,7 +11134,7 @@ static int zt__jstr_cmp(const zt__jv *a, const zt__jv *b) {
 
 static void zt__jjson_write(zt__jbuf *b, const zt__jv *v, const zt__jjson *o, int level) {
     zt__jr *R = b->R;
-    if (++R->depth > ZT__J_DEPTH) zt__jfail(R, "tojson: nested more than %d deep", ZT__J_DEPTH);
+    if (++R->depth > ZT__J_EVAL_DEPTH) zt__jfail(R, "tojson: nested more than %d deep", ZT__J_EVAL_DEPTH);
     char num[64];
     switch (v->type) {
     case ZT__JNONE: zt__jputs(b, "null"); break;
@@ -11245,6 +11270,35 @@ static int zt__jfind_id(const zt__jname_id *table, int n, const char *s, int64_t
 
 /* ---- lexing: text, and the tokens inside {{ }} and {% %}, with Jinja's white-space rules ---- */
 
+/* Python's str.isspace, for strip() and split() */
+static int zt__jspace_at(const char *s, int64_t n, int64_t i, int *len) {
+    uint32_t c = zt__utf8(s, (size_t)n, (size_t)i, len);
+    return (c >= 0x1c && c <= 0x1f) || zt__is_space(c);
+}
+
+/* the end of s[from, end) once the white space at its end is gone (Unicode's too, as Python's rstrip) */
+static size_t zt__jrstrip(const char *s, size_t from, size_t end) {
+    while (end > from) {
+        size_t p = end - 1;
+        while (p > from && ((uint8_t)s[p] & 0xc0) == 0x80) p--;
+        int len;
+        if (!zt__jspace_at(s, (int64_t)end, (int64_t)p, &len) || p + (size_t)len != end) break;
+        end = p;
+    }
+    return end;
+}
+
+/* past the white space at s[i] (what "-%}" strips), counting its lines; *newline: it ended with one */
+static size_t zt__jlstrip(const char *s, size_t n, size_t i, int *line, int *newline) {
+    int len;
+    while (i < n && zt__jspace_at(s, (int64_t)n, (int64_t)i, &len)) {
+        *newline = s[i] == '\n';
+        *line += s[i] == '\n';
+        i += (size_t)len;
+    }
+    return i;
+}
+
 ZT_NORETURN static void zt__jperr(zt_chat_template *c, int line, const char *fmt, ...) ZT_PRINTF(3, 4);
 static void zt__jperr(zt_chat_template *c, int line, const char *fmt, ...) {
     char m[600];
@@ -11287,7 +11341,9 @@ static int zt__jlines(const char *s, size_t n) {
 /* a string literal at s[i] (quote q) into the code heap, Python's escapes decoded; returns its end */
 static size_t zt__jlex_string(zt_chat_template *c, const char *s, size_t n, size_t i, int line, zt__jtok *t) {
     char q = s[i++];
-    char *out = (char *)zt__jcode(c, n - i + 1);
+    size_t end = i; /* the closing quote first: the decoded text is never longer than the literal */
+    while (end < n && s[end] != q) end += s[end] == '\\' ? 2 : 1;
+    char *out = (char *)zt__jcode(c, (end < n ? end : n) - i + 1);
     int64_t o = 0;
     for (; i < n && s[i] != q; i++) {
         if (s[i] != '\\' || i + 1 >= n) {
@@ -11295,6 +11351,7 @@ static size_t zt__jlex_string(zt_chat_template *c, const char *s, size_t n, size
             continue;
         }
         char e = s[++i];
+        if (e == '\n') continue; /* a line continued */
         const char *simple = strchr("nrtbfva\\'\"", e);
         if (simple && e) {
             static const char map[] = "\n\r\t\b\f\v\a\\'\"";
@@ -11326,6 +11383,12 @@ static size_t zt__jlex_string(zt_chat_template *c, const char *s, size_t n, size
     return i + 1;
 }
 
+/* past the digits at s[i]: \d+(_\d+)*, as Python writes numbers */
+static size_t zt__jdigits(const char *s, size_t n, size_t i) {
+    while (i < n && ((s[i] >= '0' && s[i] <= '9') || (s[i] == '_' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9'))) i++;
+    return i;
+}
+
 /* the tokens of one {{ }} or {% %}, from s[i]; returns the end of its closing delimiter */
 static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, int *ended_newline) {
     const char *s = c->src;
@@ -11343,7 +11406,7 @@ static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, 
             i += 2 + (size_t)sign;
             *ended_newline = 0;
             if (sign && ch == '-') {
-                while (i < n && zt__jws(s[i])) *ended_newline = s[i] == '\n', *line += s[i++] == '\n';
+                i = zt__jlstrip(s, n, i, line, ended_newline);
             } else if (block && !sign && i < n && s[i] == '\n') { /* trim_blocks */
                 i++, (*line)++, *ended_newline = 1;
             }
@@ -11355,13 +11418,9 @@ static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, 
             *line += zt__jlines(s + i, e - i);
             i = e;
         } else if (ch >= '0' && ch <= '9') {
-            size_t k = i;
-            int fl = 0;
-            while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_')) k++;
-            if (k + 1 < n && s[k] == '.' && s[k + 1] >= '0' && s[k + 1] <= '9') {
-                fl = 1, k++;
-                while (k < n && ((s[k] >= '0' && s[k] <= '9') || s[k] == '_')) k++;
-            }
+            size_t k = zt__jdigits(s, n, i);
+            int fl = 0, after_dot = i > 0 && s[i - 1] == '.';
+            if (!after_dot && k + 1 < n && s[k] == '.' && s[k + 1] >= '0' && s[k + 1] <= '9') fl = 1, k = zt__jdigits(s, n, k + 1);
             if (k < n && (s[k] == 'e' || s[k] == 'E')) {
                 size_t x = k + 1 + (k + 1 < n && (s[k + 1] == '+' || s[k + 1] == '-'));
                 if (x < n && s[x] >= '0' && s[x] <= '9') {
@@ -11403,6 +11462,38 @@ static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, 
     }
 }
 
+/* the end of the text s[i, j) before a tag of kind ('{', '%', '#') and sign ('-', '+' or 0), after
+   the tag's white-space rule: "-" strips all of it, lstrip_blocks the blanks of a block tag alone on its line */
+static size_t zt__jtext_end(const char *s, size_t i, size_t j, char kind, char sign, int line_starting) {
+    if (sign == '-') return zt__jrstrip(s, i, j);
+    if (sign == '+' || kind == '{') return j;
+    size_t l = j;
+    while (l > i && s[l - 1] != '\n') l--;
+    return zt__jrstrip(s, l, j) == l && (l > i || line_starting) ? l : j;
+}
+
+/* a {% raw %} or {% endraw %} tag (word) from s[i], just after its "{%" and sign: the end of its "%}", or 0 */
+static size_t zt__jraw_tag(const char *s, size_t n, size_t i, const char *word, char *right) {
+    size_t w = strlen(word);
+    while (i < n && zt__jws(s[i])) i++;
+    if (i + w > n || memcmp(s + i, word, w) != 0) return 0;
+    i += w;
+    while (i < n && zt__jws(s[i])) i++;
+    *right = i < n && (s[i] == '-' || s[i] == '+') ? s[i] : 0;
+    i += *right != 0;
+    return i + 1 < n && s[i] == '%' && s[i + 1] == '}' ? i + 2 : 0;
+}
+
+/* after a block tag's "%}": "-" strips the white space that follows, else trim_blocks one newline */
+static size_t zt__jafter_block(const char *s, size_t n, size_t i, char right, int *line, int *line_starting) {
+    *line_starting = 0;
+    if (right == '-') return zt__jlstrip(s, n, i, line, line_starting);
+    if (right == '+' || i >= n || s[i] != '\n') return i;
+    (*line)++;
+    *line_starting = 1;
+    return i + 1;
+}
+
 static void zt__jlex(zt_chat_template *c) {
     const char *s = c->src;
     size_t n = c->n, i = 0;
@@ -11411,34 +11502,37 @@ static void zt__jlex(zt_chat_template *c) {
         size_t j = i;
         while (j + 1 < n && !(s[j] == '{' && (s[j + 1] == '{' || s[j + 1] == '%' || s[j + 1] == '#'))) j++;
         if (j + 1 >= n) j = n;
-        size_t end = j; /* the text before the tag, after the tag's white-space rule */
         char kind = j < n ? s[j + 1] : 0, sign = j + 2 < n && (s[j + 2] == '-' || s[j + 2] == '+') ? s[j + 2] : 0;
-        if (j < n && sign == '-') {
-            while (end > i && zt__jws(s[end - 1])) end--;
-        } else if (j < n && sign != '+' && kind != '{') { /* lstrip_blocks: a tag alone on its line */
-            size_t l = end;
-            while (l > i && s[l - 1] != '\n') l--;
-            int blank = 1;
-            for (size_t k = l; k < end && blank; k++) blank = s[k] == ' ' || s[k] == '\t' || s[k] == '\r' || s[k] == '\f' || s[k] == '\v';
-            if (blank && (l > i || line_starting)) end = l;
-        }
+        size_t end = j < n ? zt__jtext_end(s, i, j, kind, sign, line_starting) : j;
         if (end > i) zt__jemit(c, ZT__T_TEXT, line, s + i, (int64_t)(end - i));
         line += zt__jlines(s + i, j - i);
         if (j >= n) break;
         i = j + 2 + (sign != 0);
+        char right = 0;
+        size_t k = kind == '%' ? zt__jraw_tag(s, n, i, "raw", &right) : 0;
+        if (k) { /* {% raw %}...{% endraw %}: text as it is */
+            size_t from = zt__jafter_block(s, n, k, right, &line, &line_starting), e = from, close = 0;
+            char esign = 0;
+            for (; e + 1 < n && !close; e++) {
+                if (s[e] != '{' || s[e + 1] != '%') continue;
+                esign = e + 2 < n && (s[e + 2] == '-' || s[e + 2] == '+') ? s[e + 2] : 0;
+                close = zt__jraw_tag(s, n, e + 2 + (esign != 0), "endraw", &right);
+            }
+            if (!close) zt__jperr(c, line, "a {%% raw %%} block that does not end");
+            e--;
+            size_t text_end = zt__jtext_end(s, from, e, '%', esign, line_starting);
+            if (text_end > from) zt__jemit(c, ZT__T_TEXT, line, s + from, (int64_t)(text_end - from));
+            line += zt__jlines(s + from, close - from);
+            i = zt__jafter_block(s, n, close, right, &line, &line_starting);
+            continue;
+        }
         if (kind == '#') {
-            size_t k = i;
+            k = i;
             while (k + 1 < n && !(s[k] == '#' && s[k + 1] == '}')) k++;
             if (k + 1 >= n) zt__jperr(c, line, "a {# comment #} that does not end");
-            int minus = k > i && s[k - 1] == '-', plus = k > i && s[k - 1] == '+';
+            char cright = k > i && (s[k - 1] == '-' || s[k - 1] == '+') ? s[k - 1] : 0;
             line += zt__jlines(s + i, k - i);
-            i = k + 2;
-            line_starting = 0;
-            if (minus) {
-                while (i < n && zt__jws(s[i])) line_starting = s[i] == '\n', line += s[i++] == '\n';
-            } else if (!plus && i < n && s[i] == '\n') {
-                i++, line++, line_starting = 1;
-            }
+            i = zt__jafter_block(s, n, k + 2, cright, &line, &line_starting);
             continue;
         }
         zt__jemit(c, kind == '%' ? ZT__T_BBEGIN : ZT__T_VBEGIN, line, NULL, 0);
@@ -11592,9 +11686,14 @@ static zt__jn *zt__jparse_postfix(zt_chat_template *c, zt__jn *e) {
         zt__jtok *t = zt__jpeek(c);
         if (zt__jaccept(c, ZT__T_OP, ".")) {
             zt__jtok *name = zt__jnext(c);
-            if (name->kind != ZT__T_NAME && name->kind != ZT__T_NUM) zt__jperr(c, t->line, "expected a name after '.'");
-            zt__jn *x = zt__jnode(c, ZT__N_ATTR, t->line);
+            if (name->kind != ZT__T_NAME && !(name->kind == ZT__T_NUM && name->v.type == ZT__JINT))
+                zt__jperr(c, t->line, "expected a name after '.'");
+            zt__jn *x = zt__jnode(c, name->kind == ZT__T_NUM ? ZT__N_INDEX : ZT__N_ATTR, t->line);
             x->a = e, x->s = name->s, x->n = name->n;
+            if (name->kind == ZT__T_NUM) { /* x.0 is x[0], as Jinja reads it */
+                x->b = zt__jnode(c, ZT__N_CONST, t->line);
+                x->b->v = name->v;
+            }
             e = x;
         } else if (zt__jaccept(c, ZT__T_OP, "[")) {
             zt__jn *parts[3] = {NULL, NULL, NULL};
@@ -11632,8 +11731,6 @@ static zt__jn *zt__jparse_filters(zt_chat_template *c, zt__jn *e) {
         if (zt__jaccept(c, ZT__T_OP, "|")) {
             zt__jtok *name = zt__jnext(c);
             if (name->kind != ZT__T_NAME) zt__jperr(c, t->line, "expected a filter's name after '|'");
-            if (zt__jfind_id(zt__jfilters, ZT__N(zt__jfilters), name->s, name->n) < 0) /* as Jinja, when it compiles */
-                zt__jperr(c, t->line, "'%.*s' is not a filter zt's chat templates know", (int)(name->n < 40 ? name->n : 40), name->s);
             zt__jn *x = zt__jnode(c, ZT__N_FILTER, t->line);
             x->a = e, x->s = name->s, x->n = name->n;
             if (zt__jaccept(c, ZT__T_OP, "(")) x->b = zt__jparse_args(c);
@@ -11644,8 +11741,6 @@ static zt__jn *zt__jparse_filters(zt_chat_template *c, zt__jn *e) {
             zt__jtok *name = zt__jnext(c);
             if (name->kind != ZT__T_NAME && !zt__jis(name, ZT__T_OP, "==") && !zt__jis(name, ZT__T_OP, "!="))
                 zt__jperr(c, t->line, "expected a test's name after 'is'");
-            if (zt__jfind_id(zt__jtests, ZT__N(zt__jtests), name->s, name->n) < 0)
-                zt__jperr(c, t->line, "'%.*s' is not a test zt's chat templates know", (int)(name->n < 40 ? name->n : 40), name->s);
             x->a = e, x->s = name->s, x->n = name->n;
             zt__jtok *u = zt__jpeek(c);
             if (zt__jaccept(c, ZT__T_OP, "(")) {
@@ -11803,26 +11898,30 @@ static zt__jtok *zt__jname(zt_chat_template *c, const char *what) {
     return t;
 }
 
+/* if cond %} ... [elif: an if of its own, which ends the chain] [else %} ...] endif %} */
+static zt__jn *zt__jparse_if(zt_chat_template *c, int line) {
+    static const char *const ends[] = {"elif", "else", "endif"};
+    int which;
+    zt__jn *e = zt__jnode(c, ZT__N_IF, line);
+    e->a = zt__jparse_expr(c);
+    zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+    e->b = zt__jparse_body(c, ends, 3, &which);
+    if (which == 0) {
+        e->c = zt__jparse_if(c, c->tok[c->at - 1].line);
+        return e;
+    }
+    if (which == 1) {
+        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        e->c = zt__jparse_body(c, ends + 2, 1, &which);
+    }
+    zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+    return e;
+}
+
 static zt__jn *zt__jparse_stmt(zt_chat_template *c, zt__jtok *kw) {
     int line = kw->line, which;
     zt__jn *e;
-    if (zt__jis(kw, ZT__T_NAME, "if") || zt__jis(kw, ZT__T_NAME, "elif")) {
-        static const char *const ends[] = {"elif", "else", "endif"};
-        e = zt__jnode(c, ZT__N_IF, line);
-        e->a = zt__jparse_expr(c);
-        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
-        e->b = zt__jparse_body(c, ends, 3, &which);
-        if (which == 0) {
-            e->c = zt__jparse_stmt(c, &c->tok[c->at - 1]); /* elif: an if of its own, which ends the chain */
-            return e;
-        }
-        if (which == 1) {
-            zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
-            e->c = zt__jparse_body(c, ends + 2, 1, &which);
-        }
-        zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
-        return e;
-    }
+    if (zt__jis(kw, ZT__T_NAME, "if")) return zt__jparse_if(c, line);
     if (zt__jis(kw, ZT__T_NAME, "for")) {
         static const char *const ends[] = {"else", "endfor"};
         e = zt__jnode(c, ZT__N_FOR, line);
@@ -11839,7 +11938,9 @@ static zt__jn *zt__jparse_stmt(zt_chat_template *c, zt__jtok *kw) {
         if (zt__jaccept(c, ZT__T_NAME, "if")) e->d = zt__jparse_expr(c);
         if (zt__jaccept(c, ZT__T_NAME, "recursive")) zt__jperr(c, line, "recursive loops are not supported");
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        c->loops++;
         e->b = zt__jparse_body(c, ends, 2, &which);
+        c->loops--;
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
         if (which == 0) {
             e->c = zt__jparse_body(c, ends + 1, 1, &which);
@@ -11880,21 +11981,29 @@ static zt__jn *zt__jparse_stmt(zt_chat_template *c, zt__jtok *kw) {
         e->s = v->s, e->n = v->n;
         zt__jexpect(c, ZT__T_OP, "(", "'('");
         zt__jn **tail = &e->b;
+        int defaults = 0; /* a parameter before has one */
         while (!zt__jaccept(c, ZT__T_OP, ")")) {
             if (e->b) zt__jexpect(c, ZT__T_OP, ",", "',' or ')'");
             zt__jtok *p = zt__jname(c, "a parameter's name");
+            for (zt__jn *q = e->b; q; q = q->next)
+                if (q->n == p->n && memcmp(q->s, p->s, (size_t)p->n) == 0)
+                    zt__jperr(c, p->line, "macro '%.*s' names its parameter '%.*s' twice", (int)e->n, e->s, (int)p->n, p->s);
             zt__jn *param = zt__jnode(c, ZT__N_PARAM, p->line);
             param->s = p->s, param->n = p->n;
-            if (zt__jaccept(c, ZT__T_OP, "=")) param->a = zt__jparse_expr(c);
+            if (zt__jaccept(c, ZT__T_OP, "=")) param->a = zt__jparse_expr(c), defaults = 1;
+            else if (defaults) zt__jperr(c, p->line, "macro '%.*s': a parameter without a default follows one with", (int)e->n, e->s);
             *tail = param, tail = &param->next;
         }
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        int loops = c->loops;
+        c->loops = 0;
         e->c = zt__jparse_body(c, ends, 1, &which);
-        if (zt__jpeek(c)->kind == ZT__T_NAME) zt__jnext(c); /* {% endmacro name %} */
+        c->loops = loops;
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
         return e;
     }
     if (zt__jis(kw, ZT__T_NAME, "break") || zt__jis(kw, ZT__T_NAME, "continue")) {
+        if (!c->loops) zt__jperr(c, line, "'{%% %.*s %%}' outside a loop", (int)kw->n, kw->s);
         e = zt__jnode(c, kw->s[0] == 'b' ? ZT__N_BREAK : ZT__N_CONTINUE, line);
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
         return e;
@@ -11903,7 +12012,10 @@ static zt__jn *zt__jparse_stmt(zt_chat_template *c, zt__jtok *kw) {
         static const char *const ends[] = {"endgeneration"};
         e = zt__jnode(c, ZT__N_GENERATION, line);
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
+        int loops = c->loops; /* its body is a block of its own, as transformers' extension makes it */
+        c->loops = 0;
         e->b = zt__jparse_body(c, ends, 1, &which);
+        c->loops = loops;
         zt__jexpect(c, ZT__T_BEND, NULL, "'%}'");
         c->has_generation = 1;
         return e;
@@ -11961,31 +12073,37 @@ static int zt__jnum(const zt__jv *v) { return v->type == ZT__JBOOL || v->type ==
 static double zt__jf(const zt__jv *v) { return v->type == ZT__JFLOAT ? v->u.f : (double)v->u.i; }
 
 /* Python's ==: numbers by value (True == 1), a tuple is never a list */
-static int zt__jeq(const zt__jv *a, const zt__jv *b) {
+static int zt__jeq(zt__jr *R, const zt__jv *a, const zt__jv *b) {
     if (zt__jnum(a) && zt__jnum(b))
         return a->type == ZT__JFLOAT || b->type == ZT__JFLOAT ? zt__jf(a) == zt__jf(b) : a->u.i == b->u.i;
     if (a->type != b->type) return 0;
+    int same = 1;
+    if (++R->depth > ZT__J_EVAL_DEPTH) zt__jfail(R, "values compared nested more than %d deep", ZT__J_EVAL_DEPTH);
     switch (a->type) {
-    case ZT__JSTR: return a->n == b->n && memcmp(a->u.s, b->u.s, (size_t)a->n) == 0;
+    case ZT__JSTR: same = a->n == b->n && memcmp(a->u.s, b->u.s, (size_t)a->n) == 0; break;
     case ZT__JLIST:
-        if (a->n != b->n || a->sub != b->sub) return 0;
-        for (int64_t i = 0; i < a->n; i++)
-            if (!zt__jeq(&a->u.items[i], &b->u.items[i])) return 0;
-        return 1;
+        same = a->n == b->n && a->sub == b->sub;
+        for (int64_t i = 0; i < a->n && same; i++) same = zt__jeq(R, &a->u.items[i], &b->u.items[i]);
+        break;
     case ZT__JDICT:
-        if (a->sub || b->sub) return a->u.d == b->u.d;
-        if (a->u.d->n != b->u.d->n) return 0;
-        for (int64_t i = 0; i < a->u.d->n; i++) {
+        if (a->sub || b->sub) {
+            same = a->u.d == b->u.d;
+            break;
+        }
+        same = a->u.d->n == b->u.d->n;
+        for (int64_t i = 0; i < a->u.d->n && same; i++) {
             int64_t k = -1;
             for (int64_t m = 0; m < b->u.d->n && k < 0; m++)
-                if (zt__jeq(&a->u.d->keys[i], &b->u.d->keys[m])) k = m;
-            if (k < 0 || !zt__jeq(&a->u.d->vals[i], &b->u.d->vals[k])) return 0;
+                if (zt__jeq(R, &a->u.d->keys[i], &b->u.d->keys[m])) k = m;
+            same = k >= 0 && zt__jeq(R, &a->u.d->vals[i], &b->u.d->vals[k]);
         }
-        return 1;
-    case ZT__JFN: return a->sub == b->sub && a->self == b->self;
-    case ZT__JMACRO: return a->u.macro == b->u.macro;
-    default: return 1; /* none, undefined */
+        break;
+    case ZT__JFN: same = a->sub == b->sub && a->self == b->self; break;
+    case ZT__JMACRO: same = a->u.macro == b->u.macro; break;
+    default: break; /* none, undefined */
     }
+    R->depth--;
+    return same;
 }
 
 /* Python's ordering: numbers, strings (by code point, which is UTF-8's byte order), lists item by item */
@@ -11996,11 +12114,11 @@ static int zt__jcmp(zt__jr *R, const zt__jv *a, const zt__jv *b) {
     }
     if (a->type == ZT__JSTR && b->type == ZT__JSTR) return zt__jstr_cmp(a, b);
     if (a->type == ZT__JLIST && b->type == ZT__JLIST) {
-        for (int64_t i = 0; i < a->n && i < b->n; i++) {
-            int c = zt__jcmp(R, &a->u.items[i], &b->u.items[i]);
-            if (c) return c;
-        }
-        return (a->n > b->n) - (a->n < b->n);
+        if (++R->depth > ZT__J_EVAL_DEPTH) zt__jfail(R, "values compared nested more than %d deep", ZT__J_EVAL_DEPTH);
+        int c = 0;
+        for (int64_t i = 0; i < a->n && i < b->n && !c; i++) c = zt__jcmp(R, &a->u.items[i], &b->u.items[i]);
+        R->depth--;
+        return c ? c : (a->n > b->n) - (a->n < b->n);
     }
     zt__jfail(R, "cannot order %s and %s", zt__jtype_name(a), zt__jtype_name(b));
     return 0;
@@ -12010,18 +12128,23 @@ static int zt__jcontains(zt__jr *R, const zt__jv *hay, const zt__jv *needle) {
     if (hay->type == ZT__JSTR) {
         if (needle->type != ZT__JSTR) zt__jfail(R, "'in <string>' needs a string on the left, found %s", zt__jtype_name(needle));
         if (needle->n == 0) return 1;
-        for (int64_t i = 0; i + needle->n <= hay->n; i++)
-            if (memcmp(hay->u.s + i, needle->u.s, (size_t)needle->n) == 0) return 1;
+        for (int64_t i = 0; i + needle->n <= hay->n; i++) {
+            const char *p = (const char *)memchr(hay->u.s + i, needle->u.s[0], (size_t)(hay->n - needle->n - i + 1));
+            if (!p) return 0;
+            i = p - hay->u.s;
+            zt__jwork(R, needle->n);
+            if (memcmp(p, needle->u.s, (size_t)needle->n) == 0) return 1;
+        }
         return 0;
     }
     if (hay->type == ZT__JLIST) {
         for (int64_t i = 0; i < hay->n; i++)
-            if (zt__jeq(&hay->u.items[i], needle)) return 1;
+            if (zt__jeq(R, &hay->u.items[i], needle)) return 1;
         return 0;
     }
     if (hay->type == ZT__JDICT) {
         for (int64_t i = 0; i < hay->u.d->n; i++)
-            if (zt__jeq(&hay->u.d->keys[i], needle)) return 1;
+            if (zt__jeq(R, &hay->u.d->keys[i], needle)) return 1;
         return 0;
     }
     if (hay->type == ZT__JU) return 0;
@@ -12043,9 +12166,15 @@ static zt__jv zt__jarith(zt__jr *R, int op, const zt__jv *a, const zt__jv *b) {
         v.sub = a->sub;
         return v;
     }
+    if (op == '*' && (b->type == ZT__JSTR || b->type == ZT__JLIST) && (a->type == ZT__JINT || a->type == ZT__JBOOL)) {
+        const zt__jv *t = a; /* 3 * "ab" is "ab" * 3 */
+        a = b, b = t;
+    }
     if (op == '*' && (a->type == ZT__JSTR || a->type == ZT__JLIST) && (b->type == ZT__JINT || b->type == ZT__JBOOL)) {
         int64_t times = b->u.i < 0 ? 0 : b->u.i, unit = a->type == ZT__JSTR ? a->n : a->n * (int64_t)sizeof(zt__jv);
+        if (unit == 0) times = 0; /* nothing, however often */
         if (unit && times > (int64_t)ZT__J_BYTES / unit) zt__jfail(R, "a repetition of %lld is too long", (long long)times);
+        R->steps += times;
         if (a->type == ZT__JSTR) {
             char *s = zt__jchars(R, a->n * times);
             for (int64_t i = 0; i < times; i++) memcpy(s + i * a->n, a->u.s, (size_t)a->n);
@@ -12073,18 +12202,26 @@ static zt__jv zt__jarith(zt__jr *R, int op, const zt__jv *a, const zt__jv *b) {
     case 'F':
     case '%':
         if (y == 0) zt__jfail(R, "division by zero");
-        if (ints) {
+        if (ints && !(k == -1 && i == INT64_MIN)) {
             int64_t q = i / k, r = i % k;
             if (r != 0 && ((r < 0) != (k < 0))) q--, r += k; /* Python rounds toward minus infinity */
             return zt__jint(op == 'F' ? q : r);
-        } else {
-            double q = floor(x / y), r = x - q * y;
-            return zt__jfloat(op == 'F' ? q : r);
+        } else { /* CPython's float divmod: the remainder has the divisor's sign */
+            double r = fmod(x, y), q = (x - r) / y;
+            if (r != 0 && ((r < 0) != (y < 0))) r += y, q -= 1;
+            if (r == 0) r = copysign(0.0, y);
+            double f = q != 0 ? floor(q) : copysign(0.0, x / y);
+            if (q != 0 && q - f > 0.5) f += 1;
+            return zt__jfloat(op == 'F' ? f : r);
         }
     default: /* ** */
-        if (ints && k >= 0 && fabs(pow(x, y)) < 9e18) {
-            int64_t p = 1;
-            for (int64_t m = 0; m < k; m++) p *= i;
+        if (x == 0 && y < 0) zt__jfail(R, "0 cannot be raised to a negative power");
+        if (ints && k >= 0 && fabs(pow(x, y)) < 9e18) { /* by squaring: exact, and quick for 1 ** 10**12 */
+            int64_t p = 1, base = i;
+            for (int64_t e = k; e > 0; e >>= 1) { /* a square taken is at most the result, which fits */
+                if (e & 1) p *= base;
+                if (e > 1) base *= base;
+            }
             return zt__jint(p);
         }
         return zt__jfloat(pow(x, y));
@@ -12163,6 +12300,7 @@ static zt__jv zt__jitem(zt__jr *R, const zt__jv *x, const zt__jv *k) {
             int64_t i = zt__jindex(k->u.i, x->n);
             return i >= 0 ? x->u.items[i] : zt__jundef("item", 4);
         }
+        zt__jwork(R, x->n);
         int64_t i = zt__jindex(k->u.i, zt__jcps(x->u.s, x->n));
         if (i < 0) return zt__jundef("item", 4);
         int64_t b = zt__jcp_at(x->u.s, x->n, i), e = zt__jcp_at(x->u.s, x->n, i + 1);
@@ -12170,7 +12308,7 @@ static zt__jv zt__jitem(zt__jr *R, const zt__jv *x, const zt__jv *k) {
     }
     if (x->type == ZT__JDICT) {
         for (int64_t i = 0; i < x->u.d->n; i++)
-            if (zt__jeq(&x->u.d->keys[i], k)) return x->u.d->vals[i];
+            if (zt__jeq(R, &x->u.d->keys[i], k)) return x->u.d->vals[i];
     }
     if (k->type == ZT__JSTR) return zt__jattr(R, x, k->u.s, k->n);
     return zt__jundef("item", 4);
@@ -12201,8 +12339,11 @@ static zt__jv zt__jslice(zt__jr *R, const zt__jv *x, const zt__jv *a, const zt__
     } else {
         stop = hi;
     }
+    if (step > n) step = n + 1; /* a step past the length takes one item at most, and i + step stays in range */
+    if (step < -n) step = -(n + 1);
     int64_t count = 0;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) count++;
+    R->steps += count;
     if (x->type == ZT__JLIST) {
         zt__jv *items = zt__jitems(R, count);
         int64_t m = 0;
@@ -12211,34 +12352,38 @@ static zt__jv zt__jslice(zt__jr *R, const zt__jv *x, const zt__jv *a, const zt__
         v.sub = x->sub;
         return v;
     }
+    int64_t *at = zt__jcp_starts(R, x->u.s, x->n, n);
     zt__jbuf out = {R, NULL, 0, 0};
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        int64_t p = zt__jcp_at(x->u.s, x->n, i), q = zt__jcp_at(x->u.s, x->n, i + 1);
-        zt__jput(&out, x->u.s + p, q - p);
-    }
+    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) zt__jput(&out, x->u.s + at[i], at[i + 1] - at[i]);
     return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
 }
 
-/* a call's arguments, evaluated */
-#define ZT__J_ARGS 8
+/* a call's arguments, evaluated: positional ones, then name=value ones (in the render's heap) */
 typedef struct zt__jargs {
     int n, nk;
-    zt__jv pos[ZT__J_ARGS], kv[ZT__J_ARGS];
-    const char *kn[ZT__J_ARGS];
-    int64_t kl[ZT__J_ARGS];
+    zt__jv *pos, *kv;
+    const char **kn;
+    int64_t *kl;
 } zt__jargs;
 
 static zt__jv zt__jeval(zt__jr *R, const zt__jn *e);
 
 static void zt__jeval_args(zt__jr *R, const zt__jn *a, zt__jargs *args) {
     memset(args, 0, sizeof *args);
+    int n = 0, nk = 0;
+    for (const zt__jn *x = a; x; x = x->next) {
+        if (x->kind == ZT__N_KWARG) nk++;
+        else n++;
+    }
+    if (!n && !nk) return;
+    args->pos = zt__jitems(R, n), args->kv = zt__jitems(R, nk);
+    args->kn = (const char **)zt__jalloc(R, sizeof(char *) * (size_t)(nk + 1));
+    args->kl = (int64_t *)zt__jalloc(R, sizeof(int64_t) * (size_t)(nk + 1));
     for (; a; a = a->next) {
         if (a->kind == ZT__N_KWARG) {
-            if (args->nk == ZT__J_ARGS) zt__jfail(R, "more than %d keyword arguments", ZT__J_ARGS);
             args->kn[args->nk] = a->s, args->kl[args->nk] = a->n;
             args->kv[args->nk++] = zt__jeval(R, a->a);
         } else {
-            if (args->n == ZT__J_ARGS) zt__jfail(R, "more than %d arguments", ZT__J_ARGS);
             args->pos[args->n++] = zt__jeval(R, a);
         }
     }
@@ -12256,12 +12401,6 @@ static const zt__jv *zt__jarg_str(zt__jr *R, const zt__jargs *a, int i, const ch
     const zt__jv *v = zt__jarg(a, i, name);
     if (v && v->type != ZT__JSTR && v->type != ZT__JNONE) zt__jfail(R, "%s must be a string, found %s", what, zt__jtype_name(v));
     return v && v->type == ZT__JSTR ? v : NULL;
-}
-
-/* Python's str.isspace, for strip() and split() */
-static int zt__jspace_at(const char *s, int64_t n, int64_t i, int *len) {
-    uint32_t c = zt__utf8(s, (size_t)n, (size_t)i, len);
-    return (c >= 0x1c && c <= 0x1f) || zt__is_space(c);
 }
 
 /* the code point of len bytes at p is one of chars' */
@@ -12295,6 +12434,7 @@ static zt__jv zt__jstrip(const zt__jv *s, const zt__jv *chars, int left, int rig
 }
 
 static zt__jv zt__jsplit(zt__jr *R, const zt__jv *s, const zt__jv *sep, int64_t maxsplit) {
+    zt__jwork(R, s->n * (sep ? sep->n : 1));
     zt__jv *items = zt__jitems(R, s->n + 1);
     int64_t m = 0, i = 0;
     if (!sep) { /* runs of white space, none empty */
@@ -12328,6 +12468,7 @@ static zt__jv zt__jsplit(zt__jr *R, const zt__jv *s, const zt__jv *sep, int64_t 
 }
 
 static zt__jv zt__jreplace(zt__jr *R, const zt__jv *s, const zt__jv *old, const zt__jv *with, int64_t count) {
+    zt__jwork(R, s->n * (old->n ? old->n : 1));
     zt__jbuf out = {R, NULL, 0, 0};
     int64_t i = 0, done = 0;
     if (old->n == 0) { /* Python puts it between every character */
@@ -12371,6 +12512,12 @@ static zt__jv zt__jstr_arg(zt__jr *R, const zt__jv *v, const char *what) {
 
 static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *args);
 
+/* a namespace's attribute: none starts with "_", as transformers' sandbox has it */
+static void zt__jns_name(zt__jr *R, const zt__jv *name) {
+    if (name->type == ZT__JSTR && name->n > 0 && name->u.s[0] == '_')
+        zt__jfail(R, "a namespace's attribute may not start with '_' (transformers refuses '%.*s')", (int)name->n, name->u.s);
+}
+
 static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
     if (f->type == ZT__JMACRO) return zt__jmacro_call(R, f->u.macro, a);
     if (f->type != ZT__JFN) {
@@ -12386,12 +12533,15 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
         if (a->n >= 2) lo = hi, hi = zt__jint_of(R, &a->pos[1], "range's stop");
         if (a->n == 3) step = zt__jint_of(R, &a->pos[2], "range's step");
         if (step == 0) zt__jfail(R, "range's step cannot be zero");
-        int64_t count = step > 0 ? (hi > lo ? (hi - lo + step - 1) / step : 0) : (lo > hi ? (lo - hi - step - 1) / -step : 0);
-        if (count > ZT__J_STEPS) zt__jfail(R, "range of %lld numbers is too long", (long long)count);
-        R->steps += count;
-        zt__jv *items = zt__jitems(R, count);
-        for (int64_t i = 0; i < count; i++) items[i] = zt__jint(lo + i * step);
-        return zt__jlist(items, count);
+        /* in unsigned arithmetic, where the span of any two int64 values fits */
+        uint64_t span = step > 0 ? (hi > lo ? (uint64_t)hi - (uint64_t)lo : 0) : (lo > hi ? (uint64_t)lo - (uint64_t)hi : 0);
+        uint64_t stride = step > 0 ? (uint64_t)step : (uint64_t)(-(step + 1)) + 1;
+        uint64_t count = span / stride + (span % stride != 0);
+        if (count > (uint64_t)ZT__J_STEPS) zt__jfail(R, "range of %llu numbers is too long", (unsigned long long)count);
+        R->steps += (int64_t)count;
+        zt__jv *items = zt__jitems(R, (int64_t)count);
+        for (uint64_t i = 0; i < count; i++) items[i] = zt__jint((int64_t)((uint64_t)lo + i * (uint64_t)step));
+        return zt__jlist(items, (int64_t)count);
     }
     case ZT__F_NAMESPACE:
     case ZT__F_DICT: {
@@ -12401,6 +12551,7 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
             for (int64_t k = 0; k < a->pos[i].u.d->n; k++) zt__jdict_set(R, d.u.d, a->pos[i].u.d->keys[k], a->pos[i].u.d->vals[k]);
         }
         for (int k = 0; k < a->nk; k++) zt__jdict_set(R, d.u.d, zt__jstr(a->kn[k], a->kl[k]), a->kv[k]);
+        for (int64_t k = 0; f->sub == ZT__F_NAMESPACE && k < d.u.d->n; k++) zt__jns_name(R, &d.u.d->keys[k]);
         return d;
     }
     case ZT__F_RAISE: {
@@ -12408,7 +12559,8 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
         zt__jfail(R, "the template refused this conversation: %.*s", (int)(m.n < 400 ? m.n : 400), m.u.s);
     }
     case ZT__F_STRFTIME: {
-        zt__jv fmt = zt__jstr_arg(R, a->n ? &a->pos[0] : &self[0], "strftime_now's format");
+        if (a->n != 1) zt__jfail(R, "strftime_now takes one argument, the format");
+        zt__jv fmt = zt__jstr_arg(R, &a->pos[0], "strftime_now's format");
         char buf[256], *z = zt__jchars(R, fmt.n);
         memcpy(z, fmt.u.s, (size_t)fmt.n), z[fmt.n] = 0;
         time_t now = time(NULL);
@@ -12446,6 +12598,7 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
     case ZT__M_COUNT: {
         if (a->n < 1) zt__jfail(R, "find and count need an argument");
         zt__jv q = zt__jstr_arg(R, &a->pos[0], "the text to find");
+        zt__jwork(R, self->n * (q.n ? q.n : 1));
         int64_t count = 0;
         for (int64_t i = 0; i + q.n <= self->n; i++)
             if (memcmp(self->u.s + i, q.u.s, (size_t)q.n) == 0) {
@@ -12486,7 +12639,7 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
     default: { /* get */
         if (a->n < 1) zt__jfail(R, "get needs a key");
         for (int64_t i = 0; i < self->u.d->n; i++)
-            if (zt__jeq(&self->u.d->keys[i], &a->pos[0])) return self->u.d->vals[i];
+            if (zt__jeq(R, &self->u.d->keys[i], &a->pos[0])) return self->u.d->vals[i];
         return a->n > 1 ? a->pos[1] : zt__jnone();
     }
     }
@@ -12526,13 +12679,13 @@ static int zt__jtest(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const
         return zt__jint_of(R, v, "the value of 'divisibleby'") % d == 0;
     }
     case ZT__IS_IN: return zt__jcontains(R, x, v);
-    case ZT__IS_EQ: return zt__jeq(v, x);
-    case ZT__IS_NE: return !zt__jeq(v, x);
+    case ZT__IS_EQ: return zt__jeq(R, v, x);
+    case ZT__IS_NE: return !zt__jeq(R, v, x);
     case ZT__IS_LT: return zt__jcmp(R, v, x) < 0;
     case ZT__IS_LE: return zt__jcmp(R, v, x) <= 0;
     case ZT__IS_GT: return zt__jcmp(R, v, x) > 0;
     case ZT__IS_GE: return zt__jcmp(R, v, x) >= 0;
-    case ZT__IS_SAMEAS: return v->type == x->type && zt__jeq(v, x) && (v->type != ZT__JLIST || v->u.items == x->u.items);
+    case ZT__IS_SAMEAS: return v->type == x->type && zt__jeq(R, v, x) && (v->type != ZT__JLIST || v->u.items == x->u.items);
     default: zt__jfail(R, "'%.*s' is not a test zt's chat templates know", (int)(n < 40 ? n : 40), s);
     }
 }
@@ -12549,12 +12702,10 @@ static zt__jv zt__jseq(zt__jr *R, const zt__jv *v, const char *what) {
         return zt__jlist(items, v->u.d->n);
     }
     if (v->type == ZT__JSTR) {
-        int64_t n = zt__jcps(v->u.s, v->n);
+        int64_t n = zt__jcps(v->u.s, v->n), *at = zt__jcp_starts(R, v->u.s, v->n, n);
         zt__jv *items = zt__jitems(R, n);
-        for (int64_t i = 0; i < n; i++) {
-            int64_t p = zt__jcp_at(v->u.s, v->n, i), q = zt__jcp_at(v->u.s, v->n, i + 1);
-            items[i] = zt__jstr(v->u.s + p, q - p);
-        }
+        R->steps += n;
+        for (int64_t i = 0; i < n; i++) items[i] = zt__jstr(v->u.s + at[i], at[i + 1] - at[i]);
         return zt__jlist(items, n);
     }
     zt__jfail(R, "%s needs a list, found %s", what, zt__jtype_name(v));
@@ -12583,9 +12734,9 @@ static zt__jv zt__jselect(zt__jr *R, const zt__jv *seq, const zt__jargs *a, int 
     int64_t m = 0;
     int first = attr ? 1 : 0;
     if (attr && (a->n < 1 || a->pos[0].type != ZT__JSTR)) zt__jfail(R, "selectattr and rejectattr need an attribute's name");
-    zt__jargs rest;
+    zt__jargs rest; /* the test's own arguments: what follows its name */
     memset(&rest, 0, sizeof rest);
-    for (int i = first + 1; i < a->n; i++) rest.pos[rest.n++] = a->pos[i];
+    if (a->n > first + 1) rest.pos = a->pos + first + 1, rest.n = a->n - first - 1;
     const zt__jv *test = a->n > first ? &a->pos[first] : NULL;
     if (test && test->type != ZT__JSTR) zt__jfail(R, "a test's name must be a string");
     for (int64_t i = 0; i < list.n; i++) {
@@ -12669,18 +12820,21 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         double d = 0;
         int ok = 1;
         if (zt__jnum(v)) {
+            if (f == ZT__FL_INT && v->type != ZT__JFLOAT) return zt__jint(v->u.i);
             d = zt__jf(v);
         } else if (v->type == ZT__JSTR) {
             char num[64], *end;
             snprintf(num, sizeof num, "%.*s", (int)(v->n < 63 ? v->n : 63), v->u.s);
             d = strtod(num, &end);
             while (*end && zt__jws(*end)) end++;
-            ok = end != num && !*end;
+            ok = end != num && !*end && !strpbrk(num, "xXpP"); /* Python reads no hexadecimal floats */
         } else {
             ok = 0;
         }
+        if (ok && f == ZT__FL_INT && !isfinite(d)) ok = 0; /* int(inf) and int(nan) fail: the default */
         if (!ok) return x ? *x : f == ZT__FL_INT ? zt__jint(0) : zt__jfloat(0);
-        return f == ZT__FL_INT ? zt__jint((int64_t)d) : zt__jfloat(d);
+        if (f == ZT__FL_FLOAT) return zt__jfloat(d);
+        return fabs(d) < 9.2e18 ? zt__jint((int64_t)d) : zt__jfloat(trunc(d)); /* past int64: a float of its value */
     }
     case ZT__FL_LIST: return zt__jseq(R, v, what);
     case ZT__FL_REVERSE: {
@@ -12704,9 +12858,9 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
         const zt__jv *attr = zt__jarg_str(R, a, -1, "attribute", "map's attribute"), *def = zt__jarg(a, -1, "default");
         if (!attr && (!x || x->type != ZT__JSTR)) zt__jfail(R, "map needs attribute= or a filter's name");
-        zt__jargs rest;
+        zt__jargs rest; /* the filter's own arguments: what follows its name */
         memset(&rest, 0, sizeof rest);
-        for (int i = 1; i < a->n; i++) rest.pos[rest.n++] = a->pos[i];
+        if (a->n > 1) rest.pos = a->pos + 1, rest.n = a->n - 1;
         for (int64_t i = 0; i < l.n; i++) {
             if (attr) {
                 items[i] = zt__jattr_path(R, &l.u.items[i], attr);
@@ -12747,7 +12901,8 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
     }
     case ZT__FL_ABS:
         if (!zt__jnum(v)) zt__jfail(R, "|abs needs a number, found %s", zt__jtype_name(v));
-        return v->type == ZT__JFLOAT ? zt__jfloat(fabs(v->u.f)) : zt__jint(v->u.i < 0 ? -v->u.i : v->u.i);
+        if (v->type == ZT__JFLOAT || v->u.i == INT64_MIN) return zt__jfloat(fabs(zt__jf(v)));
+        return zt__jint(v->u.i < 0 ? -v->u.i : v->u.i);
     case ZT__FL_ROUND: { /* round(precision=0, method='common') */
         if (!zt__jnum(v)) zt__jfail(R, "|round needs a number, found %s", zt__jtype_name(v));
         const zt__jv *p = zt__jarg(a, 0, "precision"), *m = zt__jarg_str(R, a, 1, "method", "round's method");
@@ -12760,7 +12915,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         int64_t m = 0;
         for (int64_t i = 0; i < l.n; i++) {
             int seen = 0;
-            for (int64_t k = 0; k < m && !seen; k++) seen = zt__jeq(&items[k], &l.u.items[i]);
+            for (int64_t k = 0; k < m && !seen; k++) seen = zt__jeq(R, &items[k], &l.u.items[i]);
             if (!seen) items[m++] = l.u.items[i];
         }
         return zt__jlist(items, m);
@@ -12813,7 +12968,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
 
 static zt__jv zt__jeval(zt__jr *R, const zt__jn *e) {
     zt__jstep(R);
-    if (++R->depth > ZT__J_DEPTH) zt__jfail(R, "expressions nested more than %d deep", ZT__J_DEPTH);
+    if (++R->depth > ZT__J_EVAL_DEPTH) zt__jfail(R, "expressions nested more than %d deep", ZT__J_EVAL_DEPTH);
     int line = R->line;
     R->line = e->line;
     zt__jv v = zt__jnone(), x, y;
@@ -12875,8 +13030,8 @@ static zt__jv zt__jeval(zt__jr *R, const zt__jn *e) {
             R->line = e->line;
             int ok;
             switch (link->op) {
-            case ZT__CMP_EQ: ok = zt__jeq(&x, &y); break;
-            case ZT__CMP_NE: ok = !zt__jeq(&x, &y); break;
+            case ZT__CMP_EQ: ok = zt__jeq(R, &x, &y); break;
+            case ZT__CMP_NE: ok = !zt__jeq(R, &x, &y); break;
             case ZT__CMP_LT: ok = zt__jcmp(R, &x, &y) < 0; break;
             case ZT__CMP_LE: ok = zt__jcmp(R, &x, &y) <= 0; break;
             case ZT__CMP_GT: ok = zt__jcmp(R, &x, &y) > 0; break;
@@ -12957,7 +13112,7 @@ static zt__jv zt__jcapture(zt__jr *R, const zt__jn *body) {
 }
 
 static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *a) {
-    if (++R->depth > ZT__J_DEPTH) zt__jfail(R, "macro calls nested more than %d deep", ZT__J_DEPTH);
+    if (++R->depth > ZT__J_EVAL_DEPTH) zt__jfail(R, "macro calls nested more than %d deep", ZT__J_EVAL_DEPTH);
     zt__jscope sc, *saved = R->scope;
     R->scope = R->globals;
     zt__jpush(R, &sc);
@@ -12970,6 +13125,11 @@ static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *a) {
         zt__jdict_set(R, &sc.vars, zt__jstr(p->s, p->n), v);
     }
     if (a->n > i) zt__jfail(R, "macro '%.*s' takes at most %d arguments, given %d", (int)m->n, m->s, i, a->n);
+    for (int k = 0; k < a->nk; k++) {
+        int known = 0;
+        for (const zt__jn *p = m->b; p && !known; p = p->next) known = a->kl[k] == p->n && memcmp(a->kn[k], p->s, (size_t)p->n) == 0;
+        if (!known) zt__jfail(R, "macro '%.*s' has no parameter '%.*s'", (int)m->n, m->s, (int)a->kl[k], a->kn[k]);
+    }
     int ctl = R->ctl;
     R->ctl = 0;
     zt__jv v = zt__jcapture(R, m->c);
@@ -13053,7 +13213,9 @@ static void zt__jexec(zt__jr *R, const zt__jn *s) {
                 if (ns.type != ZT__JDICT || !ns.sub)
                     zt__jfail(R, "'{%% set %.*s.%.*s %%}' needs a namespace(), found %s", (int)s->n, s->s, (int)s->n2, s->s2,
                               zt__jtype_name(&ns));
-                zt__jdict_set(R, ns.u.d, zt__jstr(s->s2, s->n2), v);
+                zt__jv name = zt__jstr(s->s2, s->n2);
+                zt__jns_name(R, &name);
+                zt__jdict_set(R, ns.u.d, name, v);
             } else {
                 zt__jdict_set(R, &R->scope->vars, zt__jstr(s->s, s->n), v);
             }
