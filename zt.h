@@ -11104,12 +11104,17 @@ static void zt__jwrite(zt__jbuf *b, const zt__jv *v, int repr) {
 }
 
 /* json.dumps(v, ensure_ascii=False, indent, separators, sort_keys), as transformers' tojson */
-typedef struct zt__jjson { int indent; const char *item_sep, *key_sep; int sort; } zt__jjson;
+typedef struct zt__jjson {
+    int pretty;                   /* indent given: newlines, and indent (n spaces or a string) per level */
+    zt__jv indent;
+    const char *item_sep, *key_sep;
+    int sort, ascii;              /* sort_keys, ensure_ascii (\\uXXXX for all but ASCII) */
+} zt__jjson;
 
-static void zt__jjson_str(zt__jbuf *b, const char *s, int64_t n) {
+static void zt__jjson_str(zt__jbuf *b, const char *s, int64_t n, int ascii) {
     zt__jputs(b, "\"");
     for (int64_t i = 0; i < n; i++) {
-        char c = s[i], e[8];
+        char c = s[i], e[16];
         if (c == '"' || c == '\\') e[0] = '\\', e[1] = c, zt__jput(b, e, 2);
         else if (c == '\n') zt__jputs(b, "\\n");
         else if (c == '\r') zt__jputs(b, "\\r");
@@ -11117,14 +11122,24 @@ static void zt__jjson_str(zt__jbuf *b, const char *s, int64_t n) {
         else if (c == '\b') zt__jputs(b, "\\b");
         else if (c == '\f') zt__jputs(b, "\\f");
         else if ((uint8_t)c < 0x20) snprintf(e, sizeof e, "\\u%04x", (uint8_t)c), zt__jputs(b, e);
-        else zt__jput(b, &c, 1);
+        else if (ascii && ((uint8_t)c & 0x80)) { /* a code point as \\uXXXX, beyond the BMP as its surrogate pair */
+            int len;
+            uint32_t cp = zt__utf8(s, (size_t)n, (size_t)i, &len);
+            if (cp >= 0x10000) snprintf(e, sizeof e, "\\u%04x\\u%04x", 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
+            else snprintf(e, sizeof e, "\\u%04x", cp);
+            zt__jputs(b, e);
+            i += len - 1;
+        } else zt__jput(b, &c, 1);
     }
     zt__jputs(b, "\"");
 }
 
 static void zt__jjson_nl(zt__jbuf *b, const zt__jjson *o, int level) {
     zt__jputs(b, "\n");
-    for (int i = 0; i < o->indent * level; i++) zt__jputs(b, " ");
+    for (int i = 0; i < level; i++) {
+        if (o->indent.type == ZT__JSTR) zt__jput(b, o->indent.u.s, o->indent.n);
+        else for (int64_t k = 0; k < o->indent.u.i; k++) zt__jputs(b, " ");
+    }
 }
 
 static int zt__jstr_cmp(const zt__jv *a, const zt__jv *b) {
@@ -11141,38 +11156,49 @@ static void zt__jjson_write(zt__jbuf *b, const zt__jv *v, const zt__jjson *o, in
     case ZT__JBOOL: zt__jputs(b, v->u.i ? "true" : "false"); break;
     case ZT__JINT: snprintf(num, sizeof num, "%lld", (long long)v->u.i), zt__jputs(b, num); break;
     case ZT__JFLOAT: zt__jfloat_text(v->u.f, num, sizeof num, 1), zt__jputs(b, num); break;
-    case ZT__JSTR: zt__jjson_str(b, v->u.s, v->n); break;
+    case ZT__JSTR: zt__jjson_str(b, v->u.s, v->n, o->ascii); break;
     case ZT__JLIST:
         zt__jputs(b, "[");
         for (int64_t i = 0; i < v->n; i++) {
             if (i) zt__jputs(b, o->item_sep);
-            if (o->indent >= 0) zt__jjson_nl(b, o, level + 1);
+            if (o->pretty) zt__jjson_nl(b, o, level + 1);
             zt__jjson_write(b, &v->u.items[i], o, level + 1);
         }
-        if (o->indent >= 0 && v->n) zt__jjson_nl(b, o, level);
+        if (o->pretty && v->n) zt__jjson_nl(b, o, level);
         zt__jputs(b, "]");
         break;
     case ZT__JDICT: {
+        if (v->sub) zt__jfail(R, "tojson: a namespace is not JSON");
         const zt__jdict *d = v->u.d;
         int64_t *order = (int64_t *)zt__jalloc(R, sizeof(int64_t) * (size_t)(d->n + 1));
+        zt__jv *keys = zt__jitems(R, d->n); /* as json.dumps writes them: numbers, true, false and null as strings */
         for (int64_t i = 0; i < d->n; i++) {
-            if (d->keys[i].type != ZT__JSTR) zt__jfail(R, "tojson: a key is %s, not a string", zt__jtype_name(&d->keys[i]));
+            const zt__jv *k = &d->keys[i];
+            if (k->type == ZT__JSTR) {
+                keys[i] = *k;
+            } else if (k->type == ZT__JNONE || k->type == ZT__JBOOL || k->type == ZT__JINT || k->type == ZT__JFLOAT) {
+                zt__jbuf kb = {R, NULL, 0, 0};
+                zt__jjson_write(&kb, k, o, 0);
+                keys[i] = zt__jstr(kb.p, kb.n);
+            } else {
+                zt__jfail(R, "tojson: a key is %s, not a string", zt__jtype_name(k));
+            }
             order[i] = i;
         }
         for (int64_t i = 1; o->sort && i < d->n; i++) /* insertion sort: dicts in templates are small */
-            for (int64_t k = i; k > 0 && zt__jstr_cmp(&d->keys[order[k - 1]], &d->keys[order[k]]) > 0; k--) {
+            for (int64_t k = i; k > 0 && zt__jstr_cmp(&keys[order[k - 1]], &keys[order[k]]) > 0; k--) {
                 int64_t t = order[k];
                 order[k] = order[k - 1], order[k - 1] = t;
             }
         zt__jputs(b, "{");
         for (int64_t i = 0; i < d->n; i++) {
             if (i) zt__jputs(b, o->item_sep);
-            if (o->indent >= 0) zt__jjson_nl(b, o, level + 1);
-            zt__jjson_str(b, d->keys[order[i]].u.s, d->keys[order[i]].n);
+            if (o->pretty) zt__jjson_nl(b, o, level + 1);
+            zt__jjson_str(b, keys[order[i]].u.s, keys[order[i]].n, o->ascii);
             zt__jputs(b, o->key_sep);
             zt__jjson_write(b, &d->vals[order[i]], o, level + 1);
         }
-        if (o->indent >= 0 && d->n) zt__jjson_nl(b, o, level);
+        if (o->pretty && d->n) zt__jjson_nl(b, o, level);
         zt__jputs(b, "}");
         break;
     }
@@ -11210,7 +11236,9 @@ static zt__jv zt__jfrom_json(zt__jr *R, const zt__json *j, int *t) {
         snprintf(num, sizeof num, "%.*s", n < 63 ? n : 63, s);
         int integral = !strpbrk(num, ".eE");
         double f = strtod(num, NULL);
-        if (integral && fabs(f) < 9.2e18) return zt__jint(strtoll(num, NULL, 10));
+        errno = 0;
+        long long iv = integral ? strtoll(num, NULL, 10) : 0;
+        if (integral && errno != ERANGE) return zt__jint(iv);
         return zt__jfloat(f);
     }
     if (k->type == JSMN_ARRAY) {
@@ -11435,7 +11463,9 @@ static size_t zt__jlex_tag(zt_chat_template *c, size_t i, int *line, int block, 
             num[m] = 0;
             zt__jtok *t = zt__jemit(c, ZT__T_NUM, *line, s + i, (int64_t)(k - i));
             double f = strtod(num, NULL);
-            t->v = fl || f >= 9.2e18 ? zt__jfloat(f) : zt__jint(strtoll(num, NULL, 10));
+            errno = 0;
+            long long iv = fl ? 0 : strtoll(num, NULL, 10);
+            t->v = fl || errno == ERANGE ? zt__jfloat(f) : zt__jint(iv); /* past int64: a float */
             i = k;
         } else if (((ch | 32) >= 'a' && (ch | 32) <= 'z') || ch == '_') {
             size_t k = i;
@@ -12138,6 +12168,8 @@ static int zt__jcontains(zt__jr *R, const zt__jv *hay, const zt__jv *needle) {
         return 0;
     }
     if (hay->type == ZT__JLIST) {
+        R->steps += hay->n;
+        zt__jstep(R);
         for (int64_t i = 0; i < hay->n; i++)
             if (zt__jeq(R, &hay->u.items[i], needle)) return 1;
         return 0;
@@ -12194,10 +12226,11 @@ static zt__jv zt__jarith(zt__jr *R, int op, const zt__jv *a, const zt__jv *b) {
     int ints = a->type != ZT__JFLOAT && b->type != ZT__JFLOAT;
     double x = zt__jf(a), y = zt__jf(b);
     int64_t i = a->u.i, k = b->u.i;
-    switch (op) {
-    case '+': if (ints && fabs(x + y) < 9e18) return zt__jint(i + k); return zt__jfloat(x + y);
-    case '-': if (ints && fabs(x - y) < 9e18) return zt__jint(i - k); return zt__jfloat(x - y);
-    case '*': if (ints && fabs(x * y) < 9e18) return zt__jint(i * k); return zt__jfloat(x * y);
+    int64_t r;
+    switch (op) { /* ints stay ints while they fit (past int64 Python has big ones: zt goes to a float) */
+    case '+': if (ints && !__builtin_add_overflow(i, k, &r)) return zt__jint(r); return zt__jfloat(x + y);
+    case '-': if (ints && !__builtin_sub_overflow(i, k, &r)) return zt__jint(r); return zt__jfloat(x - y);
+    case '*': if (ints && !__builtin_mul_overflow(i, k, &r)) return zt__jint(r); return zt__jfloat(x * y);
     case '/': if (y == 0) zt__jfail(R, "division by zero"); return zt__jfloat(x / y);
     case 'F':
     case '%':
@@ -12233,11 +12266,15 @@ enum {
     ZT__F_RANGE = 1, ZT__F_NAMESPACE, ZT__F_RAISE, ZT__F_STRFTIME, ZT__F_DICT,
     ZT__M_STARTSWITH, ZT__M_ENDSWITH, ZT__M_STRIP, ZT__M_LSTRIP, ZT__M_RSTRIP, ZT__M_SPLIT, ZT__M_UPPER, ZT__M_LOWER,
     ZT__M_TITLE, ZT__M_CAPITALIZE, ZT__M_REPLACE, ZT__M_FIND, ZT__M_COUNT, ZT__M_JOIN, ZT__M_ISDIGIT,
+    ZT__M_ISALPHA, ZT__M_ISALNUM, ZT__M_ISSPACE, ZT__M_ISLOWER, ZT__M_ISUPPER, ZT__M_SPLITLINES, ZT__M_RFIND, ZT__M_INDEX,
+    ZT__M_REMOVEPREFIX, ZT__M_REMOVESUFFIX, ZT__M_CASEFOLD, ZT__M_SWAPCASE,
     ZT__M_ITEMS, ZT__M_KEYS, ZT__M_VALUES, ZT__M_GET
-};
+}; /* the string methods in the order of zt__jstr_methods, the dict methods in that of zt__jdict_methods */
 static const char *const zt__jglobals[] = {"range", "namespace", "raise_exception", "strftime_now", "dict"};
-static const char *const zt__jstr_methods[] = {"startswith", "endswith", "strip", "lstrip", "rstrip", "split", "upper",
-                                               "lower", "title", "capitalize", "replace", "find", "count", "join", "isdigit"};
+static const char *const zt__jstr_methods[] = {
+    "startswith", "endswith", "strip", "lstrip", "rstrip", "split", "upper", "lower", "title", "capitalize", "replace", "find",
+    "count", "join", "isdigit", "isalpha", "isalnum", "isspace", "islower", "isupper", "splitlines", "rfind", "index",
+    "removeprefix", "removesuffix", "casefold", "swapcase"};
 static const char *const zt__jdict_methods[] = {"items", "keys", "values", "get"};
 
 static int zt__jlookup(const char *const *names, int n, const char *s, int64_t len) {
@@ -12287,6 +12324,12 @@ static zt__jv zt__jattr(zt__jr *R, const zt__jv *x, const char *s, int64_t n) {
     return zt__jundef(s, n);
 }
 
+/* a slice bound as Python takes it: negative from the end, then kept within [0, n] */
+static int64_t zt__jclamp(int64_t i, int64_t n) {
+    if (i < 0) i = i < -n ? 0 : i + n;
+    return i > n ? n : i;
+}
+
 /* Python's index into n items: negative from the end; -1 outside */
 static int64_t zt__jindex(int64_t i, int64_t n) {
     if (i < 0) i += n;
@@ -12322,7 +12365,7 @@ static int64_t zt__jint_of(zt__jr *R, const zt__jv *v, const char *what) {
 /* x[a:b:c] of a list or a string, as Python slices */
 static zt__jv zt__jslice(zt__jr *R, const zt__jv *x, const zt__jv *a, const zt__jv *b, const zt__jv *c) {
     zt__jundefined(R, x);
-    if (x->type != ZT__JLIST && x->type != ZT__JSTR) zt__jfail(R, "cannot slice %s", zt__jtype_name(x));
+    if (x->type != ZT__JLIST && x->type != ZT__JSTR) return zt__jundef("slice", 5); /* as Jinja: undefined */
     int64_t n = x->type == ZT__JLIST ? x->n : zt__jcps(x->u.s, x->n);
     int64_t step = c && c->type != ZT__JNONE ? zt__jint_of(R, c, "a slice's step") : 1;
     if (step == 0) zt__jfail(R, "a slice's step cannot be zero");
@@ -12443,9 +12486,8 @@ static zt__jv zt__jsplit(zt__jr *R, const zt__jv *s, const zt__jv *sep, int64_t 
             while (i < s->n && zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
             if (i >= s->n) break;
             int64_t b = i;
-            if (maxsplit >= 0 && m == maxsplit) {
-                zt__jv rest = zt__jstr(s->u.s + b, s->n - b);
-                items[m++] = zt__jstrip(&rest, NULL, 0, 1);
+            if (maxsplit >= 0 && m == maxsplit) { /* the rest, as it is after its leading white space */
+                items[m++] = zt__jstr(s->u.s + b, s->n - b);
                 break;
             }
             while (i < s->n && !zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
@@ -12472,10 +12514,10 @@ static zt__jv zt__jreplace(zt__jr *R, const zt__jv *s, const zt__jv *old, const 
     zt__jbuf out = {R, NULL, 0, 0};
     int64_t i = 0, done = 0;
     if (old->n == 0) { /* Python puts it between every character */
-        for (int64_t k = 0; k <= zt__jcps(s->u.s, s->n); k++) {
+        int64_t cps = zt__jcps(s->u.s, s->n), *at = zt__jcp_starts(R, s->u.s, s->n, cps);
+        for (int64_t k = 0; k <= cps; k++) {
             if (count < 0 || done < count) zt__jput(&out, with->u.s, with->n), done++;
-            int64_t p = zt__jcp_at(s->u.s, s->n, k), q = zt__jcp_at(s->u.s, s->n, k + 1);
-            zt__jput(&out, s->u.s + p, q - p);
+            if (k < cps) zt__jput(&out, s->u.s + at[k], at[k + 1] - at[k]);
         }
         return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
     }
@@ -12490,16 +12532,18 @@ static zt__jv zt__jreplace(zt__jr *R, const zt__jv *s, const zt__jv *old, const 
     return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
 }
 
-/* upper (1), lower (2), title (3), capitalize (4): ASCII letters */
+/* upper (1), lower (2), str.title (3), capitalize (4) and Jinja's |title (5), on ASCII letters: str.title
+   starts a word after anything but a letter, |title after "-", white space, "(", "{", "[" or "<" */
 static zt__jv zt__jcase(zt__jr *R, const zt__jv *s, int how) {
     char *o = zt__jchars(R, s->n);
     int start = 1;
     for (int64_t i = 0; i < s->n; i++) {
         char c = s->u.s[i];
-        int up = how == 1 || (how == 3 && start) || (how == 4 && i == 0);
+        int up = how == 1 || ((how == 3 || how == 5) && start) || (how == 4 && i == 0);
         int letter = (c | 32) >= 'a' && (c | 32) <= 'z';
         o[i] = letter ? (char)(up ? c & ~32 : c | 32) : c;
-        if (how == 3) start = !letter && !((uint8_t)c & 0x80) && !(c >= '0' && c <= '9');
+        if (how == 3) start = !letter && !((uint8_t)c & 0x80); /* a non-ASCII letter continues a word */
+        if (how == 5) start = strchr("- \t\n\r\f\v({[<", c) != NULL && c;
     }
     o[s->n] = 0;
     return zt__jstr(o, s->n);
@@ -12510,7 +12554,19 @@ static zt__jv zt__jstr_arg(zt__jr *R, const zt__jv *v, const char *what) {
     return *v;
 }
 
-static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *args);
+static zt__jv zt__jmacro_call(zt__jr *R, const zt__jv *macro, const zt__jargs *args);
+static zt__jv zt__jseq(zt__jr *R, const zt__jv *v, const char *what);
+static int zt__jtest(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a);
+
+/* the bytes of a line break at s[i] as str.splitlines sees them ("\r\n" is one), or 0 */
+static int zt__jline_break(const char *s, int64_t n, int64_t i) {
+    uint8_t c = (uint8_t)s[i];
+    if (c == '\r') return i + 1 < n && s[i + 1] == '\n' ? 2 : 1;
+    if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) return 1;
+    if (c == 0xc2 && i + 1 < n && (uint8_t)s[i + 1] == 0x85) return 2;                                   /* U+0085 */
+    if (c == 0xe2 && i + 2 < n && (uint8_t)s[i + 1] == 0x80 && ((uint8_t)s[i + 2] & 0xfe) == 0xa8) return 3; /* U+2028-9 */
+    return 0;
+}
 
 /* a namespace's attribute: none starts with "_", as transformers' sandbox has it */
 static void zt__jns_name(zt__jr *R, const zt__jv *name) {
@@ -12519,7 +12575,7 @@ static void zt__jns_name(zt__jr *R, const zt__jv *name) {
 }
 
 static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
-    if (f->type == ZT__JMACRO) return zt__jmacro_call(R, f->u.macro, a);
+    if (f->type == ZT__JMACRO) return zt__jmacro_call(R, f, a);
     if (f->type != ZT__JFN) {
         zt__jundefined(R, f);
         zt__jfail(R, "%s is not something to call", zt__jtype_name(f));
@@ -12561,7 +12617,7 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
     case ZT__F_STRFTIME: {
         if (a->n != 1) zt__jfail(R, "strftime_now takes one argument, the format");
         zt__jv fmt = zt__jstr_arg(R, &a->pos[0], "strftime_now's format");
-        char buf[256], *z = zt__jchars(R, fmt.n);
+        char buf[4096], *z = zt__jchars(R, fmt.n);
         memcpy(z, fmt.u.s, (size_t)fmt.n), z[fmt.n] = 0;
         time_t now = time(NULL);
         struct tm tm;
@@ -12573,10 +12629,12 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
     case ZT__M_ENDSWITH: {
         if (a->n < 1) zt__jfail(R, "%s needs an argument", f->sub == ZT__M_STARTSWITH ? "startswith" : "endswith");
         const zt__jv *p = &a->pos[0];
+        if (p->type == ZT__JLIST && !p->sub) zt__jfail(R, "startswith and endswith take a string or a tuple of them, not a list");
+        zt__jv part = zt__jslice(R, self, a->n > 1 ? &a->pos[1] : NULL, a->n > 2 ? &a->pos[2] : NULL, NULL);
         int64_t np = p->type == ZT__JLIST ? p->n : 1;
         for (int64_t i = 0; i < np; i++) {
             zt__jv q = zt__jstr_arg(R, p->type == ZT__JLIST ? &p->u.items[i] : p, "startswith's prefix");
-            if (q.n <= self->n && memcmp(self->u.s + (f->sub == ZT__M_STARTSWITH ? 0 : self->n - q.n), q.u.s, (size_t)q.n) == 0)
+            if (q.n <= part.n && memcmp(part.u.s + (f->sub == ZT__M_STARTSWITH ? 0 : part.n - q.n), q.u.s, (size_t)q.n) == 0)
                 return zt__jbool(1);
         }
         return zt__jbool(0);
@@ -12598,29 +12656,87 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
     case ZT__M_COUNT: {
         if (a->n < 1) zt__jfail(R, "find and count need an argument");
         zt__jv q = zt__jstr_arg(R, &a->pos[0], "the text to find");
+        int64_t cps = zt__jcps(self->u.s, self->n), *at = zt__jcp_starts(R, self->u.s, self->n, cps), lo = 0, hi = cps;
+        if (a->n > 1 && a->pos[1].type != ZT__JNONE) lo = zt__jclamp(zt__jint_of(R, &a->pos[1], "the start"), cps);
+        if (a->n > 2 && a->pos[2].type != ZT__JNONE) hi = zt__jclamp(zt__jint_of(R, &a->pos[2], "the end"), cps);
         zt__jwork(R, self->n * (q.n ? q.n : 1));
+        if (hi < lo) return zt__jint(f->sub == ZT__M_FIND ? -1 : 0);
+        if (q.n == 0) return zt__jint(f->sub == ZT__M_FIND ? lo : hi - lo + 1);
         int64_t count = 0;
-        for (int64_t i = 0; i + q.n <= self->n; i++)
-            if (memcmp(self->u.s + i, q.u.s, (size_t)q.n) == 0) {
-                if (f->sub == ZT__M_FIND) return zt__jint(zt__jcps(self->u.s, i));
-                count++, i += q.n ? q.n - 1 : 0;
+        for (int64_t k = lo; k < hi && at[k] + q.n <= at[hi]; k++) /* by code point: a match starts on one */
+            if (memcmp(self->u.s + at[k], q.u.s, (size_t)q.n) == 0) {
+                if (f->sub == ZT__M_FIND) return zt__jint(k);
+                count++;
+                for (int64_t end = at[k] + q.n; k + 1 < hi && at[k + 1] < end;) k++; /* no overlaps */
             }
         return zt__jint(f->sub == ZT__M_FIND ? -1 : count);
     }
     case ZT__M_JOIN: {
-        if (a->n < 1 || a->pos[0].type != ZT__JLIST) zt__jfail(R, "join needs a list");
+        if (a->n < 1 || (a->pos[0].type != ZT__JLIST && a->pos[0].type != ZT__JSTR)) zt__jfail(R, "join needs a list");
+        zt__jv list = zt__jseq(R, &a->pos[0], "join"); /* a string's characters */
         zt__jbuf out = {R, NULL, 0, 0};
-        for (int64_t i = 0; i < a->pos[0].n; i++) {
+        for (int64_t i = 0; i < list.n; i++) {
             if (i) zt__jput(&out, self->u.s, self->n);
-            zt__jv s = zt__jstr_arg(R, &a->pos[0].u.items[i], "an item joined");
+            zt__jv s = zt__jstr_arg(R, &list.u.items[i], "an item joined");
             zt__jput(&out, s.u.s, s.n);
         }
         return out.p ? zt__jstr(out.p, out.n) : zt__jstr("", 0);
     }
-    case ZT__M_ISDIGIT: {
-        int all = self->n > 0;
-        for (int64_t i = 0; i < self->n && all; i++) all = self->u.s[i] >= '0' && self->u.s[i] <= '9';
+    case ZT__M_ISDIGIT: case ZT__M_ISALPHA: case ZT__M_ISALNUM: case ZT__M_ISSPACE: { /* every character, and one at least */
+        int all = self->n > 0, len;
+        for (int64_t i = 0; i < self->n && all; i += len) {
+            uint32_t c = zt__utf8(self->u.s, (size_t)self->n, (size_t)i, &len);
+            all = f->sub == ZT__M_ISDIGIT ? zt__is_number(c) : f->sub == ZT__M_ISALPHA ? zt__is_letter(c)
+                : f->sub == ZT__M_ISALNUM ? zt__is_letter(c) || zt__is_number(c) : zt__jspace_at(self->u.s, self->n, i, &len);
+        }
         return zt__jbool(all);
+    }
+    case ZT__M_ISLOWER: case ZT__M_ISUPPER: {
+        zt__jargs none;
+        memset(&none, 0, sizeof none);
+        return zt__jbool(zt__jtest(R, self, f->sub == ZT__M_ISLOWER ? "lower" : "upper", 5, &none));
+    }
+    case ZT__M_SPLITLINES: { /* at each line break, none kept, no empty line after the last */
+        zt__jv *items = zt__jitems(R, self->n + 1);
+        int64_t m = 0, b = 0;
+        for (int64_t i = 0; i < self->n;) {
+            int br = zt__jline_break(self->u.s, self->n, i);
+            if (!br) {
+                i++;
+                continue;
+            }
+            items[m++] = zt__jstr(self->u.s + b, i - b);
+            i += br, b = i;
+        }
+        if (b < self->n) items[m++] = zt__jstr(self->u.s + b, self->n - b);
+        return zt__jlist(items, m);
+    }
+    case ZT__M_RFIND: case ZT__M_INDEX: {
+        if (a->n < 1) zt__jfail(R, "rfind and index need an argument");
+        zt__jv q = zt__jstr_arg(R, &a->pos[0], "the text to find");
+        zt__jwork(R, self->n * (q.n ? q.n : 1));
+        int64_t at = -1; /* rfind: the last match; index: the first */
+        for (int64_t i = 0; i + q.n <= self->n && !(at >= 0 && f->sub == ZT__M_INDEX); i++)
+            if (memcmp(self->u.s + i, q.u.s, (size_t)q.n) == 0) at = i;
+        if (at < 0 && f->sub == ZT__M_INDEX) zt__jfail(R, "index: \"%.*s\" is not in the string", (int)(q.n < 60 ? q.n : 60), q.u.s);
+        return zt__jint(at < 0 ? -1 : zt__jcps(self->u.s, at));
+    }
+    case ZT__M_REMOVEPREFIX: case ZT__M_REMOVESUFFIX: {
+        if (a->n < 1) zt__jfail(R, "removeprefix and removesuffix need an argument");
+        zt__jv q = zt__jstr_arg(R, &a->pos[0], "the affix");
+        int pre = f->sub == ZT__M_REMOVEPREFIX;
+        if (q.n > self->n || memcmp(self->u.s + (pre ? 0 : self->n - q.n), q.u.s, (size_t)q.n) != 0) return *self;
+        return zt__jstr(self->u.s + (pre ? q.n : 0), self->n - q.n);
+    }
+    case ZT__M_CASEFOLD: return zt__jcase(R, self, 2);
+    case ZT__M_SWAPCASE: {
+        char *o = zt__jchars(R, self->n);
+        for (int64_t i = 0; i < self->n; i++) {
+            char c = self->u.s[i];
+            o[i] = (c | 32) >= 'a' && (c | 32) <= 'z' ? (char)(c ^ 32) : c;
+        }
+        o[self->n] = 0;
+        return zt__jstr(o, self->n);
     }
     case ZT__M_ITEMS: case ZT__M_KEYS: case ZT__M_VALUES: {
         const zt__jdict *d = self->u.d;
@@ -12658,21 +12774,28 @@ static int zt__jtest(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const
     case ZT__IS_INTEGER: return v->type == ZT__JINT;
     case ZT__IS_FLOAT: return v->type == ZT__JFLOAT;
     case ZT__IS_MAPPING: return v->type == ZT__JDICT && !v->sub;
-    case ZT__IS_ITERABLE: return v->type == ZT__JSTR || v->type == ZT__JLIST || v->type == ZT__JDICT;
-    case ZT__IS_SEQUENCE: return v->type == ZT__JSTR || v->type == ZT__JLIST || (v->type == ZT__JDICT && !v->sub);
+    case ZT__IS_ITERABLE: return v->type == ZT__JSTR || v->type == ZT__JLIST || v->type == ZT__JDICT || v->type == ZT__JU;
+    case ZT__IS_SEQUENCE: /* Jinja's undefined is an empty sequence, too */
+        return v->type == ZT__JSTR || v->type == ZT__JLIST || (v->type == ZT__JDICT && !v->sub) || v->type == ZT__JU;
     case ZT__IS_BOOLEAN: return v->type == ZT__JBOOL;
     case ZT__IS_TRUE: return v->type == ZT__JBOOL && v->u.i;
     case ZT__IS_FALSE: return v->type == ZT__JBOOL && !v->u.i;
-    case ZT__IS_EVEN: case ZT__IS_ODD: return zt__jint_of(R, v, "the value of 'even' or 'odd'") % 2 == (t == ZT__IS_ODD);
-    case ZT__IS_LOWER: case ZT__IS_UPPER: {
-        zt__jv str = zt__jstr_arg(R, v, "the value of 'lower' or 'upper'");
+    case ZT__IS_EVEN: case ZT__IS_ODD: {
+        if (!zt__jnum(v)) zt__jfail(R, "'even' and 'odd' need a number, found %s", zt__jtype_name(v));
+        double r = fmod(zt__jf(v), 2);
+        return v->type == ZT__JFLOAT ? (t == ZT__IS_ODD ? fabs(r) == 1 : r == 0) : (v->u.i % 2 != 0) == (t == ZT__IS_ODD);
+    }
+    case ZT__IS_LOWER: case ZT__IS_UPPER: { /* str(value).islower(): some cased letter, and none of the other case */
+        zt__jv str = zt__jto_str(R, v);
+        int cased = 0;
         for (int64_t i = 0; i < str.n; i++) {
             char c = str.u.s[i];
             if (t == ZT__IS_LOWER ? (c >= 'A' && c <= 'Z') : (c >= 'a' && c <= 'z')) return 0;
+            cased |= (c | 32) >= 'a' && (c | 32) <= 'z';
         }
-        return 1;
+        return cased;
     }
-    case ZT__IS_CALLABLE: return v->type == ZT__JFN || v->type == ZT__JMACRO;
+    case ZT__IS_CALLABLE: return v->type == ZT__JFN || v->type == ZT__JMACRO || v->type == ZT__JU;
     case ZT__IS_DIVISIBLEBY: {
         int64_t d = zt__jint_of(R, x, "divisibleby's argument");
         if (d == 0) zt__jfail(R, "divisibleby 0");
@@ -12691,6 +12814,7 @@ static int zt__jtest(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const
 }
 
 static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, const zt__jargs *a);
+
 
 /* the items a filter or a loop goes through: a list's, a dict's keys, a string's characters */
 static zt__jv zt__jseq(zt__jr *R, const zt__jv *v, const char *what) {
@@ -12747,16 +12871,26 @@ static zt__jv zt__jselect(zt__jr *R, const zt__jv *seq, const zt__jargs *a, int 
     return zt__jlist(items, m);
 }
 
-static void zt__jsort(zt__jr *R, zt__jv *items, int64_t n, const zt__jv *attr, int reverse) {
-    for (int64_t i = 1; i < n; i++) /* insertion sort: stable, and lists in templates are short */
-        for (int64_t k = i; k > 0; k--) {
-            zt__jv x = attr ? zt__jattr_path(R, &items[k - 1], attr) : items[k - 1];
-            zt__jv y = attr ? zt__jattr_path(R, &items[k], attr) : items[k];
-            if (x.type == ZT__JSTR && y.type == ZT__JSTR) x = zt__jcase(R, &x, 2), y = zt__jcase(R, &y, 2);
-            int c = zt__jcmp(R, &x, &y);
-            if (reverse ? c >= 0 : c <= 0) break;
-            zt__jv t = items[k];
-            items[k] = items[k - 1], items[k - 1] = t;
+/* the key Jinja sorts, compares and dedupes by: an attribute path's value, lowercased unless case counts */
+static zt__jv zt__jkey(zt__jr *R, const zt__jv *x, const zt__jv *attr, int case_sensitive) {
+    zt__jv k = attr ? zt__jattr_path(R, x, attr) : *x;
+    return k.type == ZT__JSTR && !case_sensitive ? zt__jcase(R, &k, 2) : k;
+}
+
+/* a stable merge sort of items by their keys (keys[i] belongs to items[i]) */
+static void zt__jsort(zt__jr *R, zt__jv *items, int64_t n, const zt__jv *attr, int reverse, int case_sensitive) {
+    zt__jv *keys = zt__jitems(R, n), *tmp = zt__jitems(R, 2 * n);
+    for (int64_t i = 0; i < n; i++) keys[i] = zt__jkey(R, &items[i], attr, case_sensitive);
+    for (int64_t w = 1; w < n; w *= 2)
+        for (int64_t lo = 0; lo < n - w; lo += 2 * w) {
+            int64_t mid = lo + w, hi = ZT__MIN(lo + 2 * w, n), a = lo, b = mid, m = 0;
+            while (a < mid || b < hi) {
+                int take_b = a >= mid || (b < hi && (reverse ? zt__jcmp(R, &keys[b], &keys[a]) > 0 : zt__jcmp(R, &keys[b], &keys[a]) < 0));
+                int64_t from = take_b ? b++ : a++;
+                tmp[m] = items[from], tmp[n + m] = keys[from], m++;
+                zt__jstep(R);
+            }
+            memcpy(items + lo, tmp, sizeof(zt__jv) * (size_t)m), memcpy(keys + lo, tmp + n, sizeof(zt__jv) * (size_t)m);
         }
 }
 
@@ -12771,10 +12905,17 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         return zt__jstrip(&t, zt__jarg_str(R, a, 0, "chars", "trim's characters"), 1, 1);
     }
     case ZT__FL_LENGTH: return zt__jint(zt__jlen(R, v));
-    case ZT__FL_TOJSON: {
-        const zt__jv *ind = zt__jarg(a, 0, "indent"), *sep = zt__jarg(a, 2, "separators"), *sk = zt__jarg(a, 4, "sort_keys");
-        zt__jjson o = {-1, ", ", ": ", sk && zt__jtruthy(sk)};
-        if (ind && ind->type != ZT__JNONE) o.indent = (int)zt__jint_of(R, ind, "tojson's indent"), o.item_sep = ",";
+    case ZT__FL_TOJSON: { /* transformers' tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False) */
+        const zt__jv *asc = zt__jarg(a, 0, "ensure_ascii"), *ind = zt__jarg(a, 1, "indent"), *sep = zt__jarg(a, 2, "separators"),
+                     *sk = zt__jarg(a, 3, "sort_keys");
+        zt__jjson o;
+        memset(&o, 0, sizeof o);
+        o.item_sep = ", ", o.key_sep = ": ", o.sort = sk && zt__jtruthy(sk), o.ascii = asc && zt__jtruthy(asc);
+        if (ind && ind->type != ZT__JNONE) { /* a number of spaces (none below 1), or a string */
+            o.pretty = 1, o.item_sep = ",";
+            o.indent = ind->type == ZT__JSTR ? *ind : zt__jint(ZT__MAX(zt__jint_of(R, ind, "tojson's indent"), 0));
+            if (o.indent.type != ZT__JSTR && o.indent.u.i > 64) zt__jfail(R, "tojson's indent of %lld is too wide", (long long)o.indent.u.i);
+        }
         char seps[2][64];
         if (sep && sep->type != ZT__JNONE) {
             if (sep->type != ZT__JLIST || sep->n != 2) zt__jfail(R, "tojson's separators must be two strings");
@@ -12784,14 +12925,13 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
             }
             o.item_sep = seps[0], o.key_sep = seps[1];
         }
-        if (o.indent > 64) zt__jfail(R, "tojson's indent of %d is too wide", o.indent);
         zt__jbuf b = {R, NULL, 0, 0};
         zt__jjson_write(&b, v, &o, 0);
         return zt__jstr(b.p, b.n);
     }
     case ZT__FL_UPPER: case ZT__FL_LOWER: case ZT__FL_TITLE: case ZT__FL_CAPITALIZE: {
         zt__jv t = zt__jto_str(R, v);
-        return zt__jcase(R, &t, f - ZT__FL_UPPER + 1);
+        return zt__jcase(R, &t, f == ZT__FL_UPPER ? 1 : f == ZT__FL_LOWER ? 2 : f == ZT__FL_TITLE ? 5 : 4);
     }
     case ZT__FL_DEFAULT: {
         const zt__jv *b = zt__jarg(a, 1, "boolean");
@@ -12883,19 +13023,21 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         const zt__jv *w = zt__jarg(a, 0, "width"), *fi = zt__jarg(a, 1, "first"), *bl = zt__jarg(a, 2, "blank");
         zt__jv pad = w && w->type == ZT__JSTR ? *w : zt__jstr("", 0);
         int64_t width = w && w->type != ZT__JSTR ? zt__jint_of(R, w, "indent's width") : w ? 0 : 4;
-        if (width < 0 || width > 256) zt__jfail(R, "indent's width %lld is out of range", (long long)width);
-        zt__jbuf b = {R, NULL, 0, 0};
-        for (int64_t i = 0, line = 0; i <= t.n; line++) {
-            int64_t e = i;
-            while (e < t.n && t.u.s[e] != '\n') e++;
-            int blank = e == i;
-            if ((line > 0 || (fi && zt__jtruthy(fi))) && (!blank || (bl && zt__jtruthy(bl)))) {
-                zt__jput(&b, pad.u.s, pad.n);
-                for (int64_t k = 0; k < width; k++) zt__jput(&b, " ", 1);
-            }
+        if (width > 4096) zt__jfail(R, "indent's width %lld is too wide", (long long)width);
+        zt__jbuf ind = {R, NULL, 0, 0}, b = {R, NULL, 0, 0};
+        zt__jput(&ind, pad.u.s, pad.n);
+        for (int64_t k = 0; k < width; k++) zt__jput(&ind, " ", 1);
+        /* Jinja's: the text's lines (str.splitlines, of the text and a "\n"), joined by "\n"; each after the
+           first indented unless blank (blank=True: those too); first=True indents the first as well */
+        int64_t line = 0;
+        for (int64_t i = 0; i < t.n + 1; line++) {
+            int64_t e = i, next;
+            while (e < t.n && !zt__jline_break(t.u.s, t.n, e)) e++;
+            next = e < t.n ? e + zt__jline_break(t.u.s, t.n, e) : e + 1;
+            if (line) zt__jput(&b, "\n", 1);
+            if ((line == 0 && fi && zt__jtruthy(fi)) || (line > 0 && (e > i || (bl && zt__jtruthy(bl))))) zt__jput(&b, ind.p, ind.n);
             zt__jput(&b, t.u.s + i, e - i);
-            if (e < t.n) zt__jput(&b, "\n", 1);
-            i = e + 1;
+            i = next;
         }
         return b.p ? zt__jstr(b.p, b.n) : zt__jstr("", 0);
     }
@@ -12906,17 +13048,30 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
     case ZT__FL_ROUND: { /* round(precision=0, method='common') */
         if (!zt__jnum(v)) zt__jfail(R, "|round needs a number, found %s", zt__jtype_name(v));
         const zt__jv *p = zt__jarg(a, 0, "precision"), *m = zt__jarg_str(R, a, 1, "method", "round's method");
-        double scale = pow(10, p ? (double)zt__jint_of(R, p, "round's precision") : 0), d = zt__jf(v) * scale;
-        d = m && zt__jstreq(m, "floor", 5) ? floor(d) : m && zt__jstreq(m, "ceil", 4) ? ceil(d) : nearbyint(d); /* Python rounds half to even */
-        return zt__jfloat(d / scale);
+        int64_t digits = p ? zt__jint_of(R, p, "round's precision") : 0;
+        int common = !m || zt__jstreq(m, "common", 6);
+        if (common && v->type != ZT__JFLOAT && digits >= 0) return zt__jint(v->u.i); /* Python's round keeps an int */
+        if (common && digits >= 0 && digits <= 300) { /* Python's round: the exact value, half to even */
+            char num[400];
+            snprintf(num, sizeof num, "%.*f", (int)digits, zt__jf(v));
+            return zt__jfloat(strtod(num, NULL));
+        }
+        double scale = pow(10, (double)ZT__MAX(ZT__MIN(digits, 300), -300)), d = zt__jf(v) * scale;
+        d = m && zt__jstreq(m, "floor", 5) ? floor(d) : m && zt__jstreq(m, "ceil", 4) ? ceil(d) : nearbyint(d);
+        d /= scale;
+        return v->type != ZT__JFLOAT && fabs(d) < 9e18 ? zt__jint((int64_t)d) : zt__jfloat(d);
     }
-    case ZT__FL_UNIQUE: {
-        zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
+    case ZT__FL_UNIQUE: { /* unique(case_sensitive=False, attribute=None): the first of each key */
+        zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n), *keys = zt__jitems(R, l.n);
+        const zt__jv *cs = zt__jarg(a, 0, "case_sensitive"), *attr = zt__jarg_str(R, a, 1, "attribute", "the attribute");
         int64_t m = 0;
         for (int64_t i = 0; i < l.n; i++) {
+            zt__jv k = zt__jkey(R, &l.u.items[i], attr, cs && zt__jtruthy(cs));
             int seen = 0;
-            for (int64_t k = 0; k < m && !seen; k++) seen = zt__jeq(R, &items[k], &l.u.items[i]);
-            if (!seen) items[m++] = l.u.items[i];
+            R->steps += m;
+            zt__jstep(R);
+            for (int64_t j = 0; j < m && !seen; j++) seen = zt__jeq(R, &keys[j], &k);
+            if (!seen) keys[m] = k, items[m++] = l.u.items[i];
         }
         return zt__jlist(items, m);
     }
@@ -12930,21 +13085,25 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         }
         return total;
     }
-    case ZT__FL_MIN: case ZT__FL_MAX: {
+    case ZT__FL_MIN: case ZT__FL_MAX: { /* min(case_sensitive=False, attribute=None) */
         zt__jv l = zt__jseq(R, v, what);
         if (!l.n) return zt__jundef("item", 4);
-        zt__jv best = l.u.items[0];
+        const zt__jv *cs = zt__jarg(a, 0, "case_sensitive"), *attr = zt__jarg_str(R, a, 1, "attribute", "the attribute");
+        int64_t best = 0;
+        zt__jv key = zt__jkey(R, &l.u.items[0], attr, cs && zt__jtruthy(cs));
         for (int64_t i = 1; i < l.n; i++) {
-            int c = zt__jcmp(R, &l.u.items[i], &best);
-            if (f == ZT__FL_MIN ? c < 0 : c > 0) best = l.u.items[i];
+            zt__jv k = zt__jkey(R, &l.u.items[i], attr, cs && zt__jtruthy(cs));
+            int c = zt__jcmp(R, &k, &key);
+            if (f == ZT__FL_MIN ? c < 0 : c > 0) best = i, key = k;
         }
-        return best;
+        return l.u.items[best];
     }
     case ZT__FL_SORT: { /* sort(reverse=False, case_sensitive=False, attribute=None) */
         zt__jv l = zt__jseq(R, v, what), *items = zt__jitems(R, l.n);
         if (l.n) memcpy(items, l.u.items, sizeof(zt__jv) * (size_t)l.n);
-        const zt__jv *rev = zt__jarg(a, 0, "reverse"), *attr = zt__jarg_str(R, a, 2, "attribute", "sort's attribute");
-        zt__jsort(R, items, l.n, attr, rev && zt__jtruthy(rev));
+        const zt__jv *rev = zt__jarg(a, 0, "reverse"), *cs = zt__jarg(a, 1, "case_sensitive");
+        const zt__jv *attr = zt__jarg_str(R, a, 2, "attribute", "sort's attribute");
+        zt__jsort(R, items, l.n, attr, rev && zt__jtruthy(rev), cs && zt__jtruthy(cs));
         return zt__jlist(items, l.n);
     }
     case ZT__FL_DICTSORT: { /* the items by key */
@@ -12953,13 +13112,22 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         zt__jargs none;
         memset(&none, 0, sizeof none);
         zt__jv l = zt__jcall(R, &m, &none);
+        const zt__jv *cs = zt__jarg(a, 0, "case_sensitive"), *by = zt__jarg_str(R, a, 1, "by", "dictsort's by");
         const zt__jv *rev = zt__jarg(a, 2, "reverse");
-        zt__jsort(R, l.u.items, l.n, &zero, rev && zt__jtruthy(rev));
+        zt__jv one = zt__jstr("1", 1);
+        zt__jsort(R, l.u.items, l.n, by && zt__jstreq(by, "value", 5) ? &one : &zero, rev && zt__jtruthy(rev), cs && zt__jtruthy(cs));
         return l;
     }
-    case ZT__FL_WORDCOUNT: {
+    case ZT__FL_WORDCOUNT: { /* runs of \\w: letters, digits and "_" (any non-ASCII byte taken for a letter) */
         zt__jv t = zt__jto_str(R, v);
-        return zt__jint(zt__jsplit(R, &t, NULL, -1).n);
+        int64_t words = 0;
+        for (int64_t i = 0, in = 0; i < t.n; i++) {
+            char c = t.u.s[i];
+            int w = ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9') || c == '_' || ((uint8_t)c & 0x80);
+            words += w && !in;
+            in = w;
+        }
+        return zt__jint(words);
     }
     default: zt__jfail(R, "'%.*s' is not a filter zt's chat templates know", (int)(n < 40 ? n : 40), s);
     }
@@ -13111,10 +13279,15 @@ static zt__jv zt__jcapture(zt__jr *R, const zt__jn *body) {
     return v;
 }
 
-static zt__jv zt__jmacro_call(zt__jr *R, const zt__jn *m, const zt__jargs *a) {
+static zt__jv zt__jmacro_call(zt__jr *R, const zt__jv *macro, const zt__jargs *a) {
     if (++R->depth > ZT__J_EVAL_DEPTH) zt__jfail(R, "macro calls nested more than %d deep", ZT__J_EVAL_DEPTH);
-    zt__jscope sc, *saved = R->scope;
+    const zt__jn *m = macro->u.macro;
+    zt__jscope env, sc, *saved = R->scope; /* the template's variables, what the macro closed over, its arguments */
     R->scope = R->globals;
+    if (macro->self) {
+        zt__jpush(R, &env);
+        env.vars = *macro->self->u.d;
+    }
     zt__jpush(R, &sc);
     int i = 0;
     for (const zt__jn *p = m->b; p; p = p->next, i++) {
@@ -13157,9 +13330,9 @@ static void zt__jfor(zt__jr *R, const zt__jn *s) {
         list = zt__jlist(kept, m);
     }
     static const char *const fields[] = {"index", "index0", "revindex", "revindex0", "first", "last", "length",
-                                         "previtem", "nextitem"};
+                                         "previtem", "nextitem", "depth", "depth0"};
     zt__jv loop = zt__jdict_new(R, 0);
-    for (int k = 0; k < 9; k++) zt__jdict_put(R, loop.u.d, fields[k], zt__jnone());
+    for (int k = 0; k < 11; k++) zt__jdict_put(R, loop.u.d, fields[k], zt__jnone());
     zt__jpush(R, &sc); /* one scope for every pass, emptied at each: what a pass sets does not reach the next */
     for (int64_t i = 0; i < list.n; i++) {
         zt__jstep(R);
@@ -13177,6 +13350,7 @@ static void zt__jfor(zt__jr *R, const zt__jn *s) {
         f[4] = zt__jbool(i == 0), f[5] = zt__jbool(i == list.n - 1), f[6] = zt__jint(list.n);
         f[7] = i > 0 ? list.u.items[i - 1] : zt__jundef("previtem", 8);
         f[8] = i + 1 < list.n ? list.u.items[i + 1] : zt__jundef("nextitem", 8);
+        f[9] = zt__jint(1), f[10] = zt__jint(0); /* no recursive loops: always the first level */
         zt__jdict_put(R, &sc.vars, "loop", loop);
         zt__jexec(R, s->b);
         int ctl = R->ctl;
@@ -13207,7 +13381,15 @@ static void zt__jexec(zt__jr *R, const zt__jn *s) {
         case ZT__N_FOR: zt__jfor(R, s); break;
         case ZT__N_SET:
         case ZT__N_SETBLOCK: {
-            zt__jv v = s->kind == ZT__N_SET ? zt__jeval(R, s->a) : zt__jcapture(R, s->b);
+            zt__jv v;
+            if (s->kind == ZT__N_SET) {
+                v = zt__jeval(R, s->a);
+            } else { /* what the block sets stays inside it */
+                zt__jscope inner;
+                zt__jpush(R, &inner);
+                v = zt__jcapture(R, s->b);
+                R->scope = inner.up;
+            }
             if (s->op) {
                 zt__jv ns = zt__jvar(R, s->s, s->n);
                 if (ns.type != ZT__JDICT || !ns.sub)
@@ -13221,9 +13403,18 @@ static void zt__jexec(zt__jr *R, const zt__jn *s) {
             }
             break;
         }
-        case ZT__N_MACRO: {
-            zt__jv m = zt__jnone();
+        case ZT__N_MACRO: { /* with what the scopes around it hold now (a loop's variables), as a closure */
+            zt__jv m = zt__jnone(), seen = zt__jdict_new(R, 0);
             m.type = ZT__JMACRO, m.u.macro = s;
+            for (const zt__jscope *sc = R->scope; sc && sc != R->globals; sc = sc->up)
+                for (int64_t k = 0; k < sc->vars.n; k++)
+                    if (zt__jdict_find(seen.u.d, sc->vars.keys[k].u.s, sc->vars.keys[k].n) < 0)
+                        zt__jdict_set(R, seen.u.d, sc->vars.keys[k], sc->vars.vals[k]);
+            if (seen.u.d->n) {
+                zt__jv *env = (zt__jv *)zt__jalloc(R, sizeof(zt__jv));
+                *env = seen;
+                m.self = env;
+            }
             zt__jdict_set(R, &R->scope->vars, zt__jstr(s->s, s->n), m);
             break;
         }
