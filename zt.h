@@ -10914,8 +10914,11 @@ static int64_t zt__jdict_find(const zt__jdict *d, const char *k, int64_t n) {
 }
 
 /* sets key (a string value) in d: a new key goes last, as Python's dict keeps order */
+static int zt__jeq(zt__jr *R, const zt__jv *a, const zt__jv *b);
 static void zt__jdict_set(zt__jr *R, zt__jdict *d, zt__jv key, zt__jv val) {
     int64_t i = key.type == ZT__JSTR ? zt__jdict_find(d, key.u.s, key.n) : -1;
+    for (int64_t k = 0; key.type != ZT__JSTR && k < d->n && i < 0; k++) /* 1, 1.0 and true are one key, as in Python */
+        if (zt__jeq(R, &d->keys[k], &key)) i = k;
     if (i >= 0) {
         d->vals[i] = val;
         return;

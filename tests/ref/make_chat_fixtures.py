@@ -118,6 +118,24 @@ INLINE = [
     "{% if x %}{% elif y %}Y{% elif z %}Z{% else %}E{% endif %}|{% if not x and not y or z %}T{% endif %}",
     "{{ m.content[0].text if m.content is not string else m.content }} {{ m.tool_calls is defined }} "
     "{{ m['tool_calls'] is defined }} {{ m.items is defined }}",
+    # from a differential review against transformers: each of these once differed
+    "{% raw %}{{ x }} {% if %}{% endraw %}|{{ [[1, [2, 3]]].0.1 }}|{{ messages.0.role }}|\u3000 {%- if true %}x{% endif %}\u00a0"
+    "\n\u2003 {% if true %}y{% endif %}|{{ 'a\\\nb' }}|{{ 1_000 + 2 }}",
+    "{{ x|tojson(ensure_ascii=true) }}|{{ x|tojson(indent='\t') }}|{{ {1: 'a', true: 'b', none: 'c'}|tojson }}|"
+    "{{ x|tojson(indent=0) }}|{{ 'é😀'|tojson(true) }}",
+    "{{ 'a\nb\n'|indent(2) }}|{{ '\nfoo'|indent(2, true) }}|{{ 'a\r\nb\u2028c'|indent(1) }}|{{ ''|indent(2, true) }}|"
+    "{{ 'x\n\ny'|indent(3, blank=true) }}",
+    "{{ ['b', 'A', 'a', 'B']|unique|list }} {{ ['b', 'A', 'a', 'B']|sort }} {{ ['b', 'A', 'a', 'B']|sort(case_sensitive=true) }} "
+    "{{ {'b': 1, 'A': 2}|dictsort }} {{ {'b': 1, 'A': 2}|dictsort(true) }} {{ {'b': 2, 'a': 1}|dictsort(by='value') }} "
+    "{{ messages|max(attribute='content') }} {{ ['B', 'a']|min }} {{ 'hello-world (x) o\\'neil 1st'|title }} "
+    "{{ 'hello-world (x) o\\'neil 1st'.title() }}",
+    "{{ 'aaaa'.count('aa') }} {{ 'héé'.count('') }} {{ 'hello'.find('l', 3) }} {{ 'abc'.startswith('b', 1) }} "
+    "{{ 'a b  c  '.split(None, 1) }} {{ '-'.join('abc') }} {{ 'Hello world, this-is  a test_case 3.5'|wordcount }} "
+    "{{ 5|round }} {{ 1234|round(-2) }} {{ 2.675|round(2) }} {{ 4.0 is even }} {{ '123' is lower }} {{ nothing is iterable }} "
+    "{{ 'abc'.isalpha() }} {{ 'a\nb'.splitlines() }} {{ 'abcabc'.rfind('b') }} {{ 'abc'.removeprefix('a') }} "
+    "{{ 6.0 % -3 }} {{ 0.1 % 0.01 }} {{ -7.5 // 2 }} {{ 3 * 'ab' }} {{ 9223372036854775807 }} {{ 1 ** 999999999999 }}",
+    "{% for i in [1, 2] %}{% macro m() %}{{ i }}{{ loop.index }}{% endmacro %}{{ m() }}{% endfor %}|"
+    "{% set y %}{% set inner = 1 %}b{% endset %}{{ y }}{{ inner is defined }}|{{ ('' * 9000000000000000000)|length }}",
     "{{ raise_exception('boom: ' ~ 3) }}",
     "{% generation %}A{{ 1 }}{% endgeneration %}B{% for i in range(2) %}{% generation %}<{{ i }}>é{% endgeneration %}"
     "{% endfor %}{% generation %}{% endgeneration %}",
