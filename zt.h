@@ -11001,6 +11001,7 @@ static int64_t zt__jlen(zt__jr *R, const zt__jv *v) {
 typedef struct zt__jbuf { zt__jr *R; char *p; int64_t n, cap; } zt__jbuf;
 
 static void zt__jput(zt__jbuf *b, const char *s, int64_t n) {
+    if (n <= 0) return; /* nothing: a buffer never written stays NULL, read as "" */
     if (b->n + n + 1 > b->cap) {
         int64_t cap = ZT__MAX(2 * b->cap, b->n + n + 64);
         char *p = zt__jchars(b->R, cap);
@@ -13250,6 +13251,7 @@ static zt__jv zt__jeval(zt__jr *R, const zt__jn *e) {
 /* ---- statements ---- */
 
 static void zt__jout(zt__jr *R, const char *s, int64_t n) {
+    if (n <= 0) return;
     if (R->len + (size_t)n + 1 > R->cap) {
         size_t cap = ZT__MAX(2 * R->cap, R->len + (size_t)n + 4096);
         if (cap > ZT__J_BYTES) zt__jfail(R, "the template wrote more than %zu MiB", ZT__J_BYTES >> 20);
