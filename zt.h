@@ -928,7 +928,8 @@ ZT_API void zt_chat_template_free(zt_chat_template *c);
    spans[2k+1]; valid until the template's next use. */
 typedef struct zt_chat_text { const char *text; size_t len; const int64_t *spans; int n_spans; } zt_chat_text;
 /* renders with the variables of a JSON object (json, n bytes): "messages", "add_generation_prompt",
-   "bos_token", "tools", ... as apply_chat_template passes them (a message's null fields are dropped) */
+   "bos_token", "tools", ... as apply_chat_template passes them (a message's null fields are dropped;
+   "tools" and "documents" are none and "add_generation_prompt" false unless given) */
 ZT_API zt_result zt_chat_render(zt_chat_template *c, const char *json, size_t n, zt_chat_text *out);
 /* the tokenizer's chat template, compiled at first use (NULL, with zt_last_error, when it has none or it
    does not compile): zt_tokenizer_load reads chat_template.jinja, else tokenizer_config.json's
@@ -10913,16 +10914,8 @@ static int64_t zt__jdict_find(const zt__jdict *d, const char *k, int64_t n) {
     return -1;
 }
 
-/* sets key (a string value) in d: a new key goes last, as Python's dict keeps order */
-static int zt__jeq(zt__jr *R, const zt__jv *a, const zt__jv *b);
-static void zt__jdict_set(zt__jr *R, zt__jdict *d, zt__jv key, zt__jv val) {
-    int64_t i = key.type == ZT__JSTR ? zt__jdict_find(d, key.u.s, key.n) : -1;
-    for (int64_t k = 0; key.type != ZT__JSTR && k < d->n && i < 0; k++) /* 1, 1.0 and true are one key, as in Python */
-        if (zt__jeq(R, &d->keys[k], &key)) i = k;
-    if (i >= 0) {
-        d->vals[i] = val;
-        return;
-    }
+/* key after the others, for a key known to be new */
+static void zt__jdict_append(zt__jr *R, zt__jdict *d, zt__jv key, zt__jv val) {
     if (d->n == d->cap) {
         int64_t cap = d->cap ? 2 * d->cap : 8;
         zt__jv *k = zt__jitems(R, cap), *v = zt__jitems(R, cap);
@@ -10931,6 +10924,17 @@ static void zt__jdict_set(zt__jr *R, zt__jdict *d, zt__jv key, zt__jv val) {
     }
     d->keys[d->n] = key, d->vals[d->n++] = val;
 }
+
+/* sets key (a string value) in d: a new key goes last, as Python's dict keeps order */
+static int zt__jeq(zt__jr *R, const zt__jv *a, const zt__jv *b);
+static void zt__jdict_set(zt__jr *R, zt__jdict *d, zt__jv key, zt__jv val) {
+    int64_t i = key.type == ZT__JSTR ? zt__jdict_find(d, key.u.s, key.n) : -1;
+    for (int64_t k = 0; key.type != ZT__JSTR && k < d->n && i < 0; k++) /* 1, 1.0 and true are one key, as in Python */
+        if (zt__jeq(R, &d->keys[k], &key)) i = k;
+    if (i >= 0) d->vals[i] = val;
+    else zt__jdict_append(R, d, key, val);
+}
+
 
 static void zt__jdict_put(zt__jr *R, zt__jdict *d, const char *k, zt__jv val) {
     zt__jdict_set(R, d, zt__jstr(k, (int64_t)strlen(k)), val);
@@ -11254,7 +11258,7 @@ static zt__jv zt__jfrom_json(zt__jr *R, const zt__json *j, int *t) {
     for (int i = 0; i < k->size; i++) {
         zt__jv key = zt__jfrom_json(R, j, t);
         zt__jv val = zt__jfrom_json(R, j, t);
-        zt__jdict_set(R, d.u.d, key, val);
+        zt__jdict_append(R, d.u.d, key, val); /* the reader refused duplicate keys: no search */
     }
     return d;
 }
@@ -12480,36 +12484,47 @@ static zt__jv zt__jstrip(const zt__jv *s, const zt__jv *chars, int left, int rig
     return zt__jstr(s->u.s + b, e - b);
 }
 
+/* str.split: two passes, the first counting the pieces, so a long text takes a list of its own size */
 static zt__jv zt__jsplit(zt__jr *R, const zt__jv *s, const zt__jv *sep, int64_t maxsplit) {
     zt__jwork(R, s->n * (sep ? sep->n : 1));
-    zt__jv *items = zt__jitems(R, s->n + 1);
-    int64_t m = 0, i = 0;
-    if (!sep) { /* runs of white space, none empty */
-        int len;
-        for (;;) {
-            while (i < s->n && zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
-            if (i >= s->n) break;
-            int64_t b = i;
-            if (maxsplit >= 0 && m == maxsplit) { /* the rest, as it is after its leading white space */
-                items[m++] = zt__jstr(s->u.s + b, s->n - b);
-                break;
+    if (sep && sep->n == 0) zt__jfail(R, "split: an empty separator");
+    zt__jv *items = NULL;
+    int64_t m = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) items = zt__jitems(R, m), m = 0;
+        int64_t i = 0, b = 0;
+        if (!sep) { /* runs of white space, none empty */
+            int len;
+            for (;;) {
+                while (i < s->n && zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
+                if (i >= s->n) break;
+                b = i;
+                if (maxsplit >= 0 && m == maxsplit) { /* the rest, as it is after its leading white space */
+                    if (pass) items[m] = zt__jstr(s->u.s + b, s->n - b);
+                    m++;
+                    break;
+                }
+                while (i < s->n && !zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
+                if (pass) items[m] = zt__jstr(s->u.s + b, i - b);
+                m++;
             }
-            while (i < s->n && !zt__jspace_at(s->u.s, s->n, i, &len)) i += len;
-            items[m++] = zt__jstr(s->u.s + b, i - b);
+            continue;
         }
-        return zt__jlist(items, m);
-    }
-    if (sep->n == 0) zt__jfail(R, "split: an empty separator");
-    int64_t b = 0;
-    for (i = 0; i + sep->n <= s->n && (maxsplit < 0 || m < maxsplit);) {
-        if (memcmp(s->u.s + i, sep->u.s, (size_t)sep->n) == 0) {
-            items[m++] = zt__jstr(s->u.s + b, i - b);
+        while (i + sep->n <= s->n && (maxsplit < 0 || m < maxsplit)) {
+            const char *p = (const char *)memchr(s->u.s + i, sep->u.s[0], (size_t)(s->n - sep->n - i + 1));
+            if (!p) break;
+            i = p - s->u.s;
+            if (memcmp(p, sep->u.s, (size_t)sep->n) != 0) {
+                i++;
+                continue;
+            }
+            if (pass) items[m] = zt__jstr(s->u.s + b, i - b);
+            m++;
             i += sep->n, b = i;
-        } else {
-            i++;
         }
+        if (pass) items[m] = zt__jstr(s->u.s + b, s->n - b);
+        m++;
     }
-    items[m++] = zt__jstr(s->u.s + b, s->n - b);
     return zt__jlist(items, m);
 }
 
@@ -12664,7 +12679,8 @@ static zt__jv zt__jcall(zt__jr *R, const zt__jv *f, const zt__jargs *a) {
         if (a->n > 1 && a->pos[1].type != ZT__JNONE) lo = zt__jclamp(zt__jint_of(R, &a->pos[1], "the start"), cps);
         if (a->n > 2 && a->pos[2].type != ZT__JNONE) hi = zt__jclamp(zt__jint_of(R, &a->pos[2], "the end"), cps);
         zt__jwork(R, self->n * (q.n ? q.n : 1));
-        if (hi < lo) return zt__jint(f->sub == ZT__M_FIND ? -1 : 0);
+        int64_t given = a->n > 1 && a->pos[1].type != ZT__JNONE ? a->pos[1].u.i : 0;
+        if (hi < lo || given > cps) return zt__jint(f->sub == ZT__M_FIND ? -1 : 0); /* a start past the end finds nothing */
         if (q.n == 0) return zt__jint(f->sub == ZT__M_FIND ? lo : hi - lo + 1);
         int64_t count = 0;
         for (int64_t k = lo; k < hi && at[k] + q.n <= at[hi]; k++) /* by code point: a match starts on one */
@@ -13072,7 +13088,7 @@ static zt__jv zt__jfilter(zt__jr *R, const zt__jv *v, const char *s, int64_t n, 
         for (int64_t i = 0; i < l.n; i++) {
             zt__jv k = zt__jkey(R, &l.u.items[i], attr, cs && zt__jtruthy(cs));
             int seen = 0;
-            R->steps += m;
+            R->steps += m >> 4; /* a comparison is a sixteenth of a step: thousands of items stay cheap */
             zt__jstep(R);
             for (int64_t j = 0; j < m && !seen; j++) seen = zt__jeq(R, &keys[j], &k);
             if (!seen) keys[m] = k, items[m++] = l.u.items[i];
@@ -13536,6 +13552,10 @@ static zt_result zt__chat_vars(zt_chat_template *c, const char *json, size_t n, 
     } else {
         int t = 0;
         *vars = zt__jfrom_json(&R, &j, &t);
+        static const char *const given[] = {"tools", "documents", "add_generation_prompt"}; /* as apply_chat_template */
+        for (int k = 0; k < 3; k++)
+            if (zt__jdict_find(vars->u.d, given[k], (int64_t)strlen(given[k])) < 0)
+                zt__jdict_put(&R, vars->u.d, given[k], k < 2 ? zt__jnone() : zt__jbool(0));
         int64_t mi = zt__jdict_find(vars->u.d, "messages", 8);
         zt__jv *msgs = mi >= 0 ? &vars->u.d->vals[mi] : NULL;
         for (int64_t i = 0; msgs && msgs->type == ZT__JLIST && i < msgs->n; i++) {
