@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
+#include <stdio.h>
 
 typedef void (*zt_test_fn)(void);
 void zt_test_register(const char *name, const char *file, zt_test_fn fn);
@@ -55,6 +56,21 @@ int zt_test_free_port(void); /* a TCP port of 127.0.0.1 nothing listens at now *
             return;                                                                \
         }                                                                          \
     } while (0)
+
+/* a whole file, NUL-terminated, malloc'd (NULL when it cannot be opened); *len its bytes when len is given */
+static inline char *test_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = (char *)malloc((size_t)n + 1);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    b[n] = 0;
+    if (len) *len = (size_t)n;
+    return b;
+}
 
 /* the backend the engine tests run on: ZT_TEST_BACKEND (build/gpu_models_cuda sets "cuda"), else "cpu" */
 static inline const char *test_backend(void) {

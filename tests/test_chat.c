@@ -24,24 +24,12 @@ static char *unhex_alloc(const char *h, size_t *n) {
     return out;
 }
 
-static char *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = (char *)malloc((size_t)len + 1);
-    *n = fread(s, 1, (size_t)len, f);
-    s[*n] = 0;
-    fclose(f);
-    return s;
-}
 
 static zt_chat_template *load_template(const char *name) {
     char path[256];
     snprintf(path, sizeof path, CHAT_DIR "/templates/%.64s.jinja", name);
     size_t n;
-    char *src = slurp(path, &n);
+    char *src = test_slurp(path, &n);
     if (!src) return NULL;
     zt_chat_template *c = NULL;
     if (zt_chat_template_compile(&c, src, n, path) != ZT_OK) c = NULL;
@@ -163,7 +151,7 @@ TEST(chat_tokenized_as_apply_chat_template) {
             CHECK_MSG(zt_tokenizer_load(&t, path) == ZT_OK, "%s", zt_last_error());
             snprintf(path, sizeof path, CHAT_DIR "/templates/%s.jinja", name);
             size_t n;
-            char *src = slurp(path, &n);
+            char *src = test_slurp(path, &n);
             CHECK(src != NULL);
             CHECK(zt_tokenizer_set_chat_template(t, src, n, path) == ZT_OK);
             free(src);
@@ -219,7 +207,7 @@ TEST(chat_from_the_tokenizers_files_and_jsonl) {
     snprintf(dir, sizeof dir, "/tmp/zt_chat_%d", (int)getpid());
     mkdir(dir, 0755);
     size_t n = 0, tn = 0;
-    char *tok = slurp("tests/ref/tokenizers/qwen2/tokenizer.json", &tn), *tpl = slurp(CHAT_DIR "/templates/qwen2_generation.jinja", &n);
+    char *tok = test_slurp("tests/ref/tokenizers/qwen2/tokenizer.json", &tn), *tpl = test_slurp(CHAT_DIR "/templates/qwen2_generation.jinja", &n);
     CHECK(tok && tpl);
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     write_file(path, tok, tn);
@@ -279,7 +267,7 @@ TEST(chat_from_the_tokenizers_files_and_jsonl) {
     CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
     CHECK_EQ_INT(got, total);
     size_t bytes = 0;
-    char *file = slurp(out, &bytes), *m = slurp(maskp, &n);
+    char *file = test_slurp(out, &bytes), *m = test_slurp(maskp, &n);
     CHECK(file && m && bytes == 1024 + 2 * (size_t)total && n == (size_t)total);
     for (int64_t i = 0; i < total; i++) {
         uint16_t id;

@@ -11,20 +11,6 @@
 
 enum { ROWS = 4, T = 16 };
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = (char *)malloc((size_t)n + 1);
-    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    b[n] = 0;
-    if (len) *len = (size_t)n;
-    return b;
-}
-
 static int spew(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
     if (!f) return 0;
@@ -50,7 +36,7 @@ static double rows_loss(zt_engine *e, const char *dir) {
     char path[512];
     snprintf(path, sizeof path, "%s/tokens.bin", dir);
     size_t len = 0;
-    char *b = slurp(path, &len);
+    char *b = test_slurp(path, &len);
     if (!b || len != 1024 + 2 * ROWS * T) return -1;
     int32_t tok[ROWS * T];
     for (int i = 0; i < ROWS * T; i++) tok[i] = (int32_t)((uint8_t)b[1024 + 2 * i] | (uint8_t)b[1025 + 2 * i] << 8);
@@ -64,7 +50,7 @@ static double rows_loss(zt_engine *e, const char *dir) {
 static double expected_loss(const char *dir) {
     char path[512];
     snprintf(path, sizeof path, "%s/expected.json", dir);
-    char *b = slurp(path, NULL);
+    char *b = test_slurp(path, NULL);
     double v = -1;
     if (b && strstr(b, "\"loss\":")) v = atof(strstr(b, "\"loss\":") + 7);
     free(b);
@@ -117,7 +103,7 @@ TEST(hf_load_then_export_gives_back_every_tensor) {
         snprintf(a, sizeof a, "%s/model.safetensors", dir);
         snprintf(b, sizeof b, "%s/model.safetensors", out);
         size_t la = 0, lb = 0;
-        char *fa = slurp(a, &la), *fb = slurp(b, &lb);
+        char *fa = test_slurp(a, &la), *fb = test_slurp(b, &lb);
         CHECK(fa && fb);
         int tensors = 0;
         for (int p = 0; p < zt_param_count(e); p++) {
@@ -133,7 +119,7 @@ TEST(hf_load_then_export_gives_back_every_tensor) {
         char *ca = NULL, *cb = NULL;
         snprintf(a, sizeof a, "%s/config.json", dir);
         snprintf(b, sizeof b, "%s/config.json", out);
-        ca = slurp(a, NULL), cb = slurp(b, NULL);
+        ca = test_slurp(a, NULL), cb = test_slurp(b, NULL);
         CHECK(ca && cb && strcmp(ca, cb) == 0);
         free(ca), free(cb), free(fa), free(fb);
         zt_shutdown(e);
@@ -154,7 +140,7 @@ static void damaged(const char *bytes, size_t len, const char *want) {
     char dir[256], path[300];
     snprintf(dir, sizeof dir, "/tmp/zt_hf_damaged_%d", (int)getpid());
     mkdir(dir, 0755);
-    char *config = slurp("tests/ref/hf/gpt2/config.json", NULL);
+    char *config = test_slurp("tests/ref/hf/gpt2/config.json", NULL);
     snprintf(path, sizeof path, "%s/config.json", dir);
     CHECK(config && spew(path, config, strlen(config)));
     free(config);
@@ -180,7 +166,7 @@ static void patch(char *file, const char *from, const char *to) {
 
 TEST(hf_damaged_files_get_one_clear_error) {
     size_t len = 0;
-    char *good = slurp("tests/ref/hf/gpt2/model.safetensors", &len);
+    char *good = test_slurp("tests/ref/hf/gpt2/model.safetensors", &len);
     CHECK(good != NULL && len > 1000);
     char *b = (char *)malloc(len);
     damaged(good, 5, "does not fit in the file's 5 bytes");
