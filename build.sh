@@ -30,7 +30,7 @@ ASAN_CFLAGS+=" -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread"
 TSAN_CFLAGS="-O1 -g -fsanitize=thread -ffp-contract=off -Wall -Wextra -Werror -std=c11 -pthread"
 # the tests ThreadSanitizer runs in `test`: streams and events, and the communication stream of overlap_comm
 # (a missing event between two streams is a data race it reports)
-TSAN_TESTS=(events_order long_queues zero_overlap offload_every)
+TSAN_TESTS=(events_order long_queues zero_overlap offload_every offload_partial)
 NVCC=${NVCC:-$(command -v nvcc || true)}
 [[ -z $NVCC && -x /usr/local/cuda/bin/nvcc ]] && NVCC=/usr/local/cuda/bin/nvcc
 # GPUs the _cuda programs run on: A100 (80), RTX 30 (86), RTX 40 / L4 / L40 (89), H100 / H200 (90), and

@@ -607,6 +607,10 @@ typedef struct zt_options {
        moments (stages 1-3), and at stage 3 the parameter slices, in host memory or NVMe files */
     zt_offload_device offload_optimizer, offload_param;
     const char *offload_optimizer_path, *offload_param_path; /* NVMe: directories (copied at init) */
+    double offload_ratio;       /* ZeRO-3 partial offload (offload_optimizer.ratio, default 1): the share of
+                                   the optimizer state offloaded. The groups in order (embeddings, layers,
+                                   head) while their state fits in that share of the whole; the rest stays
+                                   on the device, updated there while the host updates its groups */
     int64_t offload_buffer_size; /* elements per NVMe staging unit (offload_param.buffer_size, else
                                    sub_group_size; 0: 1e8) */
     int64_t aio_block_size, aio_threads; /* NVMe I/O: bytes per request (0: 1 MiB), I/O threads (0: 1) */
@@ -683,6 +687,7 @@ ZT_API const char *zt_mem_category_name(zt_mem_category c);
 typedef struct zt_memory_plan {
     int world, zero_stage, gradient_checkpointing;
     zt_offload_device offload_optimizer, offload_param;
+    double offload_ratio;                  /* the share of the optimizer state offloaded (ZeRO-3 partial offload) */
     int64_t micro_batch, seq_len, params; /* params: the model's P */
     size_t bytes[ZT_MEM_COUNT];            /* one rank's device bytes, by category */
     size_t host_bytes[ZT_MEM_COUNT];       /* one rank's pinned host bytes, by category (offload) */
@@ -5246,8 +5251,9 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
     if (c->offload_optimizer.device != ZT_OFFLOAD_NONE && c->zero_stage == 0)
         return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.offload_optimizer needs ZeRO stage 1, 2 or 3; the stage is 0",
                        g->j.file);
-    if (c->offload_optimizer.device != ZT_OFFLOAD_NONE && c->offload_optimizer.ratio < 1.0)
-        zt__cfg_note_unused(g, "zero_optimization.offload_optimizer.ratio (all of the optimizer state is offloaded)");
+    if (c->offload_optimizer.device == ZT_OFFLOAD_NONE && c->offload_optimizer.ratio < 1.0)
+        zt__cfg_note_unused(g, "zero_optimization.offload_optimizer.ratio (offload_optimizer.device is none)");
+    g->o->offload_ratio = c->offload_optimizer.ratio;
     g->o->offload_optimizer_path = c->offload_optimizer.nvme_path[0] ? c->offload_optimizer.nvme_path : NULL;
     g->o->offload_param_path = c->offload_param.nvme_path[0] ? c->offload_param.nvme_path : NULL;
     /* the staging unit: offload_param's buffer_size, else (DeepSpeed's optimizer swapper) sub_group_size */
@@ -5697,6 +5703,8 @@ typedef struct zt__group {
     zt_tensor full_w, full_grad; /* split groups: where their whole weights / gradient are assembled */
     int w_ready, grad_open;
     int64_t nv_state, nv_w; /* NVMe offload: byte offsets of its state (master, m, v) and weight slice */
+    zt_offload_device opt_at; /* where its optimizer state lives and is updated: the device (NONE), host
+                                 memory or NVMe (offload_optimizer, all groups unless offload_ratio < 1) */
 } zt__group;
 
 static const char *zt__mem_names[ZT_MEM_COUNT] = {"parameters", "gradients", "fp32 master", "Adam moments",
@@ -5856,6 +5864,7 @@ ZT_API zt_options zt_options_default(void) {
     o.persistence_threshold = -1;
     o.comm_dtype = -1;
     o.prefetch_bucket_size = 50000000;
+    o.offload_ratio = 1.0;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -6170,6 +6179,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     int mixed = e->opt.precision != ZT_PRECISION_FP32;
     size_t *buckets = &e->mem[ZT_MEM_BUCKETS], es = zt_dtype_size(e->wdtype);
     int64_t shared_w = 0, shared_grad = 0, away = 0, most = 1;
+    int host_opt = 0; /* groups whose optimizer runs on the host */
     for (int b = 0; b < e->n_blocks; b++) {
         zt__group *g = &e->groups[b];
         zt_shape whole = zt_shape1(ZT__MAX(g->numel, 1)), slice = zt_shape1(ZT__MAX(g->shard, 1));
@@ -6183,18 +6193,19 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
         if (g->split_w && g->shared_with_others) g->full_w = zt__dev(dev, e->wdtype, whole, buckets);
         else if (g->split_w) shared_w = ZT__MAX(shared_w, g->numel);
         if (!g->trainable) continue;
-        if (g->split_grad && e->off_opt != ZT_OFFLOAD_NONE) /* ZeRO-Offload: the reduced slice goes to the host */
+        host_opt += g->opt_at != ZT_OFFLOAD_NONE;
+        if (g->split_grad && g->opt_at != ZT_OFFLOAD_NONE) /* ZeRO-Offload: the reduced slice goes to the host */
             g->grad = zt__host(pinned, ZT_F32, slice, &e->hmem[ZT_MEM_GRADS]);
         else
             g->grad = zt__dev(dev, ZT_F32, g->split_grad ? slice : whole, &e->mem[ZT_MEM_GRADS]);
         if (g->split_grad && g->shared_with_others) g->full_grad = zt__dev(dev, ZT_F32, whole, buckets);
         else if (g->split_grad) shared_grad = ZT__MAX(shared_grad, g->numel);
         most = ZT__MAX(most, owned.d[0]);
-        if (e->off_opt == ZT_OFFLOAD_CPU) { /* the host optimizer keeps an fp32 master also in fp32 training */
+        if (g->opt_at == ZT_OFFLOAD_CPU) { /* the host optimizer keeps an fp32 master also in fp32 training */
             g->master = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_MASTER]);
             g->m = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_ADAM]);
             g->v = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_ADAM]);
-        } else if (e->off_opt == ZT_OFFLOAD_NVME) {
+        } else if (g->opt_at == ZT_OFFLOAD_NVME) {
             g->nv_state = zt__nvme_region(e, 0, 3 * ZT__CDIV(owned.d[0] * 4, e->block) * e->block);
         } else {
             if (mixed) g->master = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_MASTER]);
@@ -6204,22 +6215,22 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     }
     /* offload: a device stage for weight slices, host units for the host optimizer and the swap */
     e->wstage = away ? zt__dev(dev, e->wdtype, zt_shape1(away), buckets) : zt__none();
-    int nvme = e->off_opt == ZT_OFFLOAD_NVME || e->off_param == ZT_OFFLOAD_NVME;
+    int opt_nvme = e->off_opt == ZT_OFFLOAD_NVME && host_opt, nvme = opt_nvme || e->off_param == ZT_OFFLOAD_NVME;
     e->unit = ZT__MIN(ZT__STAGE_FLOATS, ZT__MAX(most, away));
     if (nvme) { /* buffer_size elements, whole blocks in every dtype */
         int64_t half = e->block / 2, want = e->opt.offload_buffer_size > 0 ? e->opt.offload_buffer_size : 100000000;
         e->unit = ZT__CDIV(ZT__MIN(want, ZT__MAX(most, away)), half) * half;
     }
-    int host_grads = e->stage >= 2 && e->off_opt != ZT_OFFLOAD_NONE;
+    int host_grads = e->stage >= 2 && host_opt;
     e->gacc = host_grads ? zt__dev(dev, ZT_F32, zt_shape1(ZT__MIN(e->unit, ZT__STAGE_FLOATS)), buckets) : zt__none();
     e->h_grad = NULL, e->h_w = e->bounce = NULL;
-    if (e->off_opt != ZT_OFFLOAD_NONE) {
+    if (host_opt) {
         e->h_grad = (float *)zt__host_block(e, pinned, e->unit * 4);
         e->h_w = zt__host_block(e, pinned, e->unit * 4);
     }
     for (int set = 0; set < 2; set++)
         for (int a = 0; a < 3; a++)
-            e->h_state[set][a] = e->off_opt == ZT_OFFLOAD_NVME ? (float *)zt__host_block(e, pinned, e->unit * 4) : NULL;
+            e->h_state[set][a] = opt_nvme ? (float *)zt__host_block(e, pinned, e->unit * 4) : NULL;
     for (int set = 0; set < 2; set++)
         e->h_slice[set] = e->off_param == ZT_OFFLOAD_NVME ? zt__host_block(e, pinned, e->unit * 4) : NULL;
     e->bounce_bytes = nvme ? ZT__STAGE_FLOATS * 4 + 2 * e->block : 0;
@@ -6611,8 +6622,8 @@ static void zt__swap_close(zt__swap *sw) {
 
 /* ---- offload: state between the device, host memory and the swap files ---- */
 
-static int zt__has_master(const zt_engine *e, const zt__group *g) {
-    return zt__present(g->master) || (e->off_opt == ZT_OFFLOAD_NVME && g->trainable);
+static int zt__has_master(const zt__group *g) {
+    return zt__present(g->master) || g->opt_at == ZT_OFFLOAD_NVME;
 }
 
 /* bytes of each of a group's three swapped state arrays (master, exp_avg, exp_avg_sq) */
@@ -6739,9 +6750,9 @@ static void zt__update_device(zt_engine *e, zt__group *g, float lr, double grad_
 static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_scale) {
     int64_t owned = g->shard, U = e->unit, units = ZT__CDIV(owned, U), A = zt__state_bytes(e, g), lo, hi;
     int64_t es = (int64_t)zt_dtype_size(e->wdtype);
-    int nv = e->off_opt == ZT_OFFLOAD_NVME && e->swap, w_host = g->split_w && e->off_param == ZT_OFFLOAD_CPU;
+    int nv = g->opt_at == ZT_OFFLOAD_NVME && e->swap, w_host = g->split_w && e->off_param == ZT_OFFLOAD_CPU;
     int w_swap = g->split_w && e->off_param == ZT_OFFLOAD_NVME, reads[2] = {-1, -1}, writes[2] = {-1, -1};
-    if (e->off_opt == ZT_OFFLOAD_NVME && !e->swap) return; /* measuring */
+    if (g->opt_at == ZT_OFFLOAD_NVME && !e->swap) return; /* measuring */
     for (int64_t u = 0; u < units; u++) {
         int set = (int)(u % 2);
         int64_t c0 = u * U, k = ZT__MIN(U, owned - c0), at = g->own + c0;
@@ -7111,9 +7122,9 @@ static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p) {
 static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, int64_t k) {
     int64_t owned = e->stage > 0 ? g->shard : g->numel;
     int64_t lo = ZT__MAX(at, g->own), hi = ZT__MIN(at + k, g->own + owned);
-    if (which > 0 || zt__has_master(e, g)) {
+    if (which > 0 || zt__has_master(g)) {
         zt_tensor dst = which == 1 ? g->m : which == 2 ? g->v : g->master;
-        if (hi > lo && e->off_opt == ZT_OFFLOAD_NVME && e->swap)
+        if (hi > lo && g->opt_at == ZT_OFFLOAD_NVME && e->swap)
             zt__swap_array(e, 0, g->nv_state + which * zt__state_bytes(e, g), 4, lo - g->own, hi - lo, e->h_stage + (lo - at), 1);
         else if (hi > lo && zt__present(dst))
             zt_copy(e->s, zt_view(dst, lo - g->own, zt_shape1(hi - lo)),
@@ -7147,12 +7158,12 @@ static void zt__group_read(zt_engine *e, const zt__group *g, int which, int64_t 
     zt_dtype dt = ZT_F32;
     if (which == 3) {
         src = g->grad, src_at = g->split_grad ? g->own : 0, src_n = g->split_grad ? g->shard : g->numel;
-    } else if (which == 0 && !zt__has_master(e, g)) {
+    } else if (which == 0 && !zt__has_master(g)) {
         src = g->w, dt = e->wdtype, src_at = g->split_w ? g->own : 0, src_n = g->split_w ? g->shard : g->numel;
         if (g->split_w && e->off_param == ZT_OFFLOAD_NVME) nv_file = 1, nv_at = g->nv_w;
     } else {
         src = which == 1 ? g->m : which == 2 ? g->v : g->master, src_at = g->own, src_n = e->stage > 0 ? g->shard : g->numel;
-        if (e->off_opt == ZT_OFFLOAD_NVME) nv_at = g->nv_state + which * zt__state_bytes(e, g);
+        if (g->opt_at == ZT_OFFLOAD_NVME) nv_at = g->nv_state + which * zt__state_bytes(e, g);
     }
     int64_t lo = ZT__MAX(at, src_at), hi = ZT__MIN(at + k, src_at + src_n);
     int gather = src_n != g->numel && e->world > 1; /* the same decision on every rank */
@@ -7251,6 +7262,24 @@ ZT_API zt_result zt_param_get(zt_engine *e, const char *name, float *host, int64
 
 /* ---- init ---- */
 
+/* Where each trainable group's optimizer state lives. offload_optimizer moves all of it; with
+   offload_ratio < 1 (ZeRO-3's partial offload) the groups in order, while the elements offloaded stay
+   within that share of every trainable group's, and the rest stay on the device. DeepSpeed counts its
+   sub-groups, which are of one size; zt's groups are blocks of different sizes, so it counts elements. */
+static void zt__place_optimizer(zt_engine *e) {
+    int64_t total = 0, taken = 0;
+    for (int b = 0; b < e->n_blocks; b++) total += e->groups[b].trainable ? e->groups[b].numel : 0;
+    int open = e->off_opt != ZT_OFFLOAD_NONE;
+    for (int b = 0; b < e->n_blocks; b++) {
+        zt__group *g = &e->groups[b];
+        g->opt_at = ZT_OFFLOAD_NONE;
+        if (!g->trainable || !open) continue;
+        taken += g->numel;
+        if ((double)taken <= e->opt.offload_ratio * (double)total) g->opt_at = e->off_opt;
+        else open = 0;
+    }
+}
+
 /* declare every block's parameters and lay the groups out */
 static zt_result zt__declare(zt_engine *e) {
     int cap_slots = 64 * e->n_blocks + 64;
@@ -7304,6 +7333,7 @@ static zt_result zt__declare(zt_engine *e) {
             const zt__param *p = &e->params[e->slots[e->block_first[b] + k]];
             if (p->tied >= 0 && e->params[p->tied].block != b) e->groups[e->params[p->tied].block].shared_with_others = 1;
         }
+    zt__place_optimizer(e);
     return ZT_OK;
 }
 
@@ -7355,6 +7385,12 @@ static zt_result zt__check_options(zt_engine *e) {
         (o->offload_optimizer == ZT_OFFLOAD_NVME && o->zero_stage < 3) || (o->offload_param != ZT_OFFLOAD_NONE && o->zero_stage < 3))
         return zt_fail(ZT_ERROR_INVALID, "offload needs ZeRO: the optimizer to host memory at stages 1-3, to NVMe and the "
                        "parameters at stage 3 (the stage is %d)", o->zero_stage);
+    if (!(o->offload_ratio >= 0 && o->offload_ratio <= 1))
+        return zt_fail(ZT_ERROR_INVALID, "offload_optimizer.ratio %g: the share of the optimizer state to offload is "
+                       "between 0 and 1", o->offload_ratio);
+    if (o->offload_ratio < 1 && o->offload_optimizer != ZT_OFFLOAD_NONE && o->zero_stage < 3)
+        return zt_fail(ZT_ERROR_INVALID, "offload_optimizer.ratio %g: a partial offload needs ZeRO stage 3, as in "
+                       "DeepSpeed (the stage is %d)", o->offload_ratio, o->zero_stage);
     if ((o->offload_optimizer == ZT_OFFLOAD_NVME && !o->offload_optimizer_path) ||
         (o->offload_param == ZT_OFFLOAD_NVME && !o->offload_param_path))
         return zt_fail(ZT_ERROR_INVALID, "NVMe offload needs a directory: zero_optimization.offload_*.nvme_path, "
@@ -7403,6 +7439,25 @@ static void zt__check_live(const zt_engine *e) {
                "gathered elements resident (a whole block, two while the next is prefetched, plus tied embeddings): "
                "zt gathers whole blocks and does not split them into sub-groups yet, so the limit is exceeded by "
                "that much", (long long)limit, (long long)(live + shared));
+}
+
+/* a partial offload says, once, which blocks' optimizer state it moved */
+static void zt__say_partial_offload(const zt_engine *e) {
+    if (e->planning || e->rank != 0 || e->off_opt == ZT_OFFLOAD_NONE || e->opt.offload_ratio >= 1) return;
+    int64_t total = 0, away = 0;
+    int n = 0, trainable = 0;
+    for (int b = 0; b < e->n_blocks; b++) {
+        const zt__group *g = &e->groups[b];
+        total += g->trainable ? g->numel : 0, trainable += g->trainable;
+        if (g->opt_at != ZT_OFFLOAD_NONE) away += g->numel, n++;
+    }
+    if (n == 0)
+        zt_log(ZT_LOG_INFO, "offload_optimizer.ratio %g: the first block's optimizer state is more than that share "
+               "of the whole, so all of it stays on the device", e->opt.offload_ratio);
+    else
+        zt_log(ZT_LOG_INFO, "offload_optimizer.ratio %g: the optimizer state of the first %d of %d trainable blocks "
+               "(%.1f%% of its elements) on %s, the rest on the device", e->opt.offload_ratio, n, trainable,
+               100.0 * (double)away / (double)total, e->off_opt == ZT_OFFLOAD_NVME ? "NVMe" : "the host");
 }
 
 static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
@@ -7471,6 +7526,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
     zt__check_live(e);
+    zt__say_partial_offload(e);
     e->ckpt_text_bytes = 8192;
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].name) e->ckpt_text_bytes += 3 * (strlen(e->params[p].name) + 128);
@@ -7596,6 +7652,7 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
         out->seq_len = e->T;
         out->params = zt_engine_param_count(e);
         out->offload_optimizer = e->off_opt;
+        out->offload_ratio = e->opt.offload_ratio;
         out->offload_param = e->off_param;
         memcpy(out->bytes, e->mem, sizeof out->bytes);
         memcpy(out->host_bytes, e->hmem, sizeof out->host_bytes);
@@ -7611,10 +7668,12 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
 ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
     double P = (double)p->params, N = (double)p->world, MiB = 1048576.0;
     static const char *where[3] = {"none", "cpu", "nvme"};
+    char share[32] = "";
+    if (p->offload_optimizer != ZT_OFFLOAD_NONE && p->offload_ratio < 1) snprintf(share, sizeof share, " (ratio %g)", p->offload_ratio);
     fprintf(out, "memory plan: %lld parameters, %d rank%s, ZeRO stage %d, micro-batch %lld x %lld tokens, "
-            "activation checkpointing %s, offload optimizer %s, parameters %s; per rank:\n", (long long)p->params,
+            "activation checkpointing %s, offload optimizer %s%s, parameters %s; per rank:\n", (long long)p->params,
             p->world, p->world > 1 ? "s" : "", p->zero_stage, (long long)p->micro_batch, (long long)p->seq_len,
-            p->gradient_checkpointing ? "on" : "off", where[p->offload_optimizer], where[p->offload_param]);
+            p->gradient_checkpointing ? "on" : "off", where[p->offload_optimizer], share, where[p->offload_param]);
     fprintf(out, "  %-18s %12s %16s\n", "", "device", "pinned host");
     for (int c = 0; c < ZT_MEM_COUNT; c++)
         if (c == ZT_MEM_LIBRARY && p->gpu)
@@ -7673,6 +7732,7 @@ ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const
                 t.gradient_checkpointing = o->gradient_checkpointing || f.ckpt;
                 t.offload_optimizer = f.opt;
                 t.offload_param = f.param;
+                t.offload_ratio = 1.0; /* the whole optimizer state, where it is offloaded */
                 if (f.opt == ZT_OFFLOAD_NVME && !t.offload_optimizer_path) t.offload_optimizer_path = nvme;
                 if (f.param == ZT_OFFLOAD_NVME && !t.offload_param_path) t.offload_param_path = nvme;
                 t.micro_batch = mb;
@@ -7823,14 +7883,16 @@ static double zt__grad_sumsq(zt_engine *e) {
 
 /* AdamW over this rank's slice of every trainable group, a parameter at a time (each has its own
    weight decay), on the device or (offload_optimizer) the host; then the updated weights gathered
-   where every rank holds them whole */
+   where every rank holds them whole. The device's updates are queued first, so that under a partial
+   offload they run while the host updates its groups (each group's own arithmetic: the same bits). */
 static void zt__update(zt_engine *e, float lr, double grad_scale) {
-    for (int b = 0; b < e->n_blocks; b++) {
-        zt__group *g = &e->groups[b];
-        if (!g->trainable) continue;
-        if (e->off_opt != ZT_OFFLOAD_NONE) zt__update_host(e, g, lr, grad_scale);
-        else zt__update_device(e, g, lr, grad_scale);
-    }
+    for (int host = 0; host < 2; host++)
+        for (int b = 0; b < e->n_blocks; b++) {
+            zt__group *g = &e->groups[b];
+            if (!g->trainable || (g->opt_at != ZT_OFFLOAD_NONE) != host) continue;
+            if (host) zt__update_host(e, g, lr, grad_scale);
+            else zt__update_device(e, g, lr, grad_scale);
+        }
     zt__cs_after_s(e);
     for (int b = 0; b < e->n_blocks && e->stage > 0; b++) {
         zt__group *g = &e->groups[b];

@@ -371,6 +371,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (planning) return plan(&spec, &o, &a);
+    if (!*a.data && !a.eval && !*a.export_dir && a.sample <= 0) {
+        fprintf(stderr, "zt_train: nothing to do: give --data (token or text files) to train; without it, --sample N, "
+                "--export DIR or --eval (see --help)\n");
+        return 2;
+    }
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
     /* a Hugging Face directory with weights: they replace the initialisation (a checkpoint, if resumed, then

@@ -159,6 +159,16 @@ TEST(config_examples_resolve) {
     CHECK_EQ_INT(o.zero_stage, 2);
     CHECK_EQ_INT(o.allgather_bucket_size, 200000000);
 
+    /* ZeRO-3's partial offload: the share reaches the engine; without an offload device it is said to do nothing */
+    o = zt_options_default();
+    CHECK_MSG(parse("{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}}",
+                    &c, &o, 1) == ZT_OK, "%s", zt_last_error());
+    CHECK_NEAR(o.offload_ratio, 0.3, 0);
+    CHECK(strstr(logged, "ratio") == NULL);
+    o = zt_options_default();
+    CHECK(parse("{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"ratio\": 0.3}}}", &c, &o, 1) == ZT_OK);
+    CHECK_STR_CONTAINS(logged, "offload_optimizer.ratio (offload_optimizer.device is none)");
+
     o = zt_options_default();
     o.nvme_path = NULL;
     CHECK_MSG(read_example("zero3_nvme.json", &c, &o) == ZT_OK, "%s", zt_last_error());

@@ -1,9 +1,10 @@
 /* tests/test_offload.c - ZeRO-Offload on the CPU backend: every setting (optimizer to host memory or
    NVMe, stage-3 weights to host memory or NVMe, and together) at 1 and 2 ranks gives the parameters of
-   the same run without offload, bit for bit; offload trains within a device capacity the plan refuses
-   without it; and the swap's errors: a missing or wrong path, too little space, a swap file truncated
-   or changed under the job (the process stops with the reason, the swap directory is removed), and the
-   directory a killed job left. */
+   the same run without offload, bit for bit, and so does a partial offload of the optimizer (ratio),
+   whose checkpoints resume without offload and the other way round; offload trains within a device
+   capacity the plan refuses without it; and the swap's errors: a missing or wrong path, too little
+   space, a swap file truncated or changed under the job (the process stops with the reason, the swap
+   directory is removed), and the directory a killed job left. */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 #include "test.h"
@@ -25,8 +26,13 @@ typedef struct result { int64_t n; float w[MAX_N]; char msg[1024]; } result;
 
 static char nvme_dir[256];
 
+static void remove_nvme_dir(void) { rmdir(nvme_dir); } /* empty by then: every test checks */
+
 static const char *nvme(void) {
-    if (!nvme_dir[0]) snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zt_offload_test_%d", (int)getpid());
+    if (!nvme_dir[0]) {
+        snprintf(nvme_dir, sizeof nvme_dir, "/tmp/zt_offload_test_%d", (int)getpid());
+        atexit(remove_nvme_dir);
+    }
     mkdir(nvme_dir, 0700); /* again after a test removed it */
     return nvme_dir;
 }
@@ -65,10 +71,10 @@ static zt_engine *make(zt_options o, zt_comm *c) {
     return zt_init_options(&e, &spec, &o) == ZT_OK ? e : NULL;
 }
 
-static void train(zt_engine *e, int rank, int world, int steps) {
+static void train(zt_engine *e, int rank, int world, int first, int steps) {
     int64_t accum = zt_engine_options(e)->grad_accum, B = ROWS / world / accum;
     int32_t tok[ROWS * T];
-    for (int s = 0; s < steps; s++) {
+    for (int s = first; s < steps; s++) {
         for (int64_t a = 0; a < accum; a++) {
             for (int64_t r = 0; r < B; r++)
                 for (int64_t i = 0; i < T; i++) tok[r * T + i] = token(s, (a * world + rank) * B + r, i);
@@ -78,13 +84,34 @@ static void train(zt_engine *e, int rank, int world, int steps) {
     }
 }
 
+/* set: a run saves a checkpoint after its first step and resumes from it with these settings */
+static const zt_options *resume_as;
+static char ckpt_dir[256];
+
+static void clear_checkpoint(void) {
+    char cmd[300];
+    snprintf(ckpt_dir, sizeof ckpt_dir, "/tmp/zt_offload_ckpt_%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", ckpt_dir);
+    if (system(cmd) != 0) zt_fatal("cannot clear %s", ckpt_dir);
+}
+
 static int rank_main(zt_options o, zt_comm *c, int rank, int world, result *out) {
     zt_engine *e = make(o, c);
     if (!e) {
         snprintf(out->msg, sizeof out->msg, "%s", zt_last_error());
         return 3;
     }
-    train(e, rank, world, STEPS);
+    train(e, rank, world, 0, resume_as ? 1 : STEPS);
+    if (resume_as) {
+        zt_result r = zt_save(e, ckpt_dir, NULL);
+        zt_shutdown(e);
+        if (r != ZT_OK || !(e = make(*resume_as, c)) || zt_load(e, ckpt_dir, NULL) != ZT_OK) {
+            snprintf(out->msg, sizeof out->msg, "%s", zt_last_error());
+            if (e) zt_shutdown(e);
+            return 5;
+        }
+        train(e, rank, world, 1, STEPS);
+    }
     static float mine[MAX_N];
     int64_t n = test_read_params(e, rank == 0 ? out->w : mine, MAX_N, 0);
     zt_shutdown(e);
@@ -178,6 +205,95 @@ TEST(offload_every_setting_is_bitwise_the_run_without) {
     CHECK_EQ_INT(swap_dirs_left(), 0);
 }
 
+static void expect_error(zt_options o, const char *want) {
+    zt_engine *e = make(o, NULL);
+    if (e) zt_shutdown(e);
+    CHECK_MSG(e == NULL, "accepted: should have said \"%s\"", want);
+    CHECK_STR_CONTAINS(zt_last_error(), want);
+}
+
+/* ZeRO-3's partial offload (offload_optimizer.ratio): the groups in order while their elements fit in
+   the share go to the host or NVMe, the rest stay on the device, and the run has the bits of the run
+   without offload. The test model's groups: embeddings 5,120 elements (the vocabulary padded to 128
+   rows), two layers of 12,704, the final norm 64 (30,592 in all), so 0.6 moves the embeddings and the
+   first layer, 0.2 only the embeddings. */
+TEST(offload_partial_ratio_is_bitwise_the_run_without) {
+    zt_model_config mc;
+    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    zt_memory_plan all, part, none, without;
+    zt_options o = offload_options(3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
+    CHECK(zt_plan_memory(&all, &spec, &o, 1) == ZT_OK);
+    o.offload_ratio = 0.6;
+    CHECK(zt_plan_memory(&part, &spec, &o, 1) == ZT_OK);
+    o.offload_ratio = 0;
+    CHECK(zt_plan_memory(&none, &spec, &o, 1) == ZT_OK);
+    size_t moved = 4 * (5120 + 12704); /* f32 master of the embeddings and the first layer */
+    CHECK_EQ_INT((long long)part.host_bytes[ZT_MEM_MASTER], (long long)moved);
+    CHECK_EQ_INT((long long)part.host_bytes[ZT_MEM_ADAM], 2 * (long long)moved);
+    CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_MASTER] + part.host_bytes[ZT_MEM_MASTER]), (long long)all.host_bytes[ZT_MEM_MASTER]);
+    CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_ADAM] + part.host_bytes[ZT_MEM_ADAM]), (long long)all.host_bytes[ZT_MEM_ADAM]);
+    CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_GRADS] + part.host_bytes[ZT_MEM_GRADS]), (long long)all.host_bytes[ZT_MEM_GRADS]);
+    CHECK(none.host_bytes[ZT_MEM_MASTER] == 0 && none.host_bytes[ZT_MEM_ADAM] == 0 && none.host_bytes[ZT_MEM_GRADS] == 0);
+    o = offload_options(3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+    CHECK(zt_plan_memory(&without, &spec, &o, 1) == ZT_OK);
+    CHECK(none.device == without.device && none.pinned == without.pinned); /* ratio 0: no offload at all */
+    CHECK(all.device < part.device && part.device < none.device);
+
+    static const struct { zt_offload_device opt, param; double ratio; const char *name; } cases[] = {
+        {ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.6, "0.6 of the optimizer to host memory"},
+        {ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.2, "0.2 of the optimizer to host memory"},
+        {ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.0, "none of the optimizer to host memory"},
+        {ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE, 0.6, "0.6 of the optimizer to NVMe"},
+        {ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU, 0.6, "0.6 of the optimizer and the parameters to host memory"},
+        {ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME, 0.6, "0.6 of the optimizer and the parameters to NVMe"},
+    };
+    result *base = shared(), *r = shared();
+    for (int world = 1; world <= 2; world++)
+        for (int accum = 1; accum <= 2; accum++) {
+            o = offload_options(3, world, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+            o.grad_accum = accum, o.micro_batch = ROWS / world / accum;
+            CHECK_MSG(run(o, world, base), "world %d: %s", world, base->msg);
+            for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+                o = offload_options(3, world, cases[i].opt, cases[i].param);
+                o.grad_accum = accum, o.micro_batch = ROWS / world / accum;
+                o.offload_ratio = cases[i].ratio;
+                o.overlap_comm = (int)(i + (size_t)accum) % 2, o.strict = o.overlap_comm && world == 2;
+                memset(r, 0, sizeof *r);
+                CHECK_MSG(run(o, world, r), "world %d, %s: %s", world, cases[i].name, r->msg);
+                CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
+                          "world %d, accumulation %d, %s, overlap_comm %d: not the run without offload", world, accum,
+                          cases[i].name, o.overlap_comm);
+            }
+        }
+    /* a checkpoint of a partial offload resumes without offload, and one without resumes partially
+       offloaded: the same bits (the state of each group is read from, and written to, where it lives) */
+    for (int way = 0; way < 2; way++) {
+        zt_options plain = offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE), partial = plain;
+        partial.offload_optimizer = ZT_OFFLOAD_CPU, partial.offload_ratio = 0.6;
+        CHECK(run(plain, 2, base));
+        clear_checkpoint();
+        resume_as = way ? &partial : &plain;
+        memset(r, 0, sizeof *r);
+        CHECK_MSG(run(way ? plain : partial, 2, r), "%s", r->msg);
+        resume_as = NULL;
+        CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
+                  "resumed %s: not the run without offload", way ? "partially offloaded" : "without offload");
+    }
+    clear_checkpoint();
+    munmap(base, sizeof *base);
+    munmap(r, sizeof *r);
+    CHECK_EQ_INT(swap_dirs_left(), 0);
+    o = offload_options(2, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
+    o.offload_ratio = 0.5;
+    expect_error(o, "a partial offload needs ZeRO stage 3, as in DeepSpeed (the stage is 2)");
+    o = offload_options(3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
+    o.offload_ratio = 1.5;
+    expect_error(o, "offload_optimizer.ratio 1.5: the share of the optimizer state to offload is between 0 and 1");
+}
+
 /* a capacity below every plan without offload at micro-batch 1: refused (the message names the offload
    that fits), and trained with it; the plan counts the host and NVMe bytes */
 TEST(offload_trains_where_the_device_is_too_small) {
@@ -245,12 +361,6 @@ TEST(offload_overlap_comm_at_one_rank_is_planned) {
     }
 }
 
-static void expect_error(zt_options o, const char *want) {
-    zt_engine *e = make(o, NULL);
-    if (e) zt_shutdown(e);
-    CHECK_MSG(e == NULL, "accepted: should have said \"%s\"", want);
-    CHECK_STR_CONTAINS(zt_last_error(), want);
-}
 
 TEST(offload_refuses_bad_swap_paths) {
     zt_options o = offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE);
@@ -294,7 +404,7 @@ static void damaged(int truncate_it, const char *want) {
         dup2(fd, 2);
         zt_engine *e = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
         if (!e) _exit(3);
-        train(e, 0, 1, 1);
+        train(e, 0, 1, 0, 1);
         char path[512];
         if (!swap_file(path, sizeof path, "parameters")) _exit(4);
         int sf = open(path, O_WRONLY);
@@ -306,7 +416,7 @@ static void damaged(int truncate_it, const char *want) {
             if (pwrite(sf, junk, sizeof junk, 0) != (ssize_t)sizeof junk) _exit(5);
         }
         close(sf);
-        train(e, 0, 1, 1);
+        train(e, 0, 1, 0, 1);
         _exit(0); /* not reached: the damage is found */
     }
     int status = 0;
@@ -354,13 +464,13 @@ TEST(offload_clears_the_swap_directory_of_a_killed_job) {
 TEST(offload_two_engines_in_one_process) {
     zt_engine *a = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
     CHECK_MSG(a != NULL, "%s", zt_last_error());
-    train(a, 0, 1, 1);
+    train(a, 0, 1, 0, 1);
     zt_engine *b = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
     CHECK_MSG(b != NULL, "%s", zt_last_error());
-    train(a, 0, 1, 1); /* A's files are still A's */
-    train(b, 0, 1, 1);
+    train(a, 0, 1, 0, 1); /* A's files are still A's */
+    train(b, 0, 1, 0, 1);
     zt_shutdown(b);
-    train(a, 0, 1, 1);
+    train(a, 0, 1, 0, 1);
     zt_shutdown(a);
     CHECK_EQ_INT(swap_dirs_left(), 0);
     rmdir(nvme());

@@ -43,19 +43,20 @@ static const char *LLAMA =
     " \"hidden_size\": 256, \"intermediate_size\": 512, \"max_position_embeddings\": 128, \"vocab_size\": 1000,"
     " \"tie_word_embeddings\": false}";
 
-typedef struct setting { const char *name; int stage; zt_offload_device opt, param; } setting;
+typedef struct setting { const char *name; int stage; zt_offload_device opt, param; double ratio; } setting;
 
 static const setting SETTINGS[] = {
-    {"stage 0", 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {"stage 1", 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {"stage 2", 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {"stage 3", 3, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {"stage 1, offload_optimizer cpu", 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE},
-    {"stage 2, offload_optimizer cpu", 2, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE},
-    {"stage 3, offload_optimizer nvme", 3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE},
-    {"stage 3, offload_param cpu", 3, ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU},
-    {"stage 3, offload_param cpu, offload_optimizer cpu", 3, ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU},
-    {"stage 3, offload_param nvme, offload_optimizer nvme", 3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME},
+    {"stage 0", 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {"stage 1", 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {"stage 2", 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {"stage 3", 3, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {"stage 1, offload_optimizer cpu", 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 1},
+    {"stage 2, offload_optimizer cpu", 2, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 1},
+    {"stage 3, offload_optimizer nvme", 3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE, 1},
+    {"stage 3, offload_optimizer cpu, ratio 0.6 (the embeddings and the first layer)", 3, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.6},
+    {"stage 3, offload_param cpu", 3, ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU, 1},
+    {"stage 3, offload_param cpu, offload_optimizer cpu", 3, ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU, 1},
+    {"stage 3, offload_param nvme, offload_optimizer nvme", 3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME, 1},
 };
 #define N_SETTINGS (int)(sizeof SETTINGS / sizeof SETTINGS[0])
 
@@ -94,6 +95,7 @@ static zt_options options(const char *backend, const setting *s, const char *nvm
     o.allgather_bucket_size = 30000;
     o.offload_optimizer = s->opt;
     o.offload_param = s->param;
+    o.offload_ratio = s->ratio;
     o.offload_optimizer_path = o.offload_param_path = nvme;
     o.offload_buffer_size = 1 << 16;  /* several staging units per group */
     o.aio_threads = 2;
