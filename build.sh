@@ -421,6 +421,9 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --data "$text" --resume $dir
     expect_output "zt_train --eval prints the loss" '^loss [0-9]+\.[0-9]{6}$' \
         $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64
+    expect_output "zt_train without --data says there is nothing to do" 'nothing to do: give --data' \
+        $B/zt_train --model examples/models/byte-small
+    epoch_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
     rm -rf $dir/limit
@@ -446,6 +449,27 @@ program_checks() {
         paste <(echo "$m") <(echo "$t") | sed 's/^/    /'
     fi
     launcher_checks "$text"
+}
+
+# zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take, and the
+# Trainer's cosine schedule (--warmup_steps 0.1, a share) over exactly them: from 0 up, and down to near 0
+epoch_check() {
+    local text=$1 dir=$B/check/epochs out windows steps lr first last
+    rm -rf $dir
+    out=$($B/zt_train --model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 4 \
+        --num_train_epochs 2 --lr_scheduler_type cosine --warmup_steps 0.1 --learning_rate 1e-3 --logging_steps 0 \
+        --threads 1 --output_dir $dir 2>&1) || true
+    windows=$(sed -n 's/^2 epochs of \([0-9]*\) windows at 4 a step: [0-9]* steps$/\1/p' <<<"$out")
+    steps=$(sed -n 's/^2 epochs of [0-9]* windows at 4 a step: \([0-9]*\) steps$/\1/p' <<<"$out")
+    lr=$(sed -n 's/.*"learning_rate": \([^,]*\),.*/\1/p' $dir/metrics.jsonl 2>/dev/null | sed -n '1p;$p' | tr '\n' ' ')
+    read -r first last <<<"$lr"
+    if [[ -n $windows && $steps == $(((2 * windows + 3) / 4)) && $(wc -l <$dir/metrics.jsonl) == "$steps" ]] &&
+        awk -v a="$first" -v b="$last" 'BEGIN { exit !(a == 0 && b > 0 && b < 1e-5) }'; then
+        pass "zt_train --num_train_epochs 2: $steps steps for $windows windows, the cosine schedule over them (lr $first to $last)"
+    else
+        fail "zt_train --num_train_epochs 2: steps '${steps:-?}' for windows '${windows:-?}', lr '$lr':"
+        tail -n 5 <<<"$out" | sed 's/^/    /'
+    fi
 }
 
 # zt_train --num_processes: two ranks train as one process at twice the batch; a killed rank is named

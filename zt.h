@@ -538,13 +538,24 @@ typedef struct zt_model_spec {
 } zt_model_spec;
 
 typedef enum zt_precision { ZT_PRECISION_FP32, ZT_PRECISION_BF16, ZT_PRECISION_FP16 } zt_precision;
+/* The learning-rate schedules: the Transformers Trainer's (--lr_scheduler_type, with the names and formulas
+   of transformers 5's optimization.py) and DeepSpeed's (a config's scheduler section) */
 typedef enum zt_schedule {
-    ZT_SCHED_LINEAR,        /* the Transformers Trainer's default: linear warmup, linear decay to 0 */
-    ZT_SCHED_CONSTANT,      /* constant after a linear warmup */
+    ZT_SCHED_LINEAR,        /* "linear", the Trainer's default: linear warmup, linear decay to 0 */
+    ZT_SCHED_CONSTANT,      /* "constant_with_warmup" */
     ZT_SCHED_WARMUP_LR,     /* DeepSpeed WarmupLR */
     ZT_SCHED_WARMUP_DECAY_LR, /* DeepSpeed WarmupDecayLR */
-    ZT_SCHED_WARMUP_COSINE_LR /* DeepSpeed WarmupCosineLR */
+    ZT_SCHED_WARMUP_COSINE_LR, /* DeepSpeed WarmupCosineLR */
+    ZT_SCHED_COSINE,        /* "cosine": linear warmup, half a cosine (num_cycles) down to 0 */
+    ZT_SCHED_COSINE_RESTARTS, /* "cosine_with_restarts": num_cycles hard restarts */
+    ZT_SCHED_POLYNOMIAL,    /* "polynomial": down to lr_end with exponent power */
+    ZT_SCHED_INVERSE_SQRT,  /* "inverse_sqrt": 1/sqrt of the steps over timescale */
+    ZT_SCHED_COSINE_MIN_LR, /* "cosine_with_min_lr": cosine down to min_lr_rate x the learning rate */
+    ZT_SCHED_COSINE_WARMUP_MIN_LR, /* "cosine_warmup_with_min_lr": the same, another warmup */
+    ZT_SCHED_WSD,           /* "warmup_stable_decay": warmup, stable, then decay_steps of decay */
+    ZT_SCHED_FLAT           /* "constant": the learning rate throughout (no warmup, as in transformers) */
 } zt_schedule;
+ZT_API const char *zt_schedule_name(zt_schedule s); /* "cosine", "WarmupLR", ... */
 
 /* where ZeRO-Offload puts state: the device (none), host memory, or files on an NVMe drive */
 typedef enum zt_offload_device { ZT_OFFLOAD_NONE, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NVME } zt_offload_device;
@@ -569,6 +580,18 @@ typedef struct zt_options {
     /* schedule */
     zt_schedule schedule;
     int64_t warmup_steps;
+    double warmup_ratio;        /* with warmup_steps 0: ceil(warmup_ratio x max_steps) steps, as the Trainer
+                                   counts them (--warmup_steps 0.03, or transformers 4's --warmup_ratio) */
+    /* the Transformers schedules' lr_scheduler_kwargs (--lr_scheduler_kwargs '{"num_cycles": 1}') */
+    double num_cycles;          /* cosine kinds; 0: theirs (0.5, cosine_with_restarts 1) */
+    double min_lr, min_lr_rate; /* cosine_with_min_lr kinds: one of them (< 0: not given); min_lr_rate is
+                                   also warmup_stable_decay's min_lr_ratio (default 0) */
+    double warmup_lr_rate;      /* cosine_warmup_with_min_lr's first rate; < 0: 1 / warmup steps */
+    double lr_end, power;       /* polynomial: 1e-7, 1 */
+    int64_t timescale;          /* inverse_sqrt; 0: the warmup steps, or 10000 without */
+    int64_t decay_steps, stable_steps; /* warmup_stable_decay: decay_steps needed; stable < 0: the rest */
+    int warmup_shape, decay_shape; /* warmup_stable_decay: 0 "linear", 1 "cosine" (decay's default), 2 "1-sqrt" */
+    const char *lr_scheduler_kwargs; /* the JSON the fields above came from (zt_options_parse_args) */
     float warmup_min_lr, warmup_max_lr; /* WarmupLR, WarmupDecayLR */
     int warmup_log;             /* WarmupLR's warmup_type: 1 "log" (default), 0 "linear" */
     float cos_min_ratio, warmup_min_ratio; /* WarmupCosineLR */
@@ -4940,13 +4963,23 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
     return ZT_OK;
 }
 
+static const char *const zt__schedule_names[] = {"linear", "constant_with_warmup", "WarmupLR", "WarmupDecayLR",
+    "WarmupCosineLR", "cosine", "cosine_with_restarts", "polynomial", "inverse_sqrt", "cosine_with_min_lr",
+    "cosine_warmup_with_min_lr", "warmup_stable_decay", "constant"};
+ZT_API const char *zt_schedule_name(zt_schedule s) {
+    return (int)s >= 0 && s <= ZT_SCHED_FLAT ? zt__schedule_names[s] : "?";
+}
+static int zt__hf_schedule(int s) { return s != ZT_SCHED_WARMUP_LR && s != ZT_SCHED_WARMUP_DECAY_LR && s != ZT_SCHED_WARMUP_COSINE_LR; }
+
+static int64_t zt__warmup_steps(const zt_options *o);
+
 static zt_result zt__cfg_scheduler(zt__cfg *g) {
     zt_options *o = g->o;
     int t = zt__json_get(&g->j, 0, "scheduler");
     zt_result r;
     if ((r = zt__cfg_object(g, t, "scheduler")) != ZT_OK) return r;
     int tt = t >= 0 ? zt__json_get(&g->j, t, "type") : -1;
-    if (tt < 0) return ZT_OK; /* the Trainer's linear warmup and decay from the flags */
+    if (tt < 0) return ZT_OK; /* the Trainer's schedule from the flags */
     static const char *const types[] = {"WarmupLR", "WarmupDecayLR", "WarmupCosineLR", NULL};
     int kind = 0;
     if (zt__cfg_choice(g, tt, "scheduler.type", types, &kind) != ZT_OK) {
@@ -4956,6 +4989,9 @@ static zt_result zt__cfg_scheduler(zt__cfg *g) {
                        "WarmupDecayLR and WarmupCosineLR are)", g->j.file, type);
     }
     snprintf(g->c->scheduler_type, sizeof g->c->scheduler_type, "%s", types[kind]);
+    if (zt_options_given(o, "lr_scheduler_type") || o->lr_scheduler_kwargs) /* as the Transformers integration */
+        zt_log(ZT_LOG_WARN, "%s: the config's scheduler %s replaces --lr_scheduler_type %s and its kwargs", g->j.file,
+               types[kind], zt_schedule_name(o->schedule));
     int p = zt__json_get(&g->j, t, "params");
     if (p < 0) return zt_fail(ZT_ERROR_INVALID, "%s: scheduler.params is missing (DeepSpeed needs it for %s)", g->j.file, types[kind]);
     if ((r = zt__cfg_object(g, p, "scheduler.params")) || (r = zt__cfg_keys(g, p, "scheduler.params", zt__ds_sched, 1)))
@@ -4964,7 +5000,7 @@ static zt_result zt__cfg_scheduler(zt__cfg *g) {
     int wt = zt__json_get(&g->j, p, "warmup_num_steps");
     int64_t warm = 1000;
     if (zt__cfg_is_auto(g, wt)) {
-        warm = ZT__MAX(1, o->warmup_steps);
+        warm = ZT__MAX(1, zt__warmup_steps(o)); /* the Trainer's get_warmup_steps */
     } else if (wt >= 0) {
         const char *v = g->j.text + g->j.tok[wt].start;
         int n = g->j.tok[wt].end - g->j.tok[wt].start;
@@ -4972,14 +5008,16 @@ static zt_result zt__cfg_scheduler(zt__cfg *g) {
                       !memchr(v, 'e', (size_t)n) && !memchr(v, 'E', (size_t)n);
         if (!integer || zt__cfg_int(g, wt, "scheduler.params.warmup_num_steps", 1, &warm) != ZT_OK)
             return zt_fail(ZT_ERROR_INVALID, "%s: warmup_num_steps must be a positive integer, got %.*s", g->j.file, n, v);
-        zt__cfg_match(g, "scheduler.params.warmup_num_steps", (double)warm, (double)o->warmup_steps, "warmup_steps");
+        zt__cfg_match(g, "scheduler.params.warmup_num_steps", (double)warm, (double)zt__warmup_steps(o), "warmup_steps");
     }
     static const char *const wtypes[] = {"log", "linear", NULL};
     int linear = 0;
     if ((r = zt__cfg_choice(g, zt__json_get(&g->j, p, "warmup_type"), "scheduler.params.warmup_type", wtypes, &linear)))
         return r;
     double min_lr, max_lr, total, wmr = 0.0, cmr = 1e-4;
-    double max_default = kind == 1 ? 0.001 : o->lr; /* WarmupLR: the optimizer's lr; WarmupDecayLR: 0.001 */
+    /* absent: WarmupLR the optimizer's lr, WarmupDecayLR 0.001 (DeepSpeed's defaults); "auto" and a value
+       given are the learning rate's, filled and compared as the Transformers integration does */
+    double max_default = kind == 1 && zt__json_get(&g->j, p, "warmup_max_lr") < 0 ? 0.001 : o->lr;
     if ((r = zt__cfg_num_flag(g, p, "warmup_min_lr", "scheduler.params.warmup_min_lr", 0, 1e300, NULL, 0.0, &min_lr)) ||
         (r = zt__cfg_num_flag(g, p, "warmup_max_lr", "scheduler.params.warmup_max_lr", 0, 1e300,
                               kind == 2 ? NULL : "learning_rate", max_default, &max_lr)) ||
@@ -4994,7 +5032,7 @@ static zt_result zt__cfg_scheduler(zt__cfg *g) {
     if (kind == 0 && zt__json_get(&g->j, p, "warmup_max_lr") < 0 && zt__json_get(&g->j, g->j.tok[0].size ? 0 : 0, "optimizer") < 0)
         max_lr = o->lr;
     o->schedule = kind == 0 ? ZT_SCHED_WARMUP_LR : kind == 1 ? ZT_SCHED_WARMUP_DECAY_LR : ZT_SCHED_WARMUP_COSINE_LR;
-    o->warmup_steps = warm;
+    o->warmup_steps = warm, o->warmup_ratio = 0;
     o->warmup_log = !linear;
     o->warmup_min_lr = (float)min_lr, o->warmup_max_lr = (float)max_lr;
     o->warmup_min_ratio = (float)wmr, o->cos_min_ratio = (float)cmr;
@@ -5420,12 +5458,14 @@ static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char 
     if (g.mismatch[0])
         return zt_fail(ZT_ERROR_INVALID, "%s: Please correct the following DeepSpeed config values that mismatch the "
                        "flags:%s\nThe easiest method is to set these DeepSpeed config values to 'auto'.", name, g.mismatch);
-    if (!c->optimizer_type[0] || !c->scheduler_type[0])
+    if (!c->optimizer_type[0] || !c->scheduler_type[0]) {
+        char sched[64] = "";
+        if (!c->scheduler_type[0]) snprintf(sched, sizeof sched, "\"%s\" schedule", zt_schedule_name(o->schedule));
         zt_log(ZT_LOG_INFO, "%s: no %s%s%s section: the Transformers Trainer's %s%s%s, from the flags", name,
                c->optimizer_type[0] ? "" : "optimizer", !c->optimizer_type[0] && !c->scheduler_type[0] ? " or " : "",
                c->scheduler_type[0] ? "" : "scheduler", c->optimizer_type[0] ? "" : "AdamW",
-               !c->optimizer_type[0] && !c->scheduler_type[0] ? " and " : "",
-               c->scheduler_type[0] ? "" : "linear warmup and decay");
+               !c->optimizer_type[0] && !c->scheduler_type[0] ? " and the " : "", sched);
+    }
     o->bf16_skip_nonfinite = c->bf16 && c->bf16_check_grad_overflow && (c->zero_stage == 1 || c->zero_stage == 2);
     if (g.unused[0]) zt_log(ZT_LOG_WARN, "%s: zt %s reads but does not act on yet: %s", name, ZT_VERSION_STRING, g.unused);
     return ZT_OK;
@@ -5444,7 +5484,6 @@ ZT_API zt_result zt_ds_config_read(zt_ds_config *c, zt_options *o, const char *p
 
 ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE *out) {
     static const char *dev[] = {"none", "cpu", "nvme"};
-    static const char *sched[] = {"linear (Transformers)", "constant_with_warmup (Transformers)", "WarmupLR", "WarmupDecayLR", "WarmupCosineLR"};
     fprintf(out, "{\n  \"deepspeed_semantics\": \"%s\",\n  \"zt_version\": \"%s\",\n", ZT_DEEPSPEED_VERSION, ZT_VERSION_STRING);
     fprintf(out, "  \"train_batch_size\": %lld,\n  \"train_micro_batch_size_per_gpu\": %lld,\n  \"gradient_accumulation_steps\": %lld,\n",
             (long long)(o->micro_batch * o->grad_accum * (c->world_size > 0 ? c->world_size : 1)), (long long)o->micro_batch, (long long)o->grad_accum);
@@ -5457,11 +5496,24 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
     fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"eps\": %g, \"weight_decay\": %g, \"adam_w_mode\": %s}},\n",
             c->optimizer_type[0] ? c->optimizer_type : "AdamW (Transformers)", (double)o->lr, (double)o->beta1, (double)o->beta2,
             (double)o->eps, (double)o->weight_decay, o->adam_w_mode ? "true" : "false");
-    fprintf(out, "  \"scheduler\": {\"type\": \"%s\", \"params\": {\"warmup_num_steps\": %lld, \"warmup_type\": \"%s\", "
-            "\"warmup_min_lr\": %g, \"warmup_max_lr\": %g, \"total_num_steps\": %lld, \"warmup_min_ratio\": %g, \"cos_min_ratio\": %g}},\n",
-            sched[o->schedule], (long long)o->warmup_steps, o->warmup_log ? "log" : "linear", (double)o->warmup_min_lr,
-            (double)o->warmup_max_lr, (long long)(o->schedule_total ? o->schedule_total : o->max_steps),
-            (double)o->warmup_min_ratio, (double)o->cos_min_ratio);
+    if (zt__hf_schedule(o->schedule)) { /* the Trainer's, with every argument its function gets */
+        static const char *const shapes[] = {"linear", "cosine", "1-sqrt"};
+        double cycles = o->num_cycles != 0 ? o->num_cycles : o->schedule == ZT_SCHED_COSINE_RESTARTS ? 1.0 : 0.5;
+        fprintf(out, "  \"scheduler\": {\"type\": \"%s (Transformers)\", \"params\": {\"num_warmup_steps\": %lld, "
+                "\"num_training_steps\": %lld, \"num_cycles\": %g, \"min_lr_rate\": %g, \"warmup_lr_rate\": %g, \"lr_end\": %g, "
+                "\"power\": %g, \"timescale\": %lld, \"num_decay_steps\": %lld, \"num_stable_steps\": %lld, \"warmup_type\": "
+                "\"%s\", \"decay_type\": \"%s\"}},\n", zt_schedule_name(o->schedule), (long long)zt__warmup_steps(o),
+                (long long)o->max_steps, cycles, o->min_lr >= 0 ? o->min_lr / o->lr : o->min_lr_rate, o->warmup_lr_rate,
+                o->lr_end, o->power, (long long)o->timescale, (long long)o->decay_steps, (long long)o->stable_steps,
+                shapes[o->warmup_shape % 3], shapes[o->decay_shape % 3]);
+    } else {
+        fprintf(out, "  \"scheduler\": {\"type\": \"%s\", \"params\": {\"warmup_num_steps\": %lld, \"warmup_type\": \"%s\", "
+                "\"warmup_min_lr\": %g, \"warmup_max_lr\": %g, \"total_num_steps\": %lld, \"warmup_min_ratio\": %g, "
+                "\"cos_min_ratio\": %g}},\n", zt_schedule_name(o->schedule), (long long)o->warmup_steps,
+                o->warmup_log ? "log" : "linear", (double)o->warmup_min_lr, (double)o->warmup_max_lr,
+                (long long)(o->schedule_total ? o->schedule_total : o->max_steps), (double)o->warmup_min_ratio,
+                (double)o->cos_min_ratio);
+    }
     fprintf(out, "  \"fp16\": {\"enabled\": %s, \"loss_scale\": %g, \"initial_scale_power\": %d, \"loss_scale_window\": %d, "
             "\"hysteresis\": %d, \"consecutive_hysteresis\": %s, \"min_loss_scale\": %g},\n",
             o->precision == ZT_PRECISION_FP16 ? "true" : "false", (double)o->static_loss_scale, o->initial_scale_power,
@@ -5865,6 +5917,10 @@ ZT_API zt_options zt_options_default(void) {
     o.comm_dtype = -1;
     o.prefetch_bucket_size = 50000000;
     o.offload_ratio = 1.0;
+    o.min_lr = o.min_lr_rate = o.warmup_lr_rate = -1.0;
+    o.lr_end = 1e-7, o.power = 1.0;
+    o.decay_steps = o.stable_steps = -1;
+    o.decay_shape = 1;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -5883,7 +5939,7 @@ ZT_API zt_options zt_options_default(void) {
     return o;
 }
 
-typedef enum { ZT__F_INT, ZT__F_FLOAT, ZT__F_BOOL, ZT__F_STR, ZT__F_BYTES } zt__flag_kind;
+typedef enum { ZT__F_INT, ZT__F_FLOAT, ZT__F_BOOL, ZT__F_STR, ZT__F_BYTES, ZT__F_RATIO, ZT__F_WARMUP, ZT__F_SCHEDULE } zt__flag_kind;
 typedef struct zt__flag { const char *name; zt__flag_kind kind; size_t offset; const char *help; } zt__flag;
 #define ZT__FLAG(name, kind, field, help) {name, kind, offsetof(zt_options, field), help}
 static const zt__flag zt__flags[] = {
@@ -5897,7 +5953,11 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("adam_beta2", ZT__F_FLOAT, beta2, "Adam beta2"),
     ZT__FLAG("adam_epsilon", ZT__F_FLOAT, eps, "Adam epsilon"),
     ZT__FLAG("max_grad_norm", ZT__F_FLOAT, max_grad_norm, "global gradient-norm clipping (0: off)"),
-    ZT__FLAG("warmup_steps", ZT__F_INT, warmup_steps, "learning-rate warmup steps"),
+    ZT__FLAG("warmup_steps", ZT__F_WARMUP, warmup_steps, "learning-rate warmup steps; below 1, a share of max_steps"),
+    ZT__FLAG("warmup_ratio", ZT__F_RATIO, warmup_ratio, "warmup as a share of max_steps (transformers 4's flag)"),
+    ZT__FLAG("lr_scheduler_type", ZT__F_SCHEDULE, schedule, "linear, cosine, cosine_with_restarts, polynomial, constant, "
+             "constant_with_warmup, inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay"),
+    ZT__FLAG("lr_scheduler_kwargs", ZT__F_STR, lr_scheduler_kwargs, "the schedule's arguments as JSON, e.g. '{\"num_cycles\": 2}'"),
     ZT__FLAG("seed", ZT__F_INT, seed, "seed of initialisation and sampling"),
     ZT__FLAG("gradient_checkpointing", ZT__F_BOOL, gradient_checkpointing, "recompute each block in backward"),
     ZT__FLAG("backend", ZT__F_STR, backend, "cpu or cuda"),
@@ -5936,6 +5996,27 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
         else return zt_fail(ZT_ERROR_INVALID, "flag --%s expects true or false, found \"%s\"", f->name, value);
         return ZT_OK;
     case ZT__F_STR: *(const char **)field = value; return ZT_OK;
+    case ZT__F_RATIO:
+    case ZT__F_WARMUP: { /* the Trainer's rule: a number of steps, or below 1 a share of them */
+        double v = strtod(value, &end);
+        if (!*value || *end || errno || !(v >= 0) || !isfinite(v) || (f->kind == ZT__F_RATIO && v > 1))
+            return zt_fail(ZT_ERROR_INVALID, "flag --%s expects %s, found \"%s\"", f->name,
+                           f->kind == ZT__F_RATIO ? "a share between 0 and 1" : "a number of steps, or a share below 1", value);
+        if (f->kind == ZT__F_RATIO) o->warmup_ratio = v;
+        else if (v < 1) o->warmup_steps = 0, o->warmup_ratio = v;
+        else o->warmup_steps = (int64_t)v, o->warmup_ratio = 0;
+        return ZT_OK;
+    }
+    case ZT__F_SCHEDULE:
+        for (int k = 0; k <= (int)ZT_SCHED_FLAT; k++)
+            if (zt__hf_schedule(k) && strcmp(value, zt_schedule_name((zt_schedule)k)) == 0)
+                return (o->schedule = (zt_schedule)k), ZT_OK;
+        if (strcmp(value, "reduce_lr_on_plateau") == 0 || strcmp(value, "greedy") == 0)
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_type %s follows evaluation metrics, which zt's schedules do not "
+                           "read; not built", value);
+        return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_type \"%s\" is not one of transformers' schedules (linear, cosine, "
+                       "cosine_with_restarts, polynomial, constant, constant_with_warmup, inverse_sqrt, cosine_with_min_lr, "
+                       "cosine_warmup_with_min_lr, warmup_stable_decay)", value);
     case ZT__F_BYTES:
         if (zt_parse_bytes(value, (size_t *)field) != ZT_OK)
             return zt_fail(ZT_ERROR_INVALID, "flag --%s expects a size such as 80GiB, 24GB or 512MiB, found \"%s\"",
@@ -5993,6 +6074,8 @@ ZT_API void zt_options_help(FILE *out) {
         else if (f->kind == ZT__F_BOOL) snprintf(def, sizeof def, "%s", *(const int *)v ? "true" : "false");
         else if (f->kind == ZT__F_STR) snprintf(def, sizeof def, "%s", *(const char *const *)v);
         else if (f->kind == ZT__F_BYTES) snprintf(def, sizeof def, "%zu", *(const size_t *)v);
+        else if (f->kind == ZT__F_RATIO) snprintf(def, sizeof def, "%g", *(const double *)v);
+        else if (f->kind == ZT__F_SCHEDULE) snprintf(def, sizeof def, "%s", zt_schedule_name(*(const zt_schedule *)v));
         else if (f->offset == offsetof(zt_options, seed)) snprintf(def, sizeof def, "%llu", (unsigned long long)d.seed);
         else if (f->offset == offsetof(zt_options, threads)) snprintf(def, sizeof def, "%d", d.threads);
         else snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)v);
@@ -6000,6 +6083,71 @@ ZT_API void zt_options_help(FILE *out) {
     }
     fprintf(out, "  --%-30s %s\n", "bf16", "bf16 weights, activations and gradients, fp32 master weights");
     fprintf(out, "  --%-30s %s\n", "fp16", "fp16 with DeepSpeed's dynamic loss scaling");
+}
+
+/* --lr_scheduler_kwargs: the keyword arguments transformers passes to the schedule's function, each
+   refused where that function does not take it (Python's TypeError), into the fields of zt_options */
+static zt_result zt__schedule_kwargs(zt_options *o) {
+    if (!o->lr_scheduler_kwargs) return ZT_OK;
+    static const char *const takes[] = { /* by zt_schedule; DeepSpeed's take none from here */
+        "", "", "", "", "", "num_cycles", "num_cycles", "lr_end power", "timescale", "num_cycles min_lr min_lr_rate",
+        "num_cycles min_lr min_lr_rate warmup_lr_rate",
+        "num_decay_steps num_stable_steps warmup_type decay_type min_lr_ratio num_cycles", ""};
+    const char *text = o->lr_scheduler_kwargs, *name = zt_schedule_name(o->schedule);
+    char mem[8192];
+    zt_arena a;
+    zt_arena_init(&a, "lr_scheduler_kwargs", mem, sizeof mem);
+    zt__json j;
+    zt_result r = zt__json_parse(&j, &a, "--lr_scheduler_kwargs", text, strlen(text));
+    if (r != ZT_OK) return r;
+    if (!zt__hf_schedule(o->schedule) && j.tok[0].size > 0)
+        return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: DeepSpeed's %s takes its settings from the config's "
+                       "scheduler.params", name);
+    for (int k = 0, t = 1; k < j.tok[0].size; k++, t = zt__json_skip(&j, t + 1)) {
+        char key[32];
+        int n = j.tok[t].end - j.tok[t].start, v = t + 1;
+        snprintf(key, sizeof key, "%.*s", n, text + j.tok[t].start);
+        const char *list = takes[o->schedule];
+        int known = 0;
+        for (const char *w = list; *w && !known; w += strcspn(w, " "), w += *w == ' ')
+            known = strcspn(w, " ") == strlen(key) && !strncmp(w, key, strlen(key));
+        if (n >= (int)sizeof key || !known)
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: the %s schedule does not take \"%.*s\" (%s%s)", name, n,
+                           text + j.tok[t].start, *list ? "it takes: " : "it takes none", list);
+        const char *val = text + j.tok[v].start;
+        int vn = j.tok[v].end - j.tok[v].start;
+        if (!strcmp(key, "warmup_type") || !strcmp(key, "decay_type")) {
+            static const char *const shapes[] = {"linear", "cosine", "1-sqrt"};
+            int shape = -1;
+            for (int s = 0; s < 3; s++)
+                if (j.tok[v].type == JSMN_STRING && vn == (int)strlen(shapes[s]) && !strncmp(val, shapes[s], (size_t)vn)) shape = s;
+            if (shape < 0)
+                return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s is \"linear\", \"cosine\" or \"1-sqrt\", not %s%.*s%s",
+                               key, j.tok[v].type == JSMN_STRING ? "\"" : "", vn, val, j.tok[v].type == JSMN_STRING ? "\"" : "");
+            *(key[0] == 'w' ? &o->warmup_shape : &o->decay_shape) = shape;
+            continue;
+        }
+        char num[64], *end = NULL;
+        snprintf(num, sizeof num, "%.*s", vn < 63 ? vn : 63, val);
+        double x = strtod(num, &end);
+        if (j.tok[v].type != JSMN_PRIMITIVE || end == num || *end || !isfinite(x))
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s must be a number, found %s%.*s%s", key,
+                           j.tok[v].type == JSMN_STRING ? "\"" : "", vn, val, j.tok[v].type == JSMN_STRING ? "\"" : "");
+        int whole = !strcmp(key, "timescale") || !strcmp(key, "num_decay_steps") || !strcmp(key, "num_stable_steps");
+        if (whole && (x != floor(x) || x < (strcmp(key, "timescale") ? 0 : 1) || x > 1e15))
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s must be a whole number of steps%s, found %.*s", key,
+                           strcmp(key, "timescale") ? "" : " above 0", vn, val);
+        if (!strcmp(key, "num_cycles")) o->num_cycles = x;
+        else if (!strcmp(key, "min_lr")) o->min_lr = x;
+        else if (!strcmp(key, "min_lr_rate") || !strcmp(key, "min_lr_ratio")) o->min_lr_rate = x;
+        else if (!strcmp(key, "warmup_lr_rate")) o->warmup_lr_rate = x;
+        else if (!strcmp(key, "lr_end")) o->lr_end = x;
+        else if (!strcmp(key, "power")) o->power = x;
+        else if (!strcmp(key, "timescale")) o->timescale = (int64_t)x;
+        else if (!strcmp(key, "num_decay_steps")) o->decay_steps = (int64_t)x;
+        else o->stable_steps = (int64_t)x;
+    }
+    return ZT_OK;
 }
 
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
@@ -6031,24 +6179,84 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
         if (r != ZT_OK) return r;
         o->given |= (uint64_t)1 << (f - zt__flags);
     }
-    return ZT_OK;
+    return zt__schedule_kwargs(o);
 }
 
 /* ---- learning-rate schedules and the fp16 loss scaler ---- */
 
+/* The warmup steps of a run: warmup_steps, or the Trainer's ceil(warmup_ratio x max_steps) */
+static int64_t zt__warmup_steps(const zt_options *o) {
+    return o->warmup_steps > 0 ? o->warmup_steps : (int64_t)ceil((double)o->max_steps * o->warmup_ratio);
+}
+
+/* a Transformers schedule's factor at step k of T, after w warmup steps (transformers 5, optimization.py) */
+static double zt__hf_factor(const zt_options *o, double k, double w, double T) {
+    double pi = 3.14159265358979323846, ramp = k / ZT__MAX(1.0, w), p = (k - w) / ZT__MAX(1.0, T - w);
+    double cycles = o->num_cycles != 0 ? o->num_cycles : o->schedule == ZT_SCHED_COSINE_RESTARTS ? 1.0 : 0.5;
+    double rate = o->min_lr >= 0 ? o->min_lr / o->lr : o->min_lr_rate; /* cosine_with_min_lr kinds */
+    switch (o->schedule) {
+    case ZT_SCHED_FLAT: return 1.0;
+    case ZT_SCHED_CONSTANT: return k < w ? ramp : 1.0;
+    case ZT_SCHED_LINEAR: return k < w ? ramp : ZT__MAX(0.0, (T - k) / ZT__MAX(1.0, T - w));
+    case ZT_SCHED_COSINE: return k < w ? ramp : ZT__MAX(0.0, 0.5 * (1.0 + cos(pi * cycles * 2.0 * p)));
+    case ZT_SCHED_COSINE_RESTARTS: {
+        if (k < w) return ramp;
+        if (p >= 1.0) return 0.0;
+        double f = fmod(cycles * p, 1.0);
+        return ZT__MAX(0.0, 0.5 * (1.0 + cos(pi * (f < 0 ? f + 1.0 : f))));
+    }
+    case ZT_SCHED_POLYNOMIAL: {
+        double lr0 = o->lr;
+        if (k < w) return ramp;
+        if (k > T) return o->lr_end / lr0;
+        double left = 1.0 - (k - w) / ZT__MAX(1.0, T - w); /* transformers divides by T - w, 0 only at T = w */
+        return ((lr0 - o->lr_end) * pow(left, o->power) + o->lr_end) / lr0;
+    }
+    case ZT_SCHED_INVERSE_SQRT: {
+        if (k < w) return ramp;
+        double ts = o->timescale > 0 ? (double)o->timescale : w > 0 ? w : 10000.0;
+        return 1.0 / sqrt((k + ts - w) / ts);
+    }
+    case ZT_SCHED_COSINE_MIN_LR:
+        if (k < w) return ramp;
+        return ZT__MAX(0.0, 0.5 * (1.0 + cos(pi * cycles * 2.0 * p)) * (1.0 - rate) + rate);
+    case ZT_SCHED_COSINE_WARMUP_MIN_LR: {
+        if (k < w)
+            return o->warmup_lr_rate < 0 ? (k + 1.0) / ZT__MAX(1.0, w)
+                                         : o->warmup_lr_rate + (1.0 - o->warmup_lr_rate) * k / ZT__MAX(1.0, w - 1.0);
+        double q = (k - w + 1.0) / ZT__MAX(1.0, T - w);
+        return ZT__MAX(0.0, 0.5 * (1.0 + cos(pi * cycles * 2.0 * q)) * (1.0 - rate) + rate);
+    }
+    case ZT_SCHED_WSD: {
+        double lo = o->min_lr_rate >= 0 ? o->min_lr_rate : 0.0, d = (double)o->decay_steps, f;
+        double stable = o->stable_steps >= 0 ? (double)o->stable_steps : T - w - d;
+        int shape = k < w ? o->warmup_shape : o->decay_shape;
+        if (k < w) {
+            double q = k / ZT__MAX(1.0, w);
+            f = shape == 0 ? q : shape == 1 ? 0.5 * (1.0 - cos(pi * q)) : 1.0 - sqrt(1.0 - q);
+        } else if (k < w + stable) {
+            return 1.0;
+        } else if (k < w + stable + d) {
+            double q = (k - w - stable) / ZT__MAX(1.0, d);
+            f = shape == 0 ? 1.0 - q : shape == 1 ? 0.5 * (1.0 + cos(pi * cycles * 2.0 * q)) : 1.0 - sqrt(q);
+        } else {
+            return lo;
+        }
+        return ZT__MAX(0.0, f * (1.0 - lo) + lo);
+    }
+    default: return 1.0; /* DeepSpeed's: zt_schedule_lr */
+    }
+}
+
 /* The learning rate of optimizer step k (0-based, skipped steps not counted). The Transformers
-   schedules are LambdaLR at k. DeepSpeed's are built at iteration -1 and stepped after each applied
-   optimizer step, so step k runs at iteration t = k - 1 (DeepSpeed 0.19.8, lr_schedules.py). */
+   schedules are LambdaLR at k over max_steps. DeepSpeed's are built at iteration -1 and stepped after
+   each applied optimizer step, so step k runs at iteration t = k - 1 (DeepSpeed 0.19.8, lr_schedules.py). */
 ZT_API float zt_schedule_lr(const zt_options *o, int64_t k) {
-    double lr = o->lr, w = (double)o->warmup_steps, it = (double)k;
+    double lr = o->lr, w = (double)zt__warmup_steps(o), it = (double)k;
     double total = (double)(o->schedule_total > 0 ? o->schedule_total : o->max_steps);
     double t = it - 1.0, W = ZT__MAX(2.0, w), g = 0.0; /* DeepSpeed's iteration and warmup length */
     if (t >= 0 && t < W) g = o->warmup_log ? log(t + 1.0) / log(W) : t / W;
     switch (o->schedule) {
-    case ZT_SCHED_LINEAR:
-        if (it < w) return (float)(lr * it / ZT__MAX(1.0, w));
-        return (float)(lr * ZT__MAX(0.0, (total - it) / ZT__MAX(1.0, total - w)));
-    case ZT_SCHED_CONSTANT: return (float)(it < w ? lr * it / ZT__MAX(1.0, w) : lr);
     case ZT_SCHED_WARMUP_LR:
     case ZT_SCHED_WARMUP_DECAY_LR: {
         if (t >= W) g = o->schedule == ZT_SCHED_WARMUP_DECAY_LR ? ZT__MAX(0.0, (total - t) / ZT__MAX(1.0, total - W)) : 1.0;
@@ -6064,8 +6272,8 @@ ZT_API float zt_schedule_lr(const zt_options *o, int64_t k) {
         }
         return (float)(lr * ratio);
     }
+    default: return (float)(lr * zt__hf_factor(o, it, w, (double)o->max_steps));
     }
-    return (float)lr;
 }
 
 ZT_API zt_loss_scaler zt_loss_scaler_init(const zt_options *o) {
@@ -7361,6 +7569,26 @@ static void zt__measure_activations(zt_engine *e) {
     zt_backend_set_measure(e->be, 0);
 }
 
+/* the Transformers schedules' arguments, refused as transformers refuses them */
+static zt_result zt__check_schedule(const zt_options *o) {
+    const char *name = zt_schedule_name(o->schedule);
+    if ((int)o->schedule < 0 || o->schedule > ZT_SCHED_FLAT)
+        return zt_fail(ZT_ERROR_INVALID, "zt_options.schedule %d is not a zt_schedule", (int)o->schedule);
+    if (!(o->warmup_ratio >= 0 && o->warmup_ratio <= 1))
+        return zt_fail(ZT_ERROR_INVALID, "warmup_ratio %g: the share of the steps that warm up is between 0 and 1", o->warmup_ratio);
+    int min_lr = o->schedule == ZT_SCHED_COSINE_MIN_LR || o->schedule == ZT_SCHED_COSINE_WARMUP_MIN_LR;
+    if (min_lr && o->min_lr >= 0 && o->min_lr_rate >= 0)
+        return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s takes one of min_lr and min_lr_rate, not both", name);
+    if (min_lr && o->min_lr < 0 && o->min_lr_rate < 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s needs min_lr or min_lr_rate in --lr_scheduler_kwargs, e.g. '{\"min_lr_rate\": 0.1}'", name);
+    if (o->schedule == ZT_SCHED_WSD && o->decay_steps < 0)
+        return zt_fail(ZT_ERROR_INVALID, "warmup_stable_decay needs num_decay_steps in --lr_scheduler_kwargs, e.g. "
+                       "'{\"num_decay_steps\": 100}'");
+    if (o->schedule == ZT_SCHED_POLYNOMIAL && !(o->lr > o->lr_end))
+        return zt_fail(ZT_ERROR_INVALID, "polynomial: lr_end (%g) must be smaller than initial lr (%g)", o->lr_end, (double)o->lr);
+    return ZT_OK;
+}
+
 static zt_result zt__check_options(zt_engine *e) {
     const zt_options *o = &e->opt;
     if (o->micro_batch < 1) return zt_fail(ZT_ERROR_INVALID, "--per_device_train_batch_size must be at least 1");
@@ -7385,6 +7613,8 @@ static zt_result zt__check_options(zt_engine *e) {
         (o->offload_optimizer == ZT_OFFLOAD_NVME && o->zero_stage < 3) || (o->offload_param != ZT_OFFLOAD_NONE && o->zero_stage < 3))
         return zt_fail(ZT_ERROR_INVALID, "offload needs ZeRO: the optimizer to host memory at stages 1-3, to NVMe and the "
                        "parameters at stage 3 (the stage is %d)", o->zero_stage);
+    zt_result r = zt__check_schedule(o);
+    if (r != ZT_OK) return r;
     if (!(o->offload_ratio >= 0 && o->offload_ratio <= 1))
         return zt_fail(ZT_ERROR_INVALID, "offload_optimizer.ratio %g: the share of the optimizer state to offload is "
                        "between 0 and 1", o->offload_ratio);
@@ -7441,9 +7671,14 @@ static void zt__check_live(const zt_engine *e) {
                "that much", (long long)limit, (long long)(live + shared));
 }
 
-/* a partial offload says, once, which blocks' optimizer state it moved */
-static void zt__say_partial_offload(const zt_engine *e) {
-    if (e->planning || e->rank != 0 || e->off_opt == ZT_OFFLOAD_NONE || e->opt.offload_ratio >= 1) return;
+/* settings that do less than they seem to, said once: warmup under "constant", and which blocks' optimizer
+   state a partial offload moved */
+static void zt__say_settings(const zt_engine *e) {
+    if (e->planning || e->rank != 0) return;
+    if (e->opt.schedule == ZT_SCHED_FLAT && zt__warmup_steps(&e->opt) > 0)
+        zt_log(ZT_LOG_WARN, "lr_scheduler_type constant has no warmup (as in transformers): the %lld warmup steps are "
+               "not taken; constant_with_warmup takes them", (long long)zt__warmup_steps(&e->opt));
+    if (e->off_opt == ZT_OFFLOAD_NONE || e->opt.offload_ratio >= 1) return;
     int64_t total = 0, away = 0;
     int n = 0, trainable = 0;
     for (int b = 0; b < e->n_blocks; b++) {
@@ -7526,7 +7761,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
     zt__check_live(e);
-    zt__say_partial_offload(e);
+    zt__say_settings(e);
     e->ckpt_text_bytes = 8192;
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].name) e->ckpt_text_bytes += 3 * (strlen(e->params[p].name) + 128);

@@ -321,6 +321,34 @@ static char **accelerate_argv(int *argc, char **argv, zt_accelerate_config *ac, 
     return out;
 }
 
+static void quiet(zt_log_level level, const char *msg, void *user) { (void)level, (void)msg, (void)user; }
+
+/* the DeepSpeed config (--config, or the Accelerate config's plugin as JSON) into ds and o */
+static int read_deepspeed(zt_ds_config *ds, zt_options *o, const args *a, const char *json, size_t len, int world,
+                          int64_t hidden) {
+    if (*a->config && zt_ds_config_read(ds, o, a->config, world, hidden) != ZT_OK) return 0;
+    if (len && zt_ds_config_parse(ds, o, json, len, a->config_file, world, hidden) != ZT_OK) return 0;
+    return 1;
+}
+
+/* the training windows of --data for rows of T tokens (all ranks together); -1 on an error */
+static int64_t data_windows(const args *a, const zt_model_config *mc, int64_t T, uint64_t seed) {
+    zt_data_desc d;
+    memset(&d, 0, sizeof d);
+    d.path = a->data;
+    d.mask_path = *a->mask ? a->mask : NULL;
+    d.format = a->format;
+    d.vocab = mc->vocab;
+    d.seq_len = T;
+    d.rows = 1;
+    d.seed = seed;
+    zt_data *data = NULL;
+    if (zt_data_open(&data, &d) != ZT_OK) return -1;
+    int64_t n = zt_data_windows(data);
+    zt_data_close(data);
+    return n;
+}
+
 int main(int argc, char **argv) {
     zt_accelerate_config ac;
     int have_ac = 0;
@@ -361,10 +389,26 @@ int main(int argc, char **argv) {
         if (!*a.config && ac.deepspeed_config_file[0]) a.config = ac.deepspeed_config_file;
         else if (!*a.config) ds_len = zt_accelerate_deepspeed_json(&ac, ds_json, sizeof ds_json);
     }
-    if (*a.config && zt_ds_config_read(&ds, &o, a.config, world, model_config.hidden) != ZT_OK) return fail(NULL);
-    if (ds_len && ds_len < sizeof ds_json &&
-        zt_ds_config_parse(&ds, &o, ds_json, ds_len, a.config_file, world, model_config.hidden) != ZT_OK)
-        return fail(NULL);
+    zt_options flags = o;
+    if (ds_len >= sizeof ds_json) ds_len = 0;
+    if (!read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden)) return fail(NULL);
+    /* --num_train_epochs without --max_steps: the steps of that many passes over --data, so that the schedule
+       ends with them (the config is read again, from the flags, to see them in its "auto" values) */
+    if (a.num_train_epochs > 0 && !zt_options_given(&o, "max_steps") && *a.data && !a.eval) {
+        int64_t T = o.seq_len > 0 ? o.seq_len : model_config.max_positions < 1024 ? model_config.max_positions : 1024;
+        int64_t windows = data_windows(&a, &model_config, T, o.seed);
+        if (windows < 0) return fail(NULL);
+        int64_t per_step = o.micro_batch * o.grad_accum * world;
+        o = flags;
+        o.max_steps = (a.num_train_epochs * windows + per_step - 1) / per_step;
+        zt_set_log(quiet, NULL); /* it said what it had to say the first time */
+        int read = read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden);
+        zt_set_log(NULL, NULL);
+        if (!read) return fail(NULL);
+        if (rank == 0)
+            printf("%lld epochs of %lld windows at %lld a step: %lld steps\n", (long long)a.num_train_epochs,
+                   (long long)windows, (long long)per_step, (long long)o.max_steps);
+    }
     if (a.print_config) {
         if (!*a.config && !ds_len) memset(&ds, 0, sizeof ds), ds.world_size = world;
         zt_ds_config_print(&ds, &o, stdout);

@@ -92,6 +92,100 @@ TEST(config_schedules_match_deepspeed) {
     CHECK(n >= 12);
 }
 
+/* --lr_scheduler_type, --lr_scheduler_kwargs and --warmup_steps (steps, or a share below 1) against the
+   factors of transformers' own get_scheduler and get_warmup_steps (tests/ref/make_hf_schedules.py) */
+TEST(config_schedules_match_transformers) {
+    FILE *f = fopen("tests/ref/hf_schedules.txt", "r");
+    CHECK_MSG(f != NULL, "cannot open tests/ref/hf_schedules.txt (run the tests from the repository root)");
+    if (!f) return;
+    static char buf[1 << 16];
+    int n = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        if (buf[0] == '#') continue;
+        char *line = buf, *name = field(&line), *warmup = field(&line), *total = field(&line), *lr = field(&line);
+        char *kwargs = field(&line), *p = field(&line);
+        char *argv[] = {(char *)"p", (char *)"--lr_scheduler_type", name, (char *)"--warmup_steps", warmup,
+                        (char *)"--max_steps", total, (char *)"--learning_rate", lr, (char *)"--lr_scheduler_kwargs", kwargs};
+        zt_options o = zt_options_default();
+        zt_result r = zt_options_parse_args(&o, strcmp(kwargs, "-") ? 11 : 9, argv);
+        CHECK_MSG(r == ZT_OK, "%s %s: %s", name, kwargs, zt_last_error());
+        CHECK_MSG(strcmp(zt_schedule_name(o.schedule), name) == 0, "%s read as %s", name, zt_schedule_name(o.schedule));
+        for (int64_t k = 0; k < o.max_steps + 3; k++) {
+            char *end = NULL;
+            double want = (double)o.lr * strtod(p, &end), got = zt_schedule_lr(&o, k);
+            CHECK_MSG(end != p, "%s: the fixture ends at step %lld", name, (long long)k);
+            p = end;
+            CHECK_MSG(fabs(got - want) <= 2e-7 * fabs(want) + 1e-15, "%s, warmup %s, %s: step %lld lr %.9g, transformers %.9g",
+                      name, warmup, kwargs, (long long)k, got, want);
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n >= 20);
+    /* the Trainer's errors, and transformers 4's --warmup_ratio */
+    static const struct { const char *flags[4]; const char *error; } bad[] = {
+        {{"--lr_scheduler_type", "cosine", "--lr_scheduler_kwargs", "{\"min_lr\": 1e-5}"},
+         "the cosine schedule does not take \"min_lr\" (it takes: num_cycles)"},
+        {{"--lr_scheduler_type", "linear", "--lr_scheduler_kwargs", "{\"power\": 2}"}, "it takes none"},
+        {{"--lr_scheduler_kwargs", "{\"num_cycles\": \"two\"}", "--lr_scheduler_type", "cosine"},
+         "num_cycles must be a number, found \"two\""},
+        {{"--lr_scheduler_type", "cosine", "--lr_scheduler_kwargs", "{\"num_cycles\": 1,}"}, "malformed JSON"},
+        {{"--lr_scheduler_type", "warmup_stable_decay", "--lr_scheduler_kwargs", "{\"decay_type\": \"square\"}"},
+         "decay_type is \"linear\", \"cosine\" or \"1-sqrt\", not \"square\""},
+        {{"--lr_scheduler_type", "warmup_stable_decay", "--lr_scheduler_kwargs", "{\"num_decay_steps\": 2.5}"},
+         "num_decay_steps must be a whole number of steps"},
+        {{"--lr_scheduler_type", "reduce_lr_on_plateau"}, "follows evaluation metrics"},
+        {{"--lr_scheduler_type", "cosine_annealing"}, "\"cosine_annealing\" is not one of transformers' schedules"},
+        {{"--warmup_steps", "-1"}, "flag --warmup_steps expects a number of steps, or a share below 1, found \"-1\""},
+        {{"--warmup_ratio", "1.5"}, "flag --warmup_ratio expects a share between 0 and 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[5] = {(char *)"p"};
+        int argc = 1;
+        for (int k = 0; k < 4 && bad[i].flags[k]; k++) argv[argc++] = (char *)bad[i].flags[k];
+        zt_options o = zt_options_default();
+        CHECK_MSG(zt_options_parse_args(&o, argc, argv) != ZT_OK, "accepted: %s %s", argv[1], argc > 2 ? argv[2] : "");
+        CHECK_STR_CONTAINS(zt_last_error(), bad[i].error);
+    }
+    char *ratio[] = {(char *)"p", (char *)"--warmup_ratio", (char *)"0.03", (char *)"--max_steps", (char *)"1000"};
+    zt_options o = zt_options_default();
+    CHECK(zt_options_parse_args(&o, 5, ratio) == ZT_OK);
+    CHECK_NEAR(zt_schedule_lr(&o, 15), 0.5 * o.lr, 1e-12); /* 30 warmup steps */
+    /* what only zt_init checks: arguments a schedule needs, and a DeepSpeed scheduler replacing the flags' */
+    char *need[] = {(char *)"p", (char *)"--lr_scheduler_type", (char *)"cosine_with_min_lr"};
+    o = zt_options_default();
+    CHECK(zt_options_parse_args(&o, 3, need) == ZT_OK);
+    zt_ds_config c;
+    zt_engine *e = NULL;
+    CHECK(parse("{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"warmup_num_steps\": 5}}}", &c, &o, 1) == ZT_OK);
+    CHECK_STR_CONTAINS(logged, "the config's scheduler WarmupLR replaces --lr_scheduler_type cosine_with_min_lr");
+    CHECK(o.schedule == ZT_SCHED_WARMUP_LR);
+    /* "auto" as the Transformers integration fills it: the warmup steps of the share, the learning rate */
+    char *share[] = {(char *)"p", (char *)"--warmup_steps", (char *)"0.1", (char *)"--max_steps", (char *)"200",
+                     (char *)"--learning_rate", (char *)"3e-4"};
+    const char *decay = "{\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"warmup_num_steps\": \"auto\", "
+                        "\"warmup_max_lr\": \"auto\", \"total_num_steps\": \"auto\"}}}";
+    o = zt_options_default();
+    CHECK(zt_options_parse_args(&o, 7, share) == ZT_OK);
+    CHECK(parse(decay, &c, &o, 1) == ZT_OK);
+    CHECK_EQ_INT(o.warmup_steps, 20);
+    CHECK_NEAR(o.warmup_max_lr, 3e-4, 1e-10);
+    o = zt_options_default();
+    CHECK(parse("{\"scheduler\": {\"type\": \"WarmupDecayLR\", \"params\": {\"total_num_steps\": 10}}}", &c, &o, 1) == ZT_OK);
+    CHECK_NEAR(o.warmup_max_lr, 0.001, 1e-10); /* absent: DeepSpeed's default */
+    o = zt_options_default();
+    CHECK(zt_options_parse_args(&o, 3, need) == ZT_OK);
+    zt_model_config mc;
+    const char *model = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
+    CHECK(zt_model_config_parse(&mc, model, strlen(model), "model") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    o.micro_batch = 1;
+    CHECK(zt_init_options(&e, &spec, &o) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "cosine_with_min_lr needs min_lr or min_lr_rate in --lr_scheduler_kwargs");
+}
+
 TEST(config_loss_scale_matches_deepspeed) {
     FILE *f = fixture("loss_scale.tsv");
     char buf[8192];
