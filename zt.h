@@ -7935,15 +7935,17 @@ ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
 /* settings in order of cost: what a step pays for the memory it saves. Without offload first, at every
    micro-batch (the collectives of stages 1-3 cost about what stage 0's all-reduce does; recomputation a
    third more compute); then offload, which moves the optimizer's work to the host and its traffic over
-   PCIe (and NVMe only where a path is set) */
-typedef struct zt__fit { int stage, ckpt; zt_offload_device opt, param; } zt__fit;
+   PCIe (and NVMe only where a path is set): a part of the optimizer first (ZeRO-3's partial offload, the
+   smallest share that fits: the device updates the rest, as fast as without offload), then all of it */
+typedef struct zt__fit { int stage, ckpt; zt_offload_device opt, param; double ratio; } zt__fit;
 static const zt__fit zt__fit_order[] = {
-    {0, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE}, {1, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {2, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE}, {2, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {3, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE}, {3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE},
-    {2, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE}, {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE},
-    {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU}, {3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_CPU},
-    {3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME}};
+    {0, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {1, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {2, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {2, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {3, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.25}, {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.5},
+    {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.75}, {2, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 1},
+    {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 1}, {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_CPU, 1},
+    {3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_CPU, 1}, {3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME, 1}};
 #define ZT__N_FIT (int)(sizeof zt__fit_order / sizeof zt__fit_order[0])
 
 static const char *zt__where(zt_offload_device d) { return d == ZT_OFFLOAD_CPU ? "cpu" : d == ZT_OFFLOAD_NVME ? "nvme" : "none"; }
@@ -7967,7 +7969,7 @@ ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const
                 t.gradient_checkpointing = o->gradient_checkpointing || f.ckpt;
                 t.offload_optimizer = f.opt;
                 t.offload_param = f.param;
-                t.offload_ratio = 1.0; /* the whole optimizer state, where it is offloaded */
+                t.offload_ratio = f.ratio;
                 if (f.opt == ZT_OFFLOAD_NVME && !t.offload_optimizer_path) t.offload_optimizer_path = nvme;
                 if (f.param == ZT_OFFLOAD_NVME && !t.offload_param_path) t.offload_param_path = nvme;
                 t.micro_batch = mb;
@@ -7976,9 +7978,10 @@ ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const
                 zt_memory_plan p;
                 zt_result r = zt_plan_memory(&p, model, &t, world);
                 if (r != ZT_OK) return r;
-                char what[160];
-                snprintf(what, sizeof what, "ZeRO stage %d, activation checkpointing %s, offload optimizer %s, parameters %s, "
-                         "micro-batch %lld", t.zero_stage, t.gradient_checkpointing ? "on" : "off", zt__where(f.opt),
+                char what[192], share[24] = "";
+                if (f.ratio < 1) snprintf(share, sizeof share, " (ratio %g)", f.ratio);
+                snprintf(what, sizeof what, "ZeRO stage %d, activation checkpointing %s, offload optimizer %s%s, parameters %s, "
+                         "micro-batch %lld", t.zero_stage, t.gradient_checkpointing ? "on" : "off", zt__where(f.opt), share,
                          zt__where(f.param), (long long)mb);
                 if (p.device <= device_bytes) {
                     *fits = t;
@@ -8010,7 +8013,11 @@ static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, siz
         const char *with[4] = {NULL, NULL, NULL, NULL};
         char opt[48] = "", par[48] = "";
         int n = 0;
-        if (fits.offload_optimizer) snprintf(opt, sizeof opt, "offload_optimizer %s", zt__where(fits.offload_optimizer)), with[n++] = opt;
+        if (fits.offload_optimizer && fits.offload_ratio < 1)
+            snprintf(opt, sizeof opt, "offload_optimizer %s and ratio %g", zt__where(fits.offload_optimizer), fits.offload_ratio);
+        else if (fits.offload_optimizer)
+            snprintf(opt, sizeof opt, "offload_optimizer %s", zt__where(fits.offload_optimizer));
+        if (fits.offload_optimizer) with[n++] = opt;
         if (fits.offload_param) snprintf(par, sizeof par, "offload_param %s", zt__where(fits.offload_param)), with[n++] = par;
         if (fits.gradient_checkpointing && !e->opt.gradient_checkpointing) with[n++] = "--gradient_checkpointing";
         if (fits.micro_batch != e->opt.micro_batch) with[n++] = "a smaller micro-batch";

@@ -338,6 +338,39 @@ TEST(offload_trains_where_the_device_is_too_small) {
     zt_shutdown(e);
 }
 
+/* --plan --fit tries a part of the optimizer before all of it: in a capacity that takes 0.75 (the
+   embeddings and the first layer, 58% of the state) but not 0.5 (only the embeddings, 17%), it is 0.75;
+   the out-of-memory error says so */
+TEST(offload_fit_takes_the_smallest_share_that_fits) {
+    zt_model_config mc;
+    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    zt_memory_plan half, most, p;
+    zt_options o = offload_options(3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
+    o.micro_batch = 1, o.gradient_checkpointing = 1;
+    o.offload_ratio = 0.5;
+    CHECK(zt_plan_memory(&half, &spec, &o, 1) == ZT_OK);
+    o.offload_ratio = 0.75;
+    CHECK(zt_plan_memory(&most, &spec, &o, 1) == ZT_OK);
+    CHECK(most.device < half.device);
+    for (int stage = 0; stage < 4; stage++) { /* nothing fits without offload */
+        zt_options n = offload_options(stage, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+        n.micro_batch = 1, n.gradient_checkpointing = stage > 0;
+        CHECK(zt_plan_memory(&p, &spec, &n, 1) == ZT_OK);
+        CHECK_MSG(p.device > most.device, "stage %d fits without offload", stage);
+    }
+    zt_options ask = offload_options(0, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE), fits;
+    ask.micro_batch = 1;
+    CHECK(zt_plan_fit(&fits, &spec, &ask, 1, most.device, NULL) == ZT_OK);
+    CHECK(fits.zero_stage == 3 && fits.offload_optimizer == ZT_OFFLOAD_CPU && fits.offload_param == ZT_OFFLOAD_NONE);
+    CHECK_NEAR(fits.offload_ratio, 0.75, 0);
+    ask.device_bytes = most.device;
+    CHECK(make(ask, NULL) == NULL);
+    CHECK_STR_CONTAINS(zt_last_error(), "zero_optimization.stage 3 with offload_optimizer cpu and ratio 0.75, --gradient_checkpointing");
+}
+
 /* overlap_comm at one rank: with offload it costs a second full gradient buffer (the slice of one block
    goes to the host while the next block's backward writes the other); without offload one rank has
    nothing to overlap, and it costs nothing */
