@@ -421,6 +421,8 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --data "$text" --resume $dir
     expect_output "zt_train --eval prints the loss" '^loss [0-9]+\.[0-9]{6}$' \
         $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64
+    expect_output "zt_train takes the DeepSpeed launcher's --deepspeed --deepspeed_config FILE" '"stage": 3' \
+        $B/zt_train --model examples/models/byte-small --deepspeed --deepspeed_config examples/configs/zero3.json --print_config
     expect_output "zt_train without --data says there is nothing to do" 'nothing to do: give --data' \
         $B/zt_train --model examples/models/byte-small
     epoch_check "$text"

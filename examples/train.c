@@ -37,6 +37,8 @@ enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT };
 static const flag FLAGS[] = {
     FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
     FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (DeepSpeed " ZT_DEEPSPEED_VERSION "'s meaning)"),
+    FLAG("deepspeed", F_STR, config, "", "the same as --config (the Trainer's name; bare, as the deepspeed launcher's switch, it does nothing)"),
+    FLAG("deepspeed_config", F_STR, config, "", "the same as --config (DeepSpeed's name)"),
     FLAG("config_file", F_STR, config_file, "", "an Accelerate config (accelerate config's YAML): ranks, precision, DeepSpeed"),
     FLAG("print_config", F_BOOL, print_config, "false", "print the effective configuration as JSON and stop"),
     FLAG("plan", F_BOOL, plan, "false", "print each rank's memory for --num_processes ranks and stop (nothing is allocated)"),
@@ -128,6 +130,8 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
             if (takes && !eq && i + 1 < argc) eargv[(*eargc)++] = argv[++i];
             continue;
         }
+        if (!eq && !strcmp(f->name, "deepspeed") && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)))
+            continue; /* DeepSpeed's own switch (deepspeed train.py --deepspeed --deepspeed_config ds.json) */
         const char *v = eq ? eq + 1 : f->kind == F_BOOL ? "true" : i + 1 < argc ? argv[++i] : NULL;
         if (!v || !set_flag(a, f, v)) {
             fprintf(stderr, "zt_train: flag --%s: bad or missing value%s%s%s\n", f->name, v ? " \"" : "", v ? v : "",
