@@ -431,12 +431,12 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2) are written with this same interface. A block declares its
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3) are written with this same interface. A block declares its
    parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state,
    the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral" or "qwen2" */
+    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2" or "qwen3" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -445,6 +445,7 @@ typedef struct zt_model_config {
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
+    int qk_norm;                /* an RMSNorm over each head of q and k before the rotation (Qwen3) */
     int64_t sliding_window;     /* 0: none */
 } zt_model_config;
 
@@ -2733,12 +2734,39 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
+/* Qwen2 and Qwen3 window some layers only: with use_sliding_window, the layers from max_window_layers on
+   (or those "layer_types" names "sliding_attention"). zt has one window for every layer: none of them
+   or all of them is what it takes. */
+static zt_result zt__config_qwen_window(zt_model_config *c, const zt__json *j, int use_window) {
+    int64_t from = 0, sliding = 0, n = 0;
+    int lt = zt__json_get(j, 0, "layer_types"), t = zt__json_get(j, 0, "max_window_layers");
+    zt_result r = ZT_OK;
+    if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
+    if (lt >= 0 && j->tok[lt].type == JSMN_ARRAY) { /* transformers 5 writes the list out */
+        for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it), n++) {
+            char kind[32] = "";
+            if ((r = zt__json_string(j, it, "layer_types", kind, sizeof kind))) return r;
+            sliding += strcmp(kind, "sliding_attention") == 0;
+        }
+    } else {
+        int64_t layers = 0;
+        if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
+        n = layers, sliding = use_window && c->sliding_window > 0 ? ZT__MAX(0, layers - from) : 0;
+    }
+    if (sliding == 0) c->sliding_window = 0;
+    else if (sliding < n)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: %lld of %lld layers have a sliding window (use_sliding_window, "
+                       "max_window_layers %lld); zt windows all layers or none", j->file, (long long)sliding,
+                       (long long)n, (long long)from);
+    return ZT_OK;
+}
+
 static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
     double eps = 1e-6, theta = 10000.0, std = 0.02;
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
     char act[32] = "silu";
-    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0;
+    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0, is_qwen3 = strcmp(c->model_type, "qwen3") == 0;
     c->n_kv_head = 0;
     c->head_dim = 0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
@@ -2762,7 +2790,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
-    if (is_qwen2 && !use_window) c->sliding_window = 0; /* Qwen2 applies it only with use_sliding_window */
+    if ((is_qwen2 || is_qwen3) && (r = zt__config_qwen_window(c, j, use_window))) return r;
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...}; older files a top-level
        rope_theta and an optional "rope_scaling"; either may ask for LLaMA-3.1's "llama3" type */
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
@@ -2804,6 +2832,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->init_std = (float)std;
     c->qkv_bias = is_qwen2 || attention_bias;
     c->out_bias = attention_bias;
+    c->qk_norm = is_qwen3;
     return ZT_OK;
 }
 
@@ -2828,8 +2857,9 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     r = zt__json_string(&j, zt__json_get(&j, 0, "model_type"), "model_type", c->model_type, sizeof c->model_type);
     if (r != ZT_OK) return r;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    if (!gpt2 && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") && strcmp(c->model_type, "qwen2"))
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral and qwen2",
+    if (!gpt2 && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") && strcmp(c->model_type, "qwen2") &&
+        strcmp(c->model_type, "qwen3"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2 and qwen3",
                        name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
@@ -2902,7 +2932,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
     int64_t mlp = gpt2 ? 2 * C * I + (I + C) : 3 * C * I + (c->out_bias && gpt2 ? I + C : 0);
-    int64_t norms = gpt2 ? 4 * C : 2 * C;
+    int64_t norms = gpt2 ? 4 * C : 2 * C + (c->qk_norm ? 2 * c->head_dim : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
     int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
     return embed + c->n_layer * (attn + mlp + norms) + head;
@@ -3049,11 +3079,12 @@ ZT_API const zt_block_type *zt_llama_head_block(void) { return &zt__llama_head; 
 enum {
     ZT__L_NORM1_W, ZT__L_NORM1_B, ZT__L_QKV_W, ZT__L_QKV_B, ZT__L_K_W, ZT__L_K_B, ZT__L_V_W, ZT__L_V_B,
     ZT__L_O_W, ZT__L_O_B, ZT__L_NORM2_W, ZT__L_NORM2_B, ZT__L_UP_W, ZT__L_UP_B, ZT__L_DOWN_W, ZT__L_DOWN_B,
-    ZT__L_COUNT
+    ZT__L_QNORM_W, ZT__L_KNORM_W, ZT__L_COUNT
 };
 
 typedef struct zt__layer_saved {
     zt_tensor n1, mean1, rstd1, q, k, v, att, lse, x2, n2, mean2, rstd2, h, a;
+    zt_tensor q0, k0, qrstd, krstd; /* qk_norm: q and k before their norms, and each head's 1/rms */
 } zt__layer_saved;
 
 static void zt__layer_declare(zt_block_def *def, const void *config) {
@@ -3080,6 +3111,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.c_fc.bias"), zt_shape1(I), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, ZT__P("mlp.c_proj.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+        for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* no q/k norms */
     } else {
         zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
@@ -3098,6 +3130,8 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.up_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
         zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, c->qk_norm ? ZT__P("self_attn.q_norm.weight") : NULL, zt_shape1(c->qk_norm ? HD : 0), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, c->qk_norm ? ZT__P("self_attn.k_norm.weight") : NULL, zt_shape1(c->qk_norm ? HD : 0), 0, ZT_INIT_ONES, 0);
     }
 #undef ZT__P
 }
@@ -3135,6 +3169,11 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
     return w;
 }
 
+/* (B, T, H, HD) as (B*T*H, HD): one row per head, for the per-head norms */
+static zt_tensor zt__heads(zt_tensor x) {
+    return zt_tensor_make(x.data, x.dtype, x.place, zt_shape2(zt_numel(x) / x.shape.d[3], x.shape.d[3]));
+}
+
 static const zt_tensor *zt__bias(const zt_tensor *b, int has) { return has && zt__present(*b) && zt_numel(*b) ? b : NULL; }
 
 static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
@@ -3160,8 +3199,17 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     sv->q = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
     sv->v = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
-    zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
-    zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
+    if (c->qk_norm) { /* Qwen3: each head of q and k normalised (RMSNorm over its HD) before the rotation */
+        sv->q0 = zt_block_keep(ctx, A, sv->q.shape), sv->k0 = zt_block_keep(ctx, A, sv->k.shape);
+        sv->qrstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N * NH)), sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N * NKV));
+        zt_matmul_forward(s, zt__flat(sv->q0), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
+        zt_matmul_forward(s, zt__flat(sv->k0), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
+        zt_rmsnorm_forward(s, zt__heads(sv->q), sv->qrstd, zt__heads(sv->q0), ctx->param[ZT__L_QNORM_W], c->norm_eps);
+        zt_rmsnorm_forward(s, zt__heads(sv->k), sv->krstd, zt__heads(sv->k0), ctx->param[ZT__L_KNORM_W], c->norm_eps);
+    } else {
+        zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
+        zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
+    }
     zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
     if (!gpt2) { /* rotary positions, in place: backward rotates the gradients back */
         zt_rope_forward(s, sv->q, sv->q, b->pos, c->rope_theta, &c->rope_scaling);
@@ -3235,6 +3283,16 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         dq = t;
         t = zt__temp0(ctx, A, dk.shape);
         zt_rope_backward(s, t, dk, b->pos, c->rope_theta, &c->rope_scaling);
+        dk = t;
+    }
+    if (c->qk_norm) { /* through each head's norm, to q and k as the projections made them */
+        zt_tensor t = zt__temp0(ctx, A, dq.shape);
+        zt_rmsnorm_backward(s, zt__heads(t), ctx->grad[ZT__L_QNORM_W], zt__heads(dq), zt__heads(sv->q0),
+                            ctx->param[ZT__L_QNORM_W], sv->qrstd);
+        dq = t;
+        t = zt__temp0(ctx, A, dk.shape);
+        zt_rmsnorm_backward(s, zt__heads(t), ctx->grad[ZT__L_KNORM_W], zt__heads(dk), zt__heads(sv->k0),
+                            ctx->param[ZT__L_KNORM_W], sv->krstd);
         dk = t;
     }
     zt_fill(s, dn, 0.0f);

@@ -310,6 +310,22 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
+    /* Qwen's sliding window on some layers only: zt has one window for all layers */
+    config_error("{\"model_type\": \"qwen3\", \"num_hidden_layers\": 4, \"use_sliding_window\": true, \"sliding_window\": 8, "
+                 "\"max_window_layers\": 1}", "3 of 4 layers have a sliding window (use_sliding_window, max_window_layers 1)");
+    config_error("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"layer_types\": [\"full_attention\", "
+                 "\"sliding_attention\"], \"sliding_window\": 8}", "1 of 2 layers have a sliding window");
+    const char *all = "{\"model_type\": \"qwen3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"hidden_size\": 16, "
+                      "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 16, "
+                      "\"sliding_window\": 8, \"use_sliding_window\": %s, \"max_window_layers\": %d}";
+    for (int k = 0; k < 3; k++) {
+        char json[512];
+        snprintf(json, sizeof json, all, k ? "true" : "false", k == 2 ? 2 : 0);
+        zt_model_config c;
+        CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_EQ_INT(c.sliding_window, k == 1 ? 8 : 0); /* every layer, or (from layer 2 of 2) none */
+        CHECK(c.qk_norm && !c.qkv_bias && c.head_dim == 16);
+    }
 }
 
 TEST(malformed_json_is_refused_with_its_place) {

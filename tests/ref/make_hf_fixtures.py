@@ -2,6 +2,7 @@
 """Hugging Face model directories for tests/test_hf.c, written by transformers itself.
 
     python3 tests/ref/make_hf_fixtures.py                 (from the repository root; the same files each run)
+    python3 tests/ref/make_hf_fixtures.py qwen3           (only these model types' plain directories)
     python3 tests/ref/make_hf_fixtures.py --check DIR NAME
         loads a directory zt exported (zt_train --export DIR) in transformers and compares its logits on
         tests/ref/hf/NAME/tokens.bin with those of tests/ref/hf/NAME; prints the largest difference
@@ -11,7 +12,7 @@ model.safetensors, or shards with model.safetensors.index.json), tokens.bin (llm
 header, then uint16 tokens; ROWS rows of T tokens), and expected.json: {"loss": L}, the mean next-token
 loss transformers computes over those rows (labels=input_ids), which `zt_train --eval` must print.
 
-Cases: the four model types of tests/ref/make_model_fixtures.py (same configurations and seeded
+Cases: the five model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
     llama_bf16     the LLaMA case saved in bfloat16 (zt converts on load)
     llama31_rope   a LLaMA with LLaMA-3.1's "llama3" rope scaling (original context 64, so all three bands show)
@@ -34,7 +35,7 @@ from make_model_fixtures import make_config, randomize  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf")
 ROWS, T = 4, 16
-SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4}
+SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4, "qwen3": 7}
 
 
 def model_for(model_type):
@@ -138,5 +139,9 @@ def check(exported, name):
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--check":
         check(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) > 1:
+        torch.use_deterministic_algorithms(True)
+        for model_type in sys.argv[1:]:
+            save(model_type, model_for(model_type), rows(model_type))
     else:
         main()

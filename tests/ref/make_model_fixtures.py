@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral and Qwen2 models built with
-transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2 and Qwen3 models built
+with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
+    python3 tests/ref/make_model_fixtures.py qwen3  (only these model types)
 
 For each model type it writes tests/ref/<type>/config.json (what transformers writes) and
 tests/ref/<type>/fixture.bin, a list of named tensors:
@@ -39,6 +40,7 @@ that every path (biases, norm weights, non-uniform attention) shows up in the gr
 """
 import os
 import struct
+import sys
 
 import torch
 import transformers
@@ -64,6 +66,9 @@ def make_config(model_type):
         return transformers.MistralConfig(**common_llama, tie_word_embeddings=False, sliding_window=None)
     if model_type == "qwen2":  # tied, q/k/v biases, Qwen2's rope theta of 1e6
         return transformers.Qwen2Config(**common_llama, tie_word_embeddings=True, rope_theta=1e6,
+                                        use_sliding_window=False)
+    if model_type == "qwen3":  # tied, no biases, RMSNorm on each head of q and k, heads wider than hidden / heads
+        return transformers.Qwen3Config(**common_llama, head_dim=16, tie_word_embeddings=True, rope_theta=1e6,
                                         use_sliding_window=False)
     raise ValueError(model_type)
 
@@ -172,8 +177,10 @@ def main():
     torch.set_default_dtype(torch.float32)
     torch.set_num_threads(1)  # the same reduction order on every run
     torch.use_deterministic_algorithms(True)
-    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2"]):
-        make(model_type, 1000 + i)
+    only = sys.argv[1:]
+    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3"]):
+        if not only or model_type in only:
+            make(model_type, 1000 + i)
 
 
 if __name__ == "__main__":
