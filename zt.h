@@ -431,12 +431,12 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3) are written with this same interface. A block declares its
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3) are written with this same interface. A block declares its
    parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state,
    the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2" or "qwen3" */
+    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3" or "phi3" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -446,6 +446,9 @@ typedef struct zt_model_config {
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
     int qk_norm;                /* an RMSNorm over each head of q and k before the rotation (Qwen3) */
+    int has_pad_token;          /* the LLaMA family's nn.Embedding padding_idx: the uses of token */
+    int64_t pad_token_id;       /* pad_token_id add no gradient to its row (GPT-2 has none) */
+    int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int64_t sliding_window;     /* 0: none */
 } zt_model_config;
 
@@ -2763,7 +2766,7 @@ static zt_result zt__config_qwen_window(zt_model_config *c, const zt__json *j, i
 
 static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
-    double eps = 1e-6, theta = 10000.0, std = 0.02;
+    double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
     char act[32] = "silu";
     int is_qwen2 = strcmp(c->model_type, "qwen2") == 0, is_qwen3 = strcmp(c->model_type, "qwen3") == 0;
@@ -2804,6 +2807,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__json_string(j, ty, "rope_type", type, sizeof type))) return r;
         if (!which && (r = zt__json_number(j, zt__json_get(j, t2, "rope_theta"), "rope_parameters.rope_theta", &theta)))
             return r;
+        if ((r = zt__json_number(j, zt__json_get(j, t2, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
         if (strcmp(type, "llama3") == 0) {
             double v[4] = {0, 0, 0, 0};
             const char *keys[4] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
@@ -2822,6 +2826,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
                            "are)", j->file, where, type);
         }
     }
+    if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
+    if (partial != 1.0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates the whole head (1.0)", j->file,
+                       partial);
     if (strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
@@ -2833,6 +2841,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->qkv_bias = is_qwen2 || attention_bias;
     c->out_bias = attention_bias;
     c->qk_norm = is_qwen3;
+    c->fused = strcmp(c->model_type, "phi3") == 0;
+    t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
+    c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
+    if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     return ZT_OK;
 }
 
@@ -2858,8 +2870,8 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     if (r != ZT_OK) return r;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     if (!gpt2 && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") && strcmp(c->model_type, "qwen2") &&
-        strcmp(c->model_type, "qwen3"))
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2 and qwen3",
+        strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "phi3"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2, qwen3 and phi3",
                        name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
@@ -2898,6 +2910,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
                        name, (long long)c->n_head, (long long)c->n_kv_head);
     if (c->vocab > 0x7fffffff) return zt_fail(ZT_ERROR_INVALID, "%s: vocab_size %lld is too large", name, (long long)c->vocab);
     c->vocab_padded = ZT__CDIV(c->vocab, 128) * 128;
+    if (c->has_pad_token && c->pad_token_id < 0 && c->pad_token_id >= -c->vocab) c->pad_token_id += c->vocab; /* torch's rule */
+    if (c->has_pad_token && (c->pad_token_id < 0 || c->pad_token_id >= c->vocab))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"pad_token_id\" %lld is not a token of the vocabulary of %lld (transformers "
+                       "would refuse it as the embedding's padding_idx)", name, (long long)c->pad_token_id, (long long)c->vocab);
     static const char *dropouts[] = {"resid_pdrop", "embd_pdrop", "attn_pdrop", "attention_dropout", "hidden_dropout"};
     for (size_t i = 0; i < sizeof dropouts / sizeof dropouts[0]; i++) {
         double p = 0;
@@ -2986,8 +3002,17 @@ static void zt__embedding_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor 
     (void)dinp;
     (void)inp;
     const zt_batch *b = ctx->batch;
-    if (zt__present(ctx->grad[ZT__EMB_WTE])) zt_embedding_backward(ctx->stream, ctx->grad[ZT__EMB_WTE], dout, b->tokens);
     const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt_tensor dwte = ctx->grad[ZT__EMB_WTE];
+    if (zt__present(dwte) && c->has_pad_token) { /* padding_idx: the pad token's uses add nothing to its row */
+        zt_tensor row = zt_view(dwte, c->pad_token_id * c->hidden, zt_shape1(c->hidden));
+        zt_tensor kept = zt_block_temp(ctx, row.dtype, row.shape); /* what the row holds: the tied head's part */
+        zt_copy(ctx->stream, kept, row);
+        zt_embedding_backward(ctx->stream, dwte, dout, b->tokens);
+        zt_copy(ctx->stream, row, kept);
+    } else if (zt__present(dwte)) {
+        zt_embedding_backward(ctx->stream, dwte, dout, b->tokens);
+    }
     if (strcmp(c->model_type, "gpt2") == 0 && zt__present(ctx->grad[ZT__EMB_WPE]))
         zt_embedding_backward(ctx->stream, ctx->grad[ZT__EMB_WPE], dout, b->pos);
 }
@@ -3115,6 +3140,19 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
     } else {
         zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+    }
+    if (!gpt2 && c->fused) { /* Phi-3: q, k and v rows in one matrix, [gate | up] in another */
+        zt_block_param(def, ZT__P("self_attn.qkv_proj.weight"), zt_shape2(q + 2 * kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        for (int i = 0; i < 5; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* q's bias, k, v */
+        zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("mlp.gate_up_proj.weight"), zt_shape2(2 * I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        for (int i = 0; i < 3; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* down's bias, q/k norms */
+    } else if (!gpt2) {
         zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.k_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
@@ -3156,7 +3194,13 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
         w.wq = p[ZT__L_QKV_W], w.bq = p[ZT__L_QKV_B];
         w.wk = p[ZT__L_K_W], w.bk = p[ZT__L_K_B];
         w.wv = p[ZT__L_V_W], w.bv = p[ZT__L_V_B];
-        /* gate_proj (slot ZT__L_UP_W) and up_proj (the next slot) were declared joined: one (2I, C) matrix */
+        if (c->fused) { /* Phi-3's qkv_proj: the rows of q, then k, then v */
+            w.wq = zt__rows_of(p[ZT__L_QKV_W], 0, q);
+            w.wk = zt__rows_of(p[ZT__L_QKV_W], q, kv);
+            w.wv = zt__rows_of(p[ZT__L_QKV_W], q + kv, kv);
+        }
+        /* gate_proj (slot ZT__L_UP_W) and up_proj (the next slot) were declared joined: one (2I, C) matrix
+           (Phi-3's gate_up_proj is that matrix already) */
         zt_tensor gate = p[ZT__L_UP_W];
         w.wup = zt__present(gate) ? zt_tensor_make(gate.data, gate.dtype, gate.place,
                                                    zt_shape2(2 * c->intermediate, c->hidden)) : gate;

@@ -310,6 +310,11 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
+    config_error("{\"model_type\": \"phi3\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
+                 "\"partial_rotary_factor\" is 0.75; zt rotates the whole head (1.0)");
+    config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"hidden_size\": 8, "
+                 "\"intermediate_size\": 8, \"max_position_embeddings\": 8, \"vocab_size\": 8, \"pad_token_id\": 8}",
+                 "\"pad_token_id\" 8 is not a token of the vocabulary of 8");
     /* Qwen's sliding window on some layers only: zt has one window for all layers */
     config_error("{\"model_type\": \"qwen3\", \"num_hidden_layers\": 4, \"use_sliding_window\": true, \"sliding_window\": 8, "
                  "\"max_window_layers\": 1}", "3 of 4 layers have a sliding window (use_sliding_window, max_window_layers 1)");

@@ -61,6 +61,7 @@ TEST(hf_models_load_with_transformers_loss) {
     static const struct { const char *name; double tol; } cases[] = {
         {"gpt2", 2e-6}, {"gpt2_old", 2e-6}, {"llama", 2e-6}, {"mistral", 2e-6}, {"mistral_shards", 2e-6}, {"qwen2", 2e-6},
         {"qwen3", 2e-6}, /* per-head q and k norms */
+        {"phi3", 2e-6},  /* fused projections */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
@@ -93,8 +94,8 @@ static const char *tensor_bytes(const char *file, size_t len, const char *name, 
 }
 
 TEST(hf_load_then_export_gives_back_every_tensor) {
-    static const char *names[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3"};
-    for (int m = 0; m < 5; m++) {
+    static const char *names[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"};
+    for (int m = 0; m < 6; m++) {
         char dir[256], out[256], a[300], b[300];
         snprintf(dir, sizeof dir, "tests/ref/hf/%s", names[m]);
         snprintf(out, sizeof out, "/tmp/zt_hf_export_%d_%s", (int)getpid(), names[m]);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2 and Qwen3 models built
-with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3 and Phi-3 models
+built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these model types)
@@ -67,9 +67,13 @@ def make_config(model_type):
     if model_type == "qwen2":  # tied, q/k/v biases, Qwen2's rope theta of 1e6
         return transformers.Qwen2Config(**common_llama, tie_word_embeddings=True, rope_theta=1e6,
                                         use_sliding_window=False)
-    if model_type == "qwen3":  # tied, no biases, RMSNorm on each head of q and k, heads wider than hidden / heads
+    if model_type == "qwen3":  # tied, no biases, RMSNorm on each head of q and k, heads wider than hidden / heads;
+        # a pad token: the embedding's padding_idx, whose row learns from the tied head only
         return transformers.Qwen3Config(**common_llama, head_dim=16, tie_word_embeddings=True, rope_theta=1e6,
-                                        use_sliding_window=False)
+                                        use_sliding_window=False, pad_token_id=0)
+    if model_type == "phi3":  # untied; q, k and v in one qkv_proj, gate and up in one gate_up_proj; a pad token
+        return transformers.Phi3Config(**common_llama, tie_word_embeddings=False, pad_token_id=0,
+                                       resid_pdrop=0.0, embd_pdrop=0.0)
     raise ValueError(model_type)
 
 
@@ -178,7 +182,7 @@ def main():
     torch.set_num_threads(1)  # the same reduction order on every run
     torch.use_deterministic_algorithms(True)
     only = sys.argv[1:]
-    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3"]):
+    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"]):
         if not only or model_type in only:
             make(model_type, 1000 + i)
 
