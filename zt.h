@@ -3121,7 +3121,9 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
     char p[64], n[128];
     snprintf(p, sizeof p, gpt2 ? "transformer.h.%d." : "model.layers.%d.", layer);
 #define ZT__P(suffix) (snprintf(n, sizeof n, "%s%s", p, suffix), n)
-    /* every slot is declared (absent ones empty) so the enum indexes them for both families */
+    /* every slot is declared (absent ones empty) so the enum indexes them for both families, up to
+       ZT__L_DOWN_B; the q/k norms after it only where the model has them (a parameter's initial values
+       follow its number, which a declaration added before it would change) */
     if (gpt2) {
         zt_block_param(def, ZT__P("ln_1.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
         zt_block_param(def, ZT__P("ln_1.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
@@ -3136,7 +3138,6 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.c_fc.bias"), zt_shape1(I), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, ZT__P("mlp.c_proj.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
-        for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* no q/k norms */
     } else {
         zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
@@ -3151,7 +3152,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.gate_up_proj.weight"), zt_shape2(2 * I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
-        for (int i = 0; i < 3; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* down's bias, q/k norms */
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     } else if (!gpt2) {
         zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
@@ -3168,8 +3169,10 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.up_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
         zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
-        zt_block_param(def, c->qk_norm ? ZT__P("self_attn.q_norm.weight") : NULL, zt_shape1(c->qk_norm ? HD : 0), 0, ZT_INIT_ONES, 0);
-        zt_block_param(def, c->qk_norm ? ZT__P("self_attn.k_norm.weight") : NULL, zt_shape1(c->qk_norm ? HD : 0), 0, ZT_INIT_ONES, 0);
+        if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
+            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(HD), 0, ZT_INIT_ONES, 0);
+            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), zt_shape1(HD), 0, ZT_INIT_ONES, 0);
+        }
     }
 #undef ZT__P
 }
