@@ -1,8 +1,8 @@
 /* zt.h - train transformer language models from C.          MIT licence, see the end of this file.
 
-   zt trains GPT-2, LLaMA, Mistral and Qwen2 models (and blocks you write) with what Transformers +
-   Accelerate + DeepSpeed give Python users. This file is the whole library: declarations first, then
-   the implementation, compiled in exactly one translation unit:
+   zt trains GPT-2, LLaMA, Mistral, Qwen2, Qwen3 and Phi-3 models (and blocks you write) with what
+   Transformers + Accelerate + DeepSpeed give Python users. This file is the whole library: declarations
+   first, then the implementation, compiled in exactly one translation unit:
 
        #define ZT_IMPLEMENTATION
        #include "zt.h"
@@ -431,9 +431,9 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3) are written with this same interface. A block declares its
-   parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state,
-   the activation memory, recomputation, and later sharding and offload. */
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3) are written with this same interface. A block
+   declares its parameters; the engine owns them (flat groups, one per block), their gradients and
+   optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3" or "phi3" */
@@ -446,8 +446,8 @@ typedef struct zt_model_config {
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
     int qk_norm;                /* an RMSNorm over each head of q and k before the rotation (Qwen3) */
-    int has_pad_token;          /* the LLaMA family's nn.Embedding padding_idx: the uses of token */
-    int64_t pad_token_id;       /* pad_token_id add no gradient to its row (GPT-2 has none) */
+    int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
+    int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int64_t sliding_window;     /* 0: none */
 } zt_model_config;
@@ -4318,8 +4318,11 @@ static zt_result zt__tcp_serve(zt_comm *c, const char *ip, int port, uint64_t to
                      "world size); set the same ZT_JOB_TOKEN or --rdzv_id on every machine to join it");
         else if (h.world != W)
             snprintf(no.why, sizeof no.why, "world size %d, but the job has %d ranks", h.world, W);
-        else if (h.rank < 1 || h.rank >= W || c->fd[h.rank] >= 0)
-            snprintf(no.why, sizeof no.why, "rank %d has joined already or is not a rank of %d", h.rank, W);
+        else if (h.rank < 1 || h.rank >= W)
+            snprintf(no.why, sizeof no.why, "rank %d is not a rank of %d", h.rank, W);
+        else if (c->fd[h.rank] >= 0)
+            snprintf(no.why, sizeof no.why, "rank %d has joined already (a second job with the same settings on this port, "
+                     "or two machines given the same --machine_rank)", h.rank);
         if (no.why[0]) {
             zt__write_full(k, &no, sizeof no);
             close(k);

@@ -394,7 +394,9 @@ int main(int argc, char **argv) {
         else if (!*a.config) ds_len = zt_accelerate_deepspeed_json(&ac, ds_json, sizeof ds_json);
     }
     zt_options flags = o;
-    if (ds_len >= sizeof ds_json) ds_len = 0;
+    if (ds_len >= sizeof ds_json)
+        return fprintf(stderr, "zt_train: %s: its DeepSpeed settings take %zu bytes of JSON, more than the %zu zt_train "
+                       "sets aside\n", a.config_file, ds_len, sizeof ds_json), 2;
     if (!read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden)) return fail(NULL);
     /* --num_train_epochs without --max_steps: the steps of that many passes over --data, so that the schedule
        ends with them (the config is read again, from the flags, to see them in its "auto" values) */
