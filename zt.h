@@ -979,14 +979,18 @@ ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *sou
    apply_chat_template(tokenize=True) gives them; mask[k] = 1 for a token of an assistant's turn: one that
    overlaps a {% generation %} block where the template has them, else the text each assistant message adds
    to the conversation before it rendered with add_generation_prompt (its end-of-turn tokens included).
-   *count is the tokens, even when more than cap (then nothing is written). */
+   A template that writes an earlier turn differently once later messages follow (reasoning templates
+   drop its thinking) is refused, naming the message; zt_tokenize_file with an eot unrolls such a
+   conversation instead. *count is the tokens, even when more than cap (then nothing is written). */
 ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
                                   int64_t *count);
 
 /* A token file for training from text or JSONL. Text (any other name): the whole file is one
    document. JSONL (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a
-   mask file (one byte a token, 0 = not a target), the response's are learned. eot (-1: none) ends each
-   document and is learned. The output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32
+   mask file (one byte a token, 0 = not a target), the response's are learned; a "messages" line goes
+   through the chat template (zt_tokenize_chat). eot (-1: none) ends each document and is learned; with
+   it, a conversation the template rewrites is unrolled: each assistant turn an example of its own, the
+   conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32
    otherwise), what zt_train --data and --mask read. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
@@ -14215,8 +14219,103 @@ static void zt__decoded_offsets(zt__jr *R, zt_tokenizer *t, const char *text, si
     for (; k < m; k++) out[k] = before;
 }
 
+static int zt__chat_is_assistant(const zt__jv *all, int64_t i) {
+    const zt__jdict *m = all->u.items[i].u.d;
+    return zt__jstreq(&m->vals[zt__jdict_find(m, "role", 4)], "assistant", 9);
+}
+
+/* The span of assistant message i in the whole conversation `full`: from where the prompt asking for it
+   (the messages before it, with add_generation_prompt) stops agreeing with full, to where the messages up
+   to it do. NULL, or why it cannot be found ("p ..." the prompt, "a ..." the turn itself): the template
+   renders them differently once later messages follow. */
+static const char *zt__chat_turn(zt__jr *R, zt__jv *vars, zt__jv *msgs, int64_t gi, const zt__jv *all, int64_t i,
+                                 const char *full, size_t len, size_t at[2]) {
+    zt_chat_template *c = R->c;
+    zt__jmark mark = zt__jheap_mark(&c->heap);
+    for (int with = 0; with < 2; with++) {
+        *msgs = zt__jlist(all->u.items, i + with);
+        vars->u.d->vals[gi] = zt__jbool(!with);
+        if (zt__chat_run(c, vars) != ZT_OK)
+            zt__jfail(R, "rendering the conversation up to message %lld: %s", (long long)i, zt_last_error());
+        size_t same = 0; /* how much of it the whole conversation starts with */
+        while (same < c->len && same < len && c->out[same] == full[same]) same++;
+        zt__jheap_reset(&c->heap, mark);
+        if (!with && same < c->len)
+            return "p (the conversation before it, with add_generation_prompt) differently from the start of the whole "
+                   "conversation";
+        at[with] = same; /* a turn the template ends differently when it is the last (an eos) stops there */
+    }
+    const zt__jdict *m = all->u.items[i].u.d;
+    int64_t ci = zt__jdict_find(m, "content", 7);
+    zt__jv content = ci >= 0 && m->vals[ci].type == ZT__JSTR ? zt__jstrip(&m->vals[ci], NULL, 1, 1) : zt__jstr("", 0);
+    int found = content.n == 0;
+    for (size_t p = at[0]; !found && p + (size_t)content.n <= at[1]; p++)
+        found = memcmp(full + p, content.u.s, (size_t)content.n) == 0;
+    return found ? NULL : "a differently when later messages follow it (it drops or rewrites its text)";
+}
+
+/* the ids of text (as apply_chat_template(tokenize=True) gives them) into ids[0, cap), and mask[k] = 1 for
+   a token whose text overlaps one of the spans (ascending byte ranges), as transformers marks them; the
+   count, even past cap (then nothing is written) */
+static int64_t zt__chat_ids(zt__jr *R, zt_tokenizer *t, const char *text, size_t len, const int64_t *spans,
+                            int64_t n_spans, int32_t *ids, uint8_t *mask, int64_t cap) {
+    int64_t got = zt_tokenize(t, text, len, ids, cap);
+    if (got <= cap && mask) {
+        int64_t *at = (int64_t *)zt__jalloc(R, sizeof(int64_t) * 2 * (size_t)(n_spans + 1)), end = 0, s = 0;
+        zt__decoded_offsets(R, t, text, len, spans, 2 * n_spans, at); /* spans ascend: so do their ends */
+        for (int64_t k = 0; k < got; k++) {
+            int64_t start = end;
+            end += zt__decoded_bytes(t, ids + k, 1);
+            while (s < n_spans && start >= at[2 * s + 1]) s++;
+            mask[k] = s < n_spans && end > at[2 * s];
+        }
+    }
+    return got;
+}
+
+/* Each assistant turn an example of its own: the messages up to it as the template writes them when it is
+   the last, only that turn learned (what it adds to its prompt), and `split` (learned, as zt_tokenize_file
+   learns the end-of-text after a line) between examples. The count, even past cap. */
+static int64_t zt__chat_unrolled(zt__jr *R, zt_tokenizer *t, zt__jv *vars, zt__jv *msgs, int64_t gi, const zt__jv *all,
+                                 int32_t split, int32_t *ids, uint8_t *mask, int64_t cap) {
+    zt_chat_template *c = R->c;
+    int64_t total = 0, last = -1;
+    int fits = 1; /* everything so far was written */
+    for (int64_t i = 0; i < all->n; i++)
+        if (zt__chat_is_assistant(all, i)) last = i;
+    for (int64_t i = 0; i <= last; i++) {
+        if (!zt__chat_is_assistant(all, i)) continue;
+        zt__jmark mark = zt__jheap_mark(&c->heap);
+        *msgs = zt__jlist(all->u.items, i + 1); /* the conversation that ends with this turn */
+        vars->u.d->vals[gi] = zt__jbool(0);
+        if (zt__chat_run(c, vars) != ZT_OK)
+            zt__jfail(R, "rendering the conversation up to message %lld: %s", (long long)i, zt_last_error());
+        size_t len = c->len, at[2];
+        char *text = zt__jchars(R, (int64_t)len);
+        memcpy(text, c->out, len + 1);
+        const char *wrong = zt__chat_turn(R, vars, msgs, gi, all, i, text, len, at);
+        if (wrong)
+            zt__jfail(R, "the template writes %s message %lld %s, even when it is the last, so zt cannot find that turn; a "
+                      "template with {%% generation %%} marks the turns itself (--chat_template)", wrong[0] == 'p' ?
+                      "the prompt of" : "assistant", (long long)i, wrong + 2);
+        int64_t span[2] = {(int64_t)at[0], (int64_t)at[1]}, room = fits ? cap - total : 0;
+        int64_t got = zt__chat_ids(R, t, text, len, span, at[1] > at[0], fits ? ids + total : NULL,
+                                   fits && mask ? mask + total : NULL, room);
+        fits = fits && got <= room; /* else nothing more is written: the caller asks again with room for the count */
+        total += got;
+        if (i < last) {
+            fits = fits && total < cap;
+            if (fits) ids[total] = split;
+            if (fits && mask) mask[total] = 1;
+            total++;
+        }
+        zt__jheap_reset(&c->heap, mark);
+    }
+    return total;
+}
+
 static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, const char *where, int32_t *ids,
-                                   uint8_t *mask, int64_t cap, int64_t *count) {
+                                   uint8_t *mask, int64_t cap, int64_t *count, int32_t split) {
     *count = 0;
     zt_chat_template *c = zt_tokenizer_chat_template(t);
     char why[1024]; /* zt_fail writes where zt_last_error's text is: a copy goes in */
@@ -14270,59 +14369,38 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
         n_spans = c->n_spans;
         if (n_spans) memcpy(spans, c->spans, sizeof(int64_t) * 2 * (size_t)n_spans);
     } else { /* each assistant message: what it adds to the prompt that asks for it */
-        for (int64_t i = 0; i < all.n; i++) {
-            const zt__jdict *m = all.u.items[i].u.d;
-            if (!zt__jstreq(&m->vals[zt__jdict_find(m, "role", 4)], "assistant", 9)) continue;
-            zt__jmark mark = zt__jheap_mark(&c->heap);
+        const char *wrong = NULL;
+        int64_t bad = -1;
+        for (int64_t i = 0; i < all.n && !wrong; i++) {
+            if (!zt__chat_is_assistant(&all, i)) continue;
             size_t at[2];
-            for (int with = 0; with < 2; with++) {
-                *msgs = zt__jlist(all.u.items, i + with);
-                vars.u.d->vals[gi] = zt__jbool(!with);
-                r = zt__chat_run(c, &vars);
-                if (r != ZT_OK) zt__jfail(&R, "rendering the conversation up to message %lld: %s", (long long)i, zt_last_error());
-                size_t same = 0; /* how much of it the whole conversation starts with */
-                while (same < c->len && same < len && c->out[same] == full[same]) same++;
-                if (!with && same < c->len)
-                    zt__jfail(&R, "the template writes the prompt of message %lld (the conversation before it, with "
-                              "add_generation_prompt) differently from the start of the whole conversation, so zt cannot "
-                              "find that assistant turn by rendering prefixes; a template with {%% generation %%} marks "
-                              "the turns itself (--chat_template)", (long long)i);
-                at[with] = same; /* a turn the template ends differently when it is the last (an eos) stops there */
-                zt__jheap_reset(&c->heap, mark);
-            }
-            int64_t ci = zt__jdict_find(m, "content", 7);
-            zt__jv content = ci >= 0 && m->vals[ci].type == ZT__JSTR ? zt__jstrip(&m->vals[ci], NULL, 1, 1) : zt__jstr("", 0);
-            int found = content.n == 0;
-            for (size_t p = at[0]; !found && p + (size_t)content.n <= at[1]; p++)
-                found = memcmp(full + p, content.u.s, (size_t)content.n) == 0;
-            if (!found)
-                zt__jfail(&R, "the template writes assistant message %lld differently when later messages follow it (it "
-                          "drops or rewrites its text), so zt cannot find that turn by rendering prefixes; a template with "
-                          "{%% generation %%} marks the turns itself (--chat_template)", (long long)i);
-            if (at[1] > at[0]) spans[2 * n_spans] = (int64_t)at[0], spans[2 * n_spans + 1] = (int64_t)at[1], n_spans++;
+            wrong = zt__chat_turn(&R, &vars, msgs, gi, &all, i, full, len, at);
+            if (!wrong && at[1] > at[0]) spans[2 * n_spans] = (int64_t)at[0], spans[2 * n_spans + 1] = (int64_t)at[1], n_spans++;
+            bad = i;
+        }
+        if (wrong && split < 0)
+            zt__jfail(&R, "the template writes %s message %lld %s, so zt cannot find that turn by rendering prefixes; a "
+                      "template with {%% generation %%} marks the turns itself (--chat_template), and with an end-of-text "
+                      "id (zt_tokenize --eot) each assistant turn becomes an example of its own", wrong[0] == 'p' ?
+                      "the prompt of" : "assistant", (long long)bad, wrong + 2);
+        if (wrong) { /* reasoning templates drop earlier turns' thinking: each turn an example, as it is generated */
+            int64_t got = zt__chat_unrolled(&R, t, &vars, msgs, gi, &all, split, ids, mask, cap);
+            *msgs = all;
+            *count = got;
+            zt__jheap_free(&c->heap);
+            return ZT_OK;
         }
         *msgs = all;
     }
     /* the ids of the whole text, as apply_chat_template(tokenize=True) gives them */
-    int64_t got = zt_tokenize(t, full, len, ids, cap);
-    *count = got;
-    if (got <= cap && mask) { /* a token is learned when its text overlaps an assistant span, as transformers marks it */
-        int64_t *at = (int64_t *)zt__jalloc(&R, sizeof(int64_t) * 2 * (size_t)(n_spans + 1)), end = 0, s = 0;
-        zt__decoded_offsets(&R, t, full, len, spans, 2 * n_spans, at); /* spans ascend: so do their ends */
-        for (int64_t k = 0; k < got; k++) {
-            int64_t start = end;
-            end += zt__decoded_bytes(t, ids + k, 1);
-            while (s < n_spans && start >= at[2 * s + 1]) s++;
-            mask[k] = s < n_spans && end > at[2 * s];
-        }
-    }
+    *count = zt__chat_ids(&R, t, full, len, spans, n_spans, ids, mask, cap);
     zt__jheap_free(&c->heap);
     return ZT_OK;
 }
 
 ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
                                   int64_t *count) {
-    return zt__tokenize_chat(t, json, n, "the conversation", ids, mask, cap, count);
+    return zt__tokenize_chat(t, json, n, "the conversation", ids, mask, cap, count, -1);
 }
 
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens) {
@@ -14370,7 +14448,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
                     r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
                     break;
                 }
-                r = zt__tokenize_chat(t, text + s0, len, where, b.ids + b.n, b.mask + b.n, room, &got);
+                r = zt__tokenize_chat(t, text + s0, len, where, b.ids + b.n, b.mask + b.n, room, &got, d->eot);
                 if (r != ZT_OK || got <= room) {
                     b.n += r == ZT_OK ? got : 0;
                     break;

@@ -132,6 +132,38 @@ static void check_tokenized(zt_tokenizer *t, const char *ctx, size_t n, const ch
                   mask[i] ? "learned" : "not learned", want_mask[i] == '1' ? "learns it" : "does not");
 }
 
+/* a conversation the template rewrites, as zt_tokenize_file makes it with an end-of-text id: each
+   assistant turn an example, eot between them and after the last */
+static void check_unrolled(zt_tokenizer *t, const char *ctx, size_t ctx_n, int32_t eot, const char *want_ids,
+                           const char *want_mask, const char *label) {
+    char in[128], out[160], maskp[176];
+    snprintf(in, sizeof in, "/tmp/zt_chat_unrolled_%d.jsonl", (int)getpid());
+    snprintf(out, sizeof out, "%s.bin", in), snprintf(maskp, sizeof maskp, "%s.mask", out);
+    FILE *f = fopen(in, "wb");
+    CHECK(f && fwrite(ctx, 1, ctx_n, f) == ctx_n && fputc('\n', f) == '\n' && fclose(f) == 0);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = in, d.output = out, d.eot = eot;
+    int64_t got = 0;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s: %s", label, zt_last_error());
+    size_t bytes = 0, n = 0;
+    char *file = test_slurp(out, &bytes), *m = test_slurp(maskp, &n);
+    CHECK(file && m && bytes == 1024 + 2 * (size_t)got && n == (size_t)got);
+    int64_t k = 0;
+    for (const char *p = want_ids, *end; file && m; p = end, k++) {
+        long v = strtol(p, (char **)&end, 10);
+        if (end == p) break;
+        uint16_t id = 0;
+        if (k < got) memcpy(&id, file + 1024 + 2 * k, 2);
+        CHECK_MSG(k < got && id == v && (uint8_t)m[k] == want_mask[k] - '0', "%s, unrolled: token %lld is id %d (%s), "
+                  "transformers %ld (%s)", label, (long long)k, id, k < got && m[k] ? "learned" : "not learned", v,
+                  want_mask[k] == '1' ? "learned" : "not learned");
+    }
+    CHECK_MSG(k == got, "%s, unrolled: %lld tokens, transformers %lld", label, (long long)got, (long long)k);
+    free(file), free(m);
+    remove(in), remove(out), remove(maskp);
+}
+
 TEST(chat_tokenized_as_apply_chat_template) {
     FILE *f = fopen(CHAT_DIR "/cases.txt", "r");
     CHECK(f != NULL);
@@ -139,12 +171,14 @@ TEST(chat_tokenized_as_apply_chat_template) {
     zt_tokenizer *t = NULL;
     char *ctx = NULL, label[300] = "";
     size_t ctx_n = 0;
-    int started = 0, checked = 0, refused = 0;
+    int started = 0, checked = 0, refused = 0, unrolled = 0;
+    int32_t eot = -1; /* a U case: unrolled with this end-of-text id */
     while (fgets(line, sizeof line, f) && !zt_test_failed()) {
-        if (line[0] == 'K') {
+        if (line[0] == 'K' || line[0] == 'U') {
             started = 1;
             char tok[64], name[64], path[256];
-            CHECK(sscanf(line + 2, "%63s %63s", tok, name) == 2);
+            eot = -1;
+            CHECK(sscanf(line + 2, "%63s %63s %d", tok, name, &eot) >= 2);
             snprintf(label, sizeof label, "%s tokenizer, %s template", tok, name);
             zt_tokenizer_free(t);
             snprintf(path, sizeof path, "tests/ref/tokenizers/%s", tok);
@@ -161,6 +195,9 @@ TEST(chat_tokenized_as_apply_chat_template) {
         } else if (started && line[0] == 'I') {
             CHECK(strlen(line + 2) < sizeof ids_line);
             memcpy(ids_line, line + 2, strlen(line + 2) + 1);
+        } else if (started && line[0] == 'M' && eot >= 0) {
+            check_unrolled(t, ctx, ctx_n, eot, ids_line, line + 2, label);
+            unrolled++;
         } else if (started && line[0] == 'M') {
             check_tokenized(t, ctx, ctx_n, ids_line, line + 2, label);
             checked++;
@@ -177,7 +214,9 @@ TEST(chat_tokenized_as_apply_chat_template) {
     fclose(f);
     free(ctx);
     zt_tokenizer_free(t);
-    if (!zt_test_failed()) CHECK_MSG(checked >= 9 && refused >= 1, "%d checked, %d refused", checked, refused);
+    if (!zt_test_failed())
+        CHECK_MSG(checked >= 9 && refused >= 1 && unrolled >= 1, "%d checked, %d refused, %d unrolled", checked, refused,
+                  unrolled);
 }
 
 static void write_file(const char *path, const char *text, size_t n) {

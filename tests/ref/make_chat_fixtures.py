@@ -13,10 +13,16 @@ INLINE below are small templates that each press on one corner of Jinja. It writ
     E HEX             transformers refused (its message)     S a b   {% generation %} spans, in bytes
     K TOKENIZER NAME  then C, I (the ids apply_chat_template(tokenize=True) gives) and M (the mask), or E
                       where the rule below cannot find an assistant turn
+    U TOKENIZER NAME EOT  then C, I and M: such a refused conversation as zt_tokenize_file makes it with an
+                      end-of-text id, each assistant turn an example of its own (below), EOT between them
+                      and after the last (learned)
 The mask is transformers' assistant_masks for a template with {% generation %}; otherwise the rule zt
 documents, worked out here in Python: each assistant message's span is what the conversation up to it
 adds to the conversation before it rendered with add_generation_prompt, as far as the whole conversation
-agrees, and a token is learned when it overlaps a span (transformers' rule for its masks).
+agrees, and a token is learned when it overlaps a span (transformers' rule for its masks). A template
+that renders an earlier turn differently once later messages follow (reasoning templates drop its
+thinking) has no such spans; unrolled, assistant turn i is the conversation up to it as the template
+renders it (apply_chat_template's ids), and only what it adds to its prompt is learned.
 """
 import json
 import os
@@ -202,6 +208,28 @@ def prefix_spans(template, v):
     return full, spans
 
 
+def unrolled(tok, template, v, eot):
+    """each assistant turn as its own example, the whole conversation up to it, only that turn learned"""
+    v = normalized(v)
+    msgs = v["messages"]
+    ids, mask = [], []
+    for i, m in enumerate(msgs):
+        if m["role"] != "assistant":
+            continue
+        if ids:
+            ids.append(eot), mask.append(1)
+        prompt = render(template, dict(v, messages=msgs[:i], add_generation_prompt=True))
+        text = render(template, dict(v, messages=msgs[:i + 1], add_generation_prompt=False))
+        assert text.startswith(prompt), f"message {i}: even as the last turn, its prompt is not where it starts"
+        enc = tok(text, add_special_tokens=False)
+        kwargs = {k: v[k] for k in v if k not in ("messages", "tools", "documents", "add_generation_prompt")}
+        assert enc["input_ids"] == tok.apply_chat_template(msgs[:i + 1], chat_template=template, tools=v["tools"],
+                                                           tokenize=True, return_dict=True, **kwargs)["input_ids"]
+        ids += enc["input_ids"]
+        mask += [int(e > len(prompt) and s < len(text)) for s, e in enc.encodings[0].offsets]
+    return ids + [eot], mask + [1]
+
+
 def main():
     out = []
     templates = {}
@@ -246,6 +274,11 @@ def main():
             except ValueError as e:  # zt must refuse it too
                 out += [f"K {tok_name} {name}", "C " + hexs(json.dumps(v, ensure_ascii=False)), "E " + hexs(str(e))]
                 print(f"{tok_name:8s} {name:18s} refused: {e}")
+                eot = tok.convert_tokens_to_ids("<|endoftext|>")
+                ids, mask = unrolled(tok, template, v, eot)
+                out += [f"U {tok_name} {name} {eot}", "C " + hexs(json.dumps(v, ensure_ascii=False)),
+                        "I " + " ".join(map(str, ids)), "M " + "".join(map(str, mask))]
+                print(f"{tok_name:8s} {name:18s} unrolled: {len(ids):4d} tokens, {sum(mask):4d} learned")
                 continue
             enc = tok(full, add_special_tokens=False)
             ids = enc["input_ids"]
