@@ -990,8 +990,8 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
    mask file (one byte a token, 0 = not a target), the response's are learned; a "messages" line goes
    through the chat template (zt_tokenize_chat). eot (-1: none) ends each document and is learned; with
    it, a conversation the template rewrites is unrolled: each assistant turn an example of its own, the
-   conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32
-   otherwise), what zt_train --data and --mask read. */
+   conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1
+   uint16 when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" */
