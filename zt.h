@@ -6199,19 +6199,13 @@ ZT_API void zt_options_help(FILE *out) {
 
 /* --lr_scheduler_kwargs: the keyword arguments transformers passes to the schedule's function, each
    refused where that function does not take it (Python's TypeError), into the fields of zt_options */
-static zt_result zt__schedule_kwargs(zt_options *o) {
-    if (!o->lr_scheduler_kwargs) return ZT_OK;
+static zt_result zt__schedule_kwargs_read(zt_options *o, const zt__json *jp) {
     static const char *const takes[] = { /* by zt_schedule; DeepSpeed's take none from here */
         "", "", "", "", "", "num_cycles", "num_cycles", "lr_end power", "timescale", "num_cycles min_lr min_lr_rate",
         "num_cycles min_lr min_lr_rate warmup_lr_rate",
         "num_decay_steps num_stable_steps warmup_type decay_type min_lr_ratio num_cycles", ""};
     const char *text = o->lr_scheduler_kwargs, *name = zt_schedule_name(o->schedule);
-    char mem[8192];
-    zt_arena a;
-    zt_arena_init(&a, "lr_scheduler_kwargs", mem, sizeof mem);
-    zt__json j;
-    zt_result r = zt__json_parse(&j, &a, "--lr_scheduler_kwargs", text, strlen(text));
-    if (r != ZT_OK) return r;
+    const zt__json j = *jp;
     if (!zt__hf_schedule(o->schedule) && j.tok[0].size > 0)
         return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: DeepSpeed's %s takes its settings from the config's "
                        "scheduler.params", name);
@@ -6260,6 +6254,18 @@ static zt_result zt__schedule_kwargs(zt_options *o) {
         else o->stable_steps = (int64_t)x;
     }
     return ZT_OK;
+}
+
+static zt_result zt__schedule_kwargs(zt_options *o) {
+    if (!o->lr_scheduler_kwargs) return ZT_OK;
+    size_t len = strlen(o->lr_scheduler_kwargs);
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "lr_scheduler_kwargs", zt__json_token_bytes(len)); /* at setup: freed below */
+    zt__json j;
+    zt_result r = zt__json_parse(&j, &a, "--lr_scheduler_kwargs", o->lr_scheduler_kwargs, len);
+    if (r == ZT_OK) r = zt__schedule_kwargs_read(o, &j);
+    free(mem);
+    return r;
 }
 
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
