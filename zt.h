@@ -3142,11 +3142,9 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.c_fc.bias"), zt_shape1(I), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, ZT__P("mlp.c_proj.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
-    } else {
+    } else if (c->fused) { /* Phi-3: q, k and v rows in one matrix, [gate | up] in another */
         zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
-    }
-    if (!gpt2 && c->fused) { /* Phi-3: q, k and v rows in one matrix, [gate | up] in another */
         zt_block_param(def, ZT__P("self_attn.qkv_proj.weight"), zt_shape2(q + 2 * kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         for (int i = 0; i < 5; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* q's bias, k, v */
         zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
@@ -3157,7 +3155,9 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
-    } else if (!gpt2) {
+    } else {
+        zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.k_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
@@ -5085,6 +5085,13 @@ static int zt__hf_schedule(int s) { return s != ZT_SCHED_WARMUP_LR && s != ZT_SC
 
 static int64_t zt__warmup_steps(const zt_options *o);
 
+/* the Transformers schedules' num_cycles (0: the schedule's own default) and min_lr_rate (or min_lr over
+   the learning rate, as transformers turns one into the other) */
+static double zt__num_cycles(const zt_options *o) {
+    return o->num_cycles != 0 ? o->num_cycles : o->schedule == ZT_SCHED_COSINE_RESTARTS ? 1.0 : 0.5;
+}
+static double zt__min_lr_rate(const zt_options *o) { return o->min_lr >= 0 ? o->min_lr / o->lr : o->min_lr_rate; }
+
 static zt_result zt__cfg_scheduler(zt__cfg *g) {
     zt_options *o = g->o;
     int t = zt__json_get(&g->j, 0, "scheduler");
@@ -5610,12 +5617,11 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
             (double)o->eps, (double)o->weight_decay, o->adam_w_mode ? "true" : "false");
     if (zt__hf_schedule(o->schedule)) { /* the Trainer's, with every argument its function gets */
         static const char *const shapes[] = {"linear", "cosine", "1-sqrt"};
-        double cycles = o->num_cycles != 0 ? o->num_cycles : o->schedule == ZT_SCHED_COSINE_RESTARTS ? 1.0 : 0.5;
         fprintf(out, "  \"scheduler\": {\"type\": \"%s (Transformers)\", \"params\": {\"num_warmup_steps\": %lld, "
                 "\"num_training_steps\": %lld, \"num_cycles\": %g, \"min_lr_rate\": %g, \"warmup_lr_rate\": %g, \"lr_end\": %g, "
                 "\"power\": %g, \"timescale\": %lld, \"num_decay_steps\": %lld, \"num_stable_steps\": %lld, \"warmup_type\": "
                 "\"%s\", \"decay_type\": \"%s\"}},\n", zt_schedule_name(o->schedule), (long long)zt__warmup_steps(o),
-                (long long)o->max_steps, cycles, o->min_lr >= 0 ? o->min_lr / o->lr : o->min_lr_rate, o->warmup_lr_rate,
+                (long long)o->max_steps, zt__num_cycles(o), zt__min_lr_rate(o), o->warmup_lr_rate,
                 o->lr_end, o->power, (long long)o->timescale, (long long)o->decay_steps, (long long)o->stable_steps,
                 shapes[o->warmup_shape % 3], shapes[o->decay_shape % 3]);
     } else {
@@ -6310,8 +6316,7 @@ static int64_t zt__warmup_steps(const zt_options *o) {
 /* a Transformers schedule's factor at step k of T, after w warmup steps (transformers 5, optimization.py) */
 static double zt__hf_factor(const zt_options *o, double k, double w, double T) {
     double pi = 3.14159265358979323846, ramp = k / ZT__MAX(1.0, w), p = (k - w) / ZT__MAX(1.0, T - w);
-    double cycles = o->num_cycles != 0 ? o->num_cycles : o->schedule == ZT_SCHED_COSINE_RESTARTS ? 1.0 : 0.5;
-    double rate = o->min_lr >= 0 ? o->min_lr / o->lr : o->min_lr_rate; /* cosine_with_min_lr kinds */
+    double cycles = zt__num_cycles(o), rate = zt__min_lr_rate(o);
     switch (o->schedule) {
     case ZT_SCHED_FLAT: return 1.0;
     case ZT_SCHED_CONSTANT: return k < w ? ramp : 1.0;

@@ -60,12 +60,18 @@ static zt_options offload_options(int stage, int world, zt_offload_device opt, z
 
 static int32_t token(int s, int64_t r, int64_t i) { return (int32_t)((s * 7919 + r * 131 + i * 17 + 5) % 61); }
 
-static zt_engine *make(zt_options o, zt_comm *c) {
-    zt_model_config mc;
-    if (zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") != ZT_OK) zt_fatal("%s", zt_last_error());
+/* the test model, its config in mc */
+static zt_model_spec model_spec(zt_model_config *mc) {
+    if (zt_model_config_parse(mc, MODEL, strlen(MODEL), "test model") != ZT_OK) zt_fatal("%s", zt_last_error());
     zt_model_spec spec;
     memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    spec.config = mc;
+    return spec;
+}
+
+static zt_engine *make(zt_options o, zt_comm *c) {
+    zt_model_config mc;
+    zt_model_spec spec = model_spec(&mc);
     o.comm = c;
     zt_engine *e = NULL;
     return zt_init_options(&e, &spec, &o) == ZT_OK ? e : NULL;
@@ -219,10 +225,7 @@ static void expect_error(zt_options o, const char *want) {
    first layer, 0.2 only the embeddings. */
 TEST(offload_partial_ratio_is_bitwise_the_run_without) {
     zt_model_config mc;
-    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = model_spec(&mc);
     zt_memory_plan all, part, none, without;
     zt_options o = offload_options(3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
     CHECK(zt_plan_memory(&all, &spec, &o, 1) == ZT_OK);
@@ -301,10 +304,7 @@ TEST(offload_partial_ratio_is_bitwise_the_run_without) {
    that fits), and trained with it; the plan counts the host and NVMe bytes */
 TEST(offload_trains_where_the_device_is_too_small) {
     zt_model_config mc;
-    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = model_spec(&mc);
     zt_memory_plan p, off, nv;
     size_t least = (size_t)-1; /* the smallest plan without offload */
     for (int stage = 0; stage < 4; stage++)
@@ -346,10 +346,7 @@ TEST(offload_trains_where_the_device_is_too_small) {
    the out-of-memory error says so */
 TEST(offload_fit_takes_the_smallest_share_that_fits) {
     zt_model_config mc;
-    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = model_spec(&mc);
     zt_memory_plan half, most, p;
     zt_options o = offload_options(3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE);
     o.micro_batch = 1, o.gradient_checkpointing = 1;
@@ -379,10 +376,7 @@ TEST(offload_fit_takes_the_smallest_share_that_fits) {
    nothing to overlap, and it costs nothing */
 TEST(offload_overlap_comm_at_one_rank_is_planned) {
     zt_model_config mc;
-    CHECK(zt_model_config_parse(&mc, MODEL, strlen(MODEL), "test model") == ZT_OK);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = model_spec(&mc);
     for (int i = 0; i < 2; i++) {
         zt_options o = offload_options(2, 1, i ? ZT_OFFLOAD_CPU : ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
         zt_memory_plan off, on;
