@@ -358,6 +358,12 @@ ZT_API void zt_rmsnorm_forward(zt_stream *s, zt_tensor out, zt_tensor rstd, zt_t
                                zt_tensor weight, float eps);
 ZT_API void zt_rmsnorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight, zt_tensor dout,
                                 zt_tensor inp, zt_tensor weight, zt_tensor rstd);
+/* The same with the weight stored as its difference from `offset`: out = inp * rstd * (offset + weight),
+   all in f32 and rounded once (Gemma's RMSNorm: offset 1, the weight starts at 0). dweight as above. */
+ZT_API void zt_rmsnorm_offset_forward(zt_stream *s, zt_tensor out, zt_tensor rstd, zt_tensor inp,
+                                      zt_tensor weight, float offset, float eps);
+ZT_API void zt_rmsnorm_offset_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight, zt_tensor dout,
+                                       zt_tensor inp, zt_tensor weight, float offset, zt_tensor rstd);
 
 /* GELU, tanh approximation (GPT-2's gelu_new). inp (N) -> out (N) */
 ZT_API void zt_gelu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
@@ -368,6 +374,10 @@ ZT_API void zt_silu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_te
 /* SwiGLU: inp (N,2H), each row [gate | up] -> out (N,H) = silu(gate) * up */
 ZT_API void zt_swiglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
 ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
+/* GeGLU: inp (N,2H), each row [gate | up] -> out (N,H) = gelu(gate) * up, the tanh GELU above (Gemma's
+   gelu_pytorch_tanh) */
+ZT_API void zt_geglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
+ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
 
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
@@ -389,6 +399,14 @@ ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_
 ZT_API void zt_attention_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
                                   zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
                                   zt_tensor lse, const zt_tensor *starts);
+/* The same with the scores scaled by `scale` (0: 1/sqrt(HD); Gemma 2: query_pre_attn_scalar^-1/2) and,
+   with softcap > 0, capped before the softmax: softcap * tanh(score / softcap) (Gemma 2's
+   attn_logit_softcapping). lse is of the capped scores. */
+ZT_API void zt_attention_capped_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
+                                        zt_tensor v, const zt_tensor *starts, float scale, float softcap);
+ZT_API void zt_attention_capped_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
+                                         zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
+                                         zt_tensor lse, const zt_tensor *starts, float scale, float softcap);
 
 /* Softmax + cross-entropy fused. logits (N,Vp) with only the first `vocab` columns real (the rest is
    padding and never counts), targets (N) i32. losses (N) f32 = -log softmax(row)[target], 0 where
@@ -404,6 +422,14 @@ ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhid
                            const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
                            zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
                            float dloss);
+/* Both with the logits capped first, with softcap > 0: softcap * tanh(logit / softcap) (Gemma 2's
+   final_logit_softcapping); dlogits is the gradient of the logits before the cap. */
+ZT_API void zt_crossentropy_capped(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
+                                   zt_tensor targets, int64_t vocab, int ignore_index, float dloss, float softcap);
+ZT_API void zt_output_loss_capped(zt_stream *s, zt_tensor losses, const zt_tensor *dhidden,
+                                  const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
+                                  zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
+                                  float dloss, float softcap);
 
 /* AdamW (decoupled weight decay, PyTorch's formula). master, m, v (n) f32; grad (n) any float dtype,
    multiplied by grad_scale first (loss-scale unscaling and clipping; with l2, the decay term is added
@@ -1656,7 +1682,7 @@ typedef enum zt__op_kind {
     ZT__OP_EMBEDDING_FWD, ZT__OP_EMBEDDING_BWD,
     ZT__OP_LAYERNORM_FWD, ZT__OP_LAYERNORM_BWD, ZT__OP_RMSNORM_FWD, ZT__OP_RMSNORM_BWD,
     ZT__OP_GELU_FWD, ZT__OP_GELU_BWD, ZT__OP_SILU_FWD, ZT__OP_SILU_BWD,
-    ZT__OP_SWIGLU_FWD, ZT__OP_SWIGLU_BWD,
+    ZT__OP_SWIGLU_FWD, ZT__OP_SWIGLU_BWD, ZT__OP_GEGLU_FWD, ZT__OP_GEGLU_BWD,
     ZT__OP_ROPE_FWD, ZT__OP_ROPE_BWD,
     ZT__OP_ATTENTION_FWD, ZT__OP_ATTENTION_BWD,
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
@@ -1674,20 +1700,23 @@ typedef struct zt__args_gemm {
 } zt__args_gemm;
 typedef struct zt__args_embedding { zt_tensor out, ids, table; int accumulate; } zt__args_embedding;
 typedef struct zt__args_embedding_bwd { zt_tensor dtable, dout, ids; } zt__args_embedding_bwd;
-typedef struct zt__args_norm { zt_tensor out, mean, rstd, inp, weight, bias; float eps; } zt__args_norm;
+/* offset: added to each weight (Gemma's RMSNorm: 1) */
+typedef struct zt__args_norm { zt_tensor out, mean, rstd, inp, weight, bias; float eps, offset; } zt__args_norm;
 typedef struct zt__args_norm_bwd {
     zt_tensor dinp, dweight, dbias, dout, inp, weight, mean, rstd;
+    float offset;
 } zt__args_norm_bwd;
 typedef struct zt__args_rope { zt_tensor out, inp, pos; float theta; zt_rope_scaling scaling; } zt__args_rope;
 typedef struct zt__args_attention {
     zt_tensor out, lse, q, k, v, starts;
     zt_tensor dq, dk, dv, dout; /* backward only */
+    float scale, softcap;       /* scale: never 0 here (the caller's 0 becomes 1/sqrt(HD)); softcap 0: none */
 } zt__args_attention;
 typedef struct zt__args_crossentropy {
     zt_tensor losses, dlogits, logits, targets;
     int64_t vocab;
     int ignore_index;
-    float dloss;
+    float dloss, softcap; /* softcap 0: none */
 } zt__args_crossentropy;
 typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
@@ -2055,7 +2084,7 @@ ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt
     zt__need_norm("zt_layernorm_forward", inp, out, "out", weight, bias, mean, rstd);
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_FWD;
-    zt__args_norm a = {out, mean, rstd, inp, weight, bias, eps};
+    zt__args_norm a = {out, mean, rstd, inp, weight, bias, eps, 0.0f};
     op.norm = a;
     zt__launch(s, &op);
 }
@@ -2072,32 +2101,42 @@ ZT_API void zt_layernorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweigh
     if (zt__present(dbias)) zt__need_tensor(name, "dbias", dbias, ZT__FLOAT, zt_cols(inp));
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_BWD;
-    zt__args_norm_bwd a = {dinp, dweight, dbias, dout, inp, weight, mean, rstd};
+    zt__args_norm_bwd a = {dinp, dweight, dbias, dout, inp, weight, mean, rstd, 0.0f};
+    op.norm_bwd = a;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_rmsnorm_offset_forward(zt_stream *s, zt_tensor out, zt_tensor rstd, zt_tensor inp,
+                                      zt_tensor weight, float offset, float eps) {
+    zt__need_norm("zt_rmsnorm_offset_forward", inp, out, "out", weight, zt__none(), zt__none(), rstd);
+    zt__op op;
+    op.kind = ZT__OP_RMSNORM_FWD;
+    zt__args_norm a = {out, zt__none(), rstd, inp, weight, zt__none(), eps, offset};
+    op.norm = a;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_rmsnorm_offset_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight, zt_tensor dout,
+                                       zt_tensor inp, zt_tensor weight, float offset, zt_tensor rstd) {
+    const char *name = "zt_rmsnorm_offset_backward";
+    zt__need_norm(name, inp, dout, "dout", weight, zt__none(), zt__none(), rstd);
+    zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), zt__none(), rstd);
+    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));
+    zt__op op;
+    op.kind = ZT__OP_RMSNORM_BWD;
+    zt__args_norm_bwd a = {dinp, dweight, zt__none(), dout, inp, weight, zt__none(), rstd, offset};
     op.norm_bwd = a;
     zt__launch(s, &op);
 }
 
 ZT_API void zt_rmsnorm_forward(zt_stream *s, zt_tensor out, zt_tensor rstd, zt_tensor inp,
                                zt_tensor weight, float eps) {
-    zt__need_norm("zt_rmsnorm_forward", inp, out, "out", weight, zt__none(), zt__none(), rstd);
-    zt__op op;
-    op.kind = ZT__OP_RMSNORM_FWD;
-    zt__args_norm a = {out, zt__none(), rstd, inp, weight, zt__none(), eps};
-    op.norm = a;
-    zt__launch(s, &op);
+    zt_rmsnorm_offset_forward(s, out, rstd, inp, weight, 0.0f, eps);
 }
 
 ZT_API void zt_rmsnorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweight, zt_tensor dout,
                                 zt_tensor inp, zt_tensor weight, zt_tensor rstd) {
-    const char *name = "zt_rmsnorm_backward";
-    zt__need_norm(name, inp, dout, "dout", weight, zt__none(), zt__none(), rstd);
-    zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), zt__none(), rstd);
-    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));
-    zt__op op;
-    op.kind = ZT__OP_RMSNORM_BWD;
-    zt__args_norm_bwd a = {dinp, dweight, zt__none(), dout, inp, weight, zt__none(), rstd};
-    op.norm_bwd = a;
-    zt__launch(s, &op);
+    zt_rmsnorm_offset_backward(s, dinp, dweight, dout, inp, weight, 0.0f, rstd);
 }
 
 /* elementwise ops; for swiglu the input is twice as wide as the output */
@@ -2142,6 +2181,14 @@ ZT_API void zt_swiglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp) {
 ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
     zt__need(zt_cols(inp) % 2 == 0, "zt_swiglu_backward", "inp's last dimension must be even");
     zt__unary_bwd(s, ZT__OP_SWIGLU_BWD, "zt_swiglu_backward", dinp, dout, inp, 2);
+}
+ZT_API void zt_geglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp) {
+    zt__need(zt_cols(inp) % 2 == 0, "zt_geglu_forward", "inp's last dimension must be even");
+    zt__unary(s, ZT__OP_GEGLU_FWD, "zt_geglu_forward", out, inp, 2);
+}
+ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    zt__need(zt_cols(inp) % 2 == 0, "zt_geglu_backward", "inp's last dimension must be even");
+    zt__unary_bwd(s, ZT__OP_GEGLU_BWD, "zt_geglu_backward", dinp, dout, inp, 2);
 }
 
 static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor out, zt_tensor inp,
@@ -2205,9 +2252,26 @@ static void zt__need_attention(const char *name, zt_tensor q, zt_tensor k, zt_te
     if (zt__present(starts)) zt__need_tensor(name, "starts", starts, ZT_I32, B * T);
 }
 
+static void zt__need_capping(const char *name, float scale, float softcap) {
+    zt__need(isfinite(scale) && scale >= 0 && isfinite(softcap) && softcap >= 0, name,
+             "scale and softcap must be finite and >= 0, got %g and %g", (double)scale, (double)softcap);
+}
+
 ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
                                  zt_tensor v, const zt_tensor *starts) {
+    zt_attention_capped_forward(s, out, lse, q, k, v, starts, 0.0f, 0.0f);
+}
+
+ZT_API void zt_attention_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
+                                  zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
+                                  zt_tensor lse, const zt_tensor *starts) {
+    zt_attention_capped_backward(s, dq, dk, dv, dout, q, k, v, out, lse, starts, 0.0f, 0.0f);
+}
+
+ZT_API void zt_attention_capped_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
+                                        zt_tensor v, const zt_tensor *starts, float scale, float softcap) {
     zt__need_attention("zt_attention_forward", q, k, v, out, lse, zt__opt(starts));
+    zt__need_capping("zt_attention_forward", scale, softcap);
     zt__op op;
     memset(&op, 0, sizeof op);
     op.kind = ZT__OP_ATTENTION_FWD;
@@ -2217,14 +2281,17 @@ ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_
     op.attention.k = k;
     op.attention.v = zt_view(v, 0, k.shape);
     op.attention.starts = zt__opt(starts);
+    op.attention.scale = scale > 0 ? scale : 1.0f / sqrtf((float)q.shape.d[3]);
+    op.attention.softcap = softcap;
     zt__launch(s, &op);
 }
 
-ZT_API void zt_attention_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
-                                  zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
-                                  zt_tensor lse, const zt_tensor *starts) {
+ZT_API void zt_attention_capped_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
+                                         zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
+                                         zt_tensor lse, const zt_tensor *starts, float scale, float softcap) {
     const char *name = "zt_attention_backward";
     zt__need_attention(name, q, k, v, out, lse, zt__opt(starts));
+    zt__need_capping(name, scale, softcap);
     zt__need_tensor(name, "dout", dout, ZT__FLOAT, zt_numel(q));
     zt__need_tensor(name, "dq", dq, ZT__FLOAT, zt_numel(q));
     zt__need_tensor(name, "dk", dk, ZT__FLOAT, zt_numel(k));
@@ -2241,12 +2308,20 @@ ZT_API void zt_attention_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_t
     op.attention.dk = zt_view(dk, 0, k.shape);
     op.attention.dv = zt_view(dv, 0, k.shape);
     op.attention.dout = zt_view(dout, 0, q.shape);
+    op.attention.scale = scale > 0 ? scale : 1.0f / sqrtf((float)q.shape.d[3]);
+    op.attention.softcap = softcap;
     zt__launch(s, &op);
 }
 
 ZT_API void zt_crossentropy(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
                             zt_tensor targets, int64_t vocab, int ignore_index, float dloss) {
+    zt_crossentropy_capped(s, losses, dlogits, logits, targets, vocab, ignore_index, dloss, 0.0f);
+}
+
+ZT_API void zt_crossentropy_capped(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
+                                   zt_tensor targets, int64_t vocab, int ignore_index, float dloss, float softcap) {
     const char *name = "zt_crossentropy";
+    zt__need_capping(name, 1.0f, softcap);
     zt__need_tensor(name, "logits", logits, ZT__FLOAT, ZT__ANY_SIZE);
     int64_t N = zt_rows(logits);
     zt__need(vocab > 0 && vocab <= zt_cols(logits), name, "vocab %lld must be in [1, %lld]",
@@ -2263,6 +2338,7 @@ ZT_API void zt_crossentropy(zt_stream *s, zt_tensor losses, const zt_tensor *dlo
     op.crossentropy.vocab = vocab;
     op.crossentropy.ignore_index = ignore_index;
     op.crossentropy.dloss = dloss;
+    op.crossentropy.softcap = softcap;
     zt__launch(s, &op);
 }
 
@@ -2270,6 +2346,14 @@ ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhid
                            const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
                            zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
                            float dloss) {
+    zt_output_loss_capped(s, losses, dhidden, dweight, hidden, weight, targets, logits_buf, vocab, ignore_index,
+                          dloss, 0.0f);
+}
+
+ZT_API void zt_output_loss_capped(zt_stream *s, zt_tensor losses, const zt_tensor *dhidden,
+                                  const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
+                                  zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
+                                  float dloss, float softcap) {
     int64_t N = zt_rows(hidden), C = zt_cols(hidden), Vp = zt_rows(weight);
     int64_t R = zt_rows(logits_buf);
     zt__need(zt_cols(weight) == C && zt_cols(logits_buf) == Vp && R > 0, "zt_output_loss",
@@ -2293,8 +2377,8 @@ ZT_API void zt_output_loss(zt_stream *s, zt_tensor losses, const zt_tensor *dhid
             dlogits = zt_tensor_make((uint8_t *)logits_buf.data + (size_t)(n * Vp) * lsize, weight.dtype, ZT_DEVICE,
                                      zt_shape2(n, Vp));
         zt_gemm(s, logits, h, weight, 0, 1, 1.0f, 0.0f, NULL);
-        zt_crossentropy(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits,
-                        zt_slice(targets, r0, n), vocab, ignore_index, dloss);
+        zt_crossentropy_capped(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits,
+                               zt_slice(targets, r0, n), vocab, ignore_index, dloss, softcap);
         if (dhidden) {
             zt_tensor dh = zt_slice(zt_view(*dhidden, 0, zt_shape2(N, C)), r0, n);
             zt_gemm(s, dh, dlogits, weight, 0, 0, 1.0f, 1.0f, NULL);
@@ -15407,6 +15491,7 @@ static void zt__norm_fwd_task(void *ctx, int64_t task, int thread) {
     int layernorm = job->op->kind == ZT__OP_LAYERNORM_FWD;
     float *xb = job->cpu->scratch[thread], *w = xb + C, *b = w + C, *y = b + C;
     zt__to_f32(w, a->weight.data, a->weight.dtype, 0, C);
+    for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
     if (layernorm) zt__to_f32(b, a->bias.data, a->bias.dtype, 0, C);
     for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
         const float *x = zt__row_in(a->inp, r * C, C, xb);
@@ -15434,6 +15519,7 @@ static void zt__norm_bwd_task(void *ctx, int64_t task, int thread) {
     int layernorm = zt__present(a->mean);
     float *xb = job->cpu->scratch[thread], *gb = xb + C, *w = gb + C, *gw = w + C, *xh = gw + C, *d = xh + C;
     zt__to_f32(w, a->weight.data, a->weight.dtype, 0, C);
+    for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
     for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
         const float *x = zt__row_in(a->inp, r * C, C, xb);
         const float *g = zt__row_in(a->dout, r * C, C, gb);
@@ -15451,25 +15537,27 @@ static void zt__norm_bwd_task(void *ctx, int64_t task, int thread) {
     }
 }
 
-static void zt__swiglu_task(void *ctx, int64_t task, int thread) {
+/* SwiGLU and GeGLU: act(gate) * up */
+static void zt__glu_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__op *op = job->op;
-    int fwd = op->kind == ZT__OP_SWIGLU_FWD;
+    int fwd = op->kind == ZT__OP_SWIGLU_FWD || op->kind == ZT__OP_GEGLU_FWD;
+    int gelu = op->kind == ZT__OP_GEGLU_FWD || op->kind == ZT__OP_GEGLU_BWD;
     zt_tensor inp = fwd ? op->unary.inp : op->unary_bwd.inp;
     int64_t N = zt_rows(inp), H = zt_cols(inp) / 2;
     float *xb = job->cpu->scratch[thread], *y = xb + 2 * H, *gb = y + 2 * H;
     for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
         const float *x = zt__row_in(inp, r * 2 * H, 2 * H, xb); /* [gate | up] */
         if (fwd) {
-            for (int64_t i = 0; i < H; i++) y[i] = zt__silu(x[i]) * x[H + i];
+            for (int64_t i = 0; i < H; i++) y[i] = (gelu ? zt__gelu(x[i]) : zt__silu(x[i])) * x[H + i];
             zt__from_f32(op->unary.out.data, op->unary.out.dtype, r * H, y, H);
         } else {
             const zt__args_unary_bwd *a = &op->unary_bwd;
             const float *g = zt__row_in(a->dout, r * H, H, gb);
             zt__to_f32(y, a->dinp.data, a->dinp.dtype, r * 2 * H, 2 * H);
             for (int64_t i = 0; i < H; i++) {
-                y[i] += g[i] * x[H + i] * zt__silu_grad(x[i]);
-                y[H + i] += g[i] * zt__silu(x[i]);
+                y[i] += g[i] * x[H + i] * (gelu ? zt__gelu_grad(x[i]) : zt__silu_grad(x[i]));
+                y[H + i] += g[i] * (gelu ? zt__gelu(x[i]) : zt__silu(x[i]));
             }
             zt__from_f32(a->dinp.data, a->dinp.dtype, r * 2 * H, y, 2 * H);
         }
@@ -15516,7 +15604,7 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
 #define ZT__ATT_QB 32 /* queries per task */
 #define ZT__ATT_KB 64 /* keys per tile */
 
-typedef struct zt__att_dims { int64_t B, T, NH, NKV, HD, group; float scale; } zt__att_dims;
+typedef struct zt__att_dims { int64_t B, T, NH, NKV, HD, group; float scale, cap; } zt__att_dims;
 
 static zt__att_dims zt__att_dims_of(const zt__args_attention *a) {
     zt__att_dims d;
@@ -15526,8 +15614,22 @@ static zt__att_dims zt__att_dims_of(const zt__args_attention *a) {
     d.HD = a->q.shape.d[3];
     d.NKV = a->k.shape.d[2];
     d.group = d.NH / d.NKV;
-    d.scale = 1.0f / sqrtf((float)d.HD);
+    d.scale = a->scale;
+    d.cap = a->softcap;
     return d;
+}
+
+/* a score as the softmax sees it: scaled, and capped where the model caps it */
+static float zt__att_score(const zt__att_dims *d, float dot) {
+    float s = dot * d->scale;
+    return d->cap > 0 ? d->cap * tanhf(s / d->cap) : s;
+}
+
+/* d score / d (scaled score): 1 without a cap, 1 - tanh^2 with one (from the capped score) */
+static float zt__att_cap_grad(const zt__att_dims *d, float capped) {
+    if (d->cap <= 0) return 1.0f;
+    float t = capped / d->cap;
+    return 1.0f - t * t;
 }
 
 /* the first key query t of batch b may see */
@@ -15572,7 +15674,7 @@ static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
             if (j0 >= j1) continue;
             float m = mx[i];
             for (int64_t j = j0; j < j1; j++) {
-                s[j - k0] = zt__dot(q + i * HD, k + (j - k0) * HD, HD) * d.scale;
+                s[j - k0] = zt__att_score(&d, zt__dot(q + i * HD, k + (j - k0) * HD, HD));
                 m = ZT__MAX(m, s[j - k0]);
             }
             float corr = expf(mx[i] - m), sum = 0.0f;
@@ -15625,8 +15727,8 @@ static void zt__att_dq_task(void *ctx, int64_t task, int thread) {
             int64_t j0 = ZT__MAX(k0, start[i]), j1 = ZT__MIN(k0 + nk, t0 + i + 1);
             for (int64_t j = j0; j < j1; j++) {
                 const float *kj = k + (j - k0) * HD;
-                float p = expf(zt__dot(q + i * HD, kj, HD) * d.scale - lse[i]);
-                float ds = p * (zt__dot(dO + i * HD, v + (j - k0) * HD, HD) - D[i]);
+                float sc = zt__att_score(&d, zt__dot(q + i * HD, kj, HD)), p = expf(sc - lse[i]);
+                float ds = p * (zt__dot(dO + i * HD, v + (j - k0) * HD, HD) - D[i]) * zt__att_cap_grad(&d, sc);
                 zt__axpy(dq + i * HD, ds * d.scale, kj, HD);
             }
         }
@@ -15658,8 +15760,8 @@ static void zt__att_dkv_task(void *ctx, int64_t task, int thread) {
             zt__att_rows(o, a->out, b, h, i, 1);
             float Di = zt__dot(dO, o, HD), lse = ((const float *)a->lse.data)[(b * d.NH + h) * d.T + i];
             for (int64_t j = j0; j < j1; j++) {
-                float p = expf(zt__dot(q, k + (j - k0) * HD, HD) * d.scale - lse);
-                float ds = p * (zt__dot(dO, v + (j - k0) * HD, HD) - Di);
+                float sc = zt__att_score(&d, zt__dot(q, k + (j - k0) * HD, HD)), p = expf(sc - lse);
+                float ds = p * (zt__dot(dO, v + (j - k0) * HD, HD) - Di) * zt__att_cap_grad(&d, sc);
                 zt__axpy(dv + (j - k0) * HD, p, dO, HD);
                 zt__axpy(dk + (j - k0) * HD, ds * d.scale, q, HD);
             }
@@ -15686,8 +15788,10 @@ static void zt__crossentropy_task(void *ctx, int64_t task, int thread) {
         if (!ignored && (t < 0 || t >= V))
             zt_fatal("zt_crossentropy: target %lld in row %lld is outside [0, %lld) and is not the ignore "
                      "index %d", (long long)t, (long long)r, (long long)V, a->ignore_index);
-        float *x = buf;
+        float *x = buf, cap = a->softcap;
         zt__to_f32(x, a->logits.data, a->logits.dtype, r * Vp, V);
+        for (int64_t c = 0; c < V && cap > 0; c++) x[c] = cap * tanhf(x[c] / cap);
+        float xt = ignored ? 0.0f : x[t];
         float m = -INFINITY;
         double sum = 0.0; /* 128k terms: summed in double so the loss keeps f32 accuracy */
         for (int64_t c = 0; c < V; c++) m = ZT__MAX(m, x[c]);
@@ -15696,12 +15800,15 @@ static void zt__crossentropy_task(void *ctx, int64_t task, int thread) {
             sum += x[c];
         }
         float lse = m + (float)log(sum);
-        float xt = ignored ? 0.0f : zt__ldf(a->logits.data, a->logits.dtype, r * Vp + t);
         ((float *)a->losses.data)[r] = ignored ? 0.0f : lse - xt;
         if (!zt__present(a->dlogits)) continue;
         float scale = ignored ? 0.0f : (float)(a->dloss / sum);
         for (int64_t c = 0; c < V; c++) x[c] *= scale;
         if (!ignored) x[t] -= a->dloss;
+        for (int64_t c = 0; c < V && cap > 0; c++) { /* through the cap: (1 - tanh^2), from the logit before it */
+            float th = tanhf(zt__ldf(a->logits.data, a->logits.dtype, r * Vp + c) / cap);
+            x[c] *= 1.0f - th * th;
+        }
         for (int64_t c = V; c < Vp; c++) x[c] = 0.0f;
         zt__from_f32(a->dlogits.data, a->dlogits.dtype, r * Vp, x, Vp);
     }
@@ -15760,8 +15867,10 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_RMSNORM_FWD: return 4 * zt_cols(op->norm.inp);
     case ZT__OP_LAYERNORM_BWD:
     case ZT__OP_RMSNORM_BWD: return 6 * zt_cols(op->norm_bwd.inp);
-    case ZT__OP_SWIGLU_FWD: return 5 * zt_cols(op->unary.inp) / 2;
-    case ZT__OP_SWIGLU_BWD: return 5 * zt_cols(op->unary_bwd.inp) / 2;
+    case ZT__OP_SWIGLU_FWD:
+    case ZT__OP_GEGLU_FWD: return 5 * zt_cols(op->unary.inp) / 2;
+    case ZT__OP_SWIGLU_BWD:
+    case ZT__OP_GEGLU_BWD: return 5 * zt_cols(op->unary_bwd.inp) / 2;
     case ZT__OP_ROPE_FWD:
     case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp);
     case ZT__OP_CROSSENTROPY: return zt_cols(op->crossentropy.logits);
@@ -15828,10 +15937,13 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         return;
     }
     case ZT__OP_SWIGLU_FWD:
-    case ZT__OP_SWIGLU_BWD: {
-        zt_tensor inp = op->kind == ZT__OP_SWIGLU_FWD ? op->unary.inp : op->unary_bwd.inp;
+    case ZT__OP_SWIGLU_BWD:
+    case ZT__OP_GEGLU_FWD:
+    case ZT__OP_GEGLU_BWD: {
+        int fwd = op->kind == ZT__OP_SWIGLU_FWD || op->kind == ZT__OP_GEGLU_FWD;
+        zt_tensor inp = fwd ? op->unary.inp : op->unary_bwd.inp;
         int64_t per = zt__rows_per_task(zt_cols(inp));
-        zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(inp), per), per, NULL, zt__swiglu_task);
+        zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(inp), per), per, NULL, zt__glu_task);
         return;
     }
     case ZT__OP_ROPE_FWD:

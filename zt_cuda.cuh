@@ -234,18 +234,18 @@ __global__ void zt__cu_fill_int(zt__cu_t t, int64_t n, double value) {
     }
 }
 
-/* SwiGLU over (N, 2H) rows [gate | up]: one thread per (row, i) */
-__global__ void zt__cu_swiglu(int fwd, zt__cu_t out, zt__cu_t inp, zt__cu_t dout, int64_t N, int64_t H) {
+/* SwiGLU (or with gelu, GeGLU) over (N, 2H) rows [gate | up]: one thread per (row, i) */
+__global__ void zt__cu_glu(int fwd, int gelu, zt__cu_t out, zt__cu_t inp, zt__cu_t dout, int64_t N, int64_t H) {
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < N * H; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = e / H, i = e % H;
         float g = zt__cu_ld(inp.p, inp.t, r * 2 * H + i), u = zt__cu_ld(inp.p, inp.t, r * 2 * H + H + i);
         if (fwd) {
-            zt__cu_st(out.p, out.t, e, zt__cu_silu(g) * u);
+            zt__cu_st(out.p, out.t, e, (gelu ? zt__cu_gelu(g) : zt__cu_silu(g)) * u);
         } else { /* out is dinp (N, 2H) */
             float d = zt__cu_ld(dout.p, dout.t, e);
             int64_t gi = r * 2 * H + i, ui = gi + H;
-            zt__cu_st(out.p, out.t, gi, zt__cu_ld(out.p, out.t, gi) + d * u * zt__cu_silu_grad(g));
-            zt__cu_st(out.p, out.t, ui, zt__cu_ld(out.p, out.t, ui) + d * zt__cu_silu(g));
+            zt__cu_st(out.p, out.t, gi, zt__cu_ld(out.p, out.t, gi) + d * u * (gelu ? zt__cu_gelu_grad(g) : zt__cu_silu_grad(g)));
+            zt__cu_st(out.p, out.t, ui, zt__cu_ld(out.p, out.t, ui) + d * (gelu ? zt__cu_gelu(g) : zt__cu_silu(g)));
         }
     }
 }
@@ -360,7 +360,7 @@ __global__ void zt__cu_embedding_bwd(zt__cu_t dtable, zt__cu_t dout, const int32
 
 /* layernorm (mean present) or rmsnorm, a block per row; mean and rstd saved in f32 */
 __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mean_out, float *rstd_out, zt__cu_t inp, zt__cu_t weight,
-                                zt__cu_t bias, int64_t N, int64_t C, float eps) {
+                                zt__cu_t bias, int64_t N, int64_t C, float eps, float offset) {
     __shared__ float sh[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         const int64_t o = r * C;
@@ -376,7 +376,7 @@ __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mea
         }
         float rstd = 1.0f / sqrtf(zt__cu_block_sum(s, sh) / (float)C + eps);
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float y = (zt__cu_ld(inp.p, inp.t, o + c) - mean) * rstd * zt__cu_ld(weight.p, weight.t, c);
+            float y = (zt__cu_ld(inp.p, inp.t, o + c) - mean) * rstd * (zt__cu_ld(weight.p, weight.t, c) + offset);
             if (mean_out) y += zt__cu_ld(bias.p, bias.t, c);
             zt__cu_st(out.p, out.t, o + c, y);
         }
@@ -389,30 +389,36 @@ __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mea
 
 /* dinp += rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)); rmsnorm (mean NULL) has no mean(g*w) */
 __global__ void __launch_bounds__(1024) zt__cu_norm_bwd(zt__cu_t dinp, zt__cu_t dout, zt__cu_t inp, zt__cu_t weight, const float *mean,
-                                const float *rstd, int64_t N, int64_t C) {
+                                const float *rstd, int64_t N, int64_t C, float offset) {
     __shared__ float sh[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
         const int64_t o = r * C;
         float mu = mean ? mean[r] : 0.0f, rs = rstd[r], s_gw = 0.0f, s_gwx = 0.0f;
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float gw = zt__cu_ld(dout.p, dout.t, o + c) * zt__cu_ld(weight.p, weight.t, c);
+            float gw = zt__cu_ld(dout.p, dout.t, o + c) * (zt__cu_ld(weight.p, weight.t, c) + offset);
             s_gw += gw;
             s_gwx += gw * ((zt__cu_ld(inp.p, inp.t, o + c) - mu) * rs);
         }
         float mean_gw = mean ? zt__cu_block_sum(s_gw, sh) / (float)C : 0.0f;
         float mean_gwx = zt__cu_block_sum(s_gwx, sh) / (float)C;
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float gw = zt__cu_ld(dout.p, dout.t, o + c) * zt__cu_ld(weight.p, weight.t, c);
+            float gw = zt__cu_ld(dout.p, dout.t, o + c) * (zt__cu_ld(weight.p, weight.t, c) + offset);
             float xh = (zt__cu_ld(inp.p, inp.t, o + c) - mu) * rs;
             zt__cu_st(dinp.p, dinp.t, o + c, zt__cu_ld(dinp.p, dinp.t, o + c) + rs * (gw - mean_gw - xh * mean_gwx));
         }
     }
 }
 
+/* a logit as the loss sees it: capped to cap * tanh(x / cap) where cap > 0 (the CPU's rule) */
+static __device__ __forceinline__ float zt__cu_capped(zt__cu_t logits, int64_t i, float cap) {
+    const float x = zt__cu_ld(logits.p, logits.t, i);
+    return cap > 0.0f ? cap * tanhf(x / cap) : x;
+}
+
 /* Softmax + cross-entropy, a block per row: the max, the sum of exponentials in double (128k terms),
    the loss; with dlogits (which may be the logits), (softmax - onehot) * dloss and zero padding. */
 __global__ void __launch_bounds__(1024) zt__cu_crossentropy(float *losses, zt__cu_t dlogits, zt__cu_t logits, const int32_t *targets,
-                                    int64_t N, int64_t Vp, int64_t V, int ignore_index, float dloss) {
+                                    int64_t N, int64_t Vp, int64_t V, int ignore_index, float dloss, float cap) {
     __shared__ float sh[32];
     __shared__ double shd[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
@@ -424,13 +430,13 @@ __global__ void __launch_bounds__(1024) zt__cu_crossentropy(float *losses, zt__c
             ignored = 1;
         }
         float m = -INFINITY;
-        for (int64_t c = threadIdx.x; c < V; c += blockDim.x) m = fmaxf(m, zt__cu_ld(logits.p, logits.t, o + c));
+        for (int64_t c = threadIdx.x; c < V; c += blockDim.x) m = fmaxf(m, zt__cu_capped(logits, o + c, cap));
         m = zt__cu_block_max(m, sh);
         double s = 0.0;
-        for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += (double)expf(zt__cu_ld(logits.p, logits.t, o + c) - m);
+        for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += (double)expf(zt__cu_capped(logits, o + c, cap) - m);
         double sum = zt__cu_block_sum_d(s, shd);
         float lse = m + (float)log(sum);
-        float xt = ignored ? 0.0f : zt__cu_ld(logits.p, logits.t, o + t);
+        float xt = ignored ? 0.0f : zt__cu_capped(logits, o + t, cap);
         __syncthreads(); /* every thread has read logits[t] before dlogits (maybe the same memory) is written */
         if (threadIdx.x == 0) losses[r] = ignored ? 0.0f : lse - xt;
         if (!dlogits.p) continue;
@@ -438,8 +444,10 @@ __global__ void __launch_bounds__(1024) zt__cu_crossentropy(float *losses, zt__c
         for (int64_t c = threadIdx.x; c < Vp; c += blockDim.x) {
             float d = 0.0f;
             if (c < V) {
-                d = expf(zt__cu_ld(logits.p, logits.t, o + c) - m) * scale;
+                const float x = zt__cu_capped(logits, o + c, cap);
+                d = expf(x - m) * scale;
                 if (!ignored && c == t) d -= dloss;
+                if (cap > 0.0f) d *= 1.0f - (x / cap) * (x / cap); /* through the cap */
             }
             zt__cu_st(dlogits.p, dlogits.t, o + c, d);
         }
@@ -815,10 +823,21 @@ typedef struct zt__cuatt_p {
     const int32_t *starts; /* (B,T), or NULL: every query starts at key 0 */
     int tq, tk, tv, to, tdout, tdq, tdk, tdv;
     int T, NH, NKV, HD, group;
-    float scale;
+    float scale, cap;      /* cap > 0: scores capped as cap * tanh(score / cap) (simt path only) */
 } zt__cuatt_p;
 
 typedef void (*zt__cuatt_kernel)(zt__cuatt_p);
+
+/* a scaled score through the cap (the CPU's zt__att_score), and d capped / d scaled from the capped one */
+static __device__ __forceinline__ float zt__cuatt_cap(const zt__cuatt_p &p, float dot) {
+    const float s = dot * p.scale;
+    return p.cap > 0.0f ? p.cap * tanhf(s / p.cap) : s;
+}
+static __device__ __forceinline__ float zt__cuatt_cap_grad(const zt__cuatt_p &p, float capped) {
+    if (p.cap <= 0.0f) return 1.0f;
+    const float t = capped / p.cap;
+    return 1.0f - t * t;
+}
 
 /* element offset of row (b, t) of head h in a (B,T,H,HD) tensor */
 static __device__ __forceinline__ int64_t zt__cuatt_off(int b, int t, int h, int T, int H, int HD) {
@@ -934,7 +953,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_simt(zt__cuat
         const int j = k0 + lane;
 #pragma unroll
         for (int r = 0; r < ZT__CUATT_GR; r++) {
-            const float x = j >= lo[r] && j <= hi[r] ? s[r] * p.scale : -INFINITY;
+            const float x = j >= lo[r] && j <= hi[r] ? zt__cuatt_cap(p, s[r]) : -INFINITY;
             const float mnew = fmaxf(m[r], zt__cuatt_wmax(x)), muse = mnew == -INFINITY ? 0.0f : mnew;
             const float corr = expf(m[r] - muse);
             s[r] = expf(x - muse);
@@ -1030,8 +1049,9 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_simt(zt__cuatt
         const int j = k0 + lane;
 #pragma unroll
         for (int r = 0; r < ZT__CUATT_GR; r++) {
-            const float pr = j >= lo[r] && j <= hi[r] ? expf(s[r] * p.scale - lse[r]) : 0.0f;
-            s[r] = pr * (dp[r] - D[r]) * p.scale; /* ds * scale, by key */
+            const float sc = zt__cuatt_cap(p, s[r]);
+            const float pr = j >= lo[r] && j <= hi[r] ? expf(sc - lse[r]) : 0.0f;
+            s[r] = pr * (dp[r] - D[r]) * zt__cuatt_cap_grad(p, sc) * p.scale; /* ds * scale, by key */
         }
         const int jn = min(ZT__CUATT_GK, tlast + 1 - k0);
         for (int jj = 0; jj < jn; jj++) {
@@ -1125,9 +1145,10 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_simt(zt__cuat
 #pragma unroll
             for (int r = 0; r < ZT__CUATT_GR; r++) {
                 const int j = k0 + warp * ZT__CUATT_GR + r;
-                const float pr = j >= lo && j <= i ? expf(s[r] * p.scale - lse) : 0.0f;
-                s[r] = pr;                               /* p, by query */
-                dp[r] = pr * (dp[r] - Di) * p.scale;     /* ds * scale, by query */
+                const float sc = zt__cuatt_cap(p, s[r]);
+                const float pr = j >= lo && j <= i ? expf(sc - lse) : 0.0f;
+                s[r] = pr;                                                   /* p, by query */
+                dp[r] = pr * (dp[r] - Di) * zt__cuatt_cap_grad(p, sc) * p.scale; /* ds * scale, by query */
             }
             /* queries before the key tile or past T contribute nothing */
             const int ibeg = max(0, k0 - i0), iend = min(ZT__CUATT_GK, T - i0);
@@ -1664,7 +1685,7 @@ static zt__cuatt_p zt__cuatt_params(const zt__args_attention *a, int bwd, int64_
         p.tdout = a->dout.dtype, p.tdq = a->dq.dtype, p.tdk = a->dk.dtype, p.tdv = a->dv.dtype;
     }
     p.T = (int)T, p.NH = (int)NH, p.NKV = (int)NKV, p.HD = (int)HD, p.group = (int)(NH / NKV);
-    p.scale = 1.0f / sqrtf((float)HD);
+    p.scale = a->scale, p.cap = a->softcap;
     return p;
 }
 
@@ -1674,6 +1695,7 @@ static int zt__cuatt_fast(const zt__args_attention *a, int bwd) {
     const zt_dtype dt = a->q.dtype;
     const int64_t HD = a->q.shape.d[3];
     if ((dt != ZT_BF16 && dt != ZT_F16) || HD % 16 != 0 || HD > 128 || zt__cuatt_device().cc < 80) return -1;
+    if (a->softcap > 0) return -1; /* capped scores (Gemma 2): the simt kernels only, for now */
     for (int i = 0; i < (bwd ? 8 : 4); i++)
         if (ts[i]->dtype != dt || ((uintptr_t)ts[i]->data & 15) != 0) return -1;
     return dt == ZT_BF16 ? 0 : 1;
@@ -1939,7 +1961,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         int ln = op->kind == ZT__OP_LAYERNORM_FWD;
         zt__cu_norm_fwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), zt__cu_row_threads(C), 0, st>>>(
             zt__cu_of(a->out), ln ? (float *)a->mean.data : NULL, (float *)a->rstd.data, zt__cu_of(a->inp),
-            zt__cu_of(a->weight), zt__cu_of(a->bias), N, C, a->eps);
+            zt__cu_of(a->weight), zt__cu_of(a->bias), N, C, a->eps, a->offset);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }
@@ -1951,21 +1973,24 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         const float *mean = zt__present(a->mean) ? (const float *)a->mean.data : NULL;
         zt__cu_norm_bwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), zt__cu_row_threads(C), 0, st>>>(
             zt__cu_of(a->dinp), zt__cu_of(a->dout), zt__cu_of(a->inp), zt__cu_of(a->weight), mean,
-            (const float *)a->rstd.data, N, C);
+            (const float *)a->rstd.data, N, C, a->offset);
         ZT__CU_CHECK(cudaGetLastError());
         if (zt__present(a->dweight) || zt__present(a->dbias)) /* absent when frozen */
             zt__cu_colsum_launch(st, 1, a->dweight, a->dbias, a->dout, a->inp, mean, (const float *)a->rstd.data, N, C);
         return;
     }
     case ZT__OP_SWIGLU_FWD:
-    case ZT__OP_SWIGLU_BWD: {
-        int fwd = op->kind == ZT__OP_SWIGLU_FWD;
+    case ZT__OP_SWIGLU_BWD:
+    case ZT__OP_GEGLU_FWD:
+    case ZT__OP_GEGLU_BWD: {
+        int fwd = op->kind == ZT__OP_SWIGLU_FWD || op->kind == ZT__OP_GEGLU_FWD;
+        int gelu = op->kind == ZT__OP_GEGLU_FWD || op->kind == ZT__OP_GEGLU_BWD;
         zt_tensor inp = fwd ? op->unary.inp : op->unary_bwd.inp;
         zt_tensor out = fwd ? op->unary.out : op->unary_bwd.dinp, dout = fwd ? inp : op->unary_bwd.dout;
         int64_t N = zt_rows(inp), H = zt_cols(inp) / 2;
         if (N * H == 0) return;
-        zt__cu_swiglu<<<zt__cu_blocks(N * H, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(fwd, zt__cu_of(out), zt__cu_of(inp),
-                                                                                        zt__cu_of(dout), N, H);
+        zt__cu_glu<<<zt__cu_blocks(N * H, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(fwd, gelu, zt__cu_of(out), zt__cu_of(inp),
+                                                                                     zt__cu_of(dout), N, H);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }
@@ -1995,7 +2020,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         if (!zt__present(a->dlogits)) d.p = NULL;
         zt__cu_crossentropy<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), 1024, 0, st>>>(
             (float *)a->losses.data, d, zt__cu_of(a->logits), (const int32_t *)a->targets.data, N, Vp, a->vocab,
-            a->ignore_index, a->dloss);
+            a->ignore_index, a->dloss, a->softcap);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -244,6 +244,27 @@ REF void ref_rope_backward(double *dinp, const double *dout, const int32_t *pos,
         }
 }
 
+/* inp (N,2H) rows [gate | up] -> out (N,H) = gelu(gate) * up (the tanh GELU) */
+REF void ref_geglu_forward(double *out, const double *inp, int64_t N, int64_t H) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            out[n * H + h] = ref_gelu(inp[n * 2 * H + h]) * inp[n * 2 * H + H + h];
+}
+REF void ref_geglu_backward(double *dinp, const double *dout, const double *inp, int64_t N, int64_t H) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++) {
+            double g = inp[n * 2 * H + h], u = inp[n * 2 * H + H + h], dy = dout[n * H + h];
+            dinp[n * 2 * H + h] += dy * u * ref_gelu_grad(g);
+            dinp[n * 2 * H + H + h] += dy * ref_gelu(g);
+        }
+}
+
+/* a score scaled and, with cap > 0, capped: cap * tanh(s / cap) */
+REF double ref_attn_score(double dot, double scale, double cap) {
+    double s = dot * scale;
+    return cap > 0 ? cap * tanh(s / cap) : s;
+}
+
 /* First key query t of batch b may see. */
 REF int64_t ref_attn_start(const int32_t *starts, int64_t b, int64_t t, int64_t T) {
     return starts ? (int64_t)starts[b * T + t] : 0;
@@ -252,10 +273,10 @@ REF int64_t ref_attn_start(const int32_t *starts, int64_t b, int64_t t, int64_t 
 /* q (B,T,NH,HD), k, v (B,T,NKV,HD), starts (B,T) or NULL -> out (B,T,NH,HD), lse (B,NH,T) (may be
    NULL). Query head h reads key/value head h / (NH/NKV); query t sees keys [starts[t], t]; scores
    are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. */
-REF void ref_attention_forward(double *out, double *lse, const double *q, const double *k,
-                               const double *v, const int32_t *starts, int64_t B, int64_t T,
-                               int64_t NH, int64_t NKV, int64_t HD) {
-    double scale = 1.0 / sqrt((double)HD);
+REF void ref_attention_capped_forward(double *out, double *lse, const double *q, const double *k,
+                                      const double *v, const int32_t *starts, int64_t B, int64_t T,
+                                      int64_t NH, int64_t NKV, int64_t HD, double scale, double cap) {
+    if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++)
@@ -267,7 +288,7 @@ REF void ref_attention_forward(double *out, double *lse, const double *q, const 
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
                     double sc = 0;
                     for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
-                    sc *= scale;
+                    sc = ref_attn_score(sc, scale, cap);
                     if (sc > mx) mx = sc;
                 }
                 double sum = 0;
@@ -278,7 +299,7 @@ REF void ref_attention_forward(double *out, double *lse, const double *q, const 
                     const double *vr = v + ((b * T + j) * NKV + kh) * HD;
                     double sc = 0;
                     for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
-                    double p = exp(sc * scale - mx);
+                    double p = exp(ref_attn_score(sc, scale, cap) - mx);
                     sum += p;
                     for (int64_t d = 0; d < HD; d++) o[d] += p * vr[d];
                 }
@@ -286,16 +307,22 @@ REF void ref_attention_forward(double *out, double *lse, const double *q, const 
                 if (lse) lse[(b * NH + h) * T + t] = mx + log(sum);
             }
 }
+REF void ref_attention_forward(double *out, double *lse, const double *q, const double *k,
+                               const double *v, const int32_t *starts, int64_t B, int64_t T,
+                               int64_t NH, int64_t NKV, int64_t HD) {
+    ref_attention_capped_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, 0, 0);
+}
 
 /* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. */
-REF void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout,
-                                const double *q, const double *k, const double *v,
-                                const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                                int64_t NKV, int64_t HD) {
-    double scale = 1.0 / sqrt((double)HD);
+REF void ref_attention_capped_backward(double *dq, double *dk, double *dv, const double *dout,
+                                       const double *q, const double *k, const double *v,
+                                       const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                       int64_t NKV, int64_t HD, double scale, double cap) {
+    if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     double *p = (double *)malloc(sizeof(double) * (size_t)T);
     double *dp = (double *)malloc(sizeof(double) * (size_t)T);
+    double *dc = (double *)malloc(sizeof(double) * (size_t)T); /* d capped / d scaled score */
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++)
             for (int64_t t = 0; t < T; t++) {
@@ -307,7 +334,8 @@ REF void ref_attention_backward(double *dq, double *dk, double *dv, const double
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
                     double sc = 0;
                     for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
-                    p[j] = sc * scale;
+                    p[j] = ref_attn_score(sc, scale, cap);
+                    dc[j] = cap > 0 ? 1.0 - (p[j] / cap) * (p[j] / cap) : 1.0;
                     if (p[j] > mx) mx = p[j];
                 }
                 for (int64_t j = j0; j <= t; j++) sum += (p[j] = exp(p[j] - mx));
@@ -320,7 +348,7 @@ REF void ref_attention_backward(double *dq, double *dk, double *dv, const double
                 }
                 /* softmax backward: dscore_j = p_j (dp_j - sum_i p_i dp_i) */
                 for (int64_t j = j0; j <= t; j++) {
-                    double ds = p[j] * (dp[j] - dsum) * scale;
+                    double ds = p[j] * (dp[j] - dsum) * dc[j] * scale;
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
                     double *dkr = dk + ((b * T + j) * NKV + kh) * HD;
                     double *dvr = dv + ((b * T + j) * NKV + kh) * HD;
@@ -334,17 +362,26 @@ REF void ref_attention_backward(double *dq, double *dk, double *dv, const double
             }
     free(p);
     free(dp);
+    free(dc);
+}
+REF void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout,
+                                const double *q, const double *k, const double *v,
+                                const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                int64_t NKV, int64_t HD) {
+    ref_attention_capped_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, 0, 0);
 }
 
 /* logits (N,Vp), only columns [0, vocab) real; targets (N) -> losses (N) = -log softmax[target] (0 for
    ignore_index rows). dlogits (N,Vp) or NULL is written (not accumulated): (softmax - onehot) *
    dloss[n], 0 in padding columns and ignored rows. dloss (N) per row, so finite differences can check
    it with a random weighting; zt's kernel takes one scalar. */
-REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
-                          const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
-                          int64_t vocab, int ignore_index) {
+REF void ref_crossentropy_capped(double *losses, double *dlogits, const double *logits,
+                                 const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
+                                 int64_t vocab, int ignore_index, double cap) {
+    double *xc = (double *)malloc(sizeof(double) * (size_t)Vp);
     for (int64_t n = 0; n < N; n++) {
-        const double *x = logits + n * Vp;
+        const double *x = xc; /* the logits through the cap (cap > 0: cap * tanh(x / cap)) */
+        for (int64_t c = 0; c < Vp; c++) xc[c] = cap > 0 ? cap * tanh(logits[n * Vp + c] / cap) : logits[n * Vp + c];
         double *dx = dlogits ? dlogits + n * Vp : NULL;
         if (dx)
             for (int64_t c = 0; c < Vp; c++) dx[c] = 0;
@@ -360,25 +397,37 @@ REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
         losses[n] = lse - x[targets[n]];
         if (dx)
             for (int64_t c = 0; c < vocab; c++)
-                dx[c] = (exp(x[c] - lse) - (c == targets[n] ? 1.0 : 0.0)) * dloss[n];
+                dx[c] = (exp(x[c] - lse) - (c == targets[n] ? 1.0 : 0.0)) * dloss[n] *
+                        (cap > 0 ? 1.0 - (x[c] / cap) * (x[c] / cap) : 1.0);
     }
+    free(xc);
+}
+REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
+                          const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
+                          int64_t vocab, int ignore_index) {
+    ref_crossentropy_capped(losses, dlogits, logits, targets, dloss, N, Vp, vocab, ignore_index, 0);
 }
 
 /* The output layer and loss: logits = hidden (N,C) @ weight (Vp,C)^T, then ref_crossentropy.
    dhidden (N,C) and dweight (Vp,C) += (either may be NULL); dloss (N) per row. */
-REF void ref_output_loss(double *losses, double *dhidden, double *dweight, const double *hidden,
-                         const double *weight, const int32_t *targets, const double *dloss,
-                         int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index) {
+REF void ref_output_loss_capped(double *losses, double *dhidden, double *dweight, const double *hidden,
+                                const double *weight, const int32_t *targets, const double *dloss,
+                                int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index, double cap) {
     double *logits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
     double *dlogits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
     ref_matmul_forward(logits, hidden, weight, NULL, N, C, Vp);
     int backward = dhidden || dweight;
-    ref_crossentropy(losses, backward ? dlogits : NULL, logits, targets, dloss, N, Vp, vocab,
-                     ignore_index);
+    ref_crossentropy_capped(losses, backward ? dlogits : NULL, logits, targets, dloss, N, Vp, vocab,
+                            ignore_index, cap);
     if (backward)
         ref_matmul_backward(dhidden, dweight, NULL, dlogits, hidden, weight, N, C, Vp);
     free(logits);
     free(dlogits);
+}
+REF void ref_output_loss(double *losses, double *dhidden, double *dweight, const double *hidden,
+                         const double *weight, const int32_t *targets, const double *dloss,
+                         int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index) {
+    ref_output_loss_capped(losses, dhidden, dweight, hidden, weight, targets, dloss, N, C, Vp, vocab, ignore_index, 0);
 }
 
 /* One AdamW step (PyTorch's formula), in double: p *= 1 - lr wd; m = b1 m + (1-b1) g;

@@ -145,6 +145,10 @@ static void fd_swiglu_fwd(void *p, double *out) {
     fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
     ref_swiglu_forward(out, c->inp, c->n, c->H);
 }
+static void fd_geglu_fwd(void *p, double *out) {
+    fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
+    ref_geglu_forward(out, c->inp, c->n, c->H);
+}
 TEST(ref_fd_gelu_silu_swiglu) {
     rng r = {15};
     fd_pointwise_ctx c = {NULL, 41, 0};
@@ -165,6 +169,11 @@ TEST(ref_fd_gelu_silu_swiglu) {
     d = dbuf(g.n * 2 * g.H);
     ref_swiglu_backward(d, f.w, g.inp, g.n, g.H);
     FD_CHECK("swiglu dinp", &f, g.inp, g.n * 2 * g.H, d);
+
+    f = fd_make(fd_geglu_fwd, &g, g.n * g.H, &r);
+    d = dbuf(g.n * 2 * g.H);
+    ref_geglu_backward(d, f.w, g.inp, g.n, g.H);
+    FD_CHECK("geglu dinp", &f, g.inp, g.n * 2 * g.H, d);
     bufs_free();
 }
 
@@ -189,30 +198,33 @@ TEST(ref_fd_rope) {
     bufs_free();
 }
 
-typedef struct { double *q, *k, *v; const int32_t *starts; int64_t B, T, NH, NKV, HD; } fd_attn_ctx;
+typedef struct { double *q, *k, *v; const int32_t *starts; int64_t B, T, NH, NKV, HD; double scale, cap; } fd_attn_ctx;
 static void fd_attn_fwd(void *p, double *out) {
     fd_attn_ctx *c = (fd_attn_ctx *)p;
-    ref_attention_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD);
+    ref_attention_capped_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
+                                 c->cap);
 }
+/* scale 0: 1/sqrt(HD); cap 0: none */
 static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                              int64_t NKV, int64_t HD) {
-    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD};
+                              int64_t NKV, int64_t HD, double scale, double cap) {
+    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap};
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     c.q = drand(r, nq, -1.5, 1.5), c.k = drand(r, nk, -1.5, 1.5), c.v = drand(r, nk, -1, 1);
     fd_fn f = fd_make(fd_attn_fwd, &c, nq, r);
     double *dq = dbuf(nq), *dk = dbuf(nk), *dv = dbuf(nk);
-    ref_attention_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD);
-    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s", (long long)B, (long long)T,
-                            (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "");
+    ref_attention_capped_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap);
+    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g", (long long)B, (long long)T,
+                            (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "", scale, cap);
     FD_CHECK(label("%s dq", cfg), &f, c.q, nq, dq);
     FD_CHECK(label("%s dk", cfg), &f, c.k, nk, dk);
     FD_CHECK(label("%s dv", cfg), &f, c.v, nk, dv);
 }
 TEST(ref_fd_attention) {
     rng r = {17};
-    fd_attention_case(&r, NULL, 2, 5, 8, 2, 3); /* grouped-query: 8 heads read 2 */
+    fd_attention_case(&r, NULL, 2, 5, 8, 2, 3, 0, 0); /* grouped-query: 8 heads read 2 */
     static const int32_t starts[2 * 6] = {0, 0, 0, 3, 3, 3, 0, 1, 1, 1, 4, 4};
-    fd_attention_case(&r, starts, 2, 6, 4, 2, 5);
+    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0, 0);
+    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0.9, 1.2); /* Gemma 2: its own scale, scores capped */
     /* the first query sees one key: its output is that value, whatever q and k are */
     double q[4] = {1, 2, 3, 4}, k[4] = {-1, 0.5, 2, 0}, v[4] = {0.25, -3, 7, 1}, out[4], lse[1];
     ref_attention_forward(out, lse, q, k, v, NULL, 1, 1, 1, 1, 4);
@@ -221,21 +233,25 @@ TEST(ref_fd_attention) {
     bufs_free();
 }
 
-typedef struct { double *logits; const int32_t *targets; int64_t N, Vp, vocab; } fd_ce_ctx;
+typedef struct { double *logits; const int32_t *targets; int64_t N, Vp, vocab; double cap; } fd_ce_ctx;
 static void fd_ce_fwd(void *p, double *out) {
     fd_ce_ctx *c = (fd_ce_ctx *)p;
-    ref_crossentropy(out, NULL, c->logits, c->targets, NULL, c->N, c->Vp, c->vocab, -100);
+    ref_crossentropy_capped(out, NULL, c->logits, c->targets, NULL, c->N, c->Vp, c->vocab, -100, c->cap);
 }
 TEST(ref_fd_crossentropy) {
     rng r = {18};
     static const int32_t targets[5] = {2, -100, 0, 6, 2}; /* row 1 ignored; vocab 7 of 9 columns */
-    fd_ce_ctx c = {NULL, targets, 5, 9, 7};
+    fd_ce_ctx c = {NULL, targets, 5, 9, 7, 0};
     c.logits = drand(&r, c.N * c.Vp, -3, 3);
     fd_fn f = fd_make(fd_ce_fwd, &c, c.N, &r);
     double *d = dbuf(c.N * c.Vp), *losses = dbuf(c.N);
     ref_crossentropy(losses, d, c.logits, targets, f.w, c.N, c.Vp, c.vocab, -100);
     FD_CHECK("crossentropy dlogits", &f, c.logits, c.N * c.Vp, d);
     CHECK(losses[1] == 0);
+    c.cap = 2.5; /* Gemma 2's final_logit_softcapping */
+    double *dc = dbuf(c.N * c.Vp);
+    ref_crossentropy_capped(losses, dc, c.logits, targets, f.w, c.N, c.Vp, c.vocab, -100, c.cap);
+    FD_CHECK("capped crossentropy dlogits", &f, c.logits, c.N * c.Vp, dc);
     /* uniform logits: the loss is log(vocab) */
     double flat[9] = {0}, l;
     int32_t t = 3;
@@ -546,23 +562,27 @@ TEST(ops_layernorm_f32) { check_layernorm(ZT_F32); }
 TEST(ops_layernorm_bf16) { check_layernorm(ZT_BF16); }
 TEST(ops_layernorm_f16) { check_layernorm(ZT_F16); }
 
-static void rmsnorm_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t C) {
+/* offset 1: Gemma's norm, whose stored weight is the difference from 1 (the reference gets 1 + weight) */
+static void rmsnorm_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t C, float offset) {
     const float eps = 1e-6f;
-    const char *cfg = label("rmsnorm %s N %lld C %lld", dt_name(dt), (long long)N, (long long)C);
-    double *inp = drand(r, N * C, -1, 1.5), *w = drand(r, C, 0.5, 1.5);
+    const char *cfg = label("rmsnorm %s N %lld C %lld offset %g", dt_name(dt), (long long)N, (long long)C, offset);
+    double *inp = drand(r, N * C, -1, 1.5), *w = drand(r, C, 0.5 - offset, 1.5 - offset), *w1 = dbuf(C);
     zt_tensor Inp = to_dev(d, dt, zt_shape2(N, C), inp), W = to_dev(d, dt, zt_shape1(C), w);
+    for (int64_t c = 0; c < C; c++) w1[c] = w[c] + offset; /* w, rounded to dt: what the kernel multiplies by */
     zt_tensor Out = dev_new(d, dt, zt_shape2(N, C)), Rstd = dev_new(d, ZT_F32, zt_shape1(N));
-    zt_rmsnorm_forward(d->s, Out, Rstd, Inp, W, eps);
+    if (offset != 0) zt_rmsnorm_offset_forward(d->s, Out, Rstd, Inp, W, offset, eps);
+    else zt_rmsnorm_forward(d->s, Out, Rstd, Inp, W, eps);
     double *out = dbuf(N * C), *rstd = dbuf(N);
-    ref_rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+    ref_rmsnorm_forward(out, rstd, inp, w1, N, C, eps);
     EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, N * C, tol_for(dt));
     EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(d, Rstd), rstd, N, TOL_F32);
 
     double *dout = drand(r, N * C, -1, 1), *dinp = drand(r, N * C, -1, 1), *dw = drand(r, C, -1, 1);
     zt_tensor Dout = to_dev(d, dt, zt_shape2(N, C), dout), Dinp = to_dev(d, dt, zt_shape2(N, C), dinp);
     zt_tensor Dw = to_dev(d, dt, zt_shape1(C), dw);
-    zt_rmsnorm_backward(d->s, Dinp, Dw, Dout, Inp, W, Rstd);
-    ref_rmsnorm_backward(dinp, dw, dout, inp, w, N, C, eps);
+    if (offset != 0) zt_rmsnorm_offset_backward(d->s, Dinp, Dw, Dout, Inp, W, offset, Rstd);
+    else zt_rmsnorm_backward(d->s, Dinp, Dw, Dout, Inp, W, Rstd);
+    ref_rmsnorm_backward(dinp, dw, dout, inp, w1, N, C, eps);
     EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(d, Dinp), dinp, N * C,
                  tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(d, Dw), dw, C, tol_for(dt));
@@ -571,8 +591,9 @@ static void check_rmsnorm(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {150};
-    rmsnorm_case(&d, &r, dt, 13, 37);
-    rmsnorm_case(&d, &r, dt, 7, 131);
+    rmsnorm_case(&d, &r, dt, 13, 37, 0);
+    rmsnorm_case(&d, &r, dt, 7, 131, 0);
+    rmsnorm_case(&d, &r, dt, 7, 131, 1); /* Gemma */
     cpu_close(&d);
     bufs_free();
 }
@@ -625,6 +646,17 @@ static void check_pointwise(zt_dtype dt) {
     EXPECT_CLOSE(label("swiglu %s N %lld H %lld backward: dinp = prefill + grad", dt_name(dt),
                        (long long)N, (long long)H),
                  download(&d, Dx), dx, N * 2 * H, tol_for(dt));
+    double *dx2 = drand(&r, N * 2 * H, -1, 1);
+    upload(&d, Dx, dx2);
+    zt_geglu_forward(d.s, Out, X);
+    zt_geglu_backward(d.s, Dx, Dout, X);
+    ref_geglu_forward(out, x, N, H);
+    ref_geglu_backward(dx2, dout, x, N, H);
+    EXPECT_CLOSE(label("geglu %s N %lld H %lld: out", dt_name(dt), (long long)N, (long long)H),
+                 download(&d, Out), out, N * H, tol_for(dt));
+    EXPECT_CLOSE(label("geglu %s N %lld H %lld backward: dinp = prefill + grad", dt_name(dt),
+                       (long long)N, (long long)H),
+                 download(&d, Dx), dx2, N * 2 * H, tol_for(dt));
     cpu_close(&d);
     bufs_free();
 }
@@ -671,11 +703,12 @@ TEST(ops_rope_f32) { check_rope(ZT_F32); }
 TEST(ops_rope_bf16) { check_rope(ZT_BF16); }
 TEST(ops_rope_f16) { check_rope(ZT_F16); }
 
-static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
-                           int64_t NH, int64_t NKV, int64_t HD) {
-    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s", dt_name(dt),
+/* scale 0: 1/sqrt(HD); cap > 0: capped scores (Gemma 2) */
+static void attention_capped_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                                  int64_t NH, int64_t NKV, int64_t HD, float scale, float cap) {
+    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s scale %g cap %g", dt_name(dt),
                             (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
-                            starts ? " with starts" : "");
+                            starts ? " with starts" : "", scale, cap);
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
     zt_tensor Q = to_dev(d, dt, zt_shape4(B, T, NH, HD), q);
@@ -683,9 +716,10 @@ static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *start
     zt_tensor Starts = starts ? ids_to_dev(d, zt_shape2(B, T), starts)
                               : zt_tensor_make(NULL, ZT_I32, ZT_DEVICE, zt_shape1(0)); /* unused */
     zt_tensor Out = dev_new(d, dt, zt_shape4(B, T, NH, HD)), Lse = dev_new(d, ZT_F32, zt_shape3(B, NH, T));
-    zt_attention_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL);
+    if (scale != 0 || cap != 0) zt_attention_capped_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL, scale, cap);
+    else zt_attention_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL);
     double *out = dbuf(nq), *lse = dbuf(B * NH * T);
-    ref_attention_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD);
+    ref_attention_capped_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap);
     EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s: lse (f32)", cfg), download(d, Lse), lse, B * NH * T, TOL_F32);
 
@@ -694,11 +728,17 @@ static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *start
     zt_shape qs = zt_shape4(B, T, NH, HD), ks = zt_shape4(B, T, NKV, HD);
     zt_tensor Dout = to_dev(d, dt, qs, dout), Dq = to_dev(d, dt, qs, dq);
     zt_tensor Dk = to_dev(d, dt, ks, dk), Dv = to_dev(d, dt, ks, dv);
-    zt_attention_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL);
-    ref_attention_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD);
+    if (scale != 0 || cap != 0)
+        zt_attention_capped_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL, scale, cap);
+    else zt_attention_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL);
+    ref_attention_capped_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap);
     EXPECT_CLOSE(label("%s backward: dq = prefill + grad", cfg), download(d, Dq), dq, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dk = prefill + grad", cfg), download(d, Dk), dk, nk, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dv = prefill + grad", cfg), download(d, Dv), dv, nk, tol_for(dt));
+}
+static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                           int64_t NH, int64_t NKV, int64_t HD) {
+    attention_capped_case(d, r, dt, starts, B, T, NH, NKV, HD, 0, 0);
 }
 static void check_attention(zt_dtype dt) {
     cpu_dev d;
@@ -717,6 +757,9 @@ static void check_attention(zt_dtype dt) {
     int32_t long_starts[70];
     for (int t = 0; t < 70; t++) long_starts[t] = t < 30 ? 0 : t < 66 ? 30 : 66;
     attention_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8);
+    /* Gemma 2: query_pre_attn_scalar's scale and capped scores (cap 1.5: the cap bends most of them) */
+    attention_capped_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.5f, 1.5f);
+    attention_capped_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.0f, 2.0f);
     cpu_close(&d);
     bufs_free();
 }
@@ -795,6 +838,16 @@ static void check_crossentropy(zt_dtype dt) {
     EXPECT_CLOSE(label("%s in place: losses (f32)", cfg), download(&d, Losses3), losses, CE_N, TOL_F32);
     EXPECT_CLOSE(label("%s in place: dlogits", cfg), got, dlogits, CE_N * CE_VP, tol_for(dt));
     expect_ce_zeros(label("%s in place", cfg), got, targets);
+
+    /* capped logits (Gemma 2's final_logit_softcapping), in place */
+    const float cap = 5.0f;
+    ref_crossentropy_capped(losses, dlogits, logits, targets, dloss, CE_N, CE_VP, CE_VOCAB, CE_IGNORE, cap);
+    upload(&d, Alias, logits);
+    zt_crossentropy_capped(d.s, Losses3, &Alias, Alias, Targets, CE_VOCAB, CE_IGNORE, (float)dl1, cap);
+    got = download(&d, Alias);
+    EXPECT_CLOSE(label("%s capped at %g: losses (f32)", cfg, cap), download(&d, Losses3), losses, CE_N, TOL_F32);
+    EXPECT_CLOSE(label("%s capped at %g: dlogits", cfg, cap), got, dlogits, CE_N * CE_VP, tol_for(dt));
+    expect_ce_zeros(label("%s capped", cfg), got, targets);
     cpu_close(&d);
     bufs_free();
 }
@@ -852,6 +905,18 @@ static void check_output_loss(zt_dtype dt) {
         CHECK_MSG(memcmp(h, first_dh, zt_nbytes(Dh)) == 0,
                   "%s: dhidden differs from that with logits_buf rows 13", cfg);
     }
+    /* capped logits, in chunks of 5 rows */
+    const float cap = 3.0f;
+    dh = dcopy(dh0, N * C), dw = dcopy(dw0, Vp * C);
+    ref_output_loss_capped(losses, dh, dw, hidden, w, targets, dloss, N, C, Vp, vocab, CE_IGNORE, cap);
+    zt_tensor Buf = dev_new(&d, dt, zt_shape2(5, Vp)), Losses = dev_new(&d, ZT_F32, zt_shape1(N));
+    upload(&d, Dh, dcopy(dh0, N * C));
+    upload(&d, Dw, dcopy(dw0, Vp * C));
+    zt_output_loss_capped(d.s, Losses, &Dh, &Dw, Hidden, W, Targets, Buf, vocab, CE_IGNORE, (float)dl1, cap);
+    const char *cfg = label("output_loss %s capped at %g", dt_name(dt), cap);
+    EXPECT_CLOSE(label("%s: losses", cfg), download(&d, Losses), losses, N, tol);
+    EXPECT_CLOSE(label("%s: dhidden = prefill + grad", cfg), download(&d, Dh), dh, N * C, tol);
+    EXPECT_CLOSE(label("%s: dweight = prefill + grad", cfg), download(&d, Dw), dw, Vp * C, tol);
     cpu_close(&d);
     bufs_free();
 }
