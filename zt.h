@@ -457,12 +457,12 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3) are written with this same interface. A block
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2) are written with this same interface. A block
    declares its parameters; the engine owns them (flat groups, one per block), their gradients and
    optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3" or "phi3" */
+    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma" or "gemma2" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -476,6 +476,14 @@ typedef struct zt_model_config {
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int64_t sliding_window;     /* 0: none */
+    /* Gemma's choices (0 elsewhere) */
+    float embed_scale;          /* token embeddings times this, rounded to the weights' dtype (sqrt(hidden)) */
+    float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
+    int geglu;                  /* the MLP's gate through the tanh GELU, not SiLU */
+    int sandwich_norms;         /* Gemma 2: RMSNorms on the attention's and the MLP's outputs too */
+    float attn_scale;           /* the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2: query_pre_attn_scalar^-1/2) */
+    float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
+    float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
 } zt_model_config;
 
 /* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
@@ -2825,30 +2833,72 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
-/* Qwen2 and Qwen3 window some layers only: with use_sliding_window, the layers from max_window_layers on
-   (or those "layer_types" names "sliding_attention"). zt has one window for every layer: none of them
-   or all of them is what it takes. */
-static zt_result zt__config_qwen_window(zt_model_config *c, const zt__json *j, int use_window) {
-    int64_t from = 0, sliding = 0, n = 0;
+/* Windowed layers: Qwen2 and Qwen3 window the layers from max_window_layers on with use_sliding_window,
+   Gemma 2 every other layer (alternate); "layer_types" names them ("sliding_attention") where it is
+   written out. zt has no windowed attention, and a window changes nothing for rows no longer than it:
+   where any layer has one, zt keeps the window and the engine refuses a --seq_len above it, so every
+   layer sees the whole row as transformers' would. */
+static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int alternate) {
+    int64_t from = 0, sliding = 0, layers = 0;
     int lt = zt__json_get(j, 0, "layer_types"), t = zt__json_get(j, 0, "max_window_layers");
     zt_result r = ZT_OK;
-    if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
+    if (!alternate && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
     if (lt >= 0 && j->tok[lt].type == JSMN_ARRAY) { /* transformers 5 writes the list out */
-        for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it), n++) {
+        for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it)) {
             char kind[32] = "";
             if ((r = zt__json_string(j, it, "layer_types", kind, sizeof kind))) return r;
+            if (strcmp(kind, "sliding_attention") && strcmp(kind, "full_attention"))
+                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: layer_types[%d] is \"%s\"; zt knows full_attention and "
+                               "sliding_attention", j->file, k, kind);
             sliding += strcmp(kind, "sliding_attention") == 0;
         }
-    } else {
-        int64_t layers = 0;
+    } else if (alternate) {
         if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
-        n = layers, sliding = use_window && c->sliding_window > 0 ? ZT__MAX(0, layers - from) : 0;
+        sliding = (layers + 1) / 2; /* layers 0, 2, 4, ... */
+    } else {
+        if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
+        sliding = use_window && c->sliding_window > 0 ? ZT__MAX(0, layers - from) : 0;
     }
-    if (sliding == 0) c->sliding_window = 0;
-    else if (sliding < n)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: %lld of %lld layers have a sliding window (use_sliding_window, "
-                       "max_window_layers %lld); zt windows all layers or none", j->file, (long long)sliding,
-                       (long long)n, (long long)from);
+    if (sliding == 0 || c->sliding_window <= 0) c->sliding_window = 0;
+    return ZT_OK;
+}
+
+/* Gemma and Gemma 2: embeddings times sqrt(hidden), norms of (1 + weight), a GeGLU MLP; Gemma 2 also
+   norms on the attention's and the MLP's outputs, its own attention scale and capped scores and logits.
+   act: hidden_act as read (hidden_activation, where given, names it instead). */
+static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *act, int gemma2) {
+    zt_result r = ZT_OK;
+    int t = zt__json_get(j, 0, "hidden_activation");
+    if (t >= 0 && !zt__json_is_null(j, t) && (r = zt__json_string(j, t, "hidden_activation", act, 32))) return r;
+    if (!gemma2 && strcmp(act, "gelu") == 0) /* transformers' rule for Gemma's first configs */
+        snprintf(act, 32, "gelu_pytorch_tanh");
+    if (strcmp(act, "gelu_pytorch_tanh") && strcmp(act, "gelu_new"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the activation is \"%s\"; zt implements Gemma's gelu_pytorch_tanh",
+                       j->file, act);
+    c->geglu = 1;
+    c->norm_offset = 1.0f;
+    c->embed_scale = (float)sqrt((double)c->hidden);
+    if (!gemma2) return ZT_OK;
+    double scalar = 256, attn_cap = 50, logit_cap = 30;
+    int bidirectional = 0;
+    struct { const char *key; double *v; } num[] = {{"query_pre_attn_scalar", &scalar},
+                                                    {"attn_logit_softcapping", &attn_cap},
+                                                    {"final_logit_softcapping", &logit_cap}};
+    for (size_t k = 0; k < sizeof num / sizeof num[0]; k++) {
+        t = zt__json_get(j, 0, num[k].key);
+        if (t >= 0 && zt__json_is_null(j, t)) *num[k].v = 0; /* null: none */
+        else if ((r = zt__json_number(j, t, num[k].key, num[k].v))) return r;
+        if (!(isfinite(*num[k].v) && *num[k].v >= 0 && *num[k].v < 1e30))
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be a positive number or null, found %g", j->file,
+                           num[k].key, *num[k].v);
+    }
+    if (scalar <= 0) return zt_fail(ZT_ERROR_INVALID, "%s: \"query_pre_attn_scalar\" must be positive", j->file);
+    t = zt__json_get(j, 0, "use_bidirectional_attention"); /* null: false */
+    if (!zt__json_is_null(j, t) && (r = zt__json_bool(j, t, "use_bidirectional_attention", &bidirectional))) return r;
+    if (bidirectional) return zt__config_refuse(j, "use_bidirectional_attention", "is true (an encoder, not causal)");
+    c->sandwich_norms = 1;
+    c->attn_scale = (float)pow(scalar, -0.5);
+    c->attn_softcap = (float)attn_cap, c->logit_softcap = (float)logit_cap;
     return ZT_OK;
 }
 
@@ -2856,8 +2906,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
     double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
-    char act[32] = "silu";
     int is_qwen2 = strcmp(c->model_type, "qwen2") == 0, is_qwen3 = strcmp(c->model_type, "qwen3") == 0;
+    int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma = is_gemma2 || strcmp(c->model_type, "gemma") == 0;
+    char act[32];
+    snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
+    if (is_gemma2) c->sliding_window = 4096; /* Gemma2Config's defaults */
     c->n_kv_head = 0;
     c->head_dim = 0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
@@ -2881,7 +2934,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
-    if ((is_qwen2 || is_qwen3) && (r = zt__config_qwen_window(c, j, use_window))) return r;
+    if (t >= 0 && zt__json_is_null(j, t)) c->sliding_window = 0;
+    if ((is_qwen2 || is_qwen3 || is_gemma2) && (r = zt__config_windows(c, j, use_window, is_gemma2))) return r;
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...}; older files a top-level
        rope_theta and an optional "rope_scaling"; either may ask for LLaMA-3.1's "llama3" type */
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
@@ -2918,7 +2972,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (partial != 1.0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates the whole head (1.0)", j->file,
                        partial);
-    if (strcmp(act, "silu") != 0)
+    if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma2))) return r;
+    if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
@@ -2932,6 +2987,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->fused = strcmp(c->model_type, "phi3") == 0;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
+    if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     return ZT_OK;
 }
@@ -2957,11 +3013,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     r = zt__json_string(&j, zt__json_get(&j, 0, "model_type"), "model_type", c->model_type, sizeof c->model_type);
     if (r != ZT_OK) return r;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    if (!gpt2 && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") && strcmp(c->model_type, "qwen2") &&
-        strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "phi3"))
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2, qwen3 and phi3",
-                       name, c->model_type[0] ? c->model_type : "(missing)");
-    c->tied_embeddings = gpt2; /* the transformers defaults */
+    int gemma = strcmp(c->model_type, "gemma") == 0 || strcmp(c->model_type, "gemma2") == 0;
+    if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
+        strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "phi3"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2, qwen3, "
+                       "phi3, gemma and gemma2", name, c->model_type[0] ? c->model_type : "(missing)");
+    c->tied_embeddings = gpt2 || gemma; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {
@@ -3036,7 +3093,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
     int64_t mlp = gpt2 ? 2 * C * I + (I + C) : 3 * C * I + (c->out_bias && gpt2 ? I + C : 0);
-    int64_t norms = gpt2 ? 4 * C : 2 * C + (c->qk_norm ? 2 * c->head_dim : 0);
+    int64_t norms = gpt2 ? 4 * C : 2 * C + (c->qk_norm ? 2 * c->head_dim : 0) + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
     int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
     return embed + c->n_layer * (attn + mlp + norms) + head;
@@ -3078,11 +3135,19 @@ static void zt__gpt2_embedding_declare(zt_block_def *def, const void *config) {
                        ZT_INIT_NORMAL, c->init_std);
 }
 
+/* Gemma's embedding scale, rounded to the weights' dtype as transformers rounds it */
+static float zt__embed_scale(const zt_model_config *c, zt_dtype weights) {
+    if (weights == ZT_BF16) return zt_bf16_to_f32(zt_f32_to_bf16(c->embed_scale));
+    if (weights == ZT_F16) return zt_f16_to_f32(zt_f32_to_f16(c->embed_scale));
+    return c->embed_scale;
+}
+
 static void zt__embedding_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     (void)inp;
     const zt_batch *b = ctx->batch;
-    zt_embedding_forward(ctx->stream, out, b->tokens, ctx->param[ZT__EMB_WTE], 0);
     const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt_embedding_forward(ctx->stream, out, b->tokens, ctx->param[ZT__EMB_WTE], 0);
+    if (c->embed_scale > 0) zt_scale(ctx->stream, out, zt__embed_scale(c, ctx->param[ZT__EMB_WTE].dtype));
     if (strcmp(c->model_type, "gpt2") == 0) zt_embedding_forward(ctx->stream, out, b->pos, ctx->param[ZT__EMB_WPE], 1);
 }
 
@@ -3092,6 +3157,12 @@ static void zt__embedding_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor 
     const zt_batch *b = ctx->batch;
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt_tensor dwte = ctx->grad[ZT__EMB_WTE];
+    if (zt__present(dwte) && c->embed_scale > 0) { /* through the scale, in f32 */
+        zt_tensor scaled = zt_block_temp(ctx, ZT_F32, dout.shape);
+        zt_cast(ctx->stream, scaled, dout);
+        zt_scale(ctx->stream, scaled, zt__embed_scale(c, ctx->param[ZT__EMB_WTE].dtype));
+        dout = scaled;
+    }
     if (zt__present(dwte) && c->has_pad_token) { /* padding_idx: the pad token's uses add nothing to its row */
         zt_tensor row = zt_view(dwte, c->pad_token_id * c->hidden, zt_shape1(c->hidden));
         zt_tensor kept = zt_block_temp(ctx, row.dtype, row.shape); /* what the row holds: the tied head's part */
@@ -3120,7 +3191,8 @@ typedef struct zt__head_saved { zt_tensor x, mean, rstd, dx; } zt__head_saved;
 static void zt__head_declare(zt_block_def *def, const void *config) {
     const zt_model_config *c = (const zt_model_config *)config;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    zt_block_param(def, gpt2 ? "transformer.ln_f.weight" : "model.norm.weight", zt_shape1(c->hidden), 0, ZT_INIT_ONES, 0);
+    zt_block_param(def, gpt2 ? "transformer.ln_f.weight" : "model.norm.weight", zt_shape1(c->hidden), 0,
+                   c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES, 0);
     if (gpt2) zt_block_param(def, "transformer.ln_f.bias", zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
     else zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     if (c->tied_embeddings)
@@ -3150,22 +3222,22 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         zt_layernorm_forward(ctx->stream, sv->x, sv->mean, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W],
                              ctx->param[ZT__HEAD_NORM_B], c->norm_eps);
     } else {
-        zt_rmsnorm_forward(ctx->stream, sv->x, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_eps);
+        zt_rmsnorm_offset_forward(ctx->stream, sv->x, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_offset, c->norm_eps);
     }
     zt_tensor logits = zt_block_temp(ctx, ZT_F32, zt_shape2(zt__logit_rows(N, Vp), Vp));
     zt_tensor losses = zt_view(b->losses, 0, zt_shape1(N)), targets = zt_view(b->targets, 0, zt_shape1(N));
     if (!ctx->training) {
-        zt_output_loss(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, c->vocab,
-                       b->ignore_index, 0.0f);
-        if (b->logits_at >= 0) /* for sampling: one row's logits */
+        zt_output_loss_capped(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, c->vocab,
+                              b->ignore_index, 0.0f, c->logit_softcap);
+        if (b->logits_at >= 0) /* for sampling: one row's logits (capped where the model caps them, by the sampler) */
             zt_gemm(ctx->stream, zt_view(b->logits, 0, zt_shape2(1, Vp)), zt_slice(sv->x, b->logits_at, 1),
                     ctx->param[ZT__HEAD_OUT], 0, 1, 1.0f, 0.0f, NULL);
         return;
     }
     sv->dx = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
     zt_fill(ctx->stream, sv->dx, 0.0f);
-    zt_output_loss(ctx->stream, losses, &sv->dx, zt__maybe(&ctx->grad[ZT__HEAD_OUT]), sv->x, ctx->param[ZT__HEAD_OUT],
-                   targets, logits, c->vocab, b->ignore_index, b->dloss);
+    zt_output_loss_capped(ctx->stream, losses, &sv->dx, zt__maybe(&ctx->grad[ZT__HEAD_OUT]), sv->x,
+                          ctx->param[ZT__HEAD_OUT], targets, logits, c->vocab, b->ignore_index, b->dloss, c->logit_softcap);
 }
 
 static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
@@ -3177,7 +3249,7 @@ static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout,
         zt_layernorm_backward(ctx->stream, dinp, dw, ctx->grad[ZT__HEAD_NORM_B], sv->dx, inp, ctx->param[ZT__HEAD_NORM_W],
                               sv->mean, sv->rstd);
     else
-        zt_rmsnorm_backward(ctx->stream, dinp, dw, sv->dx, inp, ctx->param[ZT__HEAD_NORM_W], sv->rstd);
+        zt_rmsnorm_offset_backward(ctx->stream, dinp, dw, sv->dx, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_offset, sv->rstd);
 }
 
 static const zt_block_type zt__gpt2_head = {"gpt2.head", sizeof(zt__head_saved), zt__head_declare, zt__head_forward,
@@ -3192,12 +3264,13 @@ ZT_API const zt_block_type *zt_llama_head_block(void) { return &zt__llama_head; 
 enum {
     ZT__L_NORM1_W, ZT__L_NORM1_B, ZT__L_QKV_W, ZT__L_QKV_B, ZT__L_K_W, ZT__L_K_B, ZT__L_V_W, ZT__L_V_B,
     ZT__L_O_W, ZT__L_O_B, ZT__L_NORM2_W, ZT__L_NORM2_B, ZT__L_UP_W, ZT__L_UP_B, ZT__L_DOWN_W, ZT__L_DOWN_B,
-    ZT__L_QNORM_W, ZT__L_KNORM_W, ZT__L_COUNT
+    ZT__L_QNORM_W, ZT__L_KNORM_W, ZT__L_POST_ATTN_W, ZT__L_POST_MLP_W, ZT__L_COUNT
 };
 
 typedef struct zt__layer_saved {
     zt_tensor n1, mean1, rstd1, q, k, v, att, lse, x2, n2, mean2, rstd2, h, a;
     zt_tensor q0, k0, qrstd, krstd; /* qk_norm: q and k before their norms, and each head's 1/rms */
+    zt_tensor pa, rstd_pa, pm, rstd_pm; /* sandwich norms: the attention's and the MLP's outputs before theirs */
 } zt__layer_saved;
 
 static void zt__layer_declare(zt_block_def *def, const void *config) {
@@ -3240,7 +3313,8 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     } else {
-        zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_init_kind ones = c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES; /* Gemma stores weight - 1 */
+        zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
@@ -3250,7 +3324,9 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.v_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, c->out_bias ? ZT__P("self_attn.o_proj.bias") : NULL, zt_shape1(c->out_bias ? C : 0), 0, ZT_INIT_ZEROS, 0);
-        zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name */
+        zt_block_param(def, c->sandwich_norms ? ZT__P("pre_feedforward_layernorm.weight") : ZT__P("post_attention_layernorm.weight"),
+                       zt_shape1(C), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
         zt_block_param(def, ZT__P("mlp.gate_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
@@ -3258,8 +3334,14 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
-            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(HD), 0, ZT_INIT_ONES, 0);
-            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), zt_shape1(HD), 0, ZT_INIT_ONES, 0);
+            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(HD), 0, ones, 0);
+            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), zt_shape1(HD), 0, ones, 0);
+        } else if (c->sandwich_norms) {
+            for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        }
+        if (c->sandwich_norms) {
+            zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ones, 0);
+            zt_block_param(def, ZT__P("post_feedforward_layernorm.weight"), zt_shape1(C), 0, ones, 0);
         }
     }
 #undef ZT__P
@@ -3329,7 +3411,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], ctx->param[ZT__L_NORM1_B], c->norm_eps);
     } else {
-        zt_rmsnorm_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_eps);
+        zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
     }
     sv->q = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
@@ -3339,8 +3421,10 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->qrstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N * NH)), sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N * NKV));
         zt_matmul_forward(s, zt__flat(sv->q0), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k0), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
-        zt_rmsnorm_forward(s, zt__heads(sv->q), sv->qrstd, zt__heads(sv->q0), ctx->param[ZT__L_QNORM_W], c->norm_eps);
-        zt_rmsnorm_forward(s, zt__heads(sv->k), sv->krstd, zt__heads(sv->k0), ctx->param[ZT__L_KNORM_W], c->norm_eps);
+        zt_rmsnorm_offset_forward(s, zt__heads(sv->q), sv->qrstd, zt__heads(sv->q0), ctx->param[ZT__L_QNORM_W],
+                                  c->norm_offset, c->norm_eps);
+        zt_rmsnorm_offset_forward(s, zt__heads(sv->k), sv->krstd, zt__heads(sv->k0), ctx->param[ZT__L_KNORM_W],
+                                  c->norm_offset, c->norm_eps);
     } else {
         zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
@@ -3352,9 +3436,15 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
-    zt_attention_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts);
-    zt_tensor proj = zt_block_temp(ctx, A, zt_shape2(N, C));
+    zt_attention_capped_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts, c->attn_scale, c->attn_softcap);
+    int sandwich = c->sandwich_norms;
+    zt_tensor proj = sandwich ? (sv->pa = zt_block_keep(ctx, A, zt_shape2(N, C))) : zt_block_temp(ctx, A, zt_shape2(N, C));
     zt_matmul_forward(s, proj, zt__flat(sv->att), w.wo, zt__bias(&w.bo, w.has_out_bias));
+    if (sandwich) { /* Gemma 2: the attention's output normed before the residual add */
+        sv->rstd_pa = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        proj = zt_block_temp(ctx, A, zt_shape2(N, C));
+        zt_rmsnorm_offset_forward(s, proj, sv->rstd_pa, sv->pa, ctx->param[ZT__L_POST_ATTN_W], c->norm_offset, c->norm_eps);
+    }
     sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_add(s, sv->x2, inp, proj);
 
@@ -3364,15 +3454,22 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], ctx->param[ZT__L_NORM2_B], c->norm_eps);
     } else {
-        zt_rmsnorm_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_eps);
+        zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
     }
     int64_t H = gpt2 ? I : 2 * I; /* LLaMA: [gate | up] */
     sv->h = zt_block_keep(ctx, A, zt_shape2(N, H));
     zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_out_bias && gpt2));
     sv->a = zt_block_keep(ctx, A, zt_shape2(N, I));
     if (gpt2) zt_gelu_forward(s, sv->a, sv->h);
+    else if (c->geglu) zt_geglu_forward(s, sv->a, sv->h);
     else zt_swiglu_forward(s, sv->a, sv->h);
+    if (sandwich) proj = sv->pm = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_out_bias && gpt2));
+    if (sandwich) { /* and the MLP's */
+        sv->rstd_pm = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        proj = zt_block_temp(ctx, A, zt_shape2(N, C));
+        zt_rmsnorm_offset_forward(s, proj, sv->rstd_pm, sv->pm, ctx->param[ZT__L_POST_MLP_W], c->norm_offset, c->norm_eps);
+    }
     zt_add(s, out, sv->x2, proj);
 }
 
@@ -3390,11 +3487,19 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_dtype A = ctx->act;
     int ob = w.has_out_bias && gpt2;
 
-    /* MLP: out = x2 + act(n2 @ Wup^T) @ Wdown^T */
+    float off = c->norm_offset;
+    /* MLP: out = x2 + act(n2 @ Wup^T) @ Wdown^T (Gemma 2: that product normed) */
+    zt_tensor dm = dout;
+    if (c->sandwich_norms) {
+        dm = zt__temp0(ctx, A, zt_shape2(N, C));
+        zt_rmsnorm_offset_backward(s, dm, ctx->grad[ZT__L_POST_MLP_W], dout, sv->pm, ctx->param[ZT__L_POST_MLP_W], off,
+                                   sv->rstd_pm);
+    }
     zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
-    zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dout, sv->a, w.wdown);
+    zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
     zt_tensor dh = zt__temp0(ctx, A, zt_shape2(N, H));
     if (gpt2) zt_gelu_backward(s, dh, da, sv->h);
+    else if (c->geglu) zt_geglu_backward(s, dh, da, sv->h);
     else zt_swiglu_backward(s, dh, da, sv->h);
     zt_tensor dn = zt__temp0(ctx, A, zt_shape2(N, C));
     zt_matmul_backward(s, &dn, zt__maybe(&g.wup), ob ? zt__maybe(&g.bup) : NULL, dh, sv->n2, w.wup);
@@ -3404,14 +3509,21 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_layernorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], ctx->grad[ZT__L_NORM2_B], dn, sv->x2,
                               ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
     else
-        zt_rmsnorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], dn, sv->x2, ctx->param[ZT__L_NORM2_W], sv->rstd2);
+        zt_rmsnorm_offset_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], dn, sv->x2, ctx->param[ZT__L_NORM2_W], off, sv->rstd2);
 
-    /* attention: x2 = inp + attention(n1) @ Wo^T */
+    /* attention: x2 = inp + attention(n1) @ Wo^T (Gemma 2: that product normed) */
     zt_add(s, dinp, dinp, dx2);
+    zt_tensor dpa = dx2;
+    if (c->sandwich_norms) {
+        dpa = zt__temp0(ctx, A, zt_shape2(N, C));
+        zt_rmsnorm_offset_backward(s, dpa, ctx->grad[ZT__L_POST_ATTN_W], dx2, sv->pa, ctx->param[ZT__L_POST_ATTN_W], off,
+                                   sv->rstd_pa);
+    }
     zt_tensor datt = zt__temp0(ctx, A, sv->att.shape), datt2 = zt__flat(datt);
-    zt_matmul_backward(s, &datt2, zt__maybe(&g.wo), w.has_out_bias ? zt__maybe(&g.bo) : NULL, dx2, zt__flat(sv->att), w.wo);
+    zt_matmul_backward(s, &datt2, zt__maybe(&g.wo), w.has_out_bias ? zt__maybe(&g.bo) : NULL, dpa, zt__flat(sv->att), w.wo);
     zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
-    zt_attention_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts);
+    zt_attention_capped_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, c->attn_scale,
+                                 c->attn_softcap);
     if (!gpt2) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
         zt_rope_backward(s, t, dq, b->pos, c->rope_theta, &c->rope_scaling);
@@ -3422,12 +3534,12 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     }
     if (c->qk_norm) { /* through each head's norm, to q and k as the projections made them */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rmsnorm_backward(s, zt__heads(t), ctx->grad[ZT__L_QNORM_W], zt__heads(dq), zt__heads(sv->q0),
-                            ctx->param[ZT__L_QNORM_W], sv->qrstd);
+        zt_rmsnorm_offset_backward(s, zt__heads(t), ctx->grad[ZT__L_QNORM_W], zt__heads(dq), zt__heads(sv->q0),
+                                   ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
         dq = t;
         t = zt__temp0(ctx, A, dk.shape);
-        zt_rmsnorm_backward(s, zt__heads(t), ctx->grad[ZT__L_KNORM_W], zt__heads(dk), zt__heads(sv->k0),
-                            ctx->param[ZT__L_KNORM_W], sv->krstd);
+        zt_rmsnorm_offset_backward(s, zt__heads(t), ctx->grad[ZT__L_KNORM_W], zt__heads(dk), zt__heads(sv->k0),
+                                   ctx->param[ZT__L_KNORM_W], off, sv->krstd);
         dk = t;
     }
     zt_fill(s, dn, 0.0f);
@@ -3446,7 +3558,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_matmul_backward(s, &dn, zt__maybe(&g.wq), qb ? zt__maybe(&g.bq) : NULL, dq, sv->n1, w.wq);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wk), qb ? zt__maybe(&g.bk) : NULL, dk, sv->n1, w.wk);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
-        zt_rmsnorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], sv->rstd1);
+        zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
     }
 }
 
@@ -7805,7 +7917,7 @@ static zt_result zt__check_options(zt_engine *e) {
                        (long long)e->max_seq);
     if (e->has_cfg && e->cfg.sliding_window > 0 && e->T > e->cfg.sliding_window)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "--seq_len %lld is longer than the model's sliding_window %lld, which zt "
-                       "does not implement; use --seq_len %lld or less", (long long)e->T,
+                       "does not implement (up to the window every layer sees the whole row); use --seq_len %lld or less", (long long)e->T,
                        (long long)e->cfg.sliding_window, (long long)e->cfg.sliding_window);
     if (o->micro_batch > (1 << 20) || e->T * o->micro_batch > ((int64_t)1 << 28))
         return zt_fail(ZT_ERROR_INVALID, "--per_device_train_batch_size %lld x --seq_len %lld tokens is more than zt "
@@ -8422,6 +8534,8 @@ static void zt__sift(const float *x, int32_t *idx, int64_t root, int64_t n) {
 static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k, float top_p, uint64_t *rng) {
     float *x = e->h_logits;
     int32_t *idx = e->h_order;
+    float cap = e->has_cfg ? e->cfg.logit_softcap : 0.0f; /* Gemma 2's final_logit_softcapping, as in its forward */
+    for (int64_t i = 0; i < V && cap > 0; i++) x[i] = cap * tanhf(x[i] / cap);
     if (temperature <= 0.0f) { /* greedy */
         int64_t best = 0;
         for (int64_t i = 1; i < V; i++) if (x[i] > x[best]) best = i;

@@ -1,8 +1,9 @@
 /* tests/test_models.c - the built-in models against PyTorch + transformers.
    Fixtures come from tests/ref/make_model_fixtures.py (tests/ref/<type>/config.json and fixture.bin): a
    tiny GPT-2, LLaMA (untied), Mistral (untied), Qwen2 (tied, q/k/v biases, rope theta 1e6), Qwen3 (tied,
-   an RMSNorm on each head of q and k, heads of 16: wider than hidden / heads) and Phi-3 (untied, fused
-   qkv_proj and gate_up_proj), each with
+   an RMSNorm on each head of q and k, heads of 16: wider than hidden / heads), Phi-3 (untied, fused
+   qkv_proj and gate_up_proj), Gemma (tied, scaled embeddings, norms of 1 + weight, GeGLU, heads of 16) and
+   Gemma 2 (also norms after the attention and the MLP, its own attention scale, capped scores and logits), each with
    2 layers, hidden 32, grouped-query attention in the LLaMA family and a vocabulary of 61 (zt pads it to
    128). For each model, in fp32 and bf16:
      - every zt parameter is in the fixture and every fixture parameter is in zt, with the same shape;
@@ -387,9 +388,13 @@ TEST(models_mistral_fp32) { model_test("mistral", ZT_PRECISION_FP32); }
 TEST(models_qwen2_fp32) { model_test("qwen2", ZT_PRECISION_FP32); }
 TEST(models_qwen3_fp32) { model_test("qwen3", ZT_PRECISION_FP32); }
 TEST(models_phi3_fp32) { model_test("phi3", ZT_PRECISION_FP32); }
+TEST(models_gemma_fp32) { model_test("gemma", ZT_PRECISION_FP32); }
+TEST(models_gemma2_fp32) { model_test("gemma2", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
 TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
 TEST(models_qwen2_bf16) { model_test("qwen2", ZT_PRECISION_BF16); }
 TEST(models_qwen3_bf16) { model_test("qwen3", ZT_PRECISION_BF16); }
 TEST(models_phi3_bf16) { model_test("phi3", ZT_PRECISION_BF16); }
+TEST(models_gemma_bf16) { model_test("gemma", ZT_PRECISION_BF16); }
+TEST(models_gemma2_bf16) { model_test("gemma2", ZT_PRECISION_BF16); }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3 and Phi-3 models
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma and Gemma 2 models
 built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
@@ -74,6 +74,16 @@ def make_config(model_type):
     if model_type == "phi3":  # untied; q, k and v in one qkv_proj, gate and up in one gate_up_proj; a pad token
         return transformers.Phi3Config(**common_llama, tie_word_embeddings=False, pad_token_id=0,
                                        resid_pdrop=0.0, embd_pdrop=0.0)
+    if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
+        return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
+                                        hidden_act="gelu_pytorch_tanh")
+    if model_type == "gemma2":  # + norms on the attention's and the MLP's outputs, its own attention scale, and
+        # caps on the scores and the logits small enough to bend them; every other layer windowed (a window
+        # above T changes nothing, as zt needs)
+        return transformers.Gemma2Config(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
+                                         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                         attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+                                         sliding_window=T + 8)
     raise ValueError(model_type)
 
 
@@ -87,8 +97,9 @@ def randomize(model, gen):
             elif p.dim() == 2:
                 fan_in = p.shape[0] if name.endswith(CONV1D) else p.shape[1]
                 p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
-            elif "norm" in name or ".ln_" in name:
-                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen) if name.endswith("weight")
+            elif "norm" in name or ".ln_" in name:  # Gemma's norm weights are stored as their difference from 1
+                one = 0.0 if model.config.model_type.startswith("gemma") else 1.0
+                p.copy_(one + 0.1 * torch.randn(p.shape, generator=gen) if name.endswith("weight")
                         else 0.1 * torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
@@ -182,7 +193,7 @@ def main():
     torch.set_num_threads(1)  # the same reduction order on every run
     torch.use_deterministic_algorithms(True)
     only = sys.argv[1:]
-    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3"]):
+    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2"]):
         if not only or model_type in only:
             make(model_type, 1000 + i)
 
