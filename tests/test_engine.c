@@ -315,11 +315,15 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"hidden_size\": 8, "
                  "\"intermediate_size\": 8, \"max_position_embeddings\": 8, \"vocab_size\": 8, \"pad_token_id\": 8}",
                  "\"pad_token_id\" 8 is not a token of the vocabulary of 8");
-    /* Qwen's sliding window on some layers only: zt has one window for all layers */
-    config_error("{\"model_type\": \"qwen3\", \"num_hidden_layers\": 4, \"use_sliding_window\": true, \"sliding_window\": 8, "
-                 "\"max_window_layers\": 1}", "3 of 4 layers have a sliding window (use_sliding_window, max_window_layers 1)");
     config_error("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"layer_types\": [\"full_attention\", "
-                 "\"sliding_attention\"], \"sliding_window\": 8}", "1 of 2 layers have a sliding window");
+                 "\"chunked_attention\"], \"sliding_window\": 8}", "layer_types[1] is \"chunked_attention\"");
+    /* Gemma: the tanh GELU only (Gemma's legacy "gelu" means it; Gemma 2's does not), causal only */
+    config_error("{\"model_type\": \"gemma\", \"hidden_act\": \"relu\"}", "the activation is \"relu\"");
+    config_error("{\"model_type\": \"gemma2\", \"hidden_activation\": \"gelu\"}", "the activation is \"gelu\"");
+    config_error("{\"model_type\": \"gemma2\", \"use_bidirectional_attention\": true}", "use_bidirectional_attention");
+    config_error("{\"model_type\": \"gemma2\", \"query_pre_attn_scalar\": 0}", "\"query_pre_attn_scalar\" must be positive");
+    config_error("{\"model_type\": \"gemma2\", \"attn_logit_softcapping\": -1}",
+                 "\"attn_logit_softcapping\" must be a positive number or null, found -1");
     const char *all = "{\"model_type\": \"qwen3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                       "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 16, "
                       "\"sliding_window\": 8, \"use_sliding_window\": %s, \"max_window_layers\": %d}";
@@ -331,6 +335,43 @@ TEST(model_config_errors_name_the_key) {
         CHECK_EQ_INT(c.sliding_window, k == 1 ? 8 : 0); /* every layer, or (from layer 2 of 2) none */
         CHECK(c.qk_norm && !c.qkv_bias && c.head_dim == 16);
     }
+    /* some layers windowed (from layer 1 of 2, or by layer_types): the window is kept, for the engine's
+       --seq_len check (up to it, windowed and full layers compute the same) */
+    const char *some[2] = {"\"use_sliding_window\": true, \"max_window_layers\": 1",
+                           "\"layer_types\": [\"full_attention\", \"sliding_attention\"]"};
+    for (int k = 0; k < 2; k++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
+                 "\"hidden_size\": 16, \"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, "
+                 "\"sliding_window\": 8, %s}", some[k]);
+        zt_model_config c;
+        CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_EQ_INT(c.sliding_window, 8);
+    }
+}
+
+TEST(gemma_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
+                       "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";
+    char json[512];
+    zt_model_config c;
+    snprintf(json, sizeof json, base, "gemma", ", \"hidden_act\": \"gelu\"");
+    CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+    CHECK(c.geglu && c.norm_offset == 1.0f && c.embed_scale == 4.0f && c.tied_embeddings && !c.sandwich_norms);
+    CHECK(c.has_pad_token && c.pad_token_id == 0 && c.attn_scale == 0 && c.attn_softcap == 0 && c.head_dim == 32);
+    snprintf(json, sizeof json, base, "gemma2", "");
+    CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+    CHECK(c.geglu && c.sandwich_norms && c.attn_scale == 1.0f / 16 && c.attn_softcap == 50 && c.logit_softcap == 30);
+    CHECK_EQ_INT(c.sliding_window, 4096); /* layers 0 and 2 of 3 */
+    snprintf(json, sizeof json, base, "gemma2", ", \"attn_logit_softcapping\": null, \"final_logit_softcapping\": null, "
+             "\"sliding_window\": null, \"query_pre_attn_scalar\": 144");
+    CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+    CHECK(c.attn_softcap == 0 && c.logit_softcap == 0 && c.sliding_window == 0 && c.attn_scale == 1.0f / 12);
+    /* 16 + 2 * 16 norm weights more per layer than Gemma */
+    zt_model_config g = c;
+    snprintf(json, sizeof json, base, "gemma", "");
+    CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(zt_model_config_params(&g) - zt_model_config_params(&c), 3 * 2 * 16);
 }
 
 TEST(malformed_json_is_refused_with_its_place) {
