@@ -603,7 +603,7 @@ typedef struct zt_options {
     int threads;                /* CPU threads, 0 = every core */
     int strict;                 /* CPU strict stream mode (tests) */
     int64_t micro_batch;        /* rows per micro-batch (per_device_train_batch_size) */
-    int64_t seq_len;            /* T; 0 = min(1024, the model's context) */
+    int64_t seq_len;            /* T; 0 = min(1024, the model's context, its sliding_window) */
     int64_t grad_accum;         /* micro-batches per optimizer step */
     int64_t max_steps;          /* optimizer steps of the run (the schedules need it) */
     zt_precision precision;
@@ -6260,7 +6260,7 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("per_device_train_batch_size", ZT__F_INT, micro_batch, "rows per micro-batch"),
     ZT__FLAG("gradient_accumulation_steps", ZT__F_INT, grad_accum, "micro-batches per optimizer step"),
     ZT__FLAG("max_steps", ZT__F_INT, max_steps, "optimizer steps"),
-    ZT__FLAG("seq_len", ZT__F_INT, seq_len, "tokens per row (0: min(1024, the model's context))"),
+    ZT__FLAG("seq_len", ZT__F_INT, seq_len, "tokens per row (0: min(1024, the model's context, its sliding_window))"),
     ZT__FLAG("learning_rate", ZT__F_FLOAT, lr, "peak learning rate"),
     ZT__FLAG("weight_decay", ZT__F_FLOAT, weight_decay, "AdamW weight decay (2-D weights only)"),
     ZT__FLAG("adam_beta1", ZT__F_FLOAT, beta1, "Adam beta1"),
@@ -8059,6 +8059,8 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     }
     e->B = e->opt.micro_batch;
     e->T = e->opt.seq_len > 0 ? e->opt.seq_len : ZT__MIN(1024, e->max_seq);
+    if (e->opt.seq_len <= 0 && e->has_cfg && e->cfg.sliding_window > 0) /* the longest rows zt takes for it */
+        e->T = ZT__MIN(e->T, e->cfg.sliding_window);
     e->opt.seq_len = e->T;
     e->wdtype = e->act = e->opt.precision == ZT_PRECISION_BF16 ? ZT_BF16
                        : e->opt.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;

@@ -218,3 +218,22 @@ TEST(hf_overlapping_tensors_are_refused) {
     damaged(b, len, "overlap");
     free(b);
 }
+
+/* Gemma 2 windows every other layer: without --seq_len, rows are as long as the window (zt has no windowed
+   attention, and up to the window none is needed); longer rows are refused, naming the window */
+TEST(hf_gemma2_rows_default_to_its_window) {
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config_path = "tests/ref/hf/gemma2";
+    zt_options o = zt_options_default();
+    o.threads = 1;
+    zt_engine *e = NULL;
+    CHECK_MSG(zt_init_options(&e, &spec, &o) == ZT_OK, "%s", zt_last_error());
+    if (e) CHECK_EQ_INT(zt_engine_options(e)->seq_len, 24); /* sliding_window 24, context 32 */
+    if (e) zt_shutdown(e);
+    o.seq_len = 25;
+    e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(zt_last_error(), "longer than the model's sliding_window 24");
+    if (e) zt_shutdown(e);
+}
