@@ -24,7 +24,7 @@
    are compared element by element (each within 1e-5 of itself in f32, one rounding step in bf16 and f16): the
    softmax terms are 1e-4 of the target's, below any tolerance taken against the largest value.
    The sizes are real (rows of 4096 in the norms, vocabularies of 50304 and 128256 in the losses, attention to
-   T 512 with head dims 64, 80 and 128), yet the phase is short: the CPU side, on every core, is the longer one
+   T 512 with head dims 64, 80, 128 and 256, Gemma 2's capped scores and logits), yet the phase is short: the CPU side, on every core, is the longer one
    (35 s for the CPU against itself on 2 cores).
 
    build/gpu_ops_cuda [--backend NAME] [OP...]: NAME is the backend under test (default cuda; "cpu" runs this
@@ -422,18 +422,18 @@ static void case_embedding(zt_dtype dt, zt_dtype gd) {
     case_end();
 }
 
-/* layernorm (rms 0) or rmsnorm (rms 1): inputs off-centre, as residual streams are; dweight (and dbias)
-   absent when frozen */
+/* layernorm (rms 0) or rmsnorm (rms 1; rms 2: Gemma's, of 1 + weight): inputs off-centre, as residual streams
+   are; dweight (and dbias) absent when frozen */
 static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
-    if (!case_begin(rms ? "rmsnorm" : "layernorm", dt, "inp (%lld, %lld)%s", (long long)N, (long long)C,
-                    frozen ? ", dweight absent (frozen)" : ""))
+    if (!case_begin(rms == 2 ? "rmsnorm (1 + weight)" : rms ? "rmsnorm" : "layernorm", dt, "inp (%lld, %lld)%s",
+                    (long long)N, (long long)C, frozen ? ", dweight absent (frozen)" : ""))
         return;
-    float eps = rms ? 1e-6f : 1e-5f;
-    pair inp = prand(dt, zt_shape2(N, C), -1, 3), w = prand(dt, zt_shape1(C), 0.5f, 1.5f);
+    float eps = rms ? 1e-6f : 1e-5f, off = rms == 2 ? 1.0f : 0.0f;
+    pair inp = prand(dt, zt_shape2(N, C), -1, 3), w = prand(dt, zt_shape1(C), 0.5f - off, 1.5f - off);
     pair b = prand(dt, zt_shape1(C), -0.5f, 0.5f), out = pnew(dt, zt_shape2(N, C));
     pair mean = pnew(ZT_F32, zt_shape1(N)), rstd = pnew(ZT_F32, zt_shape1(N));
     BOTH {
-        if (rms) zt_rmsnorm_forward(sd[i].s, out.t[i], rstd.t[i], inp.t[i], w.t[i], eps);
+        if (rms) zt_rmsnorm_offset_forward(sd[i].s, out.t[i], rstd.t[i], inp.t[i], w.t[i], off, eps);
         else zt_layernorm_forward(sd[i].s, out.t[i], mean.t[i], rstd.t[i], inp.t[i], w.t[i], b.t[i], eps);
     }
     check("out", out, tol_of(dt, TOL_F32_SUM));
@@ -445,7 +445,7 @@ static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
     pair dw = frozen ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
     pair db = frozen || rms ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
     BOTH {
-        if (rms) zt_rmsnorm_backward(sd[i].s, dinp.t[i], dw.t[i], dout.t[i], inp.t[i], w.t[i], rstd.t[i]);
+        if (rms) zt_rmsnorm_offset_backward(sd[i].s, dinp.t[i], dw.t[i], dout.t[i], inp.t[i], w.t[i], off, rstd.t[i]);
         else zt_layernorm_backward(sd[i].s, dinp.t[i], dw.t[i], db.t[i], dout.t[i], inp.t[i], w.t[i], mean.t[i],
                                    rstd.t[i]);
     }
@@ -478,16 +478,18 @@ static void case_pointwise(zt_dtype dt) {
         case_end();
     }
     const int64_t R = 1024, H = 11008;
-    if (!case_begin("swiglu", dt, "inp (%lld, 2 x %lld)", (long long)R, (long long)H)) return;
-    pair inp = prand(dt, zt_shape2(R, 2 * H), -6, 6), out = pnew(dt, zt_shape2(R, H));
-    pair dout = prand(dt, zt_shape2(R, H), -1, 1), dinp = prand(dt, zt_shape2(R, 2 * H), -1, 1);
-    BOTH {
-        zt_swiglu_forward(sd[i].s, out.t[i], inp.t[i]);
-        zt_swiglu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+    for (int gelu = 0; gelu < 2; gelu++) { /* SwiGLU (LLaMA), GeGLU (Gemma) */
+        if (!case_begin(gelu ? "geglu" : "swiglu", dt, "inp (%lld, 2 x %lld)", (long long)R, (long long)H)) continue;
+        pair inp = prand(dt, zt_shape2(R, 2 * H), -6, 6), out = pnew(dt, zt_shape2(R, H));
+        pair dout = prand(dt, zt_shape2(R, H), -1, 1), dinp = prand(dt, zt_shape2(R, 2 * H), -1, 1);
+        BOTH {
+            if (gelu) zt_geglu_forward(sd[i].s, out.t[i], inp.t[i]), zt_geglu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+            else zt_swiglu_forward(sd[i].s, out.t[i], inp.t[i]), zt_swiglu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+        }
+        check("out", out, tol_of(dt, TOL_F32));
+        check("dinp +=", dinp, tol_of(dt, TOL_F32));
+        case_end();
     }
-    check("out", out, tol_of(dt, TOL_F32));
-    check("dinp +=", dinp, tol_of(dt, TOL_F32));
-    case_end();
 }
 
 /* B = 3 rows of positions: 0..T-1; restarting at a document boundary (t = 200); 7000 + t, far out, where an
@@ -520,10 +522,13 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
 
 /* ---- attention -------------------------------------------------------------------------------- */
 
-/* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles */
-static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs) {
-    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s", (long long)B, (long long)T,
-                    (long long)NH, (long long)NKV, (long long)HD, docs ? " documents (starts)" : ""))
+/* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles; scale 0 is
+   1/sqrt(HD), cap > 0 caps the scores (Gemma 2) */
+static void case_attention_capped(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
+                                  float scale, float cap) {
+    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s", (long long)B, (long long)T,
+                    (long long)NH, (long long)NKV, (long long)HD, docs ? " documents (starts)" : "",
+                    scale || cap ? " own scale, capped scores" : ""))
         return;
     int32_t *st = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++) {
@@ -534,19 +539,23 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
     pair starts = docs ? pids(zt_shape2(B, T), st) : pnone();
     pair q = prand(dt, qs, -2, 2), k = prand(dt, ks, -2, 2), v = prand(dt, ks, -1, 1);
     pair out = pnew(dt, qs), lse = pnew(ZT_F32, zt_shape3(B, NH, T));
-    BOTH zt_attention_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL);
+    BOTH zt_attention_capped_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL,
+                                     scale, cap);
     check("out", out, tol_of(dt, TOL_F32_SUM));
     check("lse (f32)", lse, TOL_F32_SUM);
     pair dout = prand(dt, qs, -1, 1), dq = prand(dt, qs, -0.5f, 0.5f);
     pair dk = prand(dt, ks, -0.5f, 0.5f), dv = prand(dt, ks, -0.5f, 0.5f);
     /* the backward of the device under test reads its own out and lse, so each side is checked as a whole */
-    BOTH zt_attention_backward(sd[i].s, dq.t[i], dk.t[i], dv.t[i], dout.t[i], q.t[i], k.t[i], v.t[i], out.t[i],
-                               lse.t[i], docs ? &starts.t[i] : NULL);
+    BOTH zt_attention_capped_backward(sd[i].s, dq.t[i], dk.t[i], dv.t[i], dout.t[i], q.t[i], k.t[i], v.t[i], out.t[i],
+                                      lse.t[i], docs ? &starts.t[i] : NULL, scale, cap);
     check("dq +=", dq, tol_of(dt, TOL_F32_SUM));
     check("dk +=", dk, tol_of(dt, TOL_F32_SUM));
     check("dv +=", dv, tol_of(dt, TOL_F32_SUM));
     free(st);
     case_end();
+}
+static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs) {
+    case_attention_capped(dt, B, T, NH, NKV, HD, docs, 0.0f, 0.0f);
 }
 
 /* ---- losses ----------------------------------------------------------------------------------- */
@@ -554,9 +563,9 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
 #define IGNORE (-100)
 /* N rows of logits (Vp columns, the first vocab real): padding columns hold 30 (they would dominate if read),
    one row is shifted by +60 (the max must be subtracted), rows 3 and N-2 are ignored */
-static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab) {
-    if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored", (long long)N, (long long)Vp,
-                    (long long)vocab))
+static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab, float cap) {
+    if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored%s", (long long)N, (long long)Vp,
+                    (long long)vocab, cap > 0 ? ", logits capped" : ""))
         return;
     float *lg = (float *)xmalloc(sizeof(float) * (size_t)(N * Vp));
     int32_t *tg = (int32_t *)xmalloc(sizeof(int32_t) * N);
@@ -573,9 +582,9 @@ static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab)
     pair dl = prand(dt, zt_shape2(N, Vp), -1, 1), alias = pnew(dt, zt_shape2(N, Vp));
     pset(alias, lg, ZT_F32);
     BOTH {
-        zt_crossentropy(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], vocab, IGNORE, dloss);
-        zt_crossentropy(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], vocab, IGNORE, dloss);
-        zt_crossentropy(sd[i].s, losses3.t[i], &alias.t[i], alias.t[i], targets.t[i], vocab, IGNORE, dloss);
+        zt_crossentropy_capped(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], vocab, IGNORE, dloss, cap);
+        zt_crossentropy_capped(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], vocab, IGNORE, dloss, cap);
+        zt_crossentropy_capped(sd[i].s, losses3.t[i], &alias.t[i], alias.t[i], targets.t[i], vocab, IGNORE, dloss, cap);
     }
     check("losses (f32), no dlogits", losses, TOL_F32_SUM);
     check("losses (f32)", losses2, TOL_F32_SUM);
@@ -710,6 +719,7 @@ int main(int argc, char **argv) {
         zt_dtype dt = floats[a];
         case_norm(0, dt, 1024, 4096, 0);
         case_norm(1, dt, 1024, 4096, 0);
+        case_norm(2, dt, 1024, 2304, 0); /* Gemma 2 2B */
         if (dt == ZT_F16) continue;
         case_norm(0, dt, 4096, 768, 1);
         case_norm(1, dt, 4096, 768, 1);
@@ -728,9 +738,16 @@ int main(int argc, char **argv) {
         case_attention(dt, 2, 256, 12, 12, 80, 0);
     }
     case_attention(ZT_F16, 2, 512, 12, 12, 64, 1);
-    for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257);
-    case_crossentropy(ZT_F32, 16, 128256, 128256);
-    case_crossentropy(ZT_BF16, 16, 128256, 128256);
+    /* Gemma: heads of 256 (the simt kernels); Gemma 2 2B and 27B: their scales, scores capped at 50 and at 5
+       (where the cap bends most scores) */
+    case_attention(ZT_BF16, 1, 512, 8, 1, 256, 1);
+    case_attention_capped(ZT_BF16, 1, 512, 8, 4, 256, 1, 1.0f / 16, 50.0f);
+    case_attention_capped(ZT_BF16, 2, 300, 16, 8, 128, 0, 1.0f / 12, 5.0f);
+    case_attention_capped(ZT_F32, 1, 200, 4, 2, 64, 1, 0.2f, 5.0f);
+    for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f);
+    case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f);
+    case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f);
+    case_crossentropy(ZT_BF16, 16, 256000, 256000, 30.0f); /* Gemma 2 */
     case_output_loss(ZT_F32);
     case_output_loss(ZT_BF16);
     case_adamw(ZT_F32, 0, 1);
