@@ -399,14 +399,19 @@ ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_
 ZT_API void zt_attention_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
                                   zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
                                   zt_tensor lse, const zt_tensor *starts);
-/* The same with the scores scaled by `scale` (0: 1/sqrt(HD); Gemma 2: query_pre_attn_scalar^-1/2) and,
-   with softcap > 0, capped before the softmax: softcap * tanh(score / softcap) (Gemma 2's
-   attn_logit_softcapping). lse is of the capped scores. */
-ZT_API void zt_attention_capped_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
-                                        zt_tensor v, const zt_tensor *starts, float scale, float softcap);
-ZT_API void zt_attention_capped_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
-                                         zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
-                                         zt_tensor lse, const zt_tensor *starts, float scale, float softcap);
+/* The same with the variants models take; zero fields are the defaults above (opts NULL: all of them). */
+typedef struct zt_attention_opts {
+    float scale;    /* the scores' scale; 0: 1/sqrt(HD) (Gemma 2: query_pre_attn_scalar^-1/2) */
+    float softcap;  /* > 0: scores capped to softcap * tanh(score / softcap) before the softmax (Gemma 2's
+                       attn_logit_softcapping); lse is of the capped scores */
+    int64_t window; /* > 0: query t also sees no key before t - window + 1 (a sliding window, as transformers'
+                       sliding_window: the window keys up to and including t) */
+} zt_attention_opts;
+ZT_API void zt_attention_ex_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
+                                    zt_tensor v, const zt_tensor *starts, const zt_attention_opts *opts);
+ZT_API void zt_attention_ex_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
+                                     zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
+                                     zt_tensor lse, const zt_tensor *starts, const zt_attention_opts *opts);
 
 /* Softmax + cross-entropy fused. logits (N,Vp) with only the first `vocab` columns real (the rest is
    padding and never counts), targets (N) i32. losses (N) f32 = -log softmax(row)[target], 0 where
@@ -475,7 +480,8 @@ typedef struct zt_model_config {
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
-    int64_t sliding_window;     /* 0: none */
+    int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
+    uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
     /* Gemma's choices (0 elsewhere) */
     float embed_scale;          /* token embeddings times this, rounded to the weights' dtype (sqrt(hidden)) */
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
@@ -603,7 +609,7 @@ typedef struct zt_options {
     int threads;                /* CPU threads, 0 = every core */
     int strict;                 /* CPU strict stream mode (tests) */
     int64_t micro_batch;        /* rows per micro-batch (per_device_train_batch_size) */
-    int64_t seq_len;            /* T; 0 = min(1024, the model's context, its sliding_window) */
+    int64_t seq_len;            /* T; 0 = min(1024, the model's context) */
     int64_t grad_accum;         /* micro-batches per optimizer step */
     int64_t max_steps;          /* optimizer steps of the run (the schedules need it) */
     zt_precision precision;
@@ -1719,6 +1725,7 @@ typedef struct zt__args_attention {
     zt_tensor out, lse, q, k, v, starts;
     zt_tensor dq, dk, dv, dout; /* backward only */
     float scale, softcap;       /* scale: never 0 here (the caller's 0 becomes 1/sqrt(HD)); softcap 0: none */
+    int64_t window;             /* 0: none */
 } zt__args_attention;
 typedef struct zt__args_crossentropy {
     zt_tensor losses, dlogits, logits, targets;
@@ -2265,21 +2272,32 @@ static void zt__need_capping(const char *name, float scale, float softcap) {
              "scale and softcap must be finite and >= 0, got %g and %g", (double)scale, (double)softcap);
 }
 
+/* the options into the op's arguments, checked */
+static void zt__attention_opts(const char *name, zt__args_attention *a, const zt_attention_opts *opts) {
+    zt_attention_opts o;
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    zt__need_capping(name, o.scale, o.softcap);
+    zt__need(o.window >= 0, name, "window must be >= 0, got %lld", (long long)o.window);
+    a->scale = o.scale > 0 ? o.scale : 1.0f / sqrtf((float)a->q.shape.d[3]);
+    a->softcap = o.softcap;
+    a->window = o.window;
+}
+
 ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
                                  zt_tensor v, const zt_tensor *starts) {
-    zt_attention_capped_forward(s, out, lse, q, k, v, starts, 0.0f, 0.0f);
+    zt_attention_ex_forward(s, out, lse, q, k, v, starts, NULL);
 }
 
 ZT_API void zt_attention_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
                                   zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
                                   zt_tensor lse, const zt_tensor *starts) {
-    zt_attention_capped_backward(s, dq, dk, dv, dout, q, k, v, out, lse, starts, 0.0f, 0.0f);
+    zt_attention_ex_backward(s, dq, dk, dv, dout, q, k, v, out, lse, starts, NULL);
 }
 
-ZT_API void zt_attention_capped_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
-                                        zt_tensor v, const zt_tensor *starts, float scale, float softcap) {
+ZT_API void zt_attention_ex_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
+                                    zt_tensor v, const zt_tensor *starts, const zt_attention_opts *opts) {
     zt__need_attention("zt_attention_forward", q, k, v, out, lse, zt__opt(starts));
-    zt__need_capping("zt_attention_forward", scale, softcap);
     zt__op op;
     memset(&op, 0, sizeof op);
     op.kind = ZT__OP_ATTENTION_FWD;
@@ -2289,17 +2307,15 @@ ZT_API void zt_attention_capped_forward(zt_stream *s, zt_tensor out, zt_tensor l
     op.attention.k = k;
     op.attention.v = zt_view(v, 0, k.shape);
     op.attention.starts = zt__opt(starts);
-    op.attention.scale = scale > 0 ? scale : 1.0f / sqrtf((float)q.shape.d[3]);
-    op.attention.softcap = softcap;
+    zt__attention_opts("zt_attention_forward", &op.attention, opts);
     zt__launch(s, &op);
 }
 
-ZT_API void zt_attention_capped_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
-                                         zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
-                                         zt_tensor lse, const zt_tensor *starts, float scale, float softcap) {
+ZT_API void zt_attention_ex_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, zt_tensor dv,
+                                     zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
+                                     zt_tensor lse, const zt_tensor *starts, const zt_attention_opts *opts) {
     const char *name = "zt_attention_backward";
     zt__need_attention(name, q, k, v, out, lse, zt__opt(starts));
-    zt__need_capping(name, scale, softcap);
     zt__need_tensor(name, "dout", dout, ZT__FLOAT, zt_numel(q));
     zt__need_tensor(name, "dq", dq, ZT__FLOAT, zt_numel(q));
     zt__need_tensor(name, "dk", dk, ZT__FLOAT, zt_numel(k));
@@ -2316,8 +2332,7 @@ ZT_API void zt_attention_capped_backward(zt_stream *s, zt_tensor dq, zt_tensor d
     op.attention.dk = zt_view(dk, 0, k.shape);
     op.attention.dv = zt_view(dv, 0, k.shape);
     op.attention.dout = zt_view(dout, 0, q.shape);
-    op.attention.scale = scale > 0 ? scale : 1.0f / sqrtf((float)q.shape.d[3]);
-    op.attention.softcap = softcap;
+    zt__attention_opts(name, &op.attention, opts);
     zt__launch(s, &op);
 }
 
@@ -2833,34 +2848,45 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
-/* Windowed layers: Qwen2 and Qwen3 window the layers from max_window_layers on with use_sliding_window,
-   Gemma 2 every other layer (alternate); "layer_types" names them ("sliding_attention") where it is
-   written out. zt has no windowed attention, and a window changes nothing for rows no longer than it:
-   where any layer has one, zt keeps the window and the engine refuses a --seq_len above it, so every
-   layer sees the whole row as transformers' would. */
-static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int alternate) {
-    int64_t from = 0, sliding = 0, layers = 0;
+/* Which layers attend within sliding_window: every layer (Mistral, Phi-3); with use_sliding_window, Qwen2's
+   and Qwen3's from max_window_layers on; Gemma 2's every other one (alternate), from the first. Where
+   "layer_types" is written out (transformers 5 writes it), it names them ("sliding_attention"). */
+static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int alternate, int every) {
+    int64_t from = 0, layers = 0, n = 0;
     int lt = zt__json_get(j, 0, "layer_types"), t = zt__json_get(j, 0, "max_window_layers");
     zt_result r = ZT_OK;
-    if (!alternate && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
-    if (lt >= 0 && j->tok[lt].type == JSMN_ARRAY) { /* transformers 5 writes the list out */
-        for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it)) {
+    memset(c->windowed, 0, sizeof c->windowed);
+    if (!alternate && !every && !use_window) c->sliding_window = 0; /* Qwen: no window without use_sliding_window */
+    if (c->sliding_window <= 0) return c->sliding_window = 0, ZT_OK;
+    if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
+    if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
+    if (!alternate && !every && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
+    if (!every && lt >= 0 && j->tok[lt].type == JSMN_ARRAY) {
+        for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it), n++) {
             char kind[32] = "";
             if ((r = zt__json_string(j, it, "layer_types", kind, sizeof kind))) return r;
             if (strcmp(kind, "sliding_attention") && strcmp(kind, "full_attention"))
                 return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: layer_types[%d] is \"%s\"; zt knows full_attention and "
                                "sliding_attention", j->file, k, kind);
-            sliding += strcmp(kind, "sliding_attention") == 0;
+            if (k < layers && strcmp(kind, "sliding_attention") == 0) c->windowed[k / 64] |= (uint64_t)1 << (k % 64);
         }
-    } else if (alternate) {
-        if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
-        sliding = (layers + 1) / 2; /* layers 0, 2, 4, ... */
+        if (n != layers)
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"layer_types\" names %lld layers; num_hidden_layers is %lld", j->file,
+                           (long long)n, (long long)layers);
     } else {
-        if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
-        sliding = use_window && c->sliding_window > 0 ? ZT__MAX(0, layers - from) : 0;
+        for (int64_t l = 0; l < layers; l++) {
+            int on = every || (alternate ? l % 2 == 0 : use_window && l >= from);
+            if (on) c->windowed[l / 64] |= (uint64_t)1 << (l % 64);
+        }
     }
-    if (sliding == 0 || c->sliding_window <= 0) c->sliding_window = 0;
+    uint64_t any = 0;
+    for (int w = 0; w < 64; w++) any |= c->windowed[w];
+    if (!any) c->sliding_window = 0;
     return ZT_OK;
+}
+
+static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
+    return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
 
 /* Gemma and Gemma 2: embeddings times sqrt(hidden), norms of (1 + weight), a GeGLU MLP; Gemma 2 also
@@ -2935,7 +2961,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
     if (t >= 0 && zt__json_is_null(j, t)) c->sliding_window = 0;
-    if ((is_qwen2 || is_qwen3 || is_gemma2) && (r = zt__config_windows(c, j, use_window, is_gemma2))) return r;
+    /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer */
+    int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "phi3") == 0;
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma2) c->sliding_window = 0;
+    if ((r = zt__config_windows(c, j, use_window, is_gemma2, every))) return r;
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...}; older files a top-level
        rope_theta and an optional "rope_scaling"; either may ask for LLaMA-3.1's "llama3" type */
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
@@ -3391,6 +3420,15 @@ static zt_tensor zt__heads(zt_tensor x) {
     return zt_tensor_make(x.data, x.dtype, x.place, zt_shape2(zt_numel(x) / x.shape.d[3], x.shape.d[3]));
 }
 
+/* layer `layer`'s attention: its scale, cap and window */
+static zt_attention_opts zt__layer_attention(const zt_model_config *c, int64_t layer) {
+    zt_attention_opts o;
+    memset(&o, 0, sizeof o);
+    o.scale = c->attn_scale, o.softcap = c->attn_softcap;
+    o.window = zt__layer_windowed(c, layer) ? c->sliding_window : 0;
+    return o;
+}
+
 static const zt_tensor *zt__bias(const zt_tensor *b, int has) { return has && zt__present(*b) && zt_numel(*b) ? b : NULL; }
 
 static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
@@ -3436,7 +3474,8 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
-    zt_attention_capped_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts, c->attn_scale, c->attn_softcap);
+    zt_attention_opts ao = zt__layer_attention(c, ctx->index - 1);
+    zt_attention_ex_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts, &ao);
     int sandwich = c->sandwich_norms;
     zt_tensor proj = sandwich ? (sv->pa = zt_block_keep(ctx, A, zt_shape2(N, C))) : zt_block_temp(ctx, A, zt_shape2(N, C));
     zt_matmul_forward(s, proj, zt__flat(sv->att), w.wo, zt__bias(&w.bo, w.has_out_bias));
@@ -3522,8 +3561,8 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_tensor datt = zt__temp0(ctx, A, sv->att.shape), datt2 = zt__flat(datt);
     zt_matmul_backward(s, &datt2, zt__maybe(&g.wo), w.has_out_bias ? zt__maybe(&g.bo) : NULL, dpa, zt__flat(sv->att), w.wo);
     zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
-    zt_attention_capped_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, c->attn_scale,
-                                 c->attn_softcap);
+    zt_attention_opts ao = zt__layer_attention(c, ctx->index - 1);
+    zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
     if (!gpt2) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
         zt_rope_backward(s, t, dq, b->pos, c->rope_theta, &c->rope_scaling);
@@ -6260,7 +6299,7 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("per_device_train_batch_size", ZT__F_INT, micro_batch, "rows per micro-batch"),
     ZT__FLAG("gradient_accumulation_steps", ZT__F_INT, grad_accum, "micro-batches per optimizer step"),
     ZT__FLAG("max_steps", ZT__F_INT, max_steps, "optimizer steps"),
-    ZT__FLAG("seq_len", ZT__F_INT, seq_len, "tokens per row (0: min(1024, the model's context, its sliding_window))"),
+    ZT__FLAG("seq_len", ZT__F_INT, seq_len, "tokens per row (0: min(1024, the model's context))"),
     ZT__FLAG("learning_rate", ZT__F_FLOAT, lr, "peak learning rate"),
     ZT__FLAG("weight_decay", ZT__F_FLOAT, weight_decay, "AdamW weight decay (2-D weights only)"),
     ZT__FLAG("adam_beta1", ZT__F_FLOAT, beta1, "Adam beta1"),
@@ -7915,10 +7954,6 @@ static zt_result zt__check_options(zt_engine *e) {
     if (e->T < 2 || e->T > e->max_seq)
         return zt_fail(ZT_ERROR_INVALID, "--seq_len %lld must be in [2, %lld] (the model's context)", (long long)e->T,
                        (long long)e->max_seq);
-    if (e->has_cfg && e->cfg.sliding_window > 0 && e->T > e->cfg.sliding_window)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "--seq_len %lld is longer than the model's sliding_window %lld, which zt "
-                       "does not implement (up to the window every layer sees the whole row); use --seq_len %lld or less", (long long)e->T,
-                       (long long)e->cfg.sliding_window, (long long)e->cfg.sliding_window);
     if (o->micro_batch > (1 << 20) || e->T * o->micro_batch > ((int64_t)1 << 28))
         return zt_fail(ZT_ERROR_INVALID, "--per_device_train_batch_size %lld x --seq_len %lld tokens is more than zt "
                        "takes in one micro-batch (2^28)", (long long)o->micro_batch, (long long)e->T);
@@ -8059,8 +8094,6 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     }
     e->B = e->opt.micro_batch;
     e->T = e->opt.seq_len > 0 ? e->opt.seq_len : ZT__MIN(1024, e->max_seq);
-    if (e->opt.seq_len <= 0 && e->has_cfg && e->cfg.sliding_window > 0) /* the longest rows zt takes for it */
-        e->T = ZT__MIN(e->T, e->cfg.sliding_window);
     e->opt.seq_len = e->T;
     e->wdtype = e->act = e->opt.precision == ZT_PRECISION_BF16 ? ZT_BF16
                        : e->opt.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
@@ -15748,13 +15781,15 @@ static float zt__att_cap_grad(const zt__att_dims *d, float capped) {
     return 1.0f - t * t;
 }
 
-/* the first key query t of batch b may see */
+/* the first key query t of batch b may see: its document's first, or the window's */
 static int64_t zt__att_start(const zt__args_attention *a, int64_t b, int64_t T, int64_t t) {
-    if (!zt__present(a->starts)) return 0;
-    int64_t s = ((const int32_t *)a->starts.data)[b * T + t];
-    if (s < 0 || s > t) zt_fatal("attention: starts[%lld][%lld] = %lld is outside [0, %lld]", (long long)b,
-                                 (long long)t, (long long)s, (long long)t);
-    return s;
+    int64_t s = 0;
+    if (zt__present(a->starts)) {
+        s = ((const int32_t *)a->starts.data)[b * T + t];
+        if (s < 0 || s > t) zt_fatal("attention: starts[%lld][%lld] = %lld is outside [0, %lld]", (long long)b,
+                                     (long long)t, (long long)s, (long long)t);
+    }
+    return a->window > 0 ? ZT__MAX(s, t - a->window + 1) : s;
 }
 
 /* rows [t0, t0+n) of head h of x (B,T,H,HD) as f32, densely packed */
@@ -15868,7 +15903,8 @@ static void zt__att_dkv_task(void *ctx, int64_t task, int thread) {
     zt__att_rows(dk, a->dk, b, kvh, k0, nk);
     zt__att_rows(dv, a->dv, b, kvh, k0, nk);
     for (int64_t h = kvh * d.group; h < (kvh + 1) * d.group; h++) {
-        for (int64_t i = k0; i < d.T; i++) {
+        int64_t iend = a->window > 0 ? ZT__MIN(d.T, k0 + nk - 1 + a->window) : d.T; /* later queries' windows pass */
+        for (int64_t i = k0; i < iend; i++) {
             int64_t j0 = ZT__MAX(k0, zt__att_start(a, b, d.T, i)), j1 = ZT__MIN(k0 + nk, i + 1);
             if (j0 >= j1) continue;
             zt__att_rows(q, a->q, b, h, i, 1);

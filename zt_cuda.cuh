@@ -824,6 +824,7 @@ typedef struct zt__cuatt_p {
     int tq, tk, tv, to, tdout, tdq, tdk, tdv;
     int T, NH, NKV, HD, group;
     float scale, cap;      /* cap > 0: scores capped as cap * tanh(score / cap) (simt path only) */
+    int window;            /* > 0: query t sees no key before t - window + 1 */
 } zt__cuatt_p;
 
 typedef void (*zt__cuatt_kernel)(zt__cuatt_p);
@@ -844,16 +845,17 @@ static __device__ __forceinline__ int64_t zt__cuatt_off(int b, int t, int h, int
     return (((int64_t)b * T + t) * H + h) * HD;
 }
 
-/* the first key query t of batch b sees (the CPU's zt__att_start); ZT__CUATT_NONE past T */
-static __device__ __forceinline__ int zt__cuatt_start(const int32_t *starts, int b, int t, int T) {
+/* the first key query t of batch b sees, its document's or its window's (the CPU's zt__att_start);
+   ZT__CUATT_NONE past T */
+static __device__ __forceinline__ int zt__cuatt_start(const zt__cuatt_p &p, int b, int t) {
+    const int T = p.T;
     if (t >= T) return ZT__CUATT_NONE;
-    if (!starts) return 0;
-    const int s = starts[(int64_t)b * T + t];
+    int s = p.starts ? p.starts[(int64_t)b * T + t] : 0;
     if (s < 0 || s > t) {
         zt__cu_fail(ZT__CU_E_ATT_START, b, t, s);
-        return s < 0 ? 0 : t;
+        s = s < 0 ? 0 : t;
     }
-    return s;
+    return p.window > 0 ? max(s, t - p.window + 1) : s;
 }
 
 static __device__ __forceinline__ float zt__cuatt_wsum(float x) {
@@ -915,7 +917,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_simt(zt__cuat
     const int kvh = h / p.group, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *sQ = (float *)zt__cuatt_smem, *sK = sQ + ZT__CUATT_GQ * ld, *sV = sK + ZT__CUATT_GK * ld;
     int *sStart = (int *)(sV + ZT__CUATT_GK * ld);
-    if (threadIdx.x < ZT__CUATT_GQ) sStart[threadIdx.x] = zt__cuatt_start(p.starts, b, t0 + threadIdx.x, T);
+    if (threadIdx.x < ZT__CUATT_GQ) sStart[threadIdx.x] = zt__cuatt_start(p, b, t0 + threadIdx.x);
     zt__cuatt_gload(sQ, ZT__CUATT_GQ, ld, p.q, p.tq, b, t0, h, T, p.NH, HD);
     __syncthreads();
     int kmin, kmax;
@@ -1003,7 +1005,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_simt(zt__cuatt
     float *sQ = (float *)zt__cuatt_smem, *sdO = sQ + ZT__CUATT_GQ * ld, *sK = sdO + ZT__CUATT_GQ * ld;
     float *sV = sK + ZT__CUATT_GK * ld;
     int *sStart = (int *)(sV + ZT__CUATT_GK * ld);
-    if (threadIdx.x < ZT__CUATT_GQ) sStart[threadIdx.x] = zt__cuatt_start(p.starts, b, t0 + threadIdx.x, T);
+    if (threadIdx.x < ZT__CUATT_GQ) sStart[threadIdx.x] = zt__cuatt_start(p, b, t0 + threadIdx.x);
     zt__cuatt_gload(sQ, ZT__CUATT_GQ, ld, p.q, p.tq, b, t0, h, T, p.NH, HD);
     zt__cuatt_gload(sdO, ZT__CUATT_GQ, ld, p.dout, p.tdout, b, t0, h, T, p.NH, HD);
     __syncthreads();
@@ -1106,7 +1108,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_simt(zt__cuat
             __syncthreads(); /* readers of the previous tile are done (the first time: sK, sV are written) */
             int need = 0;
             if (threadIdx.x < ZT__CUATT_GK) {
-                const int i = i0 + threadIdx.x, st = zt__cuatt_start(p.starts, b, i, T);
+                const int i = i0 + threadIdx.x, st = zt__cuatt_start(p, b, i);
                 sStart[threadIdx.x] = st;
                 sLse[threadIdx.x] = i < T ? p.lse[((int64_t)b * p.NH + h) * T + i] : 0.0f;
                 need = i >= k0 && st <= klast;
@@ -1406,7 +1408,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_wmma(zt__cuat
     E *sP = (E *)sS;                                       /* P over the first half of the scores */
     float *sO = sS + 16 * SLD / 2;                         /* 16 x 16 staging, second half */
     int *sStart = (int *)((float *)(sV + BK * LD) + 4 * 16 * SLD);
-    if (threadIdx.x < BQ) sStart[threadIdx.x] = zt__cuatt_start(p.starts, b, t0 + threadIdx.x, T);
+    if (threadIdx.x < BQ) sStart[threadIdx.x] = zt__cuatt_start(p, b, t0 + threadIdx.x);
     zt__cuatt_fload<E, HD>(sQ, p.q, b, t0, h, T, p.NH);
     __syncthreads();
     int kmin, smax;
@@ -1511,7 +1513,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_wmma(zt__cuatt
     int *sStart = (int *)(sD + BQ);
     if (threadIdx.x < BQ) {
         const int t = t0 + threadIdx.x;
-        sStart[threadIdx.x] = zt__cuatt_start(p.starts, b, t, T);
+        sStart[threadIdx.x] = zt__cuatt_start(p, b, t);
         sLse[threadIdx.x] = t < T ? p.lse[((int64_t)b * p.NH + h) * T + t] * ZT__CUATT_LOG2E : 0.0f;
     }
     zt__cuatt_fload<E, HD>(sQ, p.q, b, t0, h, T, p.NH);
@@ -1589,7 +1591,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_wmma(zt__cuat
             __syncthreads(); /* readers of the previous tile are done (the first time: sK, sV are written) */
             int need = 0, seen = 1;
             if (threadIdx.x < BQ) {
-                const int i = i0 + threadIdx.x, st = zt__cuatt_start(p.starts, b, i, T);
+                const int i = i0 + threadIdx.x, st = zt__cuatt_start(p, b, i);
                 sStart[threadIdx.x] = st;
                 sLse[threadIdx.x] = i < T ? p.lse[((int64_t)b * p.NH + h) * T + i] * ZT__CUATT_LOG2E : 0.0f;
                 need = st <= klast; /* false past T */
@@ -1686,6 +1688,8 @@ static zt__cuatt_p zt__cuatt_params(const zt__args_attention *a, int bwd, int64_
     }
     p.T = (int)T, p.NH = (int)NH, p.NKV = (int)NKV, p.HD = (int)HD, p.group = (int)(NH / NKV);
     p.scale = a->scale, p.cap = a->softcap;
+    if (a->window > (1 << 30)) zt_fatal("attention (CUDA): a window of %lld keys is beyond the kernels' 2^30", (long long)a->window);
+    p.window = (int)a->window;
     return p;
 }
 

@@ -402,7 +402,6 @@ int main(int argc, char **argv) {
        ends with them (the config is read again, from the flags, to see them in its "auto" values) */
     if (a.num_train_epochs > 0 && !zt_options_given(&o, "max_steps") && *a.data && !a.eval) {
         int64_t T = o.seq_len > 0 ? o.seq_len : model_config.max_positions < 1024 ? model_config.max_positions : 1024;
-        if (o.seq_len <= 0 && model_config.sliding_window > 0 && T > model_config.sliding_window) T = model_config.sliding_window;
         int64_t windows = data_windows(&a, &model_config, T, o.seed);
         if (windows < 0) return fail(NULL);
         int64_t per_step = o.micro_batch * o.grad_accum * world;

@@ -265,24 +265,26 @@ REF double ref_attn_score(double dot, double scale, double cap) {
     return cap > 0 ? cap * tanh(s / cap) : s;
 }
 
-/* First key query t of batch b may see. */
-REF int64_t ref_attn_start(const int32_t *starts, int64_t b, int64_t t, int64_t T) {
-    return starts ? (int64_t)starts[b * T + t] : 0;
+/* First key query t of batch b may see: its document's first, or with window > 0 at most window keys back. */
+REF int64_t ref_attn_first(const int32_t *starts, int64_t b, int64_t t, int64_t T, int64_t window) {
+    int64_t s = starts ? (int64_t)starts[b * T + t] : 0;
+    return window > 0 && t - window + 1 > s ? t - window + 1 : s;
 }
 
 /* q (B,T,NH,HD), k, v (B,T,NKV,HD), starts (B,T) or NULL -> out (B,T,NH,HD), lse (B,NH,T) (may be
    NULL). Query head h reads key/value head h / (NH/NKV); query t sees keys [starts[t], t]; scores
    are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. */
-REF void ref_attention_capped_forward(double *out, double *lse, const double *q, const double *k,
+REF void ref_attention_ex_forward(double *out, double *lse, const double *q, const double *k,
                                       const double *v, const int32_t *starts, int64_t B, int64_t T,
-                                      int64_t NH, int64_t NKV, int64_t HD, double scale, double cap) {
+                                      int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
+                                      int64_t window) {
     if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < NH; h++)
             for (int64_t t = 0; t < T; t++) {
                 const double *qr = q + ((b * T + t) * NH + h) * HD;
-                int64_t kh = h / rep, j0 = ref_attn_start(starts, b, t, T);
+                int64_t kh = h / rep, j0 = ref_attn_first(starts, b, t, T, window);
                 double mx = -INFINITY;
                 for (int64_t j = j0; j <= t; j++) {
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
@@ -310,14 +312,14 @@ REF void ref_attention_capped_forward(double *out, double *lse, const double *q,
 REF void ref_attention_forward(double *out, double *lse, const double *q, const double *k,
                                const double *v, const int32_t *starts, int64_t B, int64_t T,
                                int64_t NH, int64_t NKV, int64_t HD) {
-    ref_attention_capped_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, 0, 0);
+    ref_attention_ex_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, 0, 0, 0);
 }
 
 /* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. */
-REF void ref_attention_capped_backward(double *dq, double *dk, double *dv, const double *dout,
+REF void ref_attention_ex_backward(double *dq, double *dk, double *dv, const double *dout,
                                        const double *q, const double *k, const double *v,
                                        const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                                       int64_t NKV, int64_t HD, double scale, double cap) {
+                                       int64_t NKV, int64_t HD, double scale, double cap, int64_t window) {
     if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     double *p = (double *)malloc(sizeof(double) * (size_t)T);
@@ -328,7 +330,7 @@ REF void ref_attention_capped_backward(double *dq, double *dk, double *dv, const
             for (int64_t t = 0; t < T; t++) {
                 const double *qr = q + ((b * T + t) * NH + h) * HD;
                 const double *dy = dout + ((b * T + t) * NH + h) * HD;
-                int64_t kh = h / rep, j0 = ref_attn_start(starts, b, t, T);
+                int64_t kh = h / rep, j0 = ref_attn_first(starts, b, t, T, window);
                 double mx = -INFINITY, sum = 0, dsum = 0;
                 for (int64_t j = j0; j <= t; j++) {
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
@@ -368,7 +370,7 @@ REF void ref_attention_backward(double *dq, double *dk, double *dv, const double
                                 const double *q, const double *k, const double *v,
                                 const int32_t *starts, int64_t B, int64_t T, int64_t NH,
                                 int64_t NKV, int64_t HD) {
-    ref_attention_capped_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, 0, 0);
+    ref_attention_ex_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, 0, 0, 0);
 }
 
 /* logits (N,Vp), only columns [0, vocab) real; targets (N) -> losses (N) = -log softmax[target] (0 for

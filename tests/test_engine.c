@@ -316,7 +316,8 @@ TEST(model_config_errors_name_the_key) {
                  "\"intermediate_size\": 8, \"max_position_embeddings\": 8, \"vocab_size\": 8, \"pad_token_id\": 8}",
                  "\"pad_token_id\" 8 is not a token of the vocabulary of 8");
     config_error("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"layer_types\": [\"full_attention\", "
-                 "\"chunked_attention\"], \"sliding_window\": 8}", "layer_types[1] is \"chunked_attention\"");
+                 "\"chunked_attention\"], \"sliding_window\": 8, \"use_sliding_window\": true}",
+                 "layer_types[1] is \"chunked_attention\"");
     /* Gemma: the tanh GELU only (Gemma's legacy "gelu" means it; Gemma 2's does not), causal only */
     config_error("{\"model_type\": \"gemma\", \"hidden_act\": \"relu\"}", "the activation is \"relu\"");
     config_error("{\"model_type\": \"gemma2\", \"hidden_activation\": \"gelu\"}", "the activation is \"gelu\"");
@@ -335,10 +336,9 @@ TEST(model_config_errors_name_the_key) {
         CHECK_EQ_INT(c.sliding_window, k == 1 ? 8 : 0); /* every layer, or (from layer 2 of 2) none */
         CHECK(c.qk_norm && !c.qkv_bias && c.head_dim == 16);
     }
-    /* some layers windowed (from layer 1 of 2, or by layer_types): the window is kept, for the engine's
-       --seq_len check (up to it, windowed and full layers compute the same) */
+    /* some layers windowed: from layer 1 of 2, or by layer_types (which count only with use_sliding_window) */
     const char *some[2] = {"\"use_sliding_window\": true, \"max_window_layers\": 1",
-                           "\"layer_types\": [\"full_attention\", \"sliding_attention\"]"};
+                           "\"use_sliding_window\": true, \"layer_types\": [\"full_attention\", \"sliding_attention\"]"};
     for (int k = 0; k < 2; k++) {
         char json[512];
         snprintf(json, sizeof json, "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
@@ -347,7 +347,10 @@ TEST(model_config_errors_name_the_key) {
         zt_model_config c;
         CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
         CHECK_EQ_INT(c.sliding_window, 8);
+        CHECK_EQ_INT((int64_t)c.windowed[0], 2); /* layer 1 of 2 */
     }
+    config_error("{\"model_type\": \"gemma2\", \"num_hidden_layers\": 3, \"layer_types\": [\"full_attention\"]}",
+                 "\"layer_types\" names 1 layers; num_hidden_layers is 3");
 }
 
 TEST(gemma_configs_take_transformers_defaults) {
@@ -362,7 +365,8 @@ TEST(gemma_configs_take_transformers_defaults) {
     snprintf(json, sizeof json, base, "gemma2", "");
     CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
     CHECK(c.geglu && c.sandwich_norms && c.attn_scale == 1.0f / 16 && c.attn_softcap == 50 && c.logit_softcap == 30);
-    CHECK_EQ_INT(c.sliding_window, 4096); /* layers 0 and 2 of 3 */
+    CHECK_EQ_INT(c.sliding_window, 4096);
+    CHECK_EQ_INT((int64_t)c.windowed[0], 5); /* layers 0 and 2 of 3 */
     snprintf(json, sizeof json, base, "gemma2", ", \"attn_logit_softcapping\": null, \"final_logit_softcapping\": null, "
              "\"sliding_window\": null, \"query_pre_attn_scalar\": 144");
     CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());

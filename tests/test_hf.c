@@ -219,21 +219,13 @@ TEST(hf_overlapping_tensors_are_refused) {
     free(b);
 }
 
-/* Gemma 2 windows every other layer: without --seq_len, rows are as long as the window (zt has no windowed
-   attention, and up to the window none is needed); longer rows are refused, naming the window */
-TEST(hf_gemma2_rows_default_to_its_window) {
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config_path = "tests/ref/hf/gemma2";
-    zt_options o = zt_options_default();
-    o.threads = 1;
-    zt_engine *e = NULL;
-    CHECK_MSG(zt_init_options(&e, &spec, &o) == ZT_OK, "%s", zt_last_error());
-    if (e) CHECK_EQ_INT(zt_engine_options(e)->seq_len, 24); /* sliding_window 24, context 32 */
-    if (e) zt_shutdown(e);
-    o.seq_len = 25;
-    e = NULL;
-    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_UNSUPPORTED);
-    CHECK_STR_CONTAINS(zt_last_error(), "longer than the model's sliding_window 24");
-    if (e) zt_shutdown(e);
+/* which layers attend within the window: Gemma 2's every other one (its layer_types), Mistral's every one */
+TEST(hf_sliding_windows_follow_the_layer_types) {
+    zt_model_config c;
+    CHECK_MSG(zt_model_config_read(&c, "tests/ref/hf/gemma2") == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(c.sliding_window, 6);
+    CHECK_EQ_INT((int64_t)c.windowed[0], 1); /* layer 0 of 2 */
+    CHECK_MSG(zt_model_config_read(&c, "tests/ref/hf/mistral") == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(c.sliding_window, 7);
+    CHECK_EQ_INT((int64_t)c.windowed[0], 3); /* both layers */
 }

@@ -1,11 +1,11 @@
 /* tests/test_models.c - the built-in models against PyTorch + transformers.
    Fixtures come from tests/ref/make_model_fixtures.py (tests/ref/<type>/config.json and fixture.bin): a
-   tiny GPT-2, LLaMA (untied), Mistral (untied), Qwen2 (tied, q/k/v biases, rope theta 1e6), Qwen3 (tied,
-   an RMSNorm on each head of q and k, heads of 16: wider than hidden / heads), Phi-3 (untied, fused
-   qkv_proj and gate_up_proj), Gemma (tied, scaled embeddings, norms of 1 + weight, GeGLU, heads of 16) and
-   Gemma 2 (also norms after the attention and the MLP, its own attention scale, capped scores and logits), each with
-   2 layers, hidden 32, grouped-query attention in the LLaMA family and a vocabulary of 61 (zt pads it to
-   128). For each model, in fp32 and bf16:
+   tiny GPT-2, LLaMA (untied), Mistral (untied, a sliding window of 7 on every layer), Qwen2 (tied, q/k/v
+   biases, rope theta 1e6), Qwen3 (tied, an RMSNorm on each head of q and k, heads of 16: wider than hidden /
+   heads), Phi-3 (untied, fused qkv_proj and gate_up_proj), Gemma (tied, scaled embeddings, norms of 1 + weight,
+   GeGLU, heads of 16) and Gemma 2 (also norms after the attention and the MLP, its own attention scale, capped
+   scores and logits, a window of 6 on every other layer), each with 2 layers, hidden 32, grouped-query
+   attention in the LLaMA family and a vocabulary of 61 (zt pads it to 128). For each model, in fp32 and bf16:
      - every zt parameter is in the fixture and every fixture parameter is in zt, with the same shape;
      - the loss of zt_forward_backward (next-token targets, as labels=input_ids) and of zt_eval;
      - every parameter gradient;

@@ -198,33 +198,41 @@ TEST(ref_fd_rope) {
     bufs_free();
 }
 
-typedef struct { double *q, *k, *v; const int32_t *starts; int64_t B, T, NH, NKV, HD; double scale, cap; } fd_attn_ctx;
+typedef struct {
+    double *q, *k, *v;
+    const int32_t *starts;
+    int64_t B, T, NH, NKV, HD;
+    double scale, cap;
+    int64_t window;
+} fd_attn_ctx;
 static void fd_attn_fwd(void *p, double *out) {
     fd_attn_ctx *c = (fd_attn_ctx *)p;
-    ref_attention_capped_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
-                                 c->cap);
+    ref_attention_ex_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
+                             c->cap, c->window);
 }
-/* scale 0: 1/sqrt(HD); cap 0: none */
+/* scale 0: 1/sqrt(HD); cap 0: none; window 0: none */
 static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                              int64_t NKV, int64_t HD, double scale, double cap) {
-    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap};
+                              int64_t NKV, int64_t HD, double scale, double cap, int64_t window) {
+    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap, window};
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     c.q = drand(r, nq, -1.5, 1.5), c.k = drand(r, nk, -1.5, 1.5), c.v = drand(r, nk, -1, 1);
     fd_fn f = fd_make(fd_attn_fwd, &c, nq, r);
     double *dq = dbuf(nq), *dk = dbuf(nk), *dv = dbuf(nk);
-    ref_attention_capped_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap);
-    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g", (long long)B, (long long)T,
-                            (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "", scale, cap);
+    ref_attention_ex_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap, window);
+    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g window %lld", (long long)B,
+                            (long long)T, (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "", scale, cap,
+                            (long long)window);
     FD_CHECK(label("%s dq", cfg), &f, c.q, nq, dq);
     FD_CHECK(label("%s dk", cfg), &f, c.k, nk, dk);
     FD_CHECK(label("%s dv", cfg), &f, c.v, nk, dv);
 }
 TEST(ref_fd_attention) {
     rng r = {17};
-    fd_attention_case(&r, NULL, 2, 5, 8, 2, 3, 0, 0); /* grouped-query: 8 heads read 2 */
+    fd_attention_case(&r, NULL, 2, 5, 8, 2, 3, 0, 0, 0); /* grouped-query: 8 heads read 2 */
     static const int32_t starts[2 * 6] = {0, 0, 0, 3, 3, 3, 0, 1, 1, 1, 4, 4};
-    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0, 0);
-    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0.9, 1.2); /* Gemma 2: its own scale, scores capped */
+    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0, 0, 0);
+    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0.9, 1.2, 0); /* Gemma 2: its own scale, scores capped */
+    fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0, 0, 2);     /* a sliding window of 2 keys, and documents */
     /* the first query sees one key: its output is that value, whatever q and k are */
     double q[4] = {1, 2, 3, 4}, k[4] = {-1, 0.5, 2, 0}, v[4] = {0.25, -3, 7, 1}, out[4], lse[1];
     ref_attention_forward(out, lse, q, k, v, NULL, 1, 1, 1, 1, 4);
@@ -703,12 +711,14 @@ TEST(ops_rope_f32) { check_rope(ZT_F32); }
 TEST(ops_rope_bf16) { check_rope(ZT_BF16); }
 TEST(ops_rope_f16) { check_rope(ZT_F16); }
 
-/* scale 0: 1/sqrt(HD); cap > 0: capped scores (Gemma 2) */
-static void attention_capped_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
-                                  int64_t NH, int64_t NKV, int64_t HD, float scale, float cap) {
-    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s scale %g cap %g", dt_name(dt),
-                            (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
-                            starts ? " with starts" : "", scale, cap);
+/* scale 0: 1/sqrt(HD); cap > 0: capped scores (Gemma 2); window > 0: a sliding window */
+static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                              int64_t NH, int64_t NKV, int64_t HD, float scale, float cap, int64_t window) {
+    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s scale %g cap %g window %lld",
+                            dt_name(dt), (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
+                            starts ? " with starts" : "", scale, cap, (long long)window);
+    zt_attention_opts ao = {scale, cap, window};
+    int ex = scale != 0 || cap != 0 || window != 0;
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
     zt_tensor Q = to_dev(d, dt, zt_shape4(B, T, NH, HD), q);
@@ -716,10 +726,10 @@ static void attention_capped_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t
     zt_tensor Starts = starts ? ids_to_dev(d, zt_shape2(B, T), starts)
                               : zt_tensor_make(NULL, ZT_I32, ZT_DEVICE, zt_shape1(0)); /* unused */
     zt_tensor Out = dev_new(d, dt, zt_shape4(B, T, NH, HD)), Lse = dev_new(d, ZT_F32, zt_shape3(B, NH, T));
-    if (scale != 0 || cap != 0) zt_attention_capped_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL, scale, cap);
+    if (ex) zt_attention_ex_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL, &ao);
     else zt_attention_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL);
     double *out = dbuf(nq), *lse = dbuf(B * NH * T);
-    ref_attention_capped_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap);
+    ref_attention_ex_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window);
     EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s: lse (f32)", cfg), download(d, Lse), lse, B * NH * T, TOL_F32);
 
@@ -728,17 +738,16 @@ static void attention_capped_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t
     zt_shape qs = zt_shape4(B, T, NH, HD), ks = zt_shape4(B, T, NKV, HD);
     zt_tensor Dout = to_dev(d, dt, qs, dout), Dq = to_dev(d, dt, qs, dq);
     zt_tensor Dk = to_dev(d, dt, ks, dk), Dv = to_dev(d, dt, ks, dv);
-    if (scale != 0 || cap != 0)
-        zt_attention_capped_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL, scale, cap);
+    if (ex) zt_attention_ex_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL, &ao);
     else zt_attention_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL);
-    ref_attention_capped_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap);
+    ref_attention_ex_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window);
     EXPECT_CLOSE(label("%s backward: dq = prefill + grad", cfg), download(d, Dq), dq, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dk = prefill + grad", cfg), download(d, Dk), dk, nk, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dv = prefill + grad", cfg), download(d, Dv), dv, nk, tol_for(dt));
 }
 static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
                            int64_t NH, int64_t NKV, int64_t HD) {
-    attention_capped_case(d, r, dt, starts, B, T, NH, NKV, HD, 0, 0);
+    attention_ex_case(d, r, dt, starts, B, T, NH, NKV, HD, 0, 0, 0);
 }
 static void check_attention(zt_dtype dt) {
     cpu_dev d;
@@ -758,8 +767,12 @@ static void check_attention(zt_dtype dt) {
     for (int t = 0; t < 70; t++) long_starts[t] = t < 30 ? 0 : t < 66 ? 30 : 66;
     attention_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8);
     /* Gemma 2: query_pre_attn_scalar's scale and capped scores (cap 1.5: the cap bends most of them) */
-    attention_capped_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.5f, 1.5f);
-    attention_capped_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.0f, 2.0f);
+    attention_ex_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.5f, 1.5f, 0);
+    attention_ex_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.0f, 2.0f, 0);
+    /* sliding windows across the CPU kernel's 32-query blocks and 64-key tiles, with and without documents */
+    attention_ex_case(&d, &r, dt, NULL, 1, 150, 4, 2, 8, 0.0f, 0.0f, 40);
+    attention_ex_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.0f, 0.0f, 7);
+    attention_ex_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.5f, 2.0f, 1); /* each query sees itself only */
     cpu_close(&d);
     bufs_free();
 }

@@ -522,14 +522,15 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
 
 /* ---- attention -------------------------------------------------------------------------------- */
 
-/* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles; scale 0 is
-   1/sqrt(HD), cap > 0 caps the scores (Gemma 2) */
-static void case_attention_capped(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
-                                  float scale, float cap) {
-    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s", (long long)B, (long long)T,
+/* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles; the options'
+   zeros are the defaults (scale 1/sqrt(HD), no cap, no window) */
+static void case_attention_ex(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
+                              float scale, float cap, int64_t window) {
+    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s%s", (long long)B, (long long)T,
                     (long long)NH, (long long)NKV, (long long)HD, docs ? " documents (starts)" : "",
-                    scale || cap ? " own scale, capped scores" : ""))
+                    scale || cap ? " own scale, capped scores" : "", window ? " sliding window" : ""))
         return;
+    zt_attention_opts ao = {scale, cap, window};
     int32_t *st = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++) {
         int64_t cut1 = b == 0 ? 100 : 37, cut2 = b == 0 ? T : 300 < T ? 300 : T;
@@ -539,15 +540,14 @@ static void case_attention_capped(zt_dtype dt, int64_t B, int64_t T, int64_t NH,
     pair starts = docs ? pids(zt_shape2(B, T), st) : pnone();
     pair q = prand(dt, qs, -2, 2), k = prand(dt, ks, -2, 2), v = prand(dt, ks, -1, 1);
     pair out = pnew(dt, qs), lse = pnew(ZT_F32, zt_shape3(B, NH, T));
-    BOTH zt_attention_capped_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL,
-                                     scale, cap);
+    BOTH zt_attention_ex_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL, &ao);
     check("out", out, tol_of(dt, TOL_F32_SUM));
     check("lse (f32)", lse, TOL_F32_SUM);
     pair dout = prand(dt, qs, -1, 1), dq = prand(dt, qs, -0.5f, 0.5f);
     pair dk = prand(dt, ks, -0.5f, 0.5f), dv = prand(dt, ks, -0.5f, 0.5f);
     /* the backward of the device under test reads its own out and lse, so each side is checked as a whole */
-    BOTH zt_attention_capped_backward(sd[i].s, dq.t[i], dk.t[i], dv.t[i], dout.t[i], q.t[i], k.t[i], v.t[i], out.t[i],
-                                      lse.t[i], docs ? &starts.t[i] : NULL, scale, cap);
+    BOTH zt_attention_ex_backward(sd[i].s, dq.t[i], dk.t[i], dv.t[i], dout.t[i], q.t[i], k.t[i], v.t[i], out.t[i],
+                                  lse.t[i], docs ? &starts.t[i] : NULL, &ao);
     check("dq +=", dq, tol_of(dt, TOL_F32_SUM));
     check("dk +=", dk, tol_of(dt, TOL_F32_SUM));
     check("dv +=", dv, tol_of(dt, TOL_F32_SUM));
@@ -555,7 +555,7 @@ static void case_attention_capped(zt_dtype dt, int64_t B, int64_t T, int64_t NH,
     case_end();
 }
 static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs) {
-    case_attention_capped(dt, B, T, NH, NKV, HD, docs, 0.0f, 0.0f);
+    case_attention_ex(dt, B, T, NH, NKV, HD, docs, 0.0f, 0.0f, 0);
 }
 
 /* ---- losses ----------------------------------------------------------------------------------- */
@@ -741,9 +741,13 @@ int main(int argc, char **argv) {
     /* Gemma: heads of 256 (the simt kernels); Gemma 2 2B and 27B: their scales, scores capped at 50 and at 5
        (where the cap bends most scores) */
     case_attention(ZT_BF16, 1, 512, 8, 1, 256, 1);
-    case_attention_capped(ZT_BF16, 1, 512, 8, 4, 256, 1, 1.0f / 16, 50.0f);
-    case_attention_capped(ZT_BF16, 2, 300, 16, 8, 128, 0, 1.0f / 12, 5.0f);
-    case_attention_capped(ZT_F32, 1, 200, 4, 2, 64, 1, 0.2f, 5.0f);
+    case_attention_ex(ZT_BF16, 1, 512, 8, 4, 256, 1, 1.0f / 16, 50.0f, 0);
+    case_attention_ex(ZT_BF16, 2, 300, 16, 8, 128, 0, 1.0f / 12, 5.0f, 0);
+    case_attention_ex(ZT_F32, 1, 200, 4, 2, 64, 1, 0.2f, 5.0f, 0);
+    /* sliding windows (Mistral, Gemma 2): windows of 100 and 37 keys across 64-key tiles, tensor cores and simt */
+    case_attention_ex(ZT_BF16, 2, 500, 32, 8, 128, 1, 0.0f, 0.0f, 100);
+    case_attention_ex(ZT_BF16, 1, 512, 8, 4, 256, 0, 1.0f / 16, 50.0f, 37);
+    case_attention_ex(ZT_F32, 1, 300, 12, 12, 64, 0, 0.0f, 0.0f, 37);
     for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f);
     case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f);
     case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f);

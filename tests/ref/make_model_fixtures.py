@@ -62,8 +62,8 @@ def make_config(model_type):
                                        tie_word_embeddings=True)
     if model_type == "llama":  # untied, no biases, the default rope theta
         return transformers.LlamaConfig(**common_llama, tie_word_embeddings=False)
-    if model_type == "mistral":  # untied; no sliding window (T is far below any window anyway)
-        return transformers.MistralConfig(**common_llama, tie_word_embeddings=False, sliding_window=None)
+    if model_type == "mistral":  # untied; a sliding window on every layer, well below T
+        return transformers.MistralConfig(**common_llama, tie_word_embeddings=False, sliding_window=7)
     if model_type == "qwen2":  # tied, q/k/v biases, Qwen2's rope theta of 1e6
         return transformers.Qwen2Config(**common_llama, tie_word_embeddings=True, rope_theta=1e6,
                                         use_sliding_window=False)
@@ -78,12 +78,11 @@ def make_config(model_type):
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
     if model_type == "gemma2":  # + norms on the attention's and the MLP's outputs, its own attention scale, and
-        # caps on the scores and the logits small enough to bend them; every other layer windowed (a window
-        # above T changes nothing, as zt needs)
+        # caps on the scores and the logits small enough to bend them; every other layer windowed, well below T
         return transformers.Gemma2Config(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                          hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
                                          attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
-                                         sliding_window=T + 8)
+                                         sliding_window=6)
     raise ValueError(model_type)
 
 
