@@ -1,6 +1,6 @@
 /* zt.h - train transformer language models from C.          MIT licence, see the end of this file.
 
-   zt trains GPT-2, LLaMA, Mistral, Qwen2, Qwen3 and Phi-3 models (and blocks you write) with what
+   zt trains GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 1-3 models (and blocks you write) with what
    Transformers + Accelerate + DeepSpeed give Python users. This file is the whole library: declarations
    first, then the implementation, compiled in exactly one translation unit:
 
@@ -382,9 +382,13 @@ ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_t
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
    transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
-   "llama3" rope_type adjusts inv_freq by wavelength as transformers does). Backward adds the rotated-back
-   dout into dinp, so dinp must not alias dout. scaling NULL: none. */
-typedef struct zt_rope_scaling { float factor, low_freq_factor, high_freq_factor, original_max_positions; } zt_rope_scaling;
+   "llama3" rope_type adjusts inv_freq by wavelength as transformers does, and the "linear" type divides it by
+   the factor). Backward adds the rotated-back dout into dinp, so dinp must not alias dout. scaling NULL (or
+   factor 0): none. */
+typedef struct zt_rope_scaling {
+    float factor, low_freq_factor, high_freq_factor, original_max_positions;
+    int linear; /* rope_type "linear" (Gemma 3's global layers): only factor counts */
+} zt_rope_scaling;
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
                             const zt_rope_scaling *scaling);
 ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta,
@@ -462,12 +466,12 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2) are written with this same interface. A block
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma 1-3) are written with this same interface. A block
    declares its parameters; the engine owns them (flat groups, one per block), their gradients and
    optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma" or "gemma2" */
+    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -476,7 +480,7 @@ typedef struct zt_model_config {
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
-    int qk_norm;                /* an RMSNorm over each head of q and k before the rotation (Qwen3) */
+    int qk_norm;                /* an RMSNorm over each head of q and k before the rotation (Qwen3, Gemma 3) */
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
@@ -490,6 +494,7 @@ typedef struct zt_model_config {
     float attn_scale;           /* the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2: query_pre_attn_scalar^-1/2) */
     float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
     float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
+    float local_rope_theta;     /* > 0: the windowed layers' rope theta, without rope_scaling (Gemma 3) */
 } zt_model_config;
 
 /* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
@@ -2229,7 +2234,9 @@ static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor
    takes it from here (the CUDA kernels as a table), so the angles are the same bits everywhere */
 static float zt__rope_inv_freq(float theta, int64_t i, int64_t HD, const zt_rope_scaling *sc) {
     float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)HD);
-    if (sc->factor > 0) { /* "llama3": long wavelengths slowed by factor, the middle band blended */
+    if (sc->factor > 0 && sc->linear) {
+        inv_freq /= sc->factor;
+    } else if (sc->factor > 0) { /* "llama3": long wavelengths slowed by factor, the middle band blended */
         float wavelen = 6.2831853f / inv_freq, old = sc->original_max_positions;
         float scaled = wavelen > old / sc->low_freq_factor ? inv_freq / sc->factor : inv_freq;
         if (!(wavelen < old / sc->high_freq_factor) && !(wavelen > old / sc->low_freq_factor)) {
@@ -2849,18 +2856,18 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
 }
 
 /* Which layers attend within sliding_window: every layer (Mistral, Phi-3); with use_sliding_window, Qwen2's
-   and Qwen3's from max_window_layers on; Gemma 2's every other one (alternate), from the first. Where
-   "layer_types" is written out (transformers 5 writes it), it names them ("sliding_attention"). */
-static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int alternate, int every) {
+   and Qwen3's from max_window_layers on; with a pattern P (Gemma 2: 2, Gemma 3: 6), all but every P-th layer.
+   Where "layer_types" is written out (transformers 5 writes it), it names them ("sliding_attention"). */
+static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int64_t pattern, int every) {
     int64_t from = 0, layers = 0, n = 0;
     int lt = zt__json_get(j, 0, "layer_types"), t = zt__json_get(j, 0, "max_window_layers");
     zt_result r = ZT_OK;
     memset(c->windowed, 0, sizeof c->windowed);
-    if (!alternate && !every && !use_window) c->sliding_window = 0; /* Qwen: no window without use_sliding_window */
+    if (!pattern && !every && !use_window) c->sliding_window = 0; /* Qwen: no window without use_sliding_window */
     if (c->sliding_window <= 0) return c->sliding_window = 0, ZT_OK;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &layers))) return r;
     if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
-    if (!alternate && !every && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
+    if (!pattern && !every && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, "max_window_layers", &from))) return r;
     if (!every && lt >= 0 && j->tok[lt].type == JSMN_ARRAY) {
         for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it), n++) {
             char kind[32] = "";
@@ -2875,7 +2882,7 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
                            (long long)n, (long long)layers);
     } else {
         for (int64_t l = 0; l < layers; l++) {
-            int on = every || (alternate ? l % 2 == 0 : use_window && l >= from);
+            int on = every || (pattern ? (l + 1) % pattern != 0 : use_window && l >= from);
             if (on) c->windowed[l / 64] |= (uint64_t)1 << (l % 64);
         }
     }
@@ -2889,10 +2896,51 @@ static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
     return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
 
-/* Gemma and Gemma 2: embeddings times sqrt(hidden), norms of (1 + weight), a GeGLU MLP; Gemma 2 also
-   norms on the attention's and the MLP's outputs, its own attention scale and capped scores and logits.
-   act: hidden_act as read (hidden_activation, where given, names it instead). */
-static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *act, int gemma2) {
+/* One rope section, t (absent or null: nothing): its type (default, llama3 or linear) into *sc, and its
+   rope_theta (where theta is given) and partial_rotary_factor. */
+static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, const char *where, double *theta,
+                                 zt_rope_scaling *sc, double *partial) {
+    (void)c;
+    zt_result r = ZT_OK;
+    if (t < 0 || zt__json_is_null(j, t)) return ZT_OK;
+    char type[32] = "default", key[96];
+    int ty = zt__json_get(j, t, "rope_type");
+    if (ty < 0) ty = zt__json_get(j, t, "type");
+    if ((r = zt__json_string(j, ty, "rope_type", type, sizeof type))) return r;
+    snprintf(key, sizeof key, "%s.rope_theta", where);
+    if (theta && (r = zt__json_number(j, zt__json_get(j, t, "rope_theta"), key, theta))) return r;
+    if ((r = zt__json_number(j, zt__json_get(j, t, "partial_rotary_factor"), "partial_rotary_factor", partial))) return r;
+    int llama3 = strcmp(type, "llama3") == 0, linear = strcmp(type, "linear") == 0;
+    if (llama3 || linear) {
+        double v[4] = {0, 0, 0, 0};
+        const char *keys[4] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
+        for (int k = 0; k < (llama3 ? 4 : 1); k++) {
+            int vt = zt__json_get(j, t, keys[k]);
+            if (vt < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type %s needs \"%s\"", j->file, where, type, keys[k]);
+            if ((r = zt__json_number(j, vt, keys[k], &v[k]))) return r;
+        }
+        if (linear && !(v[0] > 0 && isfinite(v[0])))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s needs factor > 0, found %g", j->file, where, v[0]);
+        if (llama3 && !(v[0] > 0 && v[1] > 0 && v[2] > v[1] && v[3] > 0))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+                           "original_max_position_embeddings > 0", j->file, where);
+        memset(sc, 0, sizeof *sc);
+        sc->factor = (float)v[0], sc->low_freq_factor = (float)v[1];
+        sc->high_freq_factor = (float)v[2], sc->original_max_positions = (float)v[3];
+        sc->linear = linear;
+    } else if (strcmp(type, "default") != 0) {
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default, llama3 and "
+                       "linear are)", j->file, where, type);
+    }
+    return ZT_OK;
+}
+
+/* Gemma (version 1), Gemma 2 and Gemma 3: embeddings times sqrt(hidden), norms of (1 + weight), a GeGLU MLP;
+   from Gemma 2 on, norms on the attention's and the MLP's outputs, its own attention scale, capped logits and
+   (Gemma 2's only: Gemma 3's attention does not read the key) capped scores. act: hidden_act as read
+   (hidden_activation, where given, names it instead). */
+static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *act, int version) {
+    int gemma2 = version >= 2;
     zt_result r = ZT_OK;
     int t = zt__json_get(j, 0, "hidden_activation");
     if (t >= 0 && !zt__json_is_null(j, t) && (r = zt__json_string(j, t, "hidden_activation", act, 32))) return r;
@@ -2905,7 +2953,7 @@ static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *a
     c->norm_offset = 1.0f;
     c->embed_scale = (float)sqrt((double)c->hidden);
     if (!gemma2) return ZT_OK;
-    double scalar = 256, attn_cap = 50, logit_cap = 30;
+    double scalar = 256, attn_cap = version == 2 ? 50 : 0, logit_cap = version == 2 ? 30 : 0;
     int bidirectional = 0;
     struct { const char *key; double *v; } num[] = {{"query_pre_attn_scalar", &scalar},
                                                     {"attn_logit_softcapping", &attn_cap},
@@ -2924,7 +2972,7 @@ static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *a
     if (bidirectional) return zt__config_refuse(j, "use_bidirectional_attention", "is true (an encoder, not causal)");
     c->sandwich_norms = 1;
     c->attn_scale = (float)pow(scalar, -0.5);
-    c->attn_softcap = (float)attn_cap, c->logit_softcap = (float)logit_cap;
+    c->attn_softcap = version == 2 ? (float)attn_cap : 0.0f, c->logit_softcap = (float)logit_cap;
     return ZT_OK;
 }
 
@@ -2933,10 +2981,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
     int is_qwen2 = strcmp(c->model_type, "qwen2") == 0, is_qwen3 = strcmp(c->model_type, "qwen3") == 0;
-    int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma = is_gemma2 || strcmp(c->model_type, "gemma") == 0;
+    int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
+    int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
-    if (is_gemma2) c->sliding_window = 4096; /* Gemma2Config's defaults */
+    if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
+    if (is_gemma3) theta = 1000000.0;
     c->n_kv_head = 0;
     c->head_dim = 0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
@@ -2961,47 +3011,52 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
     if (t >= 0 && zt__json_is_null(j, t)) c->sliding_window = 0;
-    /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer */
+    /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer; Gemma 2 all but every second layer,
+       Gemma 3 all but every sixth (its old configs' sliding_window_pattern) */
     int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "phi3") == 0;
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma2) c->sliding_window = 0;
-    if ((r = zt__config_windows(c, j, use_window, is_gemma2, every))) return r;
-    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...}; older files a top-level
-       rope_theta and an optional "rope_scaling"; either may ask for LLaMA-3.1's "llama3" type */
+    int64_t pattern = is_gemma2 ? 2 : 0;
+    if (is_gemma3) {
+        pattern = 6;
+        if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
+        if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
+    }
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma) c->sliding_window = 0;
+    if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
+    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3: one such per layer
+       type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq */
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
-    for (int which = 0; which < 2; which++) {
-        int t2 = which ? rs : rp;
-        if (t2 < 0 || zt__json_is_null(j, t2)) continue;
-        const char *where = which ? "rope_scaling" : "rope_parameters";
-        char type[32] = "default";
-        int ty = zt__json_get(j, t2, "rope_type");
-        if (ty < 0) ty = zt__json_get(j, t2, "type");
-        if ((r = zt__json_string(j, ty, "rope_type", type, sizeof type))) return r;
-        if (!which && (r = zt__json_number(j, zt__json_get(j, t2, "rope_theta"), "rope_parameters.rope_theta", &theta)))
+    int per_type = is_gemma3 && rp >= 0 && j->tok[rp].type == JSMN_OBJECT && zt__json_get(j, rp, "full_attention") >= 0;
+    if (per_type) {
+        double local = 10000.0;
+        zt_rope_scaling none;
+        memset(&none, 0, sizeof none);
+        if ((r = zt__config_rope(c, j, zt__json_get(j, rp, "full_attention"), "rope_parameters.full_attention", &theta,
+                                 &c->rope_scaling, &partial)) ||
+            (r = zt__config_rope(c, j, zt__json_get(j, rp, "sliding_attention"), "rope_parameters.sliding_attention",
+                                 &local, &none, &partial)))
             return r;
-        if ((r = zt__json_number(j, zt__json_get(j, t2, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
-        if (strcmp(type, "llama3") == 0) {
-            double v[4] = {0, 0, 0, 0};
-            const char *keys[4] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
-            for (int k = 0; k < 4; k++) {
-                int vt = zt__json_get(j, t2, keys[k]);
-                if (vt < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type llama3 needs \"%s\"", j->file, where, keys[k]);
-                if ((r = zt__json_number(j, vt, keys[k], &v[k]))) return r;
-            }
-            if (!(v[0] > 0 && v[1] > 0 && v[2] > v[1] && v[3] > 0))
-                return zt_fail(ZT_ERROR_INVALID, "%s: %s needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
-                               "original_max_position_embeddings > 0", j->file, where);
-            c->rope_scaling.factor = (float)v[0], c->rope_scaling.low_freq_factor = (float)v[1];
-            c->rope_scaling.high_freq_factor = (float)v[2], c->rope_scaling.original_max_positions = (float)v[3];
-        } else if (strcmp(type, "default") != 0) {
-            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default and llama3 "
-                           "are)", j->file, where, type);
+        if (none.factor > 0)
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: rope_parameters.sliding_attention is scaled; zt scales the full "
+                           "attention layers' rope only (as Gemma 3 does)", j->file);
+        c->local_rope_theta = (float)local;
+    } else {
+        if ((r = zt__config_rope(c, j, rp, "rope_parameters", &theta, &c->rope_scaling, &partial)) ||
+            (r = zt__config_rope(c, j, rs, "rope_scaling", NULL, &c->rope_scaling, &partial)))
+            return r;
+        if (is_gemma3) {
+            double local = 10000.0;
+            if ((r = zt__json_number(j, zt__json_get(j, 0, "rope_local_base_freq"), "rope_local_base_freq", &local))) return r;
+            c->local_rope_theta = (float)local;
         }
     }
+    if (is_gemma3 && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
+        return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
+                       (double)c->local_rope_theta);
     if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
     if (partial != 1.0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates the whole head (1.0)", j->file,
                        partial);
-    if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma2))) return r;
+    if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
@@ -3012,7 +3067,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->init_std = (float)std;
     c->qkv_bias = is_qwen2 || attention_bias;
     c->out_bias = attention_bias;
-    c->qk_norm = is_qwen3;
+    c->qk_norm = is_qwen3 || is_gemma3;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
@@ -3042,11 +3097,15 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     r = zt__json_string(&j, zt__json_get(&j, 0, "model_type"), "model_type", c->model_type, sizeof c->model_type);
     if (r != ZT_OK) return r;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    int gemma = strcmp(c->model_type, "gemma") == 0 || strcmp(c->model_type, "gemma2") == 0;
+    int gemma = strcmp(c->model_type, "gemma") == 0 || strcmp(c->model_type, "gemma2") == 0 ||
+                strcmp(c->model_type, "gemma3_text") == 0;
+    if (strcmp(c->model_type, "gemma3") == 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"gemma3\" (Gemma 3 with its vision tower); zt trains "
+                       "the text model alone, model_type \"gemma3_text\" (Gemma 3 1B, or a text_config saved by itself)", name);
     if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
         strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "phi3"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2, qwen3, "
-                       "phi3, gemma and gemma2", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "phi3, gemma, gemma2 and gemma3_text", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
@@ -3420,6 +3479,14 @@ static zt_tensor zt__heads(zt_tensor x) {
     return zt_tensor_make(x.data, x.dtype, x.place, zt_shape2(zt_numel(x) / x.shape.d[3], x.shape.d[3]));
 }
 
+/* layer `layer`'s rope theta and scaling: Gemma 3's windowed layers have a theta of their own, unscaled */
+static float zt__layer_rope(const zt_model_config *c, int64_t layer, const zt_rope_scaling **scaling) {
+    static const zt_rope_scaling none = {0, 0, 0, 0, 0};
+    int local = c->local_rope_theta > 0 && zt__layer_windowed(c, layer);
+    *scaling = local ? &none : &c->rope_scaling;
+    return local ? c->local_rope_theta : c->rope_theta;
+}
+
 /* layer `layer`'s attention: its scale, cap and window */
 static zt_attention_opts zt__layer_attention(const zt_model_config *c, int64_t layer) {
     zt_attention_opts o;
@@ -3469,8 +3536,10 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
     if (!gpt2) { /* rotary positions, in place: backward rotates the gradients back */
-        zt_rope_forward(s, sv->q, sv->q, b->pos, c->rope_theta, &c->rope_scaling);
-        zt_rope_forward(s, sv->k, sv->k, b->pos, c->rope_theta, &c->rope_scaling);
+        const zt_rope_scaling *rs;
+        float theta = zt__layer_rope(c, ctx->index - 1, &rs);
+        zt_rope_forward(s, sv->q, sv->q, b->pos, theta, rs);
+        zt_rope_forward(s, sv->k, sv->k, b->pos, theta, rs);
     }
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
@@ -3565,10 +3634,12 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
     if (!gpt2) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rope_backward(s, t, dq, b->pos, c->rope_theta, &c->rope_scaling);
+        const zt_rope_scaling *rs;
+        float theta = zt__layer_rope(c, ctx->index - 1, &rs);
+        zt_rope_backward(s, t, dq, b->pos, theta, rs);
         dq = t;
         t = zt__temp0(ctx, A, dk.shape);
-        zt_rope_backward(s, t, dk, b->pos, c->rope_theta, &c->rope_scaling);
+        zt_rope_backward(s, t, dk, b->pos, theta, rs);
         dk = t;
     }
     if (c->qk_norm) { /* through each head's norm, to q and k as the projections made them */

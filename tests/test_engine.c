@@ -305,7 +305,7 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
                  "rope_scaling of type llama3 needs \"low_freq_factor\"");
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0}}",
-                 "\"rope_scaling\" of type \"yarn\" is not implemented in zt (default and llama3 are)");
+                 "\"rope_scaling\" of type \"yarn\" is not implemented in zt (default, llama3 and linear are)");
     config_error("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\"}", "\"hidden_act\" is \"gelu\"");
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
@@ -376,6 +376,24 @@ TEST(gemma_configs_take_transformers_defaults) {
     snprintf(json, sizeof json, base, "gemma", "");
     CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
     CHECK_EQ_INT(zt_model_config_params(&g) - zt_model_config_params(&c), 3 * 2 * 16);
+    /* Gemma 3 as its first configs write it: rope_theta for the full layers (scaled), rope_local_base_freq for the
+       windowed ones, a window on all but every sliding_window_pattern-th layer; no score cap (its attention
+       never reads attn_logit_softcapping), per-head norms */
+    snprintf(json, sizeof json, "{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 7, \"num_attention_heads\": 2, "
+             "\"hidden_size\": 16, \"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, "
+             "\"head_dim\": 32, \"sliding_window\": 512, \"sliding_window_pattern\": 3, \"rope_local_base_freq\": 20000, "
+             "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8.0}, \"attn_logit_softcapping\": 50}");
+    CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+    CHECK(c.qk_norm && c.sandwich_norms && c.geglu && c.attn_softcap == 0 && c.logit_softcap == 0);
+    CHECK(c.rope_theta == 1e6f && c.local_rope_theta == 20000 && c.rope_scaling.linear && c.rope_scaling.factor == 8);
+    CHECK_EQ_INT(c.sliding_window, 512);
+    CHECK_EQ_INT((int64_t)c.windowed[0], 1 + 2 + 8 + 16 + 64); /* layers 2 and 5 are full */
+    config_error("{\"model_type\": \"gemma3\", \"text_config\": {}}", "zt trains the text model alone, model_type \"gemma3_text\"");
+    config_error("{\"model_type\": \"gemma3_text\", \"rope_parameters\": {\"full_attention\": {\"rope_type\": \"default\"}, "
+                 "\"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2}}}",
+                 "rope_parameters.sliding_attention is scaled");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"linear\"}}",
+                 "rope_scaling of type linear needs \"factor\"");
 }
 
 TEST(malformed_json_is_refused_with_its_place) {

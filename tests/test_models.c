@@ -4,7 +4,8 @@
    biases, rope theta 1e6), Qwen3 (tied, an RMSNorm on each head of q and k, heads of 16: wider than hidden /
    heads), Phi-3 (untied, fused qkv_proj and gate_up_proj), Gemma (tied, scaled embeddings, norms of 1 + weight,
    GeGLU, heads of 16) and Gemma 2 (also norms after the attention and the MLP, its own attention scale, capped
-   scores and logits, a window of 6 on every other layer), each with 2 layers, hidden 32, grouped-query
+   scores and logits, a window of 6 on every other layer) and Gemma 3 (Gemma 2's layer with per-head q and k norms,
+   each layer type's own rope, linear scaling on the full layer), each with 2 layers, hidden 32, grouped-query
    attention in the LLaMA family and a vocabulary of 61 (zt pads it to 128). For each model, in fp32 and bf16:
      - every zt parameter is in the fixture and every fixture parameter is in zt, with the same shape;
      - the loss of zt_forward_backward (next-token targets, as labels=input_ids) and of zt_eval;
@@ -390,6 +391,7 @@ TEST(models_qwen3_fp32) { model_test("qwen3", ZT_PRECISION_FP32); }
 TEST(models_phi3_fp32) { model_test("phi3", ZT_PRECISION_FP32); }
 TEST(models_gemma_fp32) { model_test("gemma", ZT_PRECISION_FP32); }
 TEST(models_gemma2_fp32) { model_test("gemma2", ZT_PRECISION_FP32); }
+TEST(models_gemma3_fp32) { model_test("gemma3_text", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
 TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
@@ -398,3 +400,4 @@ TEST(models_qwen3_bf16) { model_test("qwen3", ZT_PRECISION_BF16); }
 TEST(models_phi3_bf16) { model_test("phi3", ZT_PRECISION_BF16); }
 TEST(models_gemma_bf16) { model_test("gemma", ZT_PRECISION_BF16); }
 TEST(models_gemma2_bf16) { model_test("gemma2", ZT_PRECISION_BF16); }
+TEST(models_gemma3_bf16) { model_test("gemma3_text", ZT_PRECISION_BF16); }

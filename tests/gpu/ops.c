@@ -495,7 +495,7 @@ static void case_pointwise(zt_dtype dt) {
 /* B = 3 rows of positions: 0..T-1; restarting at a document boundary (t = 200); 7000 + t, far out, where an
    inverse frequency one ulp off (a device powf instead of the host's) moves an angle by ~4e-4 and fails 1e-5 */
 static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, float theta, int llama3) {
-    zt_rope_scaling sc = {8.0f, 1.0f, 4.0f, 8192.0f}; /* LLaMA-3.1's */
+    zt_rope_scaling sc = {8.0f, 1.0f, 4.0f, 8192.0f, 0}; /* LLaMA-3.1's */
     if (!case_begin("rope", dt, "x (%lld, %lld, %lld, %lld) theta %g%s", (long long)B, (long long)T, (long long)H,
                     (long long)HD, (double)theta, llama3 ? " llama3 scaling" : ""))
         return;

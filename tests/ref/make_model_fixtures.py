@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma and Gemma 2 models
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2 and
+Gemma 3 (text) models
 built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
@@ -83,6 +84,14 @@ def make_config(model_type):
                                          hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
                                          attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
                                          sliding_window=6)
+    if model_type == "gemma3_text":  # Gemma 2's layer with an RMSNorm on each head of q and k; the windowed
+        # layer's rope has its own theta, the full one a linear scaling (as Gemma 3 4B and up have); capped logits
+        rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0}}
+        return transformers.Gemma3TextConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
+                                             hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                                             final_logit_softcapping=3.0, sliding_window=6,
+                                             layer_types=["sliding_attention", "full_attention"], rope_parameters=rope)
     raise ValueError(model_type)
 
 
@@ -192,7 +201,8 @@ def main():
     torch.set_num_threads(1)  # the same reduction order on every run
     torch.use_deterministic_algorithms(True)
     only = sys.argv[1:]
-    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2"]):
+    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
+                                    "gemma3_text"]):
         if not only or model_type in only:
             make(model_type, 1000 + i)
 
