@@ -10926,7 +10926,14 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
         int list = zt__json_get(j, norm, "normalizers"), ok = strcmp(type, "NFC") == 0;
         t->nfc = ok; /* Qwen2's */
         if (strcmp(type, "Sequence") == 0 && list >= 0) ok = 1;
-        for (int k = 0, it = list + 1; ok && !t->nfc && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
+        if (strcmp(type, "Replace") == 0) { /* Gemma's: only " " by "▁", nothing prepended */
+            char from[8] = "", to[8] = "";
+            zt__json_string(j, zt__json_get(j, zt__json_get(j, norm, "pattern"), "String"), "pattern", from, sizeof from);
+            zt__json_string(j, zt__json_get(j, norm, "content"), "content", to, sizeof to);
+            ok = strcmp(from, " ") == 0 && strcmp(to, "\xe2\x96\x81") == 0;
+            list = -1;
+        }
+        for (int k = 0, it = list + 1; ok && !t->nfc && list >= 0 && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
             char ty[32] = "";
             zt__json_string(j, zt__json_get(j, it, "type"), "type", ty, sizeof ty);
             if (strcmp(ty, "Prepend") == 0) t->sp_prepend = 1;
@@ -10935,7 +10942,8 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
         }
         if (!ok)
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: normalizer \"%s\" is not one zt reads (NFC, and LLaMA-2's Prepend "
-                           "and Replace of \" \" by \"\xe2\x96\x81\"; NFKC, lowercasing and the others are not built)", path, type);
+                           "and Replace of \" \" by \"\xe2\x96\x81\", or Gemma's Replace alone; NFKC, lowercasing and "
+                           "the others are not built)", path, type);
     }
     if (dec >= 0 && !zt__json_is_null(j, dec)) { /* the Strip of SentencePiece decoders: a leading space goes */
         for (int it = dec; it < zt__json_skip(j, dec); it++)

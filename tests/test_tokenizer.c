@@ -67,6 +67,7 @@ TEST(tokenizer_llama3_byte_level) { check_tokenizer("llama3"); }
 TEST(tokenizer_qwen2_byte_level) { check_tokenizer("qwen2"); }
 TEST(tokenizer_llama2_sentencepiece) { check_tokenizer("llama2"); }
 TEST(tokenizer_mistral_metaspace) { check_tokenizer("mistral"); }
+TEST(tokenizer_gemma_sentencepiece) { check_tokenizer("gemma"); } /* a Replace normalizer alone: no ▁ prepended */
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {

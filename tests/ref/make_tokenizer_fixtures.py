@@ -4,6 +4,7 @@ uses): tiny tokenizers of each kind zt reads, trained on a small multilingual co
 library gives for strings that break naive tokenizers.
 
     python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
+    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only these)
 
 (The SentencePiece-style training breaks frequency ties in hash order, so its vocabulary can differ
 between runs; each run's tokenizer.json and cases agree, which is what the test needs.)
@@ -16,7 +17,11 @@ cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "D <hex UTF
     llama2   SentencePiece-style BPE as LLaMA-2's tokenizer.json has it: normalizer Prepend + Replace,
              no pre-tokenizer, byte fallback (<0xXX> tokens) for characters outside the vocabulary
     mistral  the same model with the newer Metaspace pre-tokenizer (prepend_scheme "first")
+    gemma    llama2's model as Gemma's tokenizer.json has it: a normalizer that only replaces " " by "▁" (no
+             Prepend), no pre-tokenizer, a decoder without the Strip (made from llama2's file, so it is the same
+             each run)
 """
+import sys
 import json
 import os
 
@@ -98,6 +103,16 @@ def sentencepiece(metaspace):
     return Tokenizer.from_str(json.dumps(data))
 
 
+def gemma():
+    with open(os.path.join(HERE, "llama2", "tokenizer.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    data["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+    data["pre_tokenizer"] = None
+    data["decoder"] = json.loads(decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
+                                                    decoders.Fuse()]).__getstate__())
+    return Tokenizer.from_str(json.dumps(data))
+
+
 def write(name, tok):
     out = os.path.join(HERE, name)
     os.makedirs(out, exist_ok=True)
@@ -117,6 +132,9 @@ def write(name, tok):
 
 
 def main():
+    if sys.argv[1:] == ["gemma"]:
+        write("gemma", gemma())
+        return
     write("gpt2", byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), GPT2_SPECIAL))
     split = lambda rx: pre_tokenizers.Sequence([  # noqa: E731
         pre_tokenizers.Split(Regex(rx), behavior="isolated", invert=False),
@@ -127,6 +145,7 @@ def main():
     write("qwen2", qwen2)
     write("llama2", sentencepiece(metaspace=False))
     write("mistral", sentencepiece(metaspace=True))
+    write("gemma", gemma())
 
 
 if __name__ == "__main__":
