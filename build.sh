@@ -426,6 +426,7 @@ program_checks() {
     expect_output "zt_train without --data says there is nothing to do" 'nothing to do: give --data' \
         $B/zt_train --model examples/models/byte-small
     epoch_check "$text"
+    script_flags_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
     rm -rf $dir/limit
@@ -471,6 +472,26 @@ epoch_check() {
     else
         fail "zt_train --num_train_epochs 2: steps '${steps:-?}' for windows '${windows:-?}', lr '$lr':"
         tail -n 5 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# a command line in the Transformers scripts' form (--model_name_or_path, --bf16 True, --optim, --do_train, ...)
+# trains the bits of zt_train's own form
+script_flags_check() {
+    local text=$1 dir=$B/check/script_flags
+    local f=(--data "$text" --seq_len 32 --per_device_train_batch_size 2 --max_steps 4 --logging_steps 0 --threads 1)
+    rm -rf $dir && mkdir -p $dir
+    if $B/zt_train --model examples/models/byte-small "${f[@]}" --bf16 --gradient_checkpointing --output_dir $dir/plain \
+            >/dev/null 2>&1 &&
+        $B/zt_train --model_name_or_path examples/models/byte-small "${f[@]}" --bf16 True --gradient_checkpointing True \
+            --optim adamw_torch --tf32 False --do_train --overwrite_output_dir --report_to none --output_dir $dir/script \
+            >/dev/null 2>&1 &&
+        cmp -s <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/plain/metrics.jsonl) \
+               <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/script/metrics.jsonl) &&
+        [[ -s $dir/plain/metrics.jsonl ]]; then
+        pass "zt_train takes the Transformers scripts' flags (--model_name_or_path, --bf16 True, --optim, --do_train): the same bits"
+    else
+        fail "zt_train with the Transformers scripts' flags trains otherwise than with its own (or refused them)"
     fi
 }
 

@@ -690,9 +690,12 @@ typedef struct zt_options {
 } zt_options;
 
 ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
-/* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). */
+/* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). A switch
+   (--bf16) may take a value as HfArgumentParser's do: --bf16 True, --bf16=false (true/false, yes/no, t/f,
+   y/n, 1/0, any case). --optim takes AdamW's names; --tf32 is accepted and changes nothing. */
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
-/* 1 if --name (without dashes or value) is one of the engine's flags, and whether it takes a value */
+/* 1 if --name (without dashes or value) is one of the engine's flags; *takes_value: 1 it takes a value,
+   2 a switch whose value may follow (one that does not start with "-"), 0 never */
 ZT_API int zt_options_is_flag(const char *name, int *takes_value);
 ZT_API void zt_options_help(FILE *out); /* every engine flag with its default */
 /* "80GiB", "24GB", "512MiB", "1e9": bytes (K, M, G, T: powers of 1000; KiB, MiB, GiB, TiB: of 1024) */
@@ -6393,6 +6396,33 @@ static const zt__flag zt__flags[] = {
 #define ZT__N_FLAGS (sizeof zt__flags / sizeof zt__flags[0])
 enum { ZT__GIVEN_BF16 = 62, ZT__GIVEN_FP16 = 63 }; /* bits of zt_options.given beyond the table */
 
+static int zt__ieq(const char *a, const char *b) { /* ASCII, any case */
+    for (; *a && *b; a++, b++)
+        if ((*a | 0x20) != (*b | 0x20)) return 0;
+    return *a == *b;
+}
+
+/* a switch's value as HfArgumentParser's string_to_bool reads it; -1: not one */
+static int zt__parse_bool(const char *v) {
+    static const char *const yes[] = {"true", "t", "yes", "y", "1"}, *const no[] = {"false", "f", "no", "n", "0"};
+    for (int k = 0; k < 5; k++) {
+        if (zt__ieq(v, yes[k])) return 1;
+        if (zt__ieq(v, no[k])) return 0;
+    }
+    return -1;
+}
+
+/* --optim: the Trainer's optimizers that are AdamW with PyTorch's maths (fused or not is the kernel, not the
+   numbers); the others are named in the error */
+static zt_result zt__check_optim(const char *v) {
+    static const char *const adamw[] = {"adamw_torch", "adamw_torch_fused", "adamw_apex_fused"};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(v, adamw[k]) == 0) return ZT_OK;
+    return zt_fail(ZT_ERROR_UNSUPPORTED, "--optim %s is not built: zt trains with AdamW, PyTorch's (adamw_torch, "
+                   "adamw_torch_fused and adamw_apex_fused are its names; a DeepSpeed config's optimizer section takes Adam "
+                   "and AdamW)", v);
+}
+
 static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *value) {
     char *end = NULL;
     void *field = (uint8_t *)o + f->offset;
@@ -6414,11 +6444,12 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
         *(float *)field = (float)v;
         return ZT_OK;
     }
-    case ZT__F_BOOL:
-        if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) *(int *)field = 1;
-        else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0) *(int *)field = 0;
-        else return zt_fail(ZT_ERROR_INVALID, "flag --%s expects true or false, found \"%s\"", f->name, value);
+    case ZT__F_BOOL: {
+        int b = zt__parse_bool(value);
+        if (b < 0) return zt_fail(ZT_ERROR_INVALID, "flag --%s expects true or false, found \"%s\"", f->name, value);
+        *(int *)field = b;
         return ZT_OK;
+    }
     case ZT__F_STR: *(const char **)field = value; return ZT_OK;
     case ZT__F_RATIO:
     case ZT__F_WARMUP: { /* the Trainer's rule: a number of steps, or below 1 a share of them */
@@ -6474,15 +6505,24 @@ ZT_API int zt_options_given(const zt_options *o, const char *name) {
     return 0;
 }
 
+/* the switches outside the table: the precision, and --tf32, which changes nothing in zt */
+static int zt__is_switch(const char *name, size_t n) {
+    return n == 4 && (strncmp(name, "bf16", 4) == 0 || strncmp(name, "fp16", 4) == 0 || strncmp(name, "tf32", 4) == 0);
+}
+
 ZT_API int zt_options_is_flag(const char *name, int *takes_value) {
     size_t n = strcspn(name, "=");
-    if (n == 4 && (strncmp(name, "bf16", 4) == 0 || strncmp(name, "fp16", 4) == 0)) {
-        if (takes_value) *takes_value = 0;
+    if (zt__is_switch(name, n)) {
+        if (takes_value) *takes_value = 2;
+        return 1;
+    }
+    if (n == 5 && strncmp(name, "optim", 5) == 0) {
+        if (takes_value) *takes_value = 1;
         return 1;
     }
     for (size_t k = 0; k < sizeof zt__flags / sizeof zt__flags[0]; k++)
         if (strlen(zt__flags[k].name) == n && strncmp(zt__flags[k].name, name, n) == 0) {
-            if (takes_value) *takes_value = zt__flags[k].kind != ZT__F_BOOL;
+            if (takes_value) *takes_value = zt__flags[k].kind != ZT__F_BOOL ? 1 : 2;
             return 1;
         }
     return 0;
@@ -6507,6 +6547,8 @@ ZT_API void zt_options_help(FILE *out) {
     }
     fprintf(out, "  --%-30s %s\n", "bf16", "bf16 weights, activations and gradients, fp32 master weights");
     fprintf(out, "  --%-30s %s\n", "fp16", "fp16 with DeepSpeed's dynamic loss scaling");
+    fprintf(out, "  --%-30s %s\n", "optim", "adamw_torch (the default), adamw_torch_fused or adamw_apex_fused: AdamW");
+    fprintf(out, "  --%-30s %s\n", "tf32", "accepted; zt's f32 products stay f32 (TF32 is not built)");
 }
 
 /* --lr_scheduler_kwargs: the keyword arguments transformers passes to the schedule's function, each
@@ -6586,13 +6628,25 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
         if (strncmp(a, "--", 2) != 0) return zt_fail(ZT_ERROR_INVALID, "unexpected argument \"%s\": flags start with --", a);
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
-        if (n == 4 && (strncmp(name, "bf16", 4) == 0 || strncmp(name, "fp16", 4) == 0)) {
-            const char *v = eq ? eq + 1 : "true";
-            int on = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
-            if (!on && strcmp(v, "false") != 0 && strcmp(v, "0") != 0)
-                return zt_fail(ZT_ERROR_INVALID, "flag --%.4s expects true or false, found \"%s\"", name, v);
+        /* a switch's value follows it, as HfArgumentParser takes it, unless the next argument is a flag */
+        int next_is_value = !eq && i + 1 < argc && argv[i + 1][0] != '-';
+        if (zt__is_switch(name, n)) {
+            const char *v = eq ? eq + 1 : next_is_value ? argv[++i] : "true";
+            int on = zt__parse_bool(v);
+            if (on < 0) return zt_fail(ZT_ERROR_INVALID, "flag --%.4s expects true or false, found \"%s\"", name, v);
+            if (name[0] == 't') {
+                if (on) zt_log(ZT_LOG_WARN, "--tf32: zt's f32 products stay f32 (TF32 is not built); the flag changes nothing");
+                continue;
+            }
             if (on) o->precision = name[0] == 'b' ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16;
             if (on) o->given |= (uint64_t)1 << (name[0] == 'b' ? ZT__GIVEN_BF16 : ZT__GIVEN_FP16);
+            continue;
+        }
+        if (n == 5 && strncmp(name, "optim", 5) == 0) {
+            const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!v) return zt_fail(ZT_ERROR_INVALID, "flag --optim needs a value");
+            zt_result r = zt__check_optim(v);
+            if (r != ZT_OK) return r;
             continue;
         }
         const zt__flag *f = NULL;
@@ -6600,7 +6654,7 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
             if (strlen(zt__flags[k].name) == n && strncmp(zt__flags[k].name, name, n) == 0) f = &zt__flags[k];
         if (!f) return zt_fail(ZT_ERROR_INVALID, "unknown flag --%.*s", (int)n, name);
         const char *value = eq ? eq + 1 : NULL;
-        if (!value && f->kind == ZT__F_BOOL) value = "true";
+        if (!value && f->kind == ZT__F_BOOL) value = next_is_value ? argv[++i] : "true";
         if (!value) {
             if (i + 1 >= argc) return zt_fail(ZT_ERROR_INVALID, "flag --%s needs a value", f->name);
             value = argv[++i];

@@ -12,7 +12,9 @@
    goes through write() on buffers set aside here, and nothing is allocated (a test checks it). */
 #define _POSIX_C_SOURCE 200809L /* open flags and write() under -std=c11 */
 #include "../zt.h"
+#include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +27,10 @@ typedef struct args {
         *export_dtype;
     zt_data_format format;
     int32_t eot;
-    int64_t num_train_epochs, save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
-    double temperature, top_p;
-    int eval, print_config, plan;
+    int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
+    double num_train_epochs, temperature, top_p;
+    int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
+    const char *report_to;
     const char *fit;
 } args;
 
@@ -36,6 +39,7 @@ enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT };
 #define FLAG(n, k, field, def, help) {n, help, def, k, offsetof(args, field)}
 static const flag FLAGS[] = {
     FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
+    FLAG("model_name_or_path", F_STR, model, "", "the same as --model (the Transformers scripts' name; a local directory)"),
     FLAG("config", F_STR, config, "", "a DeepSpeed JSON config (DeepSpeed " ZT_DEEPSPEED_VERSION "'s meaning)"),
     FLAG("deepspeed", F_STR, config, "", "the same as --config (the Trainer's name; bare, as the deepspeed launcher's switch, it does nothing)"),
     FLAG("deepspeed_config", F_STR, config, "", "the same as --config (DeepSpeed's name)"),
@@ -49,11 +53,12 @@ static const flag FLAGS[] = {
     FLAG("data_dtype", F_FORMAT, format, "auto", "the same as --data_format: u16 or u32 for headerless files"),
     FLAG("mask", F_STR, mask, "", "mask files, one byte per token (0: not a target)"),
     FLAG("eot", F_INT, eot, "-1", "end-of-text token: packed documents restart after it"),
-    FLAG("num_train_epochs", F_INT, num_train_epochs, "0", "stop after this many passes (0: --max_steps decides)"),
+    FLAG("num_train_epochs", F_NUM, num_train_epochs, "0", "stop after this many passes, 2.5 too (0: --max_steps decides)"),
     FLAG("output_dir", F_STR, output_dir, "out", "checkpoints, metrics.jsonl and loss.svg"),
     FLAG("save_steps", F_INT, save_steps, "0", "save a checkpoint every N steps (0: at the end only)"),
     FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints (0: all)"),
     FLAG("resume", F_STR, resume, "", "continue from a checkpoint directory (its `latest`) or a checkpoint"),
+    FLAG("resume_from_checkpoint", F_STR, resume, "", "the same as --resume (the Trainer's name)"),
     FLAG("export", F_STR, export_dir, "", "write a Hugging Face model directory here at the end (config.json, model.safetensors)"),
     FLAG("export_dtype", F_STR, export_dtype, "", "f32, bf16 or f16 for --export (default: the training precision)"),
     FLAG("eval_steps", F_INT, eval_steps, "0", "evaluate on --val_data every N steps"),
@@ -65,6 +70,11 @@ static const flag FLAGS[] = {
     FLAG("temperature", F_NUM, temperature, "0.8", "sampling temperature (0: greedy)"),
     FLAG("top_k", F_INT, top_k, "40", "sample among the k likeliest tokens (0: all)"),
     FLAG("top_p", F_NUM, top_p, "0.95", "sample within this probability mass"),
+    /* what Transformers' example scripts pass and the Trainer itself does not act on */
+    FLAG("do_train", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (zt trains when given --data)"),
+    FLAG("do_eval", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --val_data, --eval)"),
+    FLAG("overwrite_output_dir", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it"),
+    FLAG("report_to", F_STR, report_to, "none", "none: zt writes metrics.jsonl and loss.svg; other reporters are not built"),
 };
 #define N_FLAGS (int)(sizeof FLAGS / sizeof FLAGS[0])
 
@@ -80,9 +90,15 @@ static int set_flag(args *a, const flag *f, const char *v) {
         return *v && !*end;
     }
     case F_NUM: *(double *)p = strtod(v, &end); return *v && !*end;
-    case F_BOOL:
-        *(int *)p = strcmp(v, "true") == 0 || strcmp(v, "1") == 0;
-        return *(int *)p || strcmp(v, "false") == 0 || strcmp(v, "0") == 0;
+    case F_BOOL: { /* as HfArgumentParser reads a switch's value */
+        static const char *const yes[] = {"true", "True", "TRUE", "t", "yes", "y", "1"};
+        static const char *const no[] = {"false", "False", "FALSE", "f", "no", "n", "0"};
+        for (int k = 0; k < 7; k++) {
+            if (strcmp(v, yes[k]) == 0) return (*(int *)p = 1), 1;
+            if (strcmp(v, no[k]) == 0) return (*(int *)p = 0), 1;
+        }
+        return 0;
+    }
     case F_FORMAT: {
         static const char *names[] = {"auto", "llmc", "u16", "u32", "text"};
         for (int i = 0; i < 5; i++)
@@ -127,12 +143,16 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
                 return 0;
             }
             eargv[(*eargc)++] = argv[i];
-            if (takes && !eq && i + 1 < argc) eargv[(*eargc)++] = argv[++i];
+            if (takes == 1 && !eq && i + 1 < argc) eargv[(*eargc)++] = argv[++i];
+            if (takes == 2 && !eq && i + 1 < argc && argv[i + 1][0] != '-') eargv[(*eargc)++] = argv[++i]; /* --bf16 True */
             continue;
         }
         if (!eq && !strcmp(f->name, "deepspeed") && (i + 1 >= argc || !strncmp(argv[i + 1], "--", 2)))
             continue; /* DeepSpeed's own switch (deepspeed train.py --deepspeed --deepspeed_config ds.json) */
-        const char *v = eq ? eq + 1 : f->kind == F_BOOL ? "true" : i + 1 < argc ? argv[++i] : NULL;
+        const char *v = eq                   ? eq + 1
+                        : f->kind == F_BOOL  ? (i + 1 < argc && argv[i + 1][0] != '-' ? argv[++i] : "true")
+                        : i + 1 < argc       ? argv[++i]
+                                             : NULL;
         if (!v || !set_flag(a, f, v)) {
             fprintf(stderr, "zt_train: flag --%s: bad or missing value%s%s%s\n", f->name, v ? " \"" : "", v ? v : "",
                     v ? "\"" : "");
@@ -140,6 +160,20 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
         }
     }
     return 1;
+}
+
+/* mkdir -p, as the Trainer makes its output_dir: 1 when path is a directory this process can write */
+static int make_dirs(const char *path) {
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) return errno = ENAMETOOLONG, 0;
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/') continue;
+        *c = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) return 0;
+        *c = '/';
+    }
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) return 0;
+    return access(p, W_OK) == 0;
 }
 
 static int rank = 0, world = 1; /* with --num_processes, this process's place among the ranks */
@@ -370,6 +404,9 @@ int main(int argc, char **argv) {
     int eargc;
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
+    if (strcmp(a.report_to, "none") != 0)
+        fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
+                "names) and loss.svg in --output_dir\n", a.report_to);
     if (!*a.model) {
         fprintf(stderr, "zt_train: --model is required (a config.json or its directory; see --help)\n");
         return 2;
@@ -406,13 +443,13 @@ int main(int argc, char **argv) {
         if (windows < 0) return fail(NULL);
         int64_t per_step = o.micro_batch * o.grad_accum * world;
         o = flags;
-        o.max_steps = (a.num_train_epochs * windows + per_step - 1) / per_step;
+        o.max_steps = (int64_t)ceil(a.num_train_epochs * (double)windows / (double)per_step);
         zt_set_log(quiet, NULL); /* it said what it had to say the first time */
         int read = read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden);
         zt_set_log(NULL, NULL);
         if (!read) return fail(NULL);
         if (rank == 0)
-            printf("%lld epochs of %lld windows at %lld a step: %lld steps\n", (long long)a.num_train_epochs,
+            printf("%g epochs of %lld windows at %lld a step: %lld steps\n", a.num_train_epochs,
                    (long long)windows, (long long)per_step, (long long)o.max_steps);
     }
     if (a.print_config) {
@@ -480,8 +517,8 @@ int main(int argc, char **argv) {
                a.model, (long long)zt_engine_param_count(e), (long long)zt_data_tokens(data),
                (long long)zt_data_windows(data), (long long)T, (long long)o.max_steps, (long long)o.grad_accum,
                (long long)B, (long long)T);
-        if (mkdir(a.output_dir, 0755) != 0 && access(a.output_dir, W_OK) != 0)
-            return fprintf(stderr, "zt_train: cannot create --output_dir %s\n", a.output_dir), 1;
+        if (!make_dirs(a.output_dir))
+            return fprintf(stderr, "zt_train: cannot create --output_dir %s: %s\n", a.output_dir, strerror(errno)), 1;
         int64_t saved[64], n_saved = 0; /* oldest first: --save_total_limit removes from the front */
         DIR *dir = opendir(a.output_dir); /* checkpoints an earlier run left count too */
         for (struct dirent *de; dir && (de = readdir(dir)) != NULL;) {
@@ -500,9 +537,8 @@ int main(int argc, char **argv) {
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
-            if (a.num_train_epochs > 0 && (epoch >= a.num_train_epochs ||
-                                            (epoch == a.num_train_epochs - 1 && index >= zt_data_windows(data))))
-                break;
+            double windows = (double)zt_data_windows(data);
+            if (a.num_train_epochs > 0 && (double)epoch * windows + (double)index >= a.num_train_epochs * windows) break;
             uint64_t t0 = zt_time_ns();
             for (int64_t m = 0; m < o.grad_accum; m++) {
                 int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);

@@ -449,6 +449,32 @@ TEST(flags_are_checked) {
     CHECK_STR_CONTAINS(zt_last_error(), "--seed needs a value");
 }
 
+/* switches take values as HfArgumentParser's do (--bf16 True), --optim takes AdamW's names, --tf32 is taken */
+TEST(flags_take_the_transformers_scripts_forms) {
+    zt_options o = zt_options_default();
+    char *hf[] = {(char *)"prog", (char *)"--bf16", (char *)"True", (char *)"--gradient_checkpointing", (char *)"yes",
+                  (char *)"--optim", (char *)"adamw_torch_fused", (char *)"--tf32", (char *)"False", (char *)"--seed", (char *)"7"};
+    CHECK_MSG(zt_options_parse_args(&o, 11, hf) == ZT_OK, "%s", zt_last_error());
+    CHECK(o.precision == ZT_PRECISION_BF16 && o.gradient_checkpointing && o.seed == 7);
+    o = zt_options_default();
+    char *off[] = {(char *)"prog", (char *)"--bf16", (char *)"FALSE", (char *)"--gradient_checkpointing", (char *)"n",
+                   (char *)"--fp16", (char *)"--max_steps", (char *)"3"};
+    CHECK_MSG(zt_options_parse_args(&o, 8, off) == ZT_OK, "%s", zt_last_error());
+    CHECK(o.precision == ZT_PRECISION_FP16 && !o.gradient_checkpointing && o.max_steps == 3); /* --fp16: next is a flag */
+    CHECK(!zt_options_given(&o, "bf16") && zt_options_given(&o, "fp16"));
+    char *bad[] = {(char *)"prog", (char *)"--bf16", (char *)"maybe"};
+    CHECK(zt_options_parse_args(&o, 3, bad) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "--bf16 expects true or false, found \"maybe\"");
+    char *opt[] = {(char *)"prog", (char *)"--optim", (char *)"adafactor"};
+    CHECK(zt_options_parse_args(&o, 3, opt) == ZT_ERROR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(zt_last_error(), "--optim adafactor is not built");
+    int takes = -1;
+    CHECK(zt_options_is_flag("bf16", &takes) && takes == 2);
+    CHECK(zt_options_is_flag("gradient_checkpointing", &takes) && takes == 2);
+    CHECK(zt_options_is_flag("optim", &takes) && takes == 1);
+    CHECK(zt_options_is_flag("tf32=true", &takes) && takes == 2);
+}
+
 TEST(engine_refuses_bad_settings) {
     zt_model_config c = config_of(GPT2_JSON);
     zt_model_spec spec;
