@@ -490,7 +490,7 @@ typedef struct zt_model_config {
     float embed_scale;          /* token embeddings times this, rounded to the weights' dtype (sqrt(hidden)) */
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
     int geglu;                  /* the MLP's gate through the tanh GELU, not SiLU */
-    int sandwich_norms;         /* Gemma 2: RMSNorms on the attention's and the MLP's outputs too */
+    int sandwich_norms;         /* Gemma 2 and 3: RMSNorms on the attention's and the MLP's outputs too */
     float attn_scale;           /* the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2: query_pre_attn_scalar^-1/2) */
     float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
     float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
