@@ -551,6 +551,8 @@ typedef struct zt_block_ctx {
 typedef struct zt_block_type {
     const char *name;
     size_t saved_bytes;
+    /* declares the parameters (any number); called more than once at init (the first calls only count them),
+       it must declare the same ones each time */
     void (*declare)(zt_block_def *def, const void *config);
     /* inp (B,T,C) -> out (B,T,C). Block 0 gets no inp (ndim 0); the last block gets no out and
        writes batch->losses. */
@@ -6192,7 +6194,9 @@ ZT_API const char *zt_mem_category_name(zt_mem_category c) {
     return (int)c >= 0 && c < ZT_MEM_COUNT ? zt__mem_names[c] : "?";
 }
 
-struct zt_block_def { zt_engine *e; int index; };
+/* counting: the first of the two declaration passes, which only counts the parameters and their names'
+   bytes (the engine's metadata is sized from them); the second records them */
+struct zt_block_def { zt_engine *e; int index; int counting, count; size_t name_bytes; };
 
 struct zt_engine {
     zt_options opt;
@@ -6245,7 +6249,8 @@ struct zt_engine {
     const char *model_path; /* the config.json (or its directory) the model came from, or NULL */
     int n_params, cap_params;
     zt__param *params;
-    int *block_first, *block_count; /* each block's slots in `slots` */
+    int *block_first, *block_count, *block_cap; /* each block's slots in `slots`: from first, count of cap */
+    size_t counted_slots; /* all blocks' parameters, as the first declaration pass counted them */
     int *slots;                     /* global parameter index of each block-local slot */
     zt__group *groups;
     zt_tensor **bparam, **bgrad;    /* per block, per slot: what ctx->param and ctx->grad point at */
@@ -6278,9 +6283,11 @@ ZT_API int zt_block_def_index(const zt_block_def *def) { return def->index; }
 
 static int zt__new_param(zt_block_def *def) {
     zt_engine *e = def->e;
-    if (e->n_params == e->cap_params) zt_fatal("a model may have at most %d parameters", e->cap_params);
-    if (e->block_count[def->index] == 64)
-        zt_fatal("block %d (%s) declares more than 64 parameters", def->index, e->types[def->index]->name);
+    if (def->counting) return def->count++;
+    if (e->block_count[def->index] == e->block_cap[def->index]) { /* more than counted: zt__declare refuses it */
+        def->count++;
+        return -1;
+    }
     int p = e->n_params++;
     memset(&e->params[p], 0, sizeof e->params[p]);
     e->params[p].block = def->index;
@@ -6292,6 +6299,10 @@ static int zt__new_param(zt_block_def *def) {
 ZT_API int zt_block_param(zt_block_def *def, const char *name, zt_shape shape, unsigned flags,
                           zt_init_kind init, float std) {
     int slot = zt__new_param(def);
+    if (def->counting || slot < 0) {
+        def->name_bytes += name ? strlen(name) + 1 : 0;
+        return def->count - 1;
+    }
     zt__param *p = &def->e->params[def->e->slots[def->e->block_first[def->index] + slot]];
     if (name) { /* names go into checkpoint and safetensors headers as they are */
         size_t n = strlen(name);
@@ -6310,8 +6321,10 @@ ZT_API int zt_block_param(zt_block_def *def, const char *name, zt_shape shape, u
 
 ZT_API int zt_block_tie(zt_block_def *def, int block, int param) {
     zt_engine *e = def->e;
-    ZT_ASSERT(block >= 0 && block < def->index && param >= 0 && param < e->block_count[block]);
+    ZT_ASSERT(block >= 0 && block < def->index && param >= 0);
     int slot = zt__new_param(def);
+    if (def->counting || slot < 0) return def->count - 1;
+    ZT_ASSERT(param < e->block_count[block]);
     zt__param *p = &e->params[e->slots[e->block_first[def->index] + slot]];
     int target = e->slots[e->block_first[block] + param];
     *p = e->params[target];
@@ -7973,26 +7986,36 @@ static void zt__place_optimizer(zt_engine *e) {
 
 /* declare every block's parameters and lay the groups out */
 static zt_result zt__declare(zt_engine *e) {
-    int cap_slots = 64 * e->n_blocks + 64;
-    e->cap_params = cap_slots;
-    e->params = ZT_PUSH(&e->meta, zt__param, cap_slots);
-    e->slots = ZT_PUSH(&e->meta, int, cap_slots);
     e->block_first = ZT_PUSH(&e->meta, int, e->n_blocks);
     e->block_count = ZT_PUSH(&e->meta, int, e->n_blocks);
+    e->block_cap = ZT_PUSH(&e->meta, int, e->n_blocks);
+    int cap_slots = 0;
+    for (int b = 0; b < e->n_blocks; b++) { /* the first pass counts: each block's slots, back to back */
+        zt_block_def def = {e, b, 1, 0, 0};
+        e->types[b]->declare(&def, e->configs[b]);
+        e->block_first[b] = cap_slots, e->block_cap[b] = def.count;
+        cap_slots += def.count;
+        if (b == e->n_blocks - 1 && (size_t)cap_slots != e->counted_slots)
+            return zt_fail(ZT_ERROR_INVALID, "the model's blocks declared %d parameters, and %zu when they were counted "
+                           "first: each block's declare must declare the same ones each time", cap_slots, e->counted_slots);
+    }
+    e->cap_params = cap_slots;
+    e->params = ZT_PUSH(&e->meta, zt__param, ZT__MAX(1, cap_slots));
+    e->slots = ZT_PUSH(&e->meta, int, ZT__MAX(1, cap_slots));
     e->groups = ZT_PUSH(&e->meta, zt__group, e->n_blocks);
     e->bparam = ZT_PUSH(&e->meta, zt_tensor *, e->n_blocks);
     e->bgrad = ZT_PUSH(&e->meta, zt_tensor *, e->n_blocks);
     e->saved = ZT_PUSH(&e->meta, void *, e->n_blocks);
     e->outs = ZT_PUSH(&e->meta, zt_tensor, e->n_blocks);
     for (int b = 0; b < e->n_blocks; b++) {
-        e->block_first[b] = b == 0 ? 0 : e->block_first[b - 1] + 64;
         e->block_count[b] = 0;
-        zt_block_def def = {e, b};
+        zt_block_def def = {e, b, 0, 0, 0};
         int before = e->n_params;
         e->types[b]->declare(&def, e->configs[b]);
-        if (e->block_count[b] > 64)
-            return zt_fail(ZT_ERROR_INVALID, "block %d (%s) declares %d parameters; at most 64", b, e->types[b]->name,
-                           e->block_count[b]);
+        if (def.count > 0 || e->block_count[b] != e->block_cap[b]) /* def.count: those past what was counted */
+            return zt_fail(ZT_ERROR_INVALID, "block %d (%s) declared %d parameters, and %d when they were counted: its "
+                           "declare must declare the same ones each time", b, e->types[b]->name,
+                           e->block_count[b] + def.count, e->block_cap[b]);
         zt__group *g = &e->groups[b];
         g->first = before;
         g->n = e->n_params - before;
@@ -8174,6 +8197,20 @@ static void zt__say_settings(const zt_engine *e) {
                100.0 * (double)away / (double)total, e->off_opt == ZT_OFFLOAD_NVME ? "NVMe" : "the host");
 }
 
+/* block b of the model: a built-in one's from its config, or the caller's */
+static const zt_block_type *zt__block_at(zt_engine *e, const zt_model_spec *model, int n_blocks, int b,
+                                         const void **config) {
+    if (!e->has_cfg) {
+        *config = model->block_configs ? model->block_configs[b] : NULL;
+        return model->blocks[b];
+    }
+    int gpt2 = strcmp(e->cfg.model_type, "gpt2") == 0;
+    *config = &e->cfg;
+    return b == 0 ? (gpt2 ? zt_gpt2_embedding_block() : zt_llama_embedding_block())
+         : b == n_blocks - 1 ? (gpt2 ? zt_gpt2_head_block() : zt_llama_head_block())
+         : (gpt2 ? zt_gpt2_block() : zt_llama_block());
+}
+
 static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     zt_result r = ZT_OK;
     /* the model: a built-in one from its config, or the caller's blocks */
@@ -8196,8 +8233,17 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         e->vocab = model->vocab;
         e->max_seq = model->max_seq;
     }
-    /* metadata: one host allocation, sized generously for the declarations */
-    size_t meta_bytes = (size_t)(n_blocks + 8) * 24 * 1024 + (1 << 20);
+    /* metadata: one host allocation, sized from the declarations (a first pass that only counts) */
+    size_t name_bytes = 0, n_slots = 0;
+    for (int b = 0; b < n_blocks; b++) {
+        const void *config;
+        const zt_block_type *type = zt__block_at(e, model, n_blocks, b, &config);
+        zt_block_def def = {e, b, 1, 0, 0};
+        type->declare(&def, config);
+        n_slots += (size_t)def.count, name_bytes += def.name_bytes;
+    }
+    e->counted_slots = n_slots;
+    size_t meta_bytes = (size_t)(n_blocks + 8) * 24 * 1024 + (1 << 20) + n_slots * 1024 + 8 * name_bytes;
     if (posix_memalign(&e->meta_mem, 4096, meta_bytes) != 0) e->meta_mem = NULL;
     if (!e->meta_mem) return zt_fail(ZT_ERROR_MEMORY, "out of host memory for the engine's metadata");
     zt_arena_init(&e->meta, "metadata", e->meta_mem, meta_bytes);
@@ -8205,18 +8251,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->model_path = model->config_path ? zt_arena_strdup(&e->meta, model->config_path) : NULL;
     e->types = ZT_PUSH(&e->meta, const zt_block_type *, n_blocks);
     e->configs = ZT_PUSH(&e->meta, const void *, n_blocks);
-    for (int b = 0; b < n_blocks; b++) {
-        if (builtin) {
-            int gpt2 = strcmp(e->cfg.model_type, "gpt2") == 0;
-            e->types[b] = b == 0 ? (gpt2 ? zt_gpt2_embedding_block() : zt_llama_embedding_block())
-                        : b == n_blocks - 1 ? (gpt2 ? zt_gpt2_head_block() : zt_llama_head_block())
-                        : (gpt2 ? zt_gpt2_block() : zt_llama_block());
-            e->configs[b] = &e->cfg;
-        } else {
-            e->types[b] = model->blocks[b];
-            e->configs[b] = model->block_configs ? model->block_configs[b] : NULL;
-        }
-    }
+    for (int b = 0; b < n_blocks; b++) e->types[b] = zt__block_at(e, model, n_blocks, b, &e->configs[b]);
     e->B = e->opt.micro_batch;
     e->T = e->opt.seq_len > 0 ? e->opt.seq_len : ZT__MIN(1024, e->max_seq);
     e->opt.seq_len = e->T;

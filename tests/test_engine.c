@@ -244,6 +244,76 @@ TEST(engine_trains_a_custom_block) {
     CHECK_MSG(last < 0.5f * first, "loss went from %g to %g", first, last);
 }
 
+/* ---- a block of many parameters (an MoE layer has hundreds), and one whose declare is not repeatable ---- */
+
+enum { MANY = 300 };
+static void many_declare(zt_block_def *def, const void *config) {
+    (void)config;
+    char name[64];
+    for (int i = 0; i < MANY; i++) {
+        snprintf(name, sizeof name, "many%d.bias.%d", zt_block_def_index(def), i);
+        zt_block_param(def, name, zt_shape1(32), 0, ZT_INIT_ZEROS, 0);
+    }
+}
+/* out = inp + the sum of every bias */
+static void many_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    zt_copy(ctx->stream, out, inp);
+    zt_tensor o2 = zt_view(out, 0, zt_shape2(zt_rows(out), 32));
+    for (int i = 0; i < MANY; i++) {
+        zt_tensor b = zt_view(ctx->param[i], 0, zt_shape2(1, 32));
+        for (int64_t r = 0; r < zt_rows(o2); r++) zt_add(ctx->stream, zt_slice(o2, r, 1), zt_slice(o2, r, 1), b);
+    }
+}
+static void many_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    (void)inp;
+    zt_add(ctx->stream, dinp, dinp, dout);
+    for (int i = 0; i < MANY; i++) zt_sum_rows(ctx->stream, ctx->grad[i], zt_view(dout, 0, zt_shape2(zt_rows(dout), 32)));
+}
+static const zt_block_type many_block = {"test.many", 0, many_declare, many_forward, many_backward};
+
+static int fickle_calls;
+static void fickle_declare(zt_block_def *def, const void *config) { /* one more parameter each time */
+    (void)config;
+    for (int i = 0; i <= fickle_calls; i++) zt_block_param(def, NULL, zt_shape1(4), 0, ZT_INIT_ZEROS, 0);
+    fickle_calls++;
+}
+static const zt_block_type fickle_block = {"test.fickle", 0, fickle_declare, many_forward, many_backward};
+
+static zt_model_spec spec_of(const zt_block_type **blocks, const void **configs) {
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.n_blocks = 4;
+    spec.blocks = blocks;
+    spec.block_configs = configs;
+    spec.hidden = 32;
+    spec.vocab = 61;
+    spec.max_seq = 32;
+    return spec;
+}
+
+TEST(engine_takes_blocks_of_many_parameters) {
+    zt_model_config c = config_of(GPT2_JSON);
+    const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &many_block, &many_block, zt_gpt2_head_block()};
+    const void *configs[4] = {&c, NULL, NULL, &c};
+    zt_model_spec spec = spec_of(blocks, configs);
+    zt_options o = small_options(2, 8);
+    o.lr = 1e-2f;
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
+    int32_t tok[2 * 8];
+    for (int i = 0; i < 2 * 8; i++) tok[i] = (int32_t)(i % 7);
+    float first = zt_forward_backward(e, tok, NULL, NULL, 2);
+    zt_step(e);
+    float second = zt_forward_backward(e, tok, NULL, NULL, 2);
+    zt_shutdown(e);
+    CHECK_MSG(isfinite(first) && second < first, "loss %g, then %g", first, second);
+
+    const zt_block_type *fickle[4] = {zt_gpt2_embedding_block(), &fickle_block, &many_block, zt_gpt2_head_block()};
+    spec = spec_of(fickle, configs);
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_INVALID);
+    CHECK_MSG(strstr(zt_last_error(), "declare must declare the same ones each time"), "%s", zt_last_error());
+}
+
 /* a few hundred steps on a task with a rule to learn: each token determines the next */
 TEST(engine_learns_a_sequence_rule) {
     zt_model_config c = config_of(LLAMA_JSON);
