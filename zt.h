@@ -379,6 +379,30 @@ ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_
 ZT_API void zt_geglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
 ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
 
+#define ZT_MOE_MAX_EXPERTS 1024
+#define ZT_MOE_MAX_K 32
+/* Mixture of experts (Mixtral, Qwen3-MoE): each of N tokens goes to k of E experts, through these steps.
+   Routing: logits (N,E) -> probs (N,E) f32 = softmax(logits); idx (N,k) i32, each token's k likeliest experts
+   in increasing expert order (a tie goes to the lower expert); weight (N,k) f32, their probabilities, divided
+   by their sum when normalize. Backward: dlogits (N,E) += the gradient through weight of dweight (N,k) f32. */
+ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, zt_tensor probs, zt_tensor logits,
+                                 int normalize);
+ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
+                                  int normalize);
+/* The N*k choices (choice t*k+j: token t's j-th expert) grouped by expert: order (N*k) i32 lists expert 0's
+   choices, then expert 1's, ..., each in token order; where (N*k) i32 is its inverse (choice -> position in
+   order); counts (E) i32, each expert's choices. E = counts' length; idx (N,k) i32. */
+ZT_API void zt_moe_sort(zt_stream *s, zt_tensor order, zt_tensor where, zt_tensor counts, zt_tensor idx);
+/* xs (N*k, C): row r is x (N,C)'s row order[r] / k, each token once per choice, expert by expert. Backward:
+   dx (N,C) += for each token, its k rows of dxs (where[t*k+j]), in j order. */
+ZT_API void zt_moe_gather_forward(zt_stream *s, zt_tensor xs, zt_tensor x, zt_tensor order);
+ZT_API void zt_moe_gather_backward(zt_stream *s, zt_tensor dx, zt_tensor dxs, zt_tensor where);
+/* out (N,C) = sum over j of weight (N,k)[t,j] * ys (N*k, C)[where[t*k+j]], summed in j order (increasing expert,
+   as transformers adds them). Backward: dys += weight * dout rows; dweight (N,k) f32 += dout . ys rows. */
+ZT_API void zt_moe_combine_forward(zt_stream *s, zt_tensor out, zt_tensor ys, zt_tensor weight, zt_tensor where);
+ZT_API void zt_moe_combine_backward(zt_stream *s, zt_tensor dys, zt_tensor dweight, zt_tensor dout, zt_tensor ys,
+                                    zt_tensor weight, zt_tensor where);
+
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
    transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
@@ -1710,6 +1734,8 @@ typedef enum zt__op_kind {
     ZT__OP_ROPE_FWD, ZT__OP_ROPE_BWD,
     ZT__OP_ATTENTION_FWD, ZT__OP_ATTENTION_BWD,
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
+    ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
+    ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD,
     ZT__OP_COUNT
 } zt__op_kind;
 
@@ -1743,6 +1769,12 @@ typedef struct zt__args_crossentropy {
     int ignore_index;
     float dloss, softcap; /* softcap 0: none */
 } zt__args_crossentropy;
+/* the MoE ops (zt_moe_*): each uses the fields its function names; k choices per token */
+typedef struct zt__args_moe {
+    zt_tensor out, inp, dout, dinp, idx, weight, dweight, probs, order, where, counts;
+    int64_t k;
+    int normalize;
+} zt__args_moe;
 typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
 /* stride: elements between the ranks' parts of a reduce-scatter's input or an all-gather's output
@@ -1766,6 +1798,7 @@ typedef struct zt__op {
         zt__args_crossentropy crossentropy;
         zt__args_adamw adamw;
         zt__args_comm comm;
+        zt__args_moe moe;
     };
 } zt__op;
 
@@ -2214,6 +2247,116 @@ ZT_API void zt_geglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp) {
 ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
     zt__need(zt_cols(inp) % 2 == 0, "zt_geglu_backward", "inp's last dimension must be even");
     zt__unary_bwd(s, ZT__OP_GEGLU_BWD, "zt_geglu_backward", dinp, dout, inp, 2);
+}
+
+/* ---- mixture of experts ---- */
+
+static zt__op zt__moe_op(zt__op_kind kind) {
+    zt__op op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    return op;
+}
+
+ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, zt_tensor probs, zt_tensor logits,
+                                 int normalize) {
+    const char *name = "zt_moe_route_forward";
+    int64_t N = zt_rows(logits), E = zt_cols(logits), k = zt_cols(idx);
+    zt__need_tensor(name, "logits", logits, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, "probs", probs, ZT_F32, N * E);
+    zt__need_tensor(name, "idx", idx, ZT_I32, N * k);
+    zt__need_tensor(name, "weight", weight, ZT_F32, N * k);
+    zt__need(k >= 1 && k <= E && k <= ZT_MOE_MAX_K && E <= ZT_MOE_MAX_EXPERTS, name,
+             "idx must have 1 to min(E, ZT_MOE_MAX_K) columns, and E at most ZT_MOE_MAX_EXPERTS");
+    zt__op op = zt__moe_op(ZT__OP_MOE_ROUTE_FWD);
+    op.moe.idx = idx, op.moe.weight = weight, op.moe.probs = probs, op.moe.inp = logits;
+    op.moe.k = k, op.moe.normalize = normalize != 0;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
+                                  int normalize) {
+    const char *name = "zt_moe_route_backward";
+    int64_t N = zt_rows(probs), E = zt_cols(probs), k = zt_cols(idx);
+    zt__need_tensor(name, "probs", probs, ZT_F32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "dlogits", dlogits, ZT__FLOAT, N * E);
+    zt__need_tensor(name, "idx", idx, ZT_I32, N * k);
+    zt__need_tensor(name, "dweight", dweight, ZT_F32, N * k);
+    zt__need(k >= 1 && k <= E && k <= ZT_MOE_MAX_K && E <= ZT_MOE_MAX_EXPERTS, name,
+             "idx must have 1 to min(E, ZT_MOE_MAX_K) columns, and E at most ZT_MOE_MAX_EXPERTS");
+    zt__op op = zt__moe_op(ZT__OP_MOE_ROUTE_BWD);
+    op.moe.dinp = dlogits, op.moe.dweight = dweight, op.moe.probs = probs, op.moe.idx = idx;
+    op.moe.k = k, op.moe.normalize = normalize != 0;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_sort(zt_stream *s, zt_tensor order, zt_tensor where, zt_tensor counts, zt_tensor idx) {
+    const char *name = "zt_moe_sort";
+    int64_t n = zt_numel(idx), E = zt_numel(counts);
+    zt__need_tensor(name, "idx", idx, ZT_I32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "order", order, ZT_I32, n);
+    zt__need_tensor(name, "where", where, ZT_I32, n);
+    zt__need_tensor(name, "counts", counts, ZT_I32, ZT__ANY_SIZE);
+    zt__need(E >= 1 && E <= ZT_MOE_MAX_EXPERTS && n < ((int64_t)1 << 31), name,
+             "counts must have 1 to ZT_MOE_MAX_EXPERTS elements, and idx fewer than 2^31");
+    zt__op op = zt__moe_op(ZT__OP_MOE_SORT);
+    op.moe.order = order, op.moe.where = where, op.moe.counts = counts, op.moe.idx = idx;
+    op.moe.k = zt_cols(idx);
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_gather_forward(zt_stream *s, zt_tensor xs, zt_tensor x, zt_tensor order) {
+    const char *name = "zt_moe_gather_forward";
+    int64_t N = zt_rows(x), C = zt_cols(x), n = zt_numel(order);
+    zt__need_tensor(name, "x", x, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, "order", order, ZT_I32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "xs", xs, ZT__FLOAT, n * C);
+    zt__need(N > 0 && n % N == 0, name, "order's length must be a multiple of x's rows");
+    zt__op op = zt__moe_op(ZT__OP_MOE_GATHER_FWD);
+    op.moe.out = xs, op.moe.inp = x, op.moe.order = order, op.moe.k = n / N;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_gather_backward(zt_stream *s, zt_tensor dx, zt_tensor dxs, zt_tensor where) {
+    const char *name = "zt_moe_gather_backward";
+    int64_t N = zt_rows(dx), C = zt_cols(dx), n = zt_numel(where);
+    zt__need_tensor(name, "dx", dx, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, "where", where, ZT_I32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "dxs", dxs, ZT__FLOAT, n * C);
+    zt__need(N > 0 && n % N == 0, name, "where's length must be a multiple of dx's rows");
+    zt__op op = zt__moe_op(ZT__OP_MOE_GATHER_BWD);
+    op.moe.dinp = dx, op.moe.dout = dxs, op.moe.where = where, op.moe.k = n / N;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_combine_forward(zt_stream *s, zt_tensor out, zt_tensor ys, zt_tensor weight, zt_tensor where) {
+    const char *name = "zt_moe_combine_forward";
+    int64_t N = zt_rows(out), C = zt_cols(out), n = zt_numel(where);
+    zt__need_tensor(name, "out", out, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, "where", where, ZT_I32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "ys", ys, ZT__FLOAT, n * C);
+    zt__need_tensor(name, "weight", weight, ZT_F32, n);
+    zt__need(N > 0 && n % N == 0, name, "where's length must be a multiple of out's rows");
+    zt__op op = zt__moe_op(ZT__OP_MOE_COMBINE_FWD);
+    op.moe.out = out, op.moe.inp = ys, op.moe.weight = weight, op.moe.where = where, op.moe.k = n / N;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_combine_backward(zt_stream *s, zt_tensor dys, zt_tensor dweight, zt_tensor dout, zt_tensor ys,
+                                    zt_tensor weight, zt_tensor where) {
+    const char *name = "zt_moe_combine_backward";
+    int64_t N = zt_rows(dout), C = zt_cols(dout), n = zt_numel(where);
+    zt__need_tensor(name, "dout", dout, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, "where", where, ZT_I32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "ys", ys, ZT__FLOAT, n * C);
+    zt__need_tensor(name, "dys", dys, ZT__FLOAT, n * C);
+    zt__need_tensor(name, "weight", weight, ZT_F32, n);
+    zt__need_tensor(name, "dweight", dweight, ZT_F32, n);
+    zt__need(N > 0 && n % N == 0, name, "where's length must be a multiple of dout's rows");
+    zt__op op = zt__moe_op(ZT__OP_MOE_COMBINE_BWD);
+    op.moe.dinp = dys, op.moe.dweight = dweight, op.moe.dout = dout, op.moe.inp = ys, op.moe.weight = weight;
+    op.moe.where = where, op.moe.k = n / N;
+    zt__launch(s, &op);
 }
 
 static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor out, zt_tensor inp,
@@ -15801,6 +15944,152 @@ static void zt__embedding_fwd_task(void *ctx, int64_t task, int thread) {
     }
 }
 
+/* ---- mixture of experts: a token's row per task, except the sort (one pass, in order) ---- */
+
+static void zt__moe_route_fwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->inp), E = zt_cols(a->inp), k = a->k;
+    float *buf = job->cpu->scratch[thread];
+    for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
+        const float *x = zt__row_in(a->inp, t * E, E, buf);
+        float *p = (float *)a->probs.data + t * E, top = -INFINITY, sum = 0.0f, chosen = 0.0f;
+        for (int64_t e = 0; e < E; e++) top = fmaxf(top, x[e]);
+        for (int64_t e = 0; e < E; e++) sum += (p[e] = expf(x[e] - top));
+        for (int64_t e = 0; e < E; e++) p[e] /= sum;
+        int32_t *idx = (int32_t *)a->idx.data + t * k;
+        for (int64_t j = 0; j < k; j++) { /* the likeliest not yet taken, the lower expert on a tie (or NaN) */
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++) {
+                int taken = 0;
+                for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            idx[j] = (int32_t)best;
+            chosen += p[best]; /* in the order transformers sums its topk values */
+        }
+        for (int64_t j = 1; j < k; j++) /* increasing expert order */
+            for (int64_t i = j; i > 0 && idx[i - 1] > idx[i]; i--) {
+                int32_t v = idx[i];
+                idx[i] = idx[i - 1], idx[i - 1] = v;
+            }
+        float *w = (float *)a->weight.data + t * k;
+        for (int64_t j = 0; j < k; j++) w[j] = a->normalize ? p[idx[j]] / chosen : p[idx[j]];
+    }
+}
+
+/* w_j = p_j / S (S: the chosen p's sum) when normalizing, else p_j; dp_j from dw, then softmax's backward */
+static void zt__moe_route_bwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->probs), E = zt_cols(a->probs), k = a->k;
+    float *d = job->cpu->scratch[thread], *buf = d + E;
+    for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
+        const float *p = (const float *)a->probs.data + t * E, *dw = (const float *)a->dweight.data + t * k;
+        const int32_t *idx = (const int32_t *)a->idx.data + t * k;
+        float S = 0.0f, dot = 0.0f, dp[ZT_MOE_MAX_K], pd = 0.0f;
+        for (int64_t j = 0; j < k; j++) S += p[idx[j]];
+        for (int64_t j = 0; j < k; j++) dot += dw[j] * (p[idx[j]] / S);
+        for (int64_t j = 0; j < k; j++) dp[j] = a->normalize ? (dw[j] - dot) / S : dw[j];
+        for (int64_t j = 0; j < k; j++) pd += dp[j] * p[idx[j]];
+        for (int64_t e = 0; e < E; e++) d[e] = -pd;
+        for (int64_t j = 0; j < k; j++) d[idx[j]] += dp[j];
+        for (int64_t e = 0; e < E; e++) d[e] *= p[e];
+        zt__add_into(a->dinp, t * E, d, E, buf);
+    }
+}
+
+static void zt__moe_sort_task(void *ctx, int64_t task, int thread) {
+    (void)task;
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t n = zt_numel(a->idx), E = zt_numel(a->counts);
+    const int32_t *idx = (const int32_t *)a->idx.data;
+    int32_t *counts = (int32_t *)a->counts.data, *next = (int32_t *)job->cpu->scratch[thread];
+    int32_t *order = (int32_t *)a->order.data, *where = (int32_t *)a->where.data;
+    memset(counts, 0, sizeof(int32_t) * (size_t)E);
+    for (int64_t i = 0; i < n; i++) {
+        if (idx[i] < 0 || idx[i] >= E)
+            zt_fatal("zt_moe_sort: expert %d at %lld is outside [0, %lld)", (int)idx[i], (long long)i, (long long)E);
+        counts[idx[i]]++;
+    }
+    for (int64_t e = 0, at = 0; e < E; e++) next[e] = (int32_t)at, at += counts[e];
+    for (int64_t i = 0; i < n; i++) {
+        int32_t r = next[idx[i]]++;
+        order[r] = (int32_t)i, where[i] = r;
+    }
+}
+
+static void zt__moe_gather_fwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t n = zt_numel(a->order), N = zt_rows(a->inp), C = zt_cols(a->inp);
+    float *buf = job->cpu->scratch[thread];
+    const int32_t *order = (const int32_t *)a->order.data;
+    for (int64_t r = task * job->per_task; r < ZT__MIN(n, (task + 1) * job->per_task); r++) {
+        int64_t t = order[r] / a->k;
+        if (order[r] < 0 || t >= N) zt_fatal("zt_moe_gather_forward: order[%lld] = %d is outside [0, %lld)",
+                                             (long long)r, (int)order[r], (long long)n);
+        zt__from_f32(a->out.data, a->out.dtype, r * C, zt__row_in(a->inp, t * C, C, buf), C);
+    }
+}
+
+static int64_t zt__moe_where(const zt__args_moe *a, int64_t choice, const char *op) {
+    int64_t r = ((const int32_t *)a->where.data)[choice];
+    if (r < 0 || r >= zt_numel(a->where))
+        zt_fatal("%s: where[%lld] = %lld is outside [0, %lld)", op, (long long)choice, (long long)r,
+                 (long long)zt_numel(a->where));
+    return r;
+}
+
+static void zt__moe_gather_bwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->dinp), C = zt_cols(a->dinp);
+    float *acc = job->cpu->scratch[thread], *buf = acc + C;
+    for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
+        zt__to_f32(acc, a->dinp.data, a->dinp.dtype, t * C, C);
+        for (int64_t j = 0; j < a->k; j++) {
+            const float *g = zt__row_in(a->dout, zt__moe_where(a, t * a->k + j, "zt_moe_gather_backward") * C, C, buf);
+            for (int64_t c = 0; c < C; c++) acc[c] += g[c];
+        }
+        zt__from_f32(a->dinp.data, a->dinp.dtype, t * C, acc, C);
+    }
+}
+
+static void zt__moe_combine_fwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->out), C = zt_cols(a->out);
+    float *acc = job->cpu->scratch[thread], *buf = acc + C;
+    for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
+        for (int64_t c = 0; c < C; c++) acc[c] = 0.0f;
+        for (int64_t j = 0; j < a->k; j++) {
+            float w = ((const float *)a->weight.data)[t * a->k + j];
+            const float *y = zt__row_in(a->inp, zt__moe_where(a, t * a->k + j, "zt_moe_combine_forward") * C, C, buf);
+            for (int64_t c = 0; c < C; c++) acc[c] += w * y[c];
+        }
+        zt__from_f32(a->out.data, a->out.dtype, t * C, acc, C);
+    }
+}
+
+static void zt__moe_combine_bwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->dout), C = zt_cols(a->dout);
+    float *gbuf = job->cpu->scratch[thread], *ybuf = gbuf + C, *wg = ybuf + C, *buf = wg + C;
+    for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
+        const float *g = zt__row_in(a->dout, t * C, C, gbuf);
+        for (int64_t j = 0; j < a->k; j++) {
+            int64_t r = zt__moe_where(a, t * a->k + j, "zt_moe_combine_backward");
+            float w = ((const float *)a->weight.data)[t * a->k + j];
+            ((float *)a->dweight.data)[t * a->k + j] += zt__dot(g, zt__row_in(a->inp, r * C, C, ybuf), C);
+            for (int64_t c = 0; c < C; c++) wg[c] = w * g[c];
+            zt__add_into(a->dinp, r * C, wg, C, buf); /* row r is this choice's alone */
+        }
+    }
+}
+
 static void zt__norm_fwd_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_norm *a = &job->op->norm;
@@ -16194,6 +16483,13 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_ROPE_FWD:
     case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp);
     case ZT__OP_CROSSENTROPY: return zt_cols(op->crossentropy.logits);
+    case ZT__OP_MOE_ROUTE_FWD: return zt_cols(op->moe.inp);
+    case ZT__OP_MOE_ROUTE_BWD: return 2 * zt_cols(op->moe.probs);
+    case ZT__OP_MOE_SORT: return zt_numel(op->moe.counts);
+    case ZT__OP_MOE_GATHER_FWD: return zt_cols(op->moe.inp);
+    case ZT__OP_MOE_GATHER_BWD: return 2 * zt_cols(op->moe.dinp);
+    case ZT__OP_MOE_COMBINE_FWD: return 2 * zt_cols(op->moe.out);
+    case ZT__OP_MOE_COMBINE_BWD: return 4 * zt_cols(op->moe.dout);
     case ZT__OP_ATTENTION_FWD:
     case ZT__OP_ATTENTION_BWD: return (3 * ZT__ATT_QB + 5 * ZT__ATT_KB + 3) * zt_cols(op->attention.q);
     default: return 0;
@@ -16229,6 +16525,28 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     }
     switch (op->kind) {
     case ZT__OP_GEMM: zt__cpu_gemm(cpu, op); return;
+    case ZT__OP_MOE_ROUTE_FWD:
+    case ZT__OP_MOE_ROUTE_BWD:
+    case ZT__OP_MOE_GATHER_BWD:
+    case ZT__OP_MOE_COMBINE_FWD:
+    case ZT__OP_MOE_COMBINE_BWD: {
+        const zt__args_moe *a = &op->moe;
+        int fwd_route = op->kind == ZT__OP_MOE_ROUTE_FWD, bwd_route = op->kind == ZT__OP_MOE_ROUTE_BWD;
+        zt_tensor rows = fwd_route ? a->inp : bwd_route ? a->probs : op->kind == ZT__OP_MOE_GATHER_BWD ? a->dinp
+                       : op->kind == ZT__OP_MOE_COMBINE_FWD ? a->out : a->dout;
+        int64_t per = zt__rows_per_task(zt_cols(rows) * (fwd_route || bwd_route ? 1 : a->k));
+        zt_task_fn fn = fwd_route ? zt__moe_route_fwd_task : bwd_route ? zt__moe_route_bwd_task
+                      : op->kind == ZT__OP_MOE_GATHER_BWD ? zt__moe_gather_bwd_task
+                      : op->kind == ZT__OP_MOE_COMBINE_FWD ? zt__moe_combine_fwd_task : zt__moe_combine_bwd_task;
+        zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(rows), per), per, NULL, fn);
+        return;
+    }
+    case ZT__OP_MOE_SORT: zt__cpu_run(cpu, op, 1, 0, NULL, zt__moe_sort_task); return;
+    case ZT__OP_MOE_GATHER_FWD: {
+        int64_t per = zt__rows_per_task(zt_cols(op->moe.inp));
+        zt__cpu_run(cpu, op, ZT__CDIV(zt_numel(op->moe.order), per), per, NULL, zt__moe_gather_fwd_task);
+        return;
+    }
     case ZT__OP_SUM_ROWS:
         zt__cpu_run(cpu, op, ZT__CDIV(zt_cols(op->unary.inp), ZT__COLS_PER_TASK), 0, NULL, zt__sum_rows_task);
         return;

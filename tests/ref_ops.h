@@ -259,6 +259,82 @@ REF void ref_geglu_backward(double *dinp, const double *dout, const double *inp,
         }
 }
 
+/* Mixture-of-experts routing: logits (N,E) -> probs (N,E) = softmax; idx (N,k), each token's k likeliest
+   experts in increasing order (ties: the lower expert); weight (N,k), their probabilities, divided by their
+   sum when normalize. */
+REF void ref_moe_route_forward(int32_t *idx, double *weight, double *probs, const double *logits, int64_t N,
+                               int64_t E, int64_t k, int normalize) {
+    for (int64_t t = 0; t < N; t++) {
+        const double *x = logits + t * E;
+        double *p = probs + t * E, top = x[0], sum = 0, chosen = 0;
+        for (int64_t e = 1; e < E; e++) top = x[e] > top ? x[e] : top;
+        for (int64_t e = 0; e < E; e++) sum += (p[e] = exp(x[e] - top));
+        for (int64_t e = 0; e < E; e++) p[e] /= sum;
+        int32_t *ix = idx + t * k;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++) {
+                int taken = 0;
+                for (int64_t i = 0; i < j; i++) taken |= ix[i] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            ix[j] = (int32_t)best;
+            chosen += p[best];
+        }
+        for (int64_t j = 1; j < k; j++)
+            for (int64_t i = j; i > 0 && ix[i - 1] > ix[i]; i--) {
+                int32_t v = ix[i];
+                ix[i] = ix[i - 1], ix[i - 1] = v;
+            }
+        for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] / (normalize ? chosen : 1.0);
+    }
+}
+/* dlogits (N,E) += d(sum dweight * weight)/d logits, for the choices idx made */
+REF void ref_moe_route_backward(double *dlogits, const double *dweight, const double *probs, const int32_t *idx,
+                                int64_t N, int64_t E, int64_t k, int normalize) {
+    for (int64_t t = 0; t < N; t++) {
+        const double *p = probs + t * E, *dw = dweight + t * k;
+        const int32_t *ix = idx + t * k;
+        double S = 0, dp[1024] = {0}, pd = 0; /* dp: d loss / d p_e; E <= 1024 */
+        for (int64_t j = 0; j < k; j++) S += p[ix[j]];
+        for (int64_t j = 0; j < k; j++) /* weight_j = p_j / S with S the chosen p's sum: d/dp_i = (delta_ij - w_j) / S */
+            for (int64_t i = 0; i < k; i++)
+                dp[ix[i]] += normalize ? dw[j] * ((i == j) - p[ix[j]] / S) / S : (i == j) * dw[j];
+        for (int64_t e = 0; e < E; e++) pd += dp[e] * p[e];
+        for (int64_t e = 0; e < E; e++) dlogits[t * E + e] += p[e] * (dp[e] - pd); /* softmax's backward */
+    }
+}
+/* order, where (n = N*k), counts (E): the choices grouped by expert, each expert's in token order */
+REF void ref_moe_sort(int32_t *order, int32_t *where, int32_t *counts, const int32_t *idx, int64_t n, int64_t E) {
+    int64_t r = 0;
+    for (int64_t e = 0; e < E; e++) {
+        counts[e] = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (idx[i] == e) order[r] = (int32_t)i, where[i] = (int32_t)r, r++, counts[e]++;
+    }
+}
+/* out (N,C) = sum_j weight[t,j] * ys[where[t*k+j]]; backward: dys += weight * dout, dweight += dout . ys */
+REF void ref_moe_combine_forward(double *out, const double *ys, const double *weight, const int32_t *where,
+                                 int64_t N, int64_t C, int64_t k) {
+    for (int64_t t = 0; t < N; t++)
+        for (int64_t c = 0; c < C; c++) {
+            double acc = 0;
+            for (int64_t j = 0; j < k; j++) acc += weight[t * k + j] * ys[where[t * k + j] * C + c];
+            out[t * C + c] = acc;
+        }
+}
+REF void ref_moe_combine_backward(double *dys, double *dweight, const double *dout, const double *ys,
+                                  const double *weight, const int32_t *where, int64_t N, int64_t C, int64_t k) {
+    for (int64_t t = 0; t < N; t++)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t r = where[t * k + j];
+            for (int64_t c = 0; c < C; c++) {
+                dys[r * C + c] += weight[t * k + j] * dout[t * C + c];
+                dweight[t * k + j] += dout[t * C + c] * ys[r * C + c];
+            }
+        }
+}
+
 /* a score scaled and, with cap > 0, capped: cap * tanh(s / cap) */
 REF double ref_attn_score(double dot, double scale, double cap) {
     double s = dot * scale;

@@ -177,6 +177,45 @@ TEST(ref_fd_gelu_silu_swiglu) {
     bufs_free();
 }
 
+/* MoE routing: the weights as a function of the logits, the choices held (no ties near the random logits);
+   combining: the output as a function of the experts' rows and the weights */
+typedef struct { double *logits, *ys, *weight; const int32_t *idx, *where; int64_t N, E, k, C; int normalize; } fd_moe_ctx;
+static void fd_moe_route_fwd(void *p, double *out) {
+    fd_moe_ctx *c = (fd_moe_ctx *)p;
+    int32_t *idx = ibuf(c->N * c->k);
+    ref_moe_route_forward(idx, out, dbuf(c->N * c->E), c->logits, c->N, c->E, c->k, c->normalize);
+    for (int64_t i = 0; i < c->N * c->k; i++) ZT_ASSERT(idx[i] == c->idx[i]); /* the choices stay put */
+}
+static void fd_moe_combine_fwd(void *p, double *out) {
+    fd_moe_ctx *c = (fd_moe_ctx *)p;
+    ref_moe_combine_forward(out, c->ys, c->weight, c->where, c->N, c->C, c->k);
+}
+TEST(ref_fd_moe) {
+    rng r = {18};
+    for (int normalize = 0; normalize < 2; normalize++) {
+        fd_moe_ctx c = {NULL, NULL, NULL, NULL, NULL, 5, 6, 3, 0, normalize};
+        c.logits = drand(&r, c.N * c.E, -2, 2);
+        int32_t *idx = ibuf(c.N * c.k);
+        double *probs = dbuf(c.N * c.E), *weight = dbuf(c.N * c.k);
+        ref_moe_route_forward(idx, weight, probs, c.logits, c.N, c.E, c.k, normalize);
+        c.idx = idx;
+        fd_fn f = fd_make(fd_moe_route_fwd, &c, c.N * c.k, &r);
+        double *dl = dbuf(c.N * c.E);
+        ref_moe_route_backward(dl, f.w, probs, idx, c.N, c.E, c.k, normalize);
+        FD_CHECK(normalize ? "moe route dlogits (normalized)" : "moe route dlogits", &f, c.logits, c.N * c.E, dl);
+    }
+    fd_moe_ctx c = {NULL, NULL, NULL, NULL, NULL, 4, 0, 2, 5, 0};
+    int32_t where[8] = {3, 0, 6, 1, 7, 2, 4, 5};
+    c.where = where;
+    c.ys = drand(&r, 8 * c.C, -1, 1), c.weight = drand(&r, c.N * c.k, 0, 1);
+    fd_fn f = fd_make(fd_moe_combine_fwd, &c, c.N * c.C, &r);
+    double *dys = dbuf(8 * c.C), *dw = dbuf(c.N * c.k);
+    ref_moe_combine_backward(dys, dw, f.w, c.ys, c.weight, where, c.N, c.C, c.k);
+    FD_CHECK("moe combine dys", &f, c.ys, 8 * c.C, dys);
+    FD_CHECK("moe combine dweight", &f, c.weight, c.N * c.k, dw);
+    bufs_free();
+}
+
 typedef struct { double *inp; const int32_t *pos; int64_t R, H, HD; float theta; } fd_rope_ctx;
 static void fd_rope_fwd(void *p, double *out) {
     fd_rope_ctx *c = (fd_rope_ctx *)p;
@@ -671,6 +710,84 @@ static void check_pointwise(zt_dtype dt) {
 TEST(ops_gelu_silu_swiglu_f32) { check_pointwise(ZT_F32); }
 TEST(ops_gelu_silu_swiglu_bf16) { check_pointwise(ZT_BF16); }
 TEST(ops_gelu_silu_swiglu_f16) { check_pointwise(ZT_F16); }
+
+/* the MoE steps: routing (k of E, both weightings), the sort, gathering and combining rows */
+static void moe_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, int normalize) {
+    const char *dn = dt_name(dt);
+    double *logits = drand(r, N * E, -2, 2);
+    zt_tensor Logits = to_dev(d, dt, zt_shape2(N, E), logits);
+    zt_tensor Idx = dev_new(d, ZT_I32, zt_shape2(N, k)), Weight = dev_new(d, ZT_F32, zt_shape2(N, k));
+    zt_tensor Probs = dev_new(d, ZT_F32, zt_shape2(N, E));
+    zt_moe_route_forward(d->s, Idx, Weight, Probs, Logits, normalize);
+    int32_t *idx = ibuf(N * k);
+    double *weight = dbuf(N * k), *probs = dbuf(N * E);
+    ref_moe_route_forward(idx, weight, probs, logits, N, E, k, normalize);
+    double *idx_d = dbuf(N * k);
+    for (int64_t i = 0; i < N * k; i++) idx_d[i] = idx[i];
+    EXPECT_EXACT(label("moe route %s N %lld E %lld k %lld: idx", dn, (long long)N, (long long)E, (long long)k),
+                 download(d, Idx), idx_d, N * k);
+    EXPECT_CLOSE(label("moe route %s: probs", dn), download(d, Probs), probs, N * E, TOL_F32);
+    EXPECT_CLOSE(label("moe route %s: weight", dn), download(d, Weight), weight, N * k, TOL_F32);
+    double *dweight = drand(r, N * k, -1, 1), *dlogits = drand(r, N * E, -1, 1);
+    zt_tensor Dweight = to_dev(d, ZT_F32, zt_shape2(N, k), dweight), Dlogits = to_dev(d, dt, zt_shape2(N, E), dlogits);
+    zt_moe_route_backward(d->s, Dlogits, Dweight, Probs, Idx, normalize);
+    ref_moe_route_backward(dlogits, dweight, probs, idx, N, E, k, normalize);
+    EXPECT_CLOSE(label("moe route %s backward: dlogits = prefill + grad", dn), download(d, Dlogits), dlogits, N * E,
+                 tol_for(dt));
+
+    int64_t n = N * k;
+    zt_tensor Order = dev_new(d, ZT_I32, zt_shape1(n)), Where = dev_new(d, ZT_I32, zt_shape1(n));
+    zt_tensor Counts = dev_new(d, ZT_I32, zt_shape1(E));
+    zt_moe_sort(d->s, Order, Where, Counts, Idx);
+    int32_t *order = ibuf(n), *where = ibuf(n), *counts = ibuf(E);
+    ref_moe_sort(order, where, counts, idx, n, E);
+    double *od = dbuf(n), *wd = dbuf(n), *cd = dbuf(E);
+    for (int64_t i = 0; i < n; i++) od[i] = order[i], wd[i] = where[i];
+    for (int64_t e = 0; e < E; e++) cd[e] = counts[e];
+    EXPECT_EXACT(label("moe sort %s: order", dn), download(d, Order), od, n);
+    EXPECT_EXACT(label("moe sort %s: where", dn), download(d, Where), wd, n);
+    EXPECT_EXACT(label("moe sort %s: counts", dn), download(d, Counts), cd, E);
+
+    double *x = drand(r, N * C, -1, 1), *xs = dbuf(n * C);
+    zt_tensor X = to_dev(d, dt, zt_shape2(N, C), x), Xs = dev_new(d, dt, zt_shape2(n, C));
+    zt_moe_gather_forward(d->s, Xs, X, Order);
+    for (int64_t i = 0; i < n; i++) memcpy(xs + i * C, x + order[i] / k * C, sizeof(double) * (size_t)C);
+    EXPECT_EXACT(label("moe gather %s C %lld: xs", dn, (long long)C), download(d, Xs), xs, n * C);
+    double *dxs = drand(r, n * C, -1, 1), *dx = drand(r, N * C, -1, 1);
+    zt_tensor Dxs = to_dev(d, dt, zt_shape2(n, C), dxs), Dx = to_dev(d, dt, zt_shape2(N, C), dx);
+    zt_moe_gather_backward(d->s, Dx, Dxs, Where);
+    for (int64_t t = 0; t < N; t++)
+        for (int64_t j = 0; j < k; j++)
+            for (int64_t c = 0; c < C; c++) dx[t * C + c] += dxs[where[t * k + j] * C + c];
+    EXPECT_CLOSE(label("moe gather %s backward: dx = prefill + grad", dn), download(d, Dx), dx, N * C, tol_for(dt));
+
+    double *ys = drand(r, n * C, -1, 1), *out = dbuf(N * C);
+    zt_tensor Ys = to_dev(d, dt, zt_shape2(n, C), ys), Out = dev_new(d, dt, zt_shape2(N, C));
+    for (int64_t i = 0; i < n; i++) weight[i] = (double)(float)weight[i];
+    zt_moe_combine_forward(d->s, Out, Ys, Weight, Where);
+    ref_moe_combine_forward(out, ys, weight, where, N, C, k);
+    EXPECT_CLOSE(label("moe combine %s: out", dn), download(d, Out), out, N * C, tol_for(dt));
+    double *dout = drand(r, N * C, -1, 1), *dys = drand(r, n * C, -1, 1), *dw = drand(r, n, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, zt_shape2(N, C), dout), Dys = to_dev(d, dt, zt_shape2(n, C), dys);
+    zt_tensor Dw = to_dev(d, ZT_F32, zt_shape2(N, k), dw);
+    zt_moe_combine_backward(d->s, Dys, Dw, Dout, Ys, Weight, Where);
+    ref_moe_combine_backward(dys, dw, dout, ys, weight, where, N, C, k);
+    EXPECT_CLOSE(label("moe combine %s backward: dys = prefill + grad", dn), download(d, Dys), dys, n * C, tol_for(dt));
+    EXPECT_CLOSE(label("moe combine %s backward: dweight = prefill + grad", dn), download(d, Dw), dw, n, TOL_F32);
+}
+static void check_moe(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {165};
+    moe_case(&d, &r, dt, 37, 8, 2, 33, 1); /* Mixtral's 8 and 2 */
+    moe_case(&d, &r, dt, 13, 16, 4, 20, 0);
+    moe_case(&d, &r, dt, 300, 64, 8, 8, 1); /* more than one task of rows */
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_moe_f32) { check_moe(ZT_F32); }
+TEST(ops_moe_bf16) { check_moe(ZT_BF16); }
+TEST(ops_moe_f16) { check_moe(ZT_F16); }
 
 /* rope: head dims 64, 80 and 128, positions beyond 8192 (where an angle computed in double instead
    of f32, as transformers does, is visibly off), two thetas; separate and in-place forward */
