@@ -11,7 +11,7 @@
        checks       every CUDA and cuBLASLt call checked; errors found by kernels, reported at syncs
        dtypes       loads and stores of f32, bf16, f16 and integers by run-time dtype
        elementwise  copy, cast, fill, scale, add, gelu, silu, swiglu, rope, AdamW
-       rows         embeddings, layernorm, rmsnorm, cross-entropy (a block per row)
+       rows         embeddings, layernorm, rmsnorm, cross-entropy (a block per row); the MoE steps
        columns      bias and norm-weight gradients, sum of squares (fixed order: deterministic)
        gemm         cuBLASLt (bf16/f16/f32, fp32 accumulation, bias epilogue), a SIMT fallback
        attention    FlashAttention-2 style forward and backward, tensor cores for bf16/f16
@@ -55,7 +55,8 @@ static void zt__nccl_check(ncclResult_t r, const char *call, const char *file, i
 
 /* Errors a kernel finds in its data (a token id past the vocabulary) go to one record in mapped pinned
    memory: the first one wins, and the host turns it into the CPU backend's message at the next sync. */
-enum { ZT__CU_E_EMBEDDING_FWD = 1, ZT__CU_E_EMBEDDING_BWD = 2, ZT__CU_E_TARGET = 3, ZT__CU_E_ATT_START = 4 };
+enum { ZT__CU_E_EMBEDDING_FWD = 1, ZT__CU_E_EMBEDDING_BWD = 2, ZT__CU_E_TARGET = 3, ZT__CU_E_ATT_START = 4,
+       ZT__CU_E_MOE_EXPERT = 5, ZT__CU_E_MOE_ROW = 6 };
 typedef struct zt__cu_error { int what; long long a, b, c; } zt__cu_error;
 static zt__cu_error *zt__cu_error_host;    /* the record, as the host sees it */
 __device__ zt__cu_error *zt__cu_error_dev; /* ... and as kernels see it */
@@ -86,6 +87,8 @@ static void zt__cu_report(void) {
         zt_fatal("zt_crossentropy: target %lld in row %lld is outside [0, %lld) and is not the ignore index", a, b, c);
     case ZT__CU_E_ATT_START:
         zt_fatal("attention: starts[%lld][%lld] = %lld is outside [0, %lld]", a, b, c, b);
+    case ZT__CU_E_MOE_EXPERT: zt_fatal("zt_moe_sort: expert %lld at %lld is outside [0, %lld)", a, b, c);
+    case ZT__CU_E_MOE_ROW: zt_fatal("zt_moe: where[%lld] = %lld is outside [0, %lld)", b, a, c);
     default: zt_fatal("a CUDA kernel reported error %d (%lld, %lld, %lld)", what, a, b, c);
     }
 }
@@ -452,6 +455,181 @@ __global__ void __launch_bounds__(1024) zt__cu_crossentropy(float *losses, zt__c
             zt__cu_st(dlogits.p, dlogits.t, o + c, d);
         }
     }
+}
+
+/* Mixture of experts. Routing: a warp per token; top-k by k rounds of a warp argmax that prefers the lower
+   expert on a tie, as the CPU's scan does. */
+__device__ __forceinline__ void zt__cu_argmax(float *v, int *i) {
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, *v, o);
+        int oi = __shfl_xor_sync(0xffffffffu, *i, o);
+        if (oi >= 0 && (*i < 0 || ov > *v || (ov == *v && oi < *i))) *v = ov, *i = oi;
+    }
+}
+
+__global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, zt__cu_t logits, int64_t N, int64_t E,
+                                     int k, int normalize) {
+    int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (int64_t t = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); t < N; t += (int64_t)gridDim.x * warps) {
+        float *p = probs + t * E, top = -INFINITY, sum = 0.0f, chosen = 0.0f;
+        for (int64_t e = lane; e < E; e += 32) top = fmaxf(top, zt__cu_ld(logits.p, logits.t, t * E + e));
+        top = zt__cu_warp_max(top);
+        for (int64_t e = lane; e < E; e += 32) sum += (p[e] = expf(zt__cu_ld(logits.p, logits.t, t * E + e) - top));
+        sum = zt__cu_warp_sum(sum);
+        for (int64_t e = lane; e < E; e += 32) p[e] /= sum;
+        __syncwarp();
+        int sel[ZT_MOE_MAX_K];
+        for (int j = 0; j < k; j++) {
+            float bv = 0.0f;
+            int bi = -1;
+            for (int64_t e = lane; e < E; e += 32) {
+                int taken = 0;
+                for (int i = 0; i < j; i++) taken |= sel[i] == e;
+                if (!taken && (bi < 0 || p[e] > bv)) bv = p[e], bi = (int)e;
+            }
+            zt__cu_argmax(&bv, &bi);
+            sel[j] = bi;
+            chosen += p[bi];
+        }
+        if (lane == 0) {
+            for (int j = 1; j < k; j++)
+                for (int i = j; i > 0 && sel[i - 1] > sel[i]; i--) {
+                    int v = sel[i];
+                    sel[i] = sel[i - 1], sel[i - 1] = v;
+                }
+            for (int j = 0; j < k; j++) idx[t * k + j] = sel[j], weight[t * k + j] = normalize ? p[sel[j]] / chosen : p[sel[j]];
+        }
+    }
+}
+
+__global__ void zt__cu_moe_route_bwd(zt__cu_t dlogits, const float *dweight, const float *probs, const int32_t *idx,
+                                     int64_t N, int64_t E, int k, int normalize) {
+    int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (int64_t t = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); t < N; t += (int64_t)gridDim.x * warps) {
+        const float *p = probs + t * E, *dw = dweight + t * k;
+        const int32_t *ix = idx + t * k;
+        float S = 0.0f, dot = 0.0f, pd = 0.0f, dp[ZT_MOE_MAX_K];
+        for (int j = 0; j < k; j++) S += p[ix[j]];
+        for (int j = 0; j < k; j++) dot += dw[j] * (p[ix[j]] / S);
+        for (int j = 0; j < k; j++) dp[j] = normalize ? (dw[j] - dot) / S : dw[j];
+        for (int j = 0; j < k; j++) pd += dp[j] * p[ix[j]];
+        for (int64_t e = lane; e < E; e += 32) {
+            float d = -pd;
+            for (int j = 0; j < k; j++) d += ix[j] == e ? dp[j] : 0.0f;
+            int64_t at = t * E + e;
+            zt__cu_st(dlogits.p, dlogits.t, at, zt__cu_ld(dlogits.p, dlogits.t, at) + d * p[e]);
+        }
+    }
+}
+
+/* The sort, in one block: counts, then the choices a block-width chunk at a time; a choice's place is its
+   expert's next free one plus the same expert's choices before it in the chunk (warp peers by
+   __match_any_sync, earlier warps by a shared table). Integer atomics only: the same result every time. */
+#define ZT__CU_MOE_SORT_THREADS 256
+__global__ void __launch_bounds__(ZT__CU_MOE_SORT_THREADS) zt__cu_moe_sort(int32_t *order, int32_t *where,
+                                                                            int32_t *counts, const int32_t *idx,
+                                                                            int64_t n, int E) {
+    extern __shared__ int zt__cu_ismem[];
+    int *next = zt__cu_ismem, *table = next + E; /* table: warps x E, each warp's count of each expert */
+    int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    for (int q = tid; q < E; q += blockDim.x) next[q] = 0;
+    for (int q = tid; q < warps * E; q += blockDim.x) table[q] = 0;
+    __syncthreads();
+    for (int64_t i = tid; i < n; i += blockDim.x) {
+        int e = idx[i];
+        if (e < 0 || e >= E) zt__cu_fail(ZT__CU_E_MOE_EXPERT, e, i, E);
+        else atomicAdd(&next[e], 1);
+    }
+    __syncthreads();
+    if (tid == 0)
+        for (int e = 0, at = 0; e < E; e++) {
+            int c = next[e];
+            counts[e] = c, next[e] = at, at += c;
+        }
+    __syncthreads();
+    for (int64_t base = 0; base < n; base += blockDim.x) {
+        int64_t i = base + tid;
+        int e = i < n ? idx[i] : -1;
+        if (e >= E) e = -1;
+        unsigned peers = __match_any_sync(0xffffffffu, e);
+        int before = __popc(peers & ((1u << lane) - 1u)), lead = e >= 0 && before == 0;
+        if (lead) table[warp * E + e] = __popc(peers);
+        __syncthreads();
+        if (e >= 0) {
+            int r = next[e] + before;
+            for (int w = 0; w < warp; w++) r += table[w * E + e];
+            order[r] = (int32_t)i, where[i] = r;
+        }
+        __syncthreads();
+        if (lead) atomicAdd(&next[e], __popc(peers)), table[warp * E + e] = 0;
+        __syncthreads();
+    }
+}
+
+/* gather: a block per row of xs; its backward and the combine: a block per token, its k rows in j order */
+__global__ void zt__cu_moe_gather_fwd(zt__cu_t xs, zt__cu_t x, const int32_t *order, int64_t n, int64_t N, int64_t C,
+                                      int64_t k) {
+    for (int64_t r = blockIdx.x; r < n; r += gridDim.x) {
+        int64_t t = order[r] / k;
+        if (order[r] < 0 || t >= N) {
+            if (threadIdx.x == 0) zt__cu_fail(ZT__CU_E_MOE_ROW, order[r], r, n);
+            continue;
+        }
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) zt__cu_st(xs.p, xs.t, r * C + c, zt__cu_ld(x.p, x.t, t * C + c));
+    }
+}
+
+__device__ __forceinline__ int64_t zt__cu_moe_row(const int32_t *where, int64_t choice, int64_t n) {
+    int64_t r = where[choice];
+    if (r < 0 || r >= n) {
+        if (threadIdx.x == 0) zt__cu_fail(ZT__CU_E_MOE_ROW, r, choice, n);
+        return -1;
+    }
+    return r;
+}
+
+__global__ void zt__cu_moe_gather_bwd(zt__cu_t dx, zt__cu_t dxs, const int32_t *where, int64_t N, int64_t C, int64_t k) {
+    for (int64_t t = blockIdx.x; t < N; t += gridDim.x)
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float acc = zt__cu_ld(dx.p, dx.t, t * C + c);
+            for (int64_t j = 0; j < k; j++) {
+                int64_t r = zt__cu_moe_row(where, t * k + j, N * k);
+                if (r >= 0) acc += zt__cu_ld(dxs.p, dxs.t, r * C + c);
+            }
+            zt__cu_st(dx.p, dx.t, t * C + c, acc);
+        }
+}
+
+__global__ void zt__cu_moe_combine_fwd(zt__cu_t out, zt__cu_t ys, const float *weight, const int32_t *where, int64_t N,
+                                       int64_t C, int64_t k) {
+    for (int64_t t = blockIdx.x; t < N; t += gridDim.x)
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            float acc = 0.0f;
+            for (int64_t j = 0; j < k; j++) {
+                int64_t r = zt__cu_moe_row(where, t * k + j, N * k);
+                if (r >= 0) acc += weight[t * k + j] * zt__cu_ld(ys.p, ys.t, r * C + c);
+            }
+            zt__cu_st(out.p, out.t, t * C + c, acc);
+        }
+}
+
+__global__ void __launch_bounds__(1024) zt__cu_moe_combine_bwd(zt__cu_t dys, float *dweight, zt__cu_t dout, zt__cu_t ys,
+                                                               const float *weight, const int32_t *where, int64_t N,
+                                                               int64_t C, int64_t k) {
+    __shared__ float sh[32];
+    for (int64_t t = blockIdx.x; t < N; t += gridDim.x)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t r = zt__cu_moe_row(where, t * k + j, N * k);
+            if (r < 0) continue; /* the same for every thread: where[] is read by all */
+            float w = weight[t * k + j], dot = 0.0f;
+            for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+                float g = zt__cu_ld(dout.p, dout.t, t * C + c);
+                dot += g * zt__cu_ld(ys.p, ys.t, r * C + c);
+                zt__cu_st(dys.p, dys.t, r * C + c, zt__cu_ld(dys.p, dys.t, r * C + c) + w * g);
+            }
+            dot = zt__cu_block_sum(dot, sh);
+            if (threadIdx.x == 0) dweight[t * k + j] += dot;
+        }
 }
 
 /* >>columns ------------------------------------------------------------------------------------- */
@@ -2059,6 +2237,62 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         return;
     }
     case ZT__OP_COMM: zt__cu_comm(cu, st, &op->comm); return;
+    case ZT__OP_MOE_ROUTE_FWD:
+    case ZT__OP_MOE_ROUTE_BWD: {
+        const zt__args_moe *a = &op->moe;
+        int64_t N = zt_rows(a->probs), E = zt_cols(a->probs);
+        if (N == 0) return;
+        unsigned blocks = (unsigned)ZT__MIN(ZT__CDIV(N, 4), (int64_t)1 << 20);
+        if (op->kind == ZT__OP_MOE_ROUTE_FWD)
+            zt__cu_moe_route_fwd<<<blocks, 128, 0, st>>>((int32_t *)a->idx.data, (float *)a->weight.data,
+                                                         (float *)a->probs.data, zt__cu_of(a->inp), N, E, (int)a->k,
+                                                         a->normalize);
+        else
+            zt__cu_moe_route_bwd<<<blocks, 128, 0, st>>>(zt__cu_of(a->dinp), (const float *)a->dweight.data,
+                                                         (const float *)a->probs.data, (const int32_t *)a->idx.data, N,
+                                                         E, (int)a->k, a->normalize);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
+    case ZT__OP_MOE_SORT: {
+        const zt__args_moe *a = &op->moe;
+        int E = (int)zt_numel(a->counts);
+        size_t shared = (size_t)(1 + ZT__CU_MOE_SORT_THREADS / 32) * (size_t)E * sizeof(int);
+        if (shared > (size_t)48 << 10)
+            ZT__CU_CHECK(cudaFuncSetAttribute(zt__cu_moe_sort, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared));
+        zt__cu_moe_sort<<<1, ZT__CU_MOE_SORT_THREADS, shared, st>>>((int32_t *)a->order.data, (int32_t *)a->where.data,
+                                                                   (int32_t *)a->counts.data,
+                                                                   (const int32_t *)a->idx.data, zt_numel(a->idx), E);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
+    case ZT__OP_MOE_GATHER_FWD:
+    case ZT__OP_MOE_GATHER_BWD:
+    case ZT__OP_MOE_COMBINE_FWD:
+    case ZT__OP_MOE_COMBINE_BWD: {
+        const zt__args_moe *a = &op->moe;
+        int64_t k = a->k, n = zt_numel(op->kind == ZT__OP_MOE_GATHER_FWD ? a->order : a->where), N = n / k;
+        int64_t C = zt_cols(op->kind == ZT__OP_MOE_GATHER_FWD ? a->inp : op->kind == ZT__OP_MOE_GATHER_BWD ? a->dinp
+                            : op->kind == ZT__OP_MOE_COMBINE_FWD ? a->out : a->dout);
+        int threads = zt__cu_row_threads(C);
+        if (n == 0) return;
+        if (op->kind == ZT__OP_MOE_GATHER_FWD)
+            zt__cu_moe_gather_fwd<<<(unsigned)ZT__MIN(n, (int64_t)1 << 20), threads, 0, st>>>(
+                zt__cu_of(a->out), zt__cu_of(a->inp), (const int32_t *)a->order.data, n, N, C, k);
+        else if (op->kind == ZT__OP_MOE_GATHER_BWD)
+            zt__cu_moe_gather_bwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), threads, 0, st>>>(
+                zt__cu_of(a->dinp), zt__cu_of(a->dout), (const int32_t *)a->where.data, N, C, k);
+        else if (op->kind == ZT__OP_MOE_COMBINE_FWD)
+            zt__cu_moe_combine_fwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), threads, 0, st>>>(
+                zt__cu_of(a->out), zt__cu_of(a->inp), (const float *)a->weight.data, (const int32_t *)a->where.data, N,
+                C, k);
+        else
+            zt__cu_moe_combine_bwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), threads, 0, st>>>(
+                zt__cu_of(a->dinp), (float *)a->dweight.data, zt__cu_of(a->dout), zt__cu_of(a->inp),
+                (const float *)a->weight.data, (const int32_t *)a->where.data, N, C, k);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
     default: break;
     }
     zt_fatal("the CUDA backend has no kernel for op %d", (int)op->kind);

@@ -24,7 +24,7 @@
    are compared element by element (each within 1e-5 of itself in f32, one rounding step in bf16 and f16): the
    softmax terms are 1e-4 of the target's, below any tolerance taken against the largest value.
    The sizes are real (rows of 4096 in the norms, vocabularies of 50304 and 128256 in the losses, attention to
-   T 512 with head dims 64, 80, 128 and 256, Gemma 2's capped scores and logits), yet the phase is short: the CPU side, on every core, is the longer one
+   T 512 with head dims 64, 80, 128 and 256, Gemma 2's capped scores and logits, Mixtral's and Qwen3-MoE's routing), yet the phase is short: the CPU side, on every core, is the longer one
    (35 s for the CPU against itself on 2 cores).
 
    build/gpu_ops_cuda [--backend NAME] [OP...]: NAME is the backend under test (default cuda; "cpu" runs this
@@ -563,6 +563,44 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
 #define IGNORE (-100)
 /* N rows of logits (Vp columns, the first vocab real): padding columns hold 30 (they would dominate if read),
    one row is shifted by +60 (the max must be subtracted), rows 3 and N-2 are ignored */
+/* the MoE steps: routing (exact choices; probabilities and weights to f32's few ulp of expf; the gradient a
+   sum over the choices), the sort and the gather (exact), the combine and its backward (sums in another order) */
+static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, int normalize) {
+    if (!case_begin("moe", dt, "N %lld E %lld k %lld C %lld%s", (long long)N, (long long)E, (long long)k, (long long)C,
+                    normalize ? " normalized" : ""))
+        return;
+    int64_t n = N * k;
+    pair logits = prand(dt, zt_shape2(N, E), -4, 4), probs = pnew(ZT_F32, zt_shape2(N, E));
+    pair idx = pnew(ZT_I32, zt_shape2(N, k)), weight = pnew(ZT_F32, zt_shape2(N, k));
+    BOTH zt_moe_route_forward(sd[i].s, idx.t[i], weight.t[i], probs.t[i], logits.t[i], normalize);
+    check("idx", idx, TOL_EXACT);
+    check("probs", probs, TOL_F32);
+    check("weight", weight, TOL_F32);
+    pair dweight = prand(ZT_F32, zt_shape2(N, k), -1, 1), dlogits = prand(dt, zt_shape2(N, E), -1, 1);
+    BOTH zt_moe_route_backward(sd[i].s, dlogits.t[i], dweight.t[i], probs.t[i], idx.t[i], normalize);
+    check("dlogits +=", dlogits, tol_of(dt, TOL_F32_SUM));
+    pair order = pnew(ZT_I32, zt_shape1(n)), where = pnew(ZT_I32, zt_shape1(n)), counts = pnew(ZT_I32, zt_shape1(E));
+    BOTH zt_moe_sort(sd[i].s, order.t[i], where.t[i], counts.t[i], idx.t[i]);
+    check("order", order, TOL_EXACT);
+    check("where", where, TOL_EXACT);
+    check("counts", counts, TOL_EXACT);
+    pair x = prand(dt, zt_shape2(N, C), -1, 1), xs = pnew(dt, zt_shape2(n, C));
+    BOTH zt_moe_gather_forward(sd[i].s, xs.t[i], x.t[i], order.t[i]);
+    check("xs", xs, TOL_EXACT);
+    pair dxs = prand(dt, zt_shape2(n, C), -1, 1), dx = prand(dt, zt_shape2(N, C), -1, 1);
+    BOTH zt_moe_gather_backward(sd[i].s, dx.t[i], dxs.t[i], where.t[i]);
+    check("dx +=", dx, tol_of(dt, TOL_F32));
+    pair ys = prand(dt, zt_shape2(n, C), -1, 1), out = pnew(dt, zt_shape2(N, C));
+    BOTH zt_moe_combine_forward(sd[i].s, out.t[i], ys.t[i], weight.t[i], where.t[i]);
+    check("out", out, tol_of(dt, TOL_F32));
+    pair dout = prand(dt, zt_shape2(N, C), -1, 1), dys = prand(dt, zt_shape2(n, C), -1, 1);
+    pair dw = prand(ZT_F32, zt_shape2(N, k), -1, 1);
+    BOTH zt_moe_combine_backward(sd[i].s, dys.t[i], dw.t[i], dout.t[i], ys.t[i], weight.t[i], where.t[i]);
+    check("dys +=", dys, tol_of(dt, TOL_F32));
+    check("dweight +=", dw, TOL_F32_SUM);
+    case_end();
+}
+
 static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab, float cap) {
     if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored%s", (long long)N, (long long)Vp,
                     (long long)vocab, cap > 0 ? ", logits capped" : ""))
@@ -748,6 +786,9 @@ int main(int argc, char **argv) {
     case_attention_ex(ZT_BF16, 2, 500, 32, 8, 128, 1, 0.0f, 0.0f, 100);
     case_attention_ex(ZT_BF16, 1, 512, 8, 4, 256, 0, 1.0f / 16, 50.0f, 37);
     case_attention_ex(ZT_F32, 1, 300, 12, 12, 64, 0, 0.0f, 0.0f, 37);
+    case_moe(ZT_BF16, 4096, 8, 2, 4096, 1);  /* Mixtral 8x7B */
+    case_moe(ZT_BF16, 2048, 128, 8, 2048, 1); /* Qwen3-30B-A3B */
+    case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */
     for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f);
     case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f);
     case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f);
