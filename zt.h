@@ -495,7 +495,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
    optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text" */
+    char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma",
+                                   "gemma2", "gemma3_text" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -519,6 +520,11 @@ typedef struct zt_model_config {
     float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
     float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
     float local_rope_theta;     /* > 0: the windowed layers' rope theta, without rope_scaling (Gemma 3) */
+    /* mixture of experts (Mixtral, Qwen3-MoE; 0 experts elsewhere): the sparse layers' MLP is n_experts
+       SwiGLU MLPs of expert_intermediate, each token through the experts_per_token a router picks */
+    int64_t n_experts, experts_per_token, expert_intermediate;
+    int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
+    uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
 
 /* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
@@ -3040,6 +3046,65 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
     return ZT_OK;
 }
 
+/* Mixtral and Qwen3-MoE: the experts' count, size and choice, and which layers have them (Qwen3-MoE: every
+   decoder_sparse_step-th but those in mlp_only_layers, as transformers builds them). The load-balancing loss
+   (output_router_logits) and router noise are refused: they change the loss and its gradients. */
+static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
+    int mixtral = strcmp(c->model_type, "mixtral") == 0;
+    int64_t step = 1, layers = c->n_layer;
+    int logits_out = 0;
+    double jitter = 0;
+    zt_result r = ZT_OK;
+    c->n_experts = mixtral ? 8 : 128, c->experts_per_token = mixtral ? 2 : 8;
+    c->expert_intermediate = mixtral ? c->intermediate : 768, c->norm_topk = mixtral;
+    int t = zt__json_get(j, 0, "num_local_experts");
+    if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
+    if ((r = zt__json_int(j, t, "num_local_experts", &c->n_experts)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
+        (!mixtral && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
+                                       &c->expert_intermediate))) ||
+        (!mixtral && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob", &c->norm_topk))) ||
+        (!mixtral && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
+        return r;
+    t = zt__json_get(j, 0, "router_jitter_noise");
+    if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_jitter_noise", &jitter))) return r;
+    if (logits_out)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"output_router_logits\" is true, and zt does not implement the "
+                       "router's load-balancing loss it adds; false (the default) trains on the language-model loss "
+                       "alone", j->file);
+    if (jitter != 0) return zt__config_refuse(j, "router_jitter_noise", "is not 0 (noise on the router's inputs)");
+    if (c->n_experts < 1 || c->n_experts > ZT_MOE_MAX_EXPERTS)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"num_local_experts\" is %lld; zt takes 1 to %d experts", j->file,
+                       (long long)c->n_experts, ZT_MOE_MAX_EXPERTS);
+    if (c->experts_per_token < 1 || c->experts_per_token > ZT__MIN(c->n_experts, ZT_MOE_MAX_K))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"num_experts_per_tok\" is %lld; it must be 1 to the %lld experts (zt "
+                       "takes at most %d)", j->file, (long long)c->experts_per_token, (long long)c->n_experts, ZT_MOE_MAX_K);
+    if (c->expert_intermediate < 1 || c->expert_intermediate > 200000)
+        return zt_fail(ZT_ERROR_INVALID, "%s: the experts' intermediate size must be 1 to 200000, found %lld", j->file,
+                       (long long)c->expert_intermediate);
+    if (step < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"decoder_sparse_step\" must be at least 1, found %lld", j->file,
+                                 (long long)step);
+    memset(c->sparse, 0, sizeof c->sparse);
+    if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
+    for (int64_t l = 0; l < layers; l++)
+        if ((l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
+    t = zt__json_get(j, 0, "mlp_only_layers");
+    if (!mixtral && t >= 0 && !zt__json_is_null(j, t)) {
+        if (j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_only_layers", "a list of layer numbers");
+        for (int k = 0, it = t + 1; k < j->tok[t].size; k++, it = zt__json_skip(j, it)) {
+            int64_t l = -1;
+            if ((r = zt__json_int(j, it, "mlp_only_layers", &l))) return r;
+            if (l >= 0 && l < layers) c->sparse[l / 64] &= ~((uint64_t)1 << (l % 64)); /* transformers ignores others */
+        }
+    }
+    return ZT_OK;
+}
+
+static int zt__layer_sparse(const zt_model_config *c, int64_t layer) {
+    return c->n_experts > 0 && layer >= 0 && layer < 64 * 64 && (c->sparse[layer / 64] >> (layer % 64) & 1);
+}
+
 static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
     return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
@@ -3128,7 +3193,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
     double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
-    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0, is_qwen3 = strcmp(c->model_type, "qwen3") == 0;
+    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0;
+    int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
+    int is_moe = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
     int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
     char act[32];
@@ -3161,7 +3228,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (t >= 0 && zt__json_is_null(j, t)) c->sliding_window = 0;
     /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer; Gemma 2 all but every second layer,
        Gemma 3 all but every sixth (its old configs' sliding_window_pattern) */
-    int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "phi3") == 0;
+    int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "mixtral") == 0 ||
+                strcmp(c->model_type, "phi3") == 0;
     int64_t pattern = is_gemma2 ? 2 : 0;
     if (is_gemma3) {
         pattern = 6;
@@ -3221,6 +3289,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
+    if (is_moe && (r = zt__config_moe(c, j))) return r;
     return ZT_OK;
 }
 
@@ -3251,9 +3320,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"gemma3\" (Gemma 3 with its vision tower); zt trains "
                        "the text model alone, model_type \"gemma3_text\" (Gemma 3 1B, or a text_config saved by itself)", name);
     if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
-        strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "phi3"))
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, qwen2, qwen3, "
-                       "phi3, gemma, gemma2 and gemma3_text", name, c->model_type[0] ? c->model_type : "(missing)");
+        strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen3") &&
+        strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
+                       "qwen2, qwen3, qwen3_moe, phi3, gemma, gemma2 and gemma3_text", name,
+                       c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
@@ -3329,10 +3400,12 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
     int64_t mlp = gpt2 ? 2 * C * I + (I + C) : 3 * C * I + (c->out_bias && gpt2 ? I + C : 0);
+    int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
+    for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t norms = gpt2 ? 4 * C : 2 * C + (c->qk_norm ? 2 * c->head_dim : 0) + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
     int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
-    return embed + c->n_layer * (attn + mlp + norms) + head;
+    return embed + c->n_layer * (attn + norms) + (c->n_layer - sparse) * mlp + sparse * experts + head;
 }
 
 /* The built-in blocks. Parameter names are transformers' names; weights are (out, in) as in
@@ -3507,7 +3580,16 @@ typedef struct zt__layer_saved {
     zt_tensor n1, mean1, rstd1, q, k, v, att, lse, x2, n2, mean2, rstd2, h, a;
     zt_tensor q0, k0, qrstd, krstd; /* qk_norm: q and k before their norms, and each head's 1/rms */
     zt_tensor pa, rstd_pa, pm, rstd_pm; /* sandwich norms: the attention's and the MLP's outputs before theirs */
+    /* experts: the router's probabilities, each token's choices and their weights, the choices grouped by expert
+       (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
+    zt_tensor probs, idx, rw, order, where, xs, ys;
+    int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
 } zt__layer_saved;
+
+/* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert */
+static int zt__moe_slot(const zt_model_config *c) {
+    return ZT__L_DOWN_B + 1 + (c->qk_norm || c->sandwich_norms ? 2 : 0) + (c->sandwich_norms ? 2 : 0);
+}
 
 static void zt__layer_declare(zt_block_def *def, const void *config) {
     const zt_model_config *c = (const zt_model_config *)config;
@@ -3515,7 +3597,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
     int64_t C = c->hidden, HD = c->head_dim, q = c->n_head * HD, kv = c->n_kv_head * HD, I = c->intermediate;
     int layer = zt_block_def_index(def) - 1;
     float std = c->init_std, proj_std = gpt2 ? c->init_std / sqrtf(2.0f * (float)c->n_layer) : c->init_std;
-    char p[64], n[128];
+    char p[64], n[192];
     snprintf(p, sizeof p, gpt2 ? "transformer.h.%d." : "model.layers.%d.", layer);
 #define ZT__P(suffix) (snprintf(n, sizeof n, "%s%s", p, suffix), n)
     /* every slot is declared (absent ones empty) so the enum indexes them for both families, up to
@@ -3565,9 +3647,13 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                        zt_shape1(C), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
-        zt_block_param(def, ZT__P("mlp.gate_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
-        zt_block_param(def, ZT__P("mlp.up_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
-        zt_block_param(def, ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        int sparse = zt__layer_sparse(c, layer);
+        if (sparse) I = 0; /* the experts' MLPs come after the norms */
+        zt_block_param(def, sparse ? NULL : ZT__P("mlp.gate_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, sparse ? NULL : ZT__P("mlp.up_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY | ZT_PARAM_JOIN,
+                       ZT_INIT_NORMAL, std);
+        zt_block_param(def, sparse ? NULL : ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL,
+                       proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
             zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(HD), 0, ones, 0);
@@ -3578,6 +3664,22 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         if (c->sandwich_norms) {
             zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ones, 0);
             zt_block_param(def, ZT__P("post_feedforward_layernorm.weight"), zt_shape1(C), 0, ones, 0);
+        }
+        if (sparse) { /* at zt__moe_slot: the router, then each expert's gate and up (joined) and down, by the
+                         checkpoints' names (Mixtral's w1, w3 and w2) */
+            int mixtral = strcmp(c->model_type, "mixtral") == 0;
+            int64_t E = c->n_experts, EI = c->expert_intermediate;
+            const char *moe = mixtral ? "block_sparse_moe" : "mlp", *names[3] = {"gate_proj", "up_proj", "down_proj"};
+            if (mixtral) names[0] = "w1", names[1] = "w3", names[2] = "w2";
+            char what[96];
+            snprintf(what, sizeof what, "%s.gate.weight", moe);
+            zt_block_param(def, ZT__P(what), zt_shape2(E, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            for (int64_t e = 0; e < E; e++)
+                for (int w = 0; w < 3; w++) {
+                    snprintf(what, sizeof what, "%s.experts.%lld.%s.weight", moe, (long long)e, names[w]);
+                    zt_block_param(def, ZT__P(what), w == 2 ? zt_shape2(C, EI) : zt_shape2(EI, C),
+                                   ZT_PARAM_DECAY | (w == 1 ? ZT_PARAM_JOIN : 0), ZT_INIT_NORMAL, w == 2 ? proj_std : std);
+                }
         }
     }
 #undef ZT__P
@@ -3646,6 +3748,87 @@ static zt_attention_opts zt__layer_attention(const zt_model_config *c, int64_t l
 
 static const zt_tensor *zt__bias(const zt_tensor *b, int has) { return has && zt__present(*b) && zt_numel(*b) ? b : NULL; }
 
+/* ---- the experts of a sparse layer (Mixtral, Qwen3-MoE): n2 (N,C) -> out (N,C) ---- */
+
+/* expert e's [gate | up] (2EI, C) and down (C, EI), of the parameters or of their gradients */
+static zt_tensor zt__expert_up(const zt_model_config *c, const zt_tensor *p, int64_t e) {
+    zt_tensor gate = p[zt__moe_slot(c) + 1 + 3 * e];
+    return zt__present(gate) ? zt_tensor_make(gate.data, gate.dtype, gate.place, zt_shape2(2 * c->expert_intermediate,
+                                                                                         c->hidden)) : gate;
+}
+static zt_tensor zt__expert_down(const zt_model_config *c, const zt_tensor *p, int64_t e) {
+    return p[zt__moe_slot(c) + 3 + 3 * e];
+}
+
+/* Route each token to its experts; group the tokens' rows by expert; each expert's SwiGLU MLP on its rows (the
+   row counts come to the host: one sync per layer); the outputs weighted back into the tokens' rows. */
+static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    zt_stream *s = ctx->stream;
+    zt_dtype A = ctx->act;
+    int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
+    zt_tensor logits = zt_block_temp(ctx, A, zt_shape2(N, E)), counts = zt_block_temp(ctx, ZT_I32, zt_shape1(E));
+    zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)], NULL);
+    sv->probs = zt_block_keep(ctx, ZT_F32, zt_shape2(N, E));
+    sv->idx = zt_block_keep(ctx, ZT_I32, zt_shape2(N, k)), sv->rw = zt_block_keep(ctx, ZT_F32, zt_shape2(N, k));
+    zt_moe_route_forward(s, sv->idx, sv->rw, sv->probs, logits, c->norm_topk);
+    sv->order = zt_block_keep(ctx, ZT_I32, zt_shape1(N * k)), sv->where = zt_block_keep(ctx, ZT_I32, zt_shape1(N * k));
+    zt_moe_sort(s, sv->order, sv->where, counts, sv->idx);
+    for (int64_t e = 0; e < E; e++) sv->counts[e] = e == 0 ? (int32_t)(N * k) : 0; /* what a measuring pass sees */
+    zt_copy(s, zt_tensor_make(sv->counts, ZT_I32, ZT_HOST, zt_shape1(E)), counts);
+    sv->xs = zt_block_keep(ctx, A, zt_shape2(N * k, C));
+    zt_moe_gather_forward(s, sv->xs, sv->n2, sv->order);
+    sv->h = zt_block_keep(ctx, A, zt_shape2(N * k, 2 * EI));
+    sv->a = zt_block_keep(ctx, A, zt_shape2(N * k, EI));
+    sv->ys = zt_block_keep(ctx, A, zt_shape2(N * k, C));
+    zt_stream_sync(s); /* the counts */
+    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
+        int64_t n = sv->counts[e];
+        if (n < 0 || r + n > N * k) zt_fatal("an MoE layer's row counts are damaged (expert %lld: %lld)", (long long)e, (long long)n);
+        if (n == 0) continue;
+        zt_matmul_forward(s, zt_slice(sv->h, r, n), zt_slice(sv->xs, r, n), zt__expert_up(c, ctx->param, e), NULL);
+    }
+    zt_swiglu_forward(s, sv->a, sv->h);
+    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++)
+        if (sv->counts[e] > 0)
+            zt_matmul_forward(s, zt_slice(sv->ys, r, sv->counts[e]), zt_slice(sv->a, r, sv->counts[e]),
+                              zt__expert_down(c, ctx->param, e), NULL);
+    zt_moe_combine_forward(s, out, sv->ys, sv->rw, sv->where);
+}
+
+/* dn (N,C) += the gradient through the experts and the router of dout (N,C) */
+static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    zt_stream *s = ctx->stream;
+    zt_dtype A = ctx->act;
+    int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
+    zt_tensor dys = zt__temp0(ctx, A, zt_shape2(N * k, C)), drw = zt__temp0(ctx, ZT_F32, zt_shape2(N, k));
+    zt_moe_combine_backward(s, dys, drw, dout, sv->ys, sv->rw, sv->where);
+    zt_tensor da = zt__temp0(ctx, A, zt_shape2(N * k, EI)), dh = zt__temp0(ctx, A, zt_shape2(N * k, 2 * EI));
+    zt_tensor dxs = zt__temp0(ctx, A, zt_shape2(N * k, C));
+    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
+        int64_t n = sv->counts[e];
+        if (n == 0) continue;
+        zt_tensor da_e = zt_slice(da, r, n), gd = zt__expert_down(c, ctx->grad, e);
+        zt_matmul_backward(s, &da_e, zt__maybe(&gd), NULL, zt_slice(dys, r, n), zt_slice(sv->a, r, n),
+                           zt__expert_down(c, ctx->param, e));
+    }
+    zt_swiglu_backward(s, dh, da, sv->h);
+    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
+        int64_t n = sv->counts[e];
+        if (n == 0) continue;
+        zt_tensor dxs_e = zt_slice(dxs, r, n), gu = zt__expert_up(c, ctx->grad, e);
+        zt_matmul_backward(s, &dxs_e, zt__maybe(&gu), NULL, zt_slice(dh, r, n), zt_slice(sv->xs, r, n),
+                           zt__expert_up(c, ctx->param, e));
+    }
+    zt_moe_gather_backward(s, dn, dxs, sv->where);
+    zt_tensor dlogits = zt__temp0(ctx, A, zt_shape2(N, E)), gr = ctx->grad[zt__moe_slot(c)];
+    zt_moe_route_backward(s, dlogits, drw, sv->probs, sv->idx, c->norm_topk);
+    zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
+}
+
 static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     const zt_batch *b = ctx->batch;
@@ -3712,15 +3895,19 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     } else {
         zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
     }
-    int64_t H = gpt2 ? I : 2 * I; /* LLaMA: [gate | up] */
-    sv->h = zt_block_keep(ctx, A, zt_shape2(N, H));
-    zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_out_bias && gpt2));
-    sv->a = zt_block_keep(ctx, A, zt_shape2(N, I));
-    if (gpt2) zt_gelu_forward(s, sv->a, sv->h);
-    else if (c->geglu) zt_geglu_forward(s, sv->a, sv->h);
-    else zt_swiglu_forward(s, sv->a, sv->h);
     if (sandwich) proj = sv->pm = zt_block_keep(ctx, A, zt_shape2(N, C));
-    zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_out_bias && gpt2));
+    if (zt__layer_sparse(c, ctx->index - 1)) {
+        zt__moe_forward(ctx, proj);
+    } else {
+        int64_t H = gpt2 ? I : 2 * I; /* LLaMA: [gate | up] */
+        sv->h = zt_block_keep(ctx, A, zt_shape2(N, H));
+        zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_out_bias && gpt2));
+        sv->a = zt_block_keep(ctx, A, zt_shape2(N, I));
+        if (gpt2) zt_gelu_forward(s, sv->a, sv->h);
+        else if (c->geglu) zt_geglu_forward(s, sv->a, sv->h);
+        else zt_swiglu_forward(s, sv->a, sv->h);
+        zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_out_bias && gpt2));
+    }
     if (sandwich) { /* and the MLP's */
         sv->rstd_pm = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         proj = zt_block_temp(ctx, A, zt_shape2(N, C));
@@ -3751,14 +3938,18 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_rmsnorm_offset_backward(s, dm, ctx->grad[ZT__L_POST_MLP_W], dout, sv->pm, ctx->param[ZT__L_POST_MLP_W], off,
                                    sv->rstd_pm);
     }
-    zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
-    zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
-    zt_tensor dh = zt__temp0(ctx, A, zt_shape2(N, H));
-    if (gpt2) zt_gelu_backward(s, dh, da, sv->h);
-    else if (c->geglu) zt_geglu_backward(s, dh, da, sv->h);
-    else zt_swiglu_backward(s, dh, da, sv->h);
     zt_tensor dn = zt__temp0(ctx, A, zt_shape2(N, C));
-    zt_matmul_backward(s, &dn, zt__maybe(&g.wup), ob ? zt__maybe(&g.bup) : NULL, dh, sv->n2, w.wup);
+    if (zt__layer_sparse(c, ctx->index - 1)) {
+        zt__moe_backward(ctx, dn, dm);
+    } else {
+        zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
+        zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
+        zt_tensor dh = zt__temp0(ctx, A, zt_shape2(N, H));
+        if (gpt2) zt_gelu_backward(s, dh, da, sv->h);
+        else if (c->geglu) zt_geglu_backward(s, dh, da, sv->h);
+        else zt_swiglu_backward(s, dh, da, sv->h);
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wup), ob ? zt__maybe(&g.bup) : NULL, dh, sv->n2, w.wup);
+    }
     zt_tensor dx2 = zt_block_temp(ctx, A, zt_shape2(N, C));
     zt_copy(s, dx2, zt_view(dout, 0, dx2.shape)); /* the residual path */
     if (gpt2)

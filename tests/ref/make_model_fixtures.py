@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2 and
-Gemma 3 (text) models
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
+Gemma 3 (text), Mixtral and Qwen3-MoE models
 built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
@@ -31,10 +31,10 @@ Tensors:
 zt's layout: transformers' state_dict names; every weight (out, in) as in nn.Linear, so GPT-2's
 Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) are transposed; no buffers
 (GPT-2's attn.bias / attn.masked_bias); with tied embeddings no lm_head.weight (the embedding's
-gradient holds both uses).
+gradient holds both uses); an MoE layer's experts by expert, as checkpoints name them (experts_by_name).
 
 Training: torch.optim.AdamW(lr=1e-3, betas=(0.9, 0.999), eps=1e-8), weight decay 0.1 on 2-D
-weights only (embedding tables included), 0 on biases and norm weights; clip_grad_norm_(1.0)
+weights only (embedding tables and the experts' 3-D tensors included), 0 on biases and norm weights; clip_grad_norm_(1.0)
 before each step; constant learning rate. Parameters are not transformers' initialisation but
 seeded draws of a useful size (weights ~ 1/sqrt(fan_in), biases and norm weights perturbed) so
 that every path (biases, norm weights, non-uniform attention) shows up in the gradients.
@@ -92,7 +92,36 @@ def make_config(model_type):
                                              hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
                                              final_logit_softcapping=3.0, sliding_window=6,
                                              layer_types=["sliding_attention", "full_attention"], rope_parameters=rope)
+    if model_type == "mixtral":  # untied; 4 experts, 2 per token, weights normalized; Mistral's window
+        return transformers.MixtralConfig(**common_llama, tie_word_embeddings=False, sliding_window=9,
+                                          num_local_experts=4, num_experts_per_tok=2)
+    if model_type == "qwen3_moe":  # tied; Qwen3's layer with 6 experts of 24, 3 per token, weights not normalized
+        # (the default); layer 1 keeps a dense MLP (mlp_only_layers)
+        return transformers.Qwen3MoeConfig(**common_llama, head_dim=16, tie_word_embeddings=True, rope_theta=1e6,
+                                           use_sliding_window=False, num_experts=6, num_experts_per_tok=3,
+                                           moe_intermediate_size=24, norm_topk_prob=False, mlp_only_layers=[1])
     raise ValueError(model_type)
+
+
+def experts_by_name(model_type, name, t):
+    """transformers 5 holds an MoE layer's experts as two 3-D tensors (gate_up_proj (E, 2I, C), down_proj
+    (E, C, I)); checkpoints, and zt, have each expert's weights by name (Mixtral: w1 gate, w3 up, w2 down, under
+    block_sparse_moe). [(name, tensor)] in zt's names for one of transformers' parameters."""
+    mixtral = model_type == "mixtral"
+    if ".mlp.gate." in name and mixtral:
+        return [(name.replace(".mlp.gate.", ".block_sparse_moe.gate."), t)]
+    if not name.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
+        return [(name, t)]
+    base = name.rsplit(".", 1)[0].replace(".mlp.", ".block_sparse_moe." if mixtral else ".mlp.")
+    gate, up, down = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
+    out = []
+    for e in range(t.shape[0]):
+        if name.endswith("gate_up_proj"):
+            half = t.shape[1] // 2
+            out += [(f"{base}.{e}.{gate}.weight", t[e, :half]), (f"{base}.{e}.{up}.weight", t[e, half:])]
+        else:
+            out.append((f"{base}.{e}.{down}.weight", t[e]))
+    return out
 
 
 def randomize(model, gen):
@@ -102,8 +131,8 @@ def randomize(model, gen):
         for name, p in model.named_parameters():
             if p.dim() == 2 and ("wte" in name or "wpe" in name or "embed_tokens" in name):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
-            elif p.dim() == 2:
-                fan_in = p.shape[0] if name.endswith(CONV1D) else p.shape[1]
+            elif p.dim() >= 2:  # an MoE layer's experts: (E, out, in)
+                fan_in = p.shape[0] if name.endswith(CONV1D) else p.shape[-1]
                 p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
             elif "norm" in name or ".ln_" in name:  # Gemma's norm weights are stored as their difference from 1
                 one = 0.0 if model.config.model_type.startswith("gemma") else 1.0
@@ -160,7 +189,7 @@ def make(model_type, seed):
     input_ids = torch.randint(0, VOCAB, (B, T), generator=gen)
     out.append(("input_ids", input_ids))
     for name, p in params:
-        out.append(("param." + name, zt_layout(name, p)))
+        out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p))]
 
     model.zero_grad(set_to_none=True)
     res = model(input_ids=input_ids, labels=input_ids)
@@ -168,10 +197,10 @@ def make(model_type, seed):
     out.append(("logits", res.logits.detach()[..., :VOCAB].contiguous()))
     out.append(("loss", res.loss.detach().reshape(1)))
     for name, p in params:
-        out.append(("grad." + name, zt_layout(name, p.grad)))
+        out += [("grad." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p.grad))]
 
-    decay = [p for _, p in params if p.dim() == 2]
-    no_decay = [p for _, p in params if p.dim() != 2]
+    decay = [p for _, p in params if p.dim() >= 2]  # the Trainer's rule: not biases or norms (experts decay)
+    no_decay = [p for _, p in params if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR, betas=BETAS, eps=EPS)
     step_ids = torch.randint(0, VOCAB, (STEPS, B, T), generator=gen)
@@ -191,6 +220,15 @@ def make(model_type, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
+    if model_type in ("mixtral", "qwen3_moe"):  # the split above is what save_pretrained writes
+        import tempfile
+        from safetensors.torch import load_file
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            saved = load_file(os.path.join(tmp, "model.safetensors"))
+        mine = dict(t for name, p in model.named_parameters() for t in experts_by_name(model_type, name, p.detach()))
+        assert sorted(mine) == sorted(k for k in saved if k != "lm_head.weight" or not tied), (sorted(mine), sorted(saved))
+        assert all(torch.equal(mine[k], saved[k]) for k in mine)
     write_fixture(os.path.join(d, "fixture.bin"), out)
     print(f"{model_type}: loss {res.loss.item():.6f}, step losses {losses[0]:.6f} .. {losses[-1]:.6f}, "
           f"{os.path.getsize(os.path.join(d, 'fixture.bin'))} bytes")
@@ -202,7 +240,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     only = sys.argv[1:]
     for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
-                                    "gemma3_text"]):
+                                    "gemma3_text", "mixtral", "qwen3_moe"]):
         if not only or model_type in only:
             make(model_type, 1000 + i)
 
