@@ -132,8 +132,9 @@ static const model_tol tol_fp32 = {1e-5, 1e-5, 1e-5, 5e-5, 5e-5};
 static const model_tol tol_bf16 = {5e-3, 8e-2, 6e-2, 5e-3, 2e-2};
 /* An MoE layer's experts each see a few of the 32 tokens, so each expert's gradient sums few terms and its
    bf16 error is relatively larger: transformers in torch.bfloat16 is off by up to 9.2e-2 (worst element) and
-   7.9e-2 (L2) on Qwen3-MoE's expert 3, 5.9e-2 and 3.2e-2 on Mixtral's; zt measured 7.4e-2 and 6.9e-2. */
-static const model_tol tol_bf16_moe = {5e-3, 1.5e-1, 1.2e-1, 5e-3, 2e-2};
+   7.9e-2 (L2) on Qwen3-MoE's expert 3, 5.9e-2 and 3.2e-2 on Mixtral's; zt measured 1.0e-1 and 8.0e-2 there.
+   The gradient norms of the 10 steps follow (zt: 1.9e-2 on Mixtral). */
+static const model_tol tol_bf16_moe = {5e-3, 1.5e-1, 1.2e-1, 5e-3, 4e-2};
 
 /* On a GPU (ZT_TEST_BACKEND=cuda, build/gpu_models_cuda) the kernels sum in other orders (blocked and tree
    reductions), contract multiply-adds into FMAs and use the device's libm (expf, tanhf within 2 ulp); at these sizes
