@@ -3086,12 +3086,13 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (step < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"decoder_sparse_step\" must be at least 1, found %lld", j->file,
                                  (long long)step);
     memset(c->sparse, 0, sizeof c->sparse);
+    t = zt__json_get(j, 0, "mlp_only_layers");
+    int dense = !mixtral && t >= 0 && !zt__json_is_null(j, t);
+    if (dense && j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_only_layers", "a list of layer numbers");
     if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
     for (int64_t l = 0; l < layers; l++)
         if ((l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
-    t = zt__json_get(j, 0, "mlp_only_layers");
-    if (!mixtral && t >= 0 && !zt__json_is_null(j, t)) {
-        if (j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_only_layers", "a list of layer numbers");
+    if (dense) {
         for (int k = 0, it = t + 1; k < j->tok[t].size; k++, it = zt__json_skip(j, it)) {
             int64_t l = -1;
             if ((r = zt__json_int(j, it, "mlp_only_layers", &l))) return r;

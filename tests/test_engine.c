@@ -10,6 +10,13 @@ static const char *LLAMA_JSON =
     " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 48,"
     " \"max_position_embeddings\": 32, \"vocab_size\": 61, \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": true}";
 
+/* Qwen3-MoE: 8 experts of 24, 2 per token, layer 1 dense */
+static const char *MOE_JSON =
+    "{\"model_type\": \"qwen3_moe\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 48, \"head_dim\": 8,"
+    " \"num_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 24, \"mlp_only_layers\": [1],"
+    " \"max_position_embeddings\": 32, \"vocab_size\": 61, \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": true}";
+
 static zt_model_config config_of(const char *json) {
     zt_model_config c;
     zt_result r = zt_model_config_parse(&c, json, strlen(json), "test config");
@@ -116,6 +123,7 @@ static void checkpointing_is_bitwise(const char *json, zt_precision prec) {
 
 TEST(engine_checkpointing_is_bitwise_gpt2) { checkpointing_is_bitwise(GPT2_JSON, ZT_PRECISION_FP32); }
 TEST(engine_checkpointing_is_bitwise_llama_bf16) { checkpointing_is_bitwise(LLAMA_JSON, ZT_PRECISION_BF16); }
+TEST(engine_checkpointing_is_bitwise_moe_bf16) { checkpointing_is_bitwise(MOE_JSON, ZT_PRECISION_BF16); }
 
 /* the engine's gradient of the mean loss against central differences of zt_eval, in fp32 */
 static void gradients_match_differences(const char *json) {
@@ -166,6 +174,8 @@ static void gradients_match_differences(const char *json) {
 
 TEST(engine_gradients_match_finite_differences_gpt2) { gradients_match_differences(GPT2_JSON); }
 TEST(engine_gradients_match_finite_differences_llama) { gradients_match_differences(LLAMA_JSON); }
+/* (no such test for an MoE model: a step of 1e-2 moves tokens between experts, where the loss jumps; its gradients
+   are checked against transformers' in tests/test_models.c, and the routing's by differences in tests/test_ops.c) */
 
 /* ---- a block of the user's own, between the built-in embedding and head ---- */
 
@@ -388,6 +398,15 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"layer_types\": [\"full_attention\", "
                  "\"chunked_attention\"], \"sliding_window\": 8, \"use_sliding_window\": true}",
                  "layer_types[1] is \"chunked_attention\"");
+    /* MoE: no load-balancing loss or router noise; sizes within what the kernels take */
+    config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true}",
+                 "\"output_router_logits\" is true, and zt does not implement the router's load-balancing loss");
+    config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 0.01}", "\"router_jitter_noise\" is not 0");
+    config_error("{\"model_type\": \"mixtral\", \"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
+                 "\"num_experts_per_tok\" is 5; it must be 1 to the 4 experts");
+    config_error("{\"model_type\": \"qwen3_moe\", \"num_experts\": 2000}", "\"num_local_experts\" is 2000; zt takes 1 to 1024");
+    config_error("{\"model_type\": \"qwen3_moe\", \"decoder_sparse_step\": 0}", "\"decoder_sparse_step\" must be at least 1");
+    config_error("{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": 3}", "\"mlp_only_layers\" must be a list of layer numbers");
     /* Gemma: the tanh GELU only (Gemma's legacy "gelu" means it; Gemma 2's does not), causal only */
     config_error("{\"model_type\": \"gemma\", \"hidden_act\": \"relu\"}", "the activation is \"relu\"");
     config_error("{\"model_type\": \"gemma2\", \"hidden_activation\": \"gelu\"}", "the activation is \"gelu\"");
