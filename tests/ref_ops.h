@@ -491,7 +491,7 @@ REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
 REF void ref_output_loss_capped(double *losses, double *dhidden, double *dweight, const double *hidden,
                                 const double *weight, const int32_t *targets, const double *dloss,
                                 int64_t N, int64_t C, int64_t Vp, int64_t vocab, int ignore_index, double cap) {
-    double *logits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
+    double *logits = (double *)calloc((size_t)(N * Vp), sizeof(double)); /* zeroed: gcc -O3 cannot see it written */
     double *dlogits = (double *)malloc(sizeof(double) * (size_t)(N * Vp));
     ref_matmul_forward(logits, hidden, weight, NULL, N, C, Vp);
     int backward = dhidden || dweight;
