@@ -402,6 +402,11 @@ ZT_API void zt_moe_gather_backward(zt_stream *s, zt_tensor dx, zt_tensor dxs, zt
 ZT_API void zt_moe_combine_forward(zt_stream *s, zt_tensor out, zt_tensor ys, zt_tensor weight, zt_tensor where);
 ZT_API void zt_moe_combine_backward(zt_stream *s, zt_tensor dys, zt_tensor dweight, zt_tensor dout, zt_tensor ys,
                                     zt_tensor weight, zt_tensor where);
+/* A gated branch (Qwen2-MoE's shared expert): out (N,C) += sigmoid(gate (N)) * y (N,C), each row by its gate.
+   Backward: dy += sigmoid(gate) * dout; dgate (N) += sigmoid'(gate) * (dout . y). */
+ZT_API void zt_gated_add_forward(zt_stream *s, zt_tensor out, zt_tensor y, zt_tensor gate);
+ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, zt_tensor dout, zt_tensor y,
+                                  zt_tensor gate);
 
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
@@ -1741,7 +1746,7 @@ typedef enum zt__op_kind {
     ZT__OP_ATTENTION_FWD, ZT__OP_ATTENTION_BWD,
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
-    ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD,
+    ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD, ZT__OP_GATED_ADD_FWD, ZT__OP_GATED_ADD_BWD,
     ZT__OP_COUNT
 } zt__op_kind;
 
@@ -1775,7 +1780,8 @@ typedef struct zt__args_crossentropy {
     int ignore_index;
     float dloss, softcap; /* softcap 0: none */
 } zt__args_crossentropy;
-/* the MoE ops (zt_moe_*): each uses the fields its function names; k choices per token */
+/* the MoE ops (zt_moe_*, zt_gated_add_*): each uses the fields its function names; k choices per token;
+   the gated add: out, inp (y), weight (gate); dinp (dy), dweight (dgate), dout */
 typedef struct zt__args_moe {
     zt_tensor out, inp, dout, dinp, idx, weight, dweight, probs, order, where, counts;
     int64_t k;
@@ -2256,6 +2262,33 @@ ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_t
 }
 
 /* ---- mixture of experts ---- */
+
+static void zt__gated_add(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor out_or_dy, zt_tensor dgate,
+                          zt_tensor dout, zt_tensor y, zt_tensor gate) {
+    int64_t N = zt_rows(y), C = zt_cols(y);
+    zt__need_tensor(name, "y", y, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, kind == ZT__OP_GATED_ADD_FWD ? "out" : "dy", out_or_dy, ZT__FLOAT, N * C);
+    zt__need_tensor(name, "gate", gate, ZT__FLOAT, N);
+    zt__op op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    op.moe.inp = y, op.moe.weight = gate;
+    if (kind == ZT__OP_GATED_ADD_FWD) {
+        op.moe.out = out_or_dy;
+    } else {
+        zt__need_tensor(name, "dgate", dgate, ZT__FLOAT, N);
+        zt__need_tensor(name, "dout", dout, ZT__FLOAT, N * C);
+        op.moe.dinp = out_or_dy, op.moe.dweight = dgate, op.moe.dout = dout;
+    }
+    zt__launch(s, &op);
+}
+ZT_API void zt_gated_add_forward(zt_stream *s, zt_tensor out, zt_tensor y, zt_tensor gate) {
+    zt__gated_add(s, ZT__OP_GATED_ADD_FWD, "zt_gated_add_forward", out, zt__none(), zt__none(), y, gate);
+}
+ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, zt_tensor dout, zt_tensor y,
+                                  zt_tensor gate) {
+    zt__gated_add(s, ZT__OP_GATED_ADD_BWD, "zt_gated_add_backward", dy, dgate, dout, y, gate);
+}
 
 static zt__op zt__moe_op(zt__op_kind kind) {
     zt__op op;
@@ -16282,6 +16315,31 @@ static void zt__moe_combine_bwd_task(void *ctx, int64_t task, int thread) {
     }
 }
 
+/* the gated add, a row per step: sigmoid(g) as 1 / (1 + exp(-g)), in f32 */
+static void zt__gated_add_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->inp), C = zt_cols(a->inp);
+    int fwd = job->op->kind == ZT__OP_GATED_ADD_FWD;
+    float *ybuf = job->cpu->scratch[thread], *gbuf = ybuf + C, *v = gbuf + C, *buf = v + C;
+    for (int64_t n = task * job->per_task; n < ZT__MIN(N, (task + 1) * job->per_task); n++) {
+        float g, sg;
+        zt__to_f32(&g, a->weight.data, a->weight.dtype, n, 1);
+        sg = 1.0f / (1.0f + expf(-g));
+        const float *y = zt__row_in(a->inp, n * C, C, ybuf);
+        if (fwd) {
+            for (int64_t c = 0; c < C; c++) v[c] = sg * y[c];
+            zt__add_into(a->out, n * C, v, C, buf);
+            continue;
+        }
+        const float *d = zt__row_in(a->dout, n * C, C, gbuf);
+        float dg = zt__dot(d, y, C) * sg * (1.0f - sg);
+        for (int64_t c = 0; c < C; c++) v[c] = sg * d[c];
+        zt__add_into(a->dinp, n * C, v, C, buf);
+        zt__add_into(a->dweight, n, &dg, 1, buf);
+    }
+}
+
 static void zt__norm_fwd_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_norm *a = &job->op->norm;
@@ -16682,6 +16740,8 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_MOE_GATHER_BWD: return 2 * zt_cols(op->moe.dinp);
     case ZT__OP_MOE_COMBINE_FWD: return 2 * zt_cols(op->moe.out);
     case ZT__OP_MOE_COMBINE_BWD: return 4 * zt_cols(op->moe.dout);
+    case ZT__OP_GATED_ADD_FWD:
+    case ZT__OP_GATED_ADD_BWD: return 4 * zt_cols(op->moe.inp);
     case ZT__OP_ATTENTION_FWD:
     case ZT__OP_ATTENTION_BWD: return (3 * ZT__ATT_QB + 5 * ZT__ATT_KB + 3) * zt_cols(op->attention.q);
     default: return 0;
@@ -16734,6 +16794,12 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         return;
     }
     case ZT__OP_MOE_SORT: zt__cpu_run(cpu, op, 1, 0, NULL, zt__moe_sort_task); return;
+    case ZT__OP_GATED_ADD_FWD:
+    case ZT__OP_GATED_ADD_BWD: {
+        int64_t per = zt__rows_per_task(zt_cols(op->moe.inp));
+        zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(op->moe.inp), per), per, NULL, zt__gated_add_task);
+        return;
+    }
     case ZT__OP_MOE_GATHER_FWD: {
         int64_t per = zt__rows_per_task(zt_cols(op->moe.inp));
         zt__cpu_run(cpu, op, ZT__CDIV(zt_numel(op->moe.order), per), per, NULL, zt__moe_gather_fwd_task);

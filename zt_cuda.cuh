@@ -632,6 +632,24 @@ __global__ void __launch_bounds__(1024) zt__cu_moe_combine_bwd(zt__cu_t dys, flo
         }
 }
 
+/* the gated add (Qwen2-MoE's shared expert): a block per row; the gate's gradient a block sum */
+__global__ void __launch_bounds__(1024) zt__cu_gated_add(int fwd, zt__cu_t out_or_dy, zt__cu_t dgate, zt__cu_t dout,
+                                                         zt__cu_t y, zt__cu_t gate, int64_t N, int64_t C) {
+    __shared__ float sh[32];
+    for (int64_t n = blockIdx.x; n < N; n += gridDim.x) {
+        float sg = 1.0f / (1.0f + expf(-zt__cu_ld(gate.p, gate.t, n))), dot = 0.0f;
+        for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
+            int64_t i = n * C + c;
+            float yv = zt__cu_ld(y.p, y.t, i), d = fwd ? yv : zt__cu_ld(dout.p, dout.t, i);
+            dot += d * yv;
+            zt__cu_st(out_or_dy.p, out_or_dy.t, i, zt__cu_ld(out_or_dy.p, out_or_dy.t, i) + sg * d);
+        }
+        if (fwd) continue; /* the same for every block */
+        dot = zt__cu_block_sum(dot, sh);
+        if (threadIdx.x == 0) zt__cu_st(dgate.p, dgate.t, n, zt__cu_ld(dgate.p, dgate.t, n) + dot * sg * (1.0f - sg));
+    }
+}
+
 /* >>columns ------------------------------------------------------------------------------------- */
 
 /* Column sums over rows, for bias gradients (mode 0: out[c] += sum_r x) and norm weights (mode 1:
@@ -2263,6 +2281,18 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         zt__cu_moe_sort<<<1, ZT__CU_MOE_SORT_THREADS, shared, st>>>((int32_t *)a->order.data, (int32_t *)a->where.data,
                                                                    (int32_t *)a->counts.data,
                                                                    (const int32_t *)a->idx.data, zt_numel(a->idx), E);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
+    case ZT__OP_GATED_ADD_FWD:
+    case ZT__OP_GATED_ADD_BWD: {
+        const zt__args_moe *a = &op->moe;
+        int64_t N = zt_rows(a->inp), C = zt_cols(a->inp);
+        int fwd = op->kind == ZT__OP_GATED_ADD_FWD;
+        if (N == 0) return;
+        zt__cu_gated_add<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), zt__cu_row_threads(C), 0, st>>>(
+            fwd, zt__cu_of(fwd ? a->out : a->dinp), zt__cu_of(a->dweight), zt__cu_of(a->dout), zt__cu_of(a->inp),
+            zt__cu_of(a->weight), N, C);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -335,6 +335,22 @@ REF void ref_moe_combine_backward(double *dys, double *dweight, const double *do
         }
 }
 
+/* out (N,C) += sigmoid(gate (N)) * y (N,C); backward: dy += sigmoid(gate) * dout, dgate += sigmoid' * dout . y */
+REF void ref_gated_add_forward(double *out, const double *y, const double *gate, int64_t N, int64_t C) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++) out[n * C + c] += y[n * C + c] / (1.0 + exp(-gate[n]));
+}
+REF void ref_gated_add_backward(double *dy, double *dgate, const double *dout, const double *y, const double *gate,
+                                int64_t N, int64_t C) {
+    for (int64_t n = 0; n < N; n++) {
+        double sg = 1.0 / (1.0 + exp(-gate[n]));
+        for (int64_t c = 0; c < C; c++) {
+            dy[n * C + c] += sg * dout[n * C + c];
+            dgate[n] += sg * (1.0 - sg) * dout[n * C + c] * y[n * C + c];
+        }
+    }
+}
+
 /* a score scaled and, with cap > 0, capped: cap * tanh(s / cap) */
 REF double ref_attn_score(double dot, double scale, double cap) {
     double s = dot * scale;

@@ -190,6 +190,11 @@ static void fd_moe_combine_fwd(void *p, double *out) {
     fd_moe_ctx *c = (fd_moe_ctx *)p;
     ref_moe_combine_forward(out, c->ys, c->weight, c->where, c->N, c->C, c->k);
 }
+static void fd_gated_add_fwd(void *p, double *out) {
+    fd_moe_ctx *c = (fd_moe_ctx *)p;
+    memset(out, 0, sizeof(double) * (size_t)(c->N * c->C));
+    ref_gated_add_forward(out, c->ys, c->weight, c->N, c->C);
+}
 TEST(ref_fd_moe) {
     rng r = {18};
     for (int normalize = 0; normalize < 2; normalize++) {
@@ -213,6 +218,12 @@ TEST(ref_fd_moe) {
     ref_moe_combine_backward(dys, dw, f.w, c.ys, c.weight, where, c.N, c.C, c.k);
     FD_CHECK("moe combine dys", &f, c.ys, 8 * c.C, dys);
     FD_CHECK("moe combine dweight", &f, c.weight, c.N * c.k, dw);
+    c.ys = drand(&r, c.N * c.C, -1, 1), c.weight = drand(&r, c.N, -3, 3); /* the gated add: y and its gates */
+    f = fd_make(fd_gated_add_fwd, &c, c.N * c.C, &r);
+    double *dy = dbuf(c.N * c.C), *dg = dbuf(c.N);
+    ref_gated_add_backward(dy, dg, f.w, c.ys, c.weight, c.N, c.C);
+    FD_CHECK("gated add dy", &f, c.ys, c.N * c.C, dy);
+    FD_CHECK("gated add dgate", &f, c.weight, c.N, dg);
     bufs_free();
 }
 
@@ -774,6 +785,18 @@ static void moe_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t E, int6
     ref_moe_combine_backward(dys, dw, dout, ys, weight, where, N, C, k);
     EXPECT_CLOSE(label("moe combine %s backward: dys = prefill + grad", dn), download(d, Dys), dys, n * C, tol_for(dt));
     EXPECT_CLOSE(label("moe combine %s backward: dweight = prefill + grad", dn), download(d, Dw), dw, n, TOL_F32);
+
+    double *gate = drand(r, N, -3, 3), *dgate = drand(r, N, -1, 1), *acc = drand(r, N * C, -1, 1);
+    zt_tensor Gate = to_dev(d, dt, zt_shape1(N), gate), Dgate = to_dev(d, dt, zt_shape1(N), dgate);
+    zt_tensor Acc = to_dev(d, dt, zt_shape2(N, C), acc), Y = to_dev(d, dt, zt_shape2(N, C), x);
+    zt_gated_add_forward(d->s, Acc, Y, Gate);
+    ref_gated_add_forward(acc, x, gate, N, C);
+    EXPECT_CLOSE(label("gated add %s: out = prefill + gated y", dn), download(d, Acc), acc, N * C, tol_for(dt));
+    upload(d, Dx, dx);
+    zt_gated_add_backward(d->s, Dx, Dgate, Dout, Y, Gate);
+    ref_gated_add_backward(dx, dgate, dout, x, gate, N, C);
+    EXPECT_CLOSE(label("gated add %s backward: dy = prefill + grad", dn), download(d, Dx), dx, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("gated add %s backward: dgate = prefill + grad", dn), download(d, Dgate), dgate, N, tol_for(dt));
 }
 static void check_moe(zt_dtype dt) {
     cpu_dev d;

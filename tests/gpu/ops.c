@@ -598,6 +598,12 @@ static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, in
     BOTH zt_moe_combine_backward(sd[i].s, dys.t[i], dw.t[i], dout.t[i], ys.t[i], weight.t[i], where.t[i]);
     check("dys +=", dys, tol_of(dt, TOL_F32));
     check("dweight +=", dw, TOL_F32_SUM);
+    pair gate = prand(dt, zt_shape1(N), -4, 4), dgate = prand(dt, zt_shape1(N), -1, 1); /* Qwen2-MoE's shared expert */
+    BOTH zt_gated_add_forward(sd[i].s, out.t[i], x.t[i], gate.t[i]);
+    check("gated out +=", out, tol_of(dt, TOL_F32));
+    BOTH zt_gated_add_backward(sd[i].s, dx.t[i], dgate.t[i], dout.t[i], x.t[i], gate.t[i]);
+    check("gated dy +=", dx, tol_of(dt, TOL_F32));
+    check("dgate +=", dgate, tol_of(dt, TOL_F32_SUM));
     case_end();
 }
 
