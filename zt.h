@@ -500,8 +500,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
    optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "phi3", "gemma",
-                                   "gemma2", "gemma3_text" */
+    char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+                                   "phi3", "gemma", "gemma2", "gemma3_text" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -528,6 +528,7 @@ typedef struct zt_model_config {
     /* mixture of experts (Mixtral, Qwen3-MoE; 0 experts elsewhere): the sparse layers' MLP is n_experts
        SwiGLU MLPs of expert_intermediate, each token through the experts_per_token a router picks */
     int64_t n_experts, experts_per_token, expert_intermediate;
+    int64_t shared_intermediate; /* > 0: a shared expert of this size beside them, gated by a sigmoid (Qwen2-MoE) */
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
@@ -3079,17 +3080,26 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
     return ZT_OK;
 }
 
-/* Mixtral and Qwen3-MoE: the experts' count, size and choice, and which layers have them (Qwen3-MoE: every
-   decoder_sparse_step-th but those in mlp_only_layers, as transformers builds them). The load-balancing loss
+/* Mixtral, Qwen2-MoE and Qwen3-MoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and which
+   layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers builds
+   them). The load-balancing loss
    (output_router_logits) and router noise are refused: they change the loss and its gradients. */
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
-    int mixtral = strcmp(c->model_type, "mixtral") == 0;
+    int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int64_t step = 1, layers = c->n_layer;
     int logits_out = 0;
     double jitter = 0;
     zt_result r = ZT_OK;
-    c->n_experts = mixtral ? 8 : 128, c->experts_per_token = mixtral ? 2 : 8;
-    c->expert_intermediate = mixtral ? c->intermediate : 768, c->norm_topk = mixtral;
+    /* the transformers configs' defaults */
+    c->n_experts = mixtral ? 8 : qwen2 ? 60 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
+    c->expert_intermediate = mixtral ? c->intermediate : qwen2 ? 1408 : 768, c->norm_topk = mixtral;
+    c->shared_intermediate = qwen2 ? 5632 : 0;
+    if (qwen2 && (r = zt__json_int(j, zt__json_get(j, 0, "shared_expert_intermediate_size"),
+                                   "shared_expert_intermediate_size", &c->shared_intermediate)))
+        return r;
+    if (qwen2 && (c->shared_intermediate < 1 || c->shared_intermediate > 200000))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"shared_expert_intermediate_size\" must be 1 to 200000, found %lld",
+                       j->file, (long long)c->shared_intermediate);
     int t = zt__json_get(j, 0, "num_local_experts");
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
     if ((r = zt__json_int(j, t, "num_local_experts", &c->n_experts)) ||
@@ -3227,9 +3237,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
     double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
-    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0;
+    int is_qwen2 = strcmp(c->model_type, "qwen2") == 0 || strcmp(c->model_type, "qwen2_moe") == 0;
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
-    int is_moe = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
+    int is_moe = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+                 strcmp(c->model_type, "qwen3_moe") == 0;
+    int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
     int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
     char act[32];
@@ -3315,7 +3327,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->norm_eps = (float)eps;
     c->rope_theta = (float)theta;
     c->init_std = (float)std;
-    c->qkv_bias = is_qwen2 || attention_bias;
+    if (strcmp(c->model_type, "qwen2_moe") == 0 &&
+        (r = zt__json_bool(j, zt__json_get(j, 0, "qkv_bias"), "qkv_bias", &qkv_bias)))
+        return r;
+    c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = attention_bias;
     c->qk_norm = is_qwen3 || is_gemma3;
     c->fused = strcmp(c->model_type, "phi3") == 0;
@@ -3354,10 +3369,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"gemma3\" (Gemma 3 with its vision tower); zt trains "
                        "the text model alone, model_type \"gemma3_text\" (Gemma 3 1B, or a text_config saved by itself)", name);
     if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
-        strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen3") &&
-        strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3"))
+        strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen2_moe") &&
+        strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
-                       "qwen2, qwen3, qwen3_moe, phi3, gemma, gemma2 and gemma3_text", name,
+                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma, gemma2 and gemma3_text", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
@@ -3435,6 +3450,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
     int64_t mlp = gpt2 ? 2 * C * I + (I + C) : 3 * C * I + (c->out_bias && gpt2 ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
+    experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t norms = gpt2 ? 4 * C : 2 * C + (c->qk_norm ? 2 * c->head_dim : 0) + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
@@ -3617,6 +3633,7 @@ typedef struct zt__layer_saved {
     /* experts: the router's probabilities, each token's choices and their weights, the choices grouped by expert
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
     zt_tensor probs, idx, rw, order, where, xs, ys;
+    zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
 } zt__layer_saved;
 
@@ -3714,6 +3731,17 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                     zt_block_param(def, ZT__P(what), w == 2 ? zt_shape2(C, EI) : zt_shape2(EI, C),
                                    ZT_PARAM_DECAY | (w == 1 ? ZT_PARAM_JOIN : 0), ZT_INIT_NORMAL, w == 2 ? proj_std : std);
                 }
+            if (c->shared_intermediate > 0) { /* Qwen2-MoE: then the shared expert and its gate */
+                int64_t SI = c->shared_intermediate;
+                zt_block_param(def, ZT__P("mlp.shared_expert.gate_proj.weight"), zt_shape2(SI, C), ZT_PARAM_DECAY,
+                               ZT_INIT_NORMAL, std);
+                zt_block_param(def, ZT__P("mlp.shared_expert.up_proj.weight"), zt_shape2(SI, C),
+                               ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
+                zt_block_param(def, ZT__P("mlp.shared_expert.down_proj.weight"), zt_shape2(C, SI), ZT_PARAM_DECAY,
+                               ZT_INIT_NORMAL, proj_std);
+                zt_block_param(def, ZT__P("mlp.shared_expert_gate.weight"), zt_shape2(1, C), ZT_PARAM_DECAY,
+                               ZT_INIT_NORMAL, std);
+            }
         }
     }
 #undef ZT__P
@@ -3829,6 +3857,18 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
             zt_matmul_forward(s, zt_slice(sv->ys, r, sv->counts[e]), zt_slice(sv->a, r, sv->counts[e]),
                               zt__expert_down(c, ctx->param, e), NULL);
     zt_moe_combine_forward(s, out, sv->ys, sv->rw, sv->where);
+    if (c->shared_intermediate > 0) { /* + sigmoid(n2 . w_gate) * the shared expert's MLP of n2 */
+        int64_t SI = c->shared_intermediate, at = zt__moe_slot(c) + 1 + 3 * E;
+        zt_tensor wgu = ctx->param[at];
+        wgu = zt_tensor_make(wgu.data, wgu.dtype, wgu.place, zt_shape2(2 * SI, C));
+        sv->sh = zt_block_keep(ctx, A, zt_shape2(N, 2 * SI)), sv->sa = zt_block_keep(ctx, A, zt_shape2(N, SI));
+        sv->sy = zt_block_keep(ctx, A, zt_shape2(N, C)), sv->sg = zt_block_keep(ctx, A, zt_shape2(N, 1));
+        zt_matmul_forward(s, sv->sh, sv->n2, wgu, NULL);
+        zt_swiglu_forward(s, sv->sa, sv->sh);
+        zt_matmul_forward(s, sv->sy, sv->sa, ctx->param[at + 2], NULL);
+        zt_matmul_forward(s, sv->sg, sv->n2, ctx->param[at + 3], NULL);
+        zt_gated_add_forward(s, out, sv->sy, sv->sg);
+    }
 }
 
 /* dn (N,C) += the gradient through the experts and the router of dout (N,C) */
@@ -3838,6 +3878,19 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_stream *s = ctx->stream;
     zt_dtype A = ctx->act;
     int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
+    if (c->shared_intermediate > 0) { /* the shared expert and its gate, into dn */
+        int64_t SI = c->shared_intermediate, at = zt__moe_slot(c) + 1 + 3 * E;
+        zt_tensor wgu = ctx->param[at], ggu = ctx->grad[at];
+        wgu = zt_tensor_make(wgu.data, wgu.dtype, wgu.place, zt_shape2(2 * SI, C));
+        if (zt__present(ggu)) ggu = zt_tensor_make(ggu.data, ggu.dtype, ggu.place, zt_shape2(2 * SI, C));
+        zt_tensor dsy = zt__temp0(ctx, A, zt_shape2(N, C)), dsg = zt__temp0(ctx, A, zt_shape2(N, 1));
+        zt_gated_add_backward(s, dsy, dsg, dout, sv->sy, sv->sg);
+        zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->n2, ctx->param[at + 3]);
+        zt_tensor dsa = zt__temp0(ctx, A, zt_shape2(N, SI)), dsh = zt__temp0(ctx, A, zt_shape2(N, 2 * SI));
+        zt_matmul_backward(s, &dsa, zt__maybe(&ctx->grad[at + 2]), NULL, dsy, sv->sa, ctx->param[at + 2]);
+        zt_swiglu_backward(s, dsh, dsa, sv->sh);
+        zt_matmul_backward(s, &dn, zt__maybe(&ggu), NULL, dsh, sv->n2, wgu);
+    }
     zt_tensor dys = zt__temp0(ctx, A, zt_shape2(N * k, C)), drw = zt__temp0(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_combine_backward(s, dys, drw, dout, sv->ys, sv->rw, sv->where);
     zt_tensor da = zt__temp0(ctx, A, zt_shape2(N * k, EI)), dh = zt__temp0(ctx, A, zt_shape2(N * k, 2 * EI));

@@ -407,6 +407,8 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"qwen3_moe\", \"num_experts\": 2000}", "\"num_local_experts\" is 2000; zt takes 1 to 1024");
     config_error("{\"model_type\": \"qwen3_moe\", \"decoder_sparse_step\": 0}", "\"decoder_sparse_step\" must be at least 1");
     config_error("{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": 3}", "\"mlp_only_layers\" must be a list of layer numbers");
+    config_error("{\"model_type\": \"qwen2_moe\", \"shared_expert_intermediate_size\": 0}",
+                 "\"shared_expert_intermediate_size\" must be 1 to 200000, found 0");
     /* Gemma: the tanh GELU only (Gemma's legacy "gelu" means it; Gemma 2's does not), causal only */
     config_error("{\"model_type\": \"gemma\", \"hidden_act\": \"relu\"}", "the activation is \"relu\"");
     config_error("{\"model_type\": \"gemma2\", \"hidden_activation\": \"gelu\"}", "the activation is \"gelu\"");

@@ -6,8 +6,9 @@
    GeGLU, heads of 16) and Gemma 2 (also norms after the attention and the MLP, its own attention scale, capped
    scores and logits, a window of 6 on every other layer) and Gemma 3 (Gemma 2's layer with per-head q and k norms,
    each layer type's own rope, linear scaling on the full layer), Mixtral (Mistral's attention, 4 experts, 2 per
-   token, their weights normalized) and Qwen3-MoE (Qwen3's attention, 6 experts, 3 per token, unnormalized, a dense
-   MLP on layer 1), each with 2 layers, hidden 32, grouped-query
+   token, their weights normalized), Qwen3-MoE (Qwen3's attention, 6 experts, 3 per token, unnormalized, a dense
+   MLP on layer 1) and Qwen2-MoE (Qwen2's attention, 4 experts and a shared one under a sigmoid gate, a dense MLP on
+   layer 0), each with 2 layers, hidden 32, grouped-query
    attention in the LLaMA family and a vocabulary of 61 (zt pads it to 128). For each model, in fp32 and bf16:
      - every zt parameter is in the fixture and every fixture parameter is in zt, with the same shape;
      - the loss of zt_forward_backward (next-token targets, as labels=input_ids) and of zt_eval;
@@ -378,7 +379,7 @@ static void model_test(const char *type, zt_precision prec) {
     model_run r;
     memset(&r, 0, sizeof r);
     int gpu = strcmp(test_backend(), "cpu") != 0;
-    int moe = strcmp(type, "mixtral") == 0 || strcmp(type, "qwen3_moe") == 0;
+    int moe = strcmp(type, "mixtral") == 0 || strcmp(type, "qwen3_moe") == 0 || strcmp(type, "qwen2_moe") == 0;
     model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? (moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16)
                                                           : (gpu ? &tol_fp32_gpu : &tol_fp32));
     if (getenv("ZT_TEST_VERBOSE"))
@@ -402,6 +403,7 @@ TEST(models_gemma2_fp32) { model_test("gemma2", ZT_PRECISION_FP32); }
 TEST(models_gemma3_fp32) { model_test("gemma3_text", ZT_PRECISION_FP32); }
 TEST(models_mixtral_fp32) { model_test("mixtral", ZT_PRECISION_FP32); }
 TEST(models_qwen3_moe_fp32) { model_test("qwen3_moe", ZT_PRECISION_FP32); }
+TEST(models_qwen2_moe_fp32) { model_test("qwen2_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
 TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
@@ -413,3 +415,4 @@ TEST(models_gemma2_bf16) { model_test("gemma2", ZT_PRECISION_BF16); }
 TEST(models_gemma3_bf16) { model_test("gemma3_text", ZT_PRECISION_BF16); }
 TEST(models_mixtral_bf16) { model_test("mixtral", ZT_PRECISION_BF16); }
 TEST(models_qwen3_moe_bf16) { model_test("qwen3_moe", ZT_PRECISION_BF16); }
+TEST(models_qwen2_moe_bf16) { model_test("qwen2_moe", ZT_PRECISION_BF16); }

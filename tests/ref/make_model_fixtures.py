@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
-Gemma 3 (text), Mixtral and Qwen3-MoE models
+Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models
 built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
@@ -100,6 +100,12 @@ def make_config(model_type):
         return transformers.Qwen3MoeConfig(**common_llama, head_dim=16, tie_word_embeddings=True, rope_theta=1e6,
                                            use_sliding_window=False, num_experts=6, num_experts_per_tok=3,
                                            moe_intermediate_size=24, norm_topk_prob=False, mlp_only_layers=[1])
+    if model_type == "qwen2_moe":  # tied; Qwen2's attention with q/k/v biases, 4 experts of 24, 2 per token,
+        # normalized, beside a shared expert of 40 under a sigmoid gate; layer 0 keeps a dense MLP
+        return transformers.Qwen2MoeConfig(**common_llama, tie_word_embeddings=True, rope_theta=1e6,
+                                           use_sliding_window=False, num_experts=4, num_experts_per_tok=2,
+                                           moe_intermediate_size=24, shared_expert_intermediate_size=40,
+                                           norm_topk_prob=True, mlp_only_layers=[0])
     raise ValueError(model_type)
 
 
@@ -220,7 +226,7 @@ def make(model_type, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
-    if model_type in ("mixtral", "qwen3_moe"):  # the split above is what save_pretrained writes
+    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):  # the split above is what save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
         with tempfile.TemporaryDirectory() as tmp:
@@ -240,7 +246,7 @@ def main():
     torch.use_deterministic_algorithms(True)
     only = sys.argv[1:]
     for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
-                                    "gemma3_text", "mixtral", "qwen3_moe"]):
+                                    "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe"]):
         if not only or model_type in only:
             make(model_type, 1000 + i)
 
