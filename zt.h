@@ -389,6 +389,9 @@ ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, 
                                  int normalize);
 ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
                                   int normalize);
+/* The load-balancing loss's way back (output_router_logits): dlogits (N,E) += the gradient through softmax of
+   dprobs (E) f32, one value per expert, on every token's probabilities probs (N,E) f32. */
+ZT_API void zt_moe_balance_backward(zt_stream *s, zt_tensor dlogits, zt_tensor probs, zt_tensor dprobs);
 /* The N*k choices (choice t*k+j: token t's j-th expert) grouped by expert: order (N*k) i32 lists expert 0's
    choices, then expert 1's, ..., each in token order; where (N*k) i32 is its inverse (choice -> position in
    order); counts (E) i32, each expert's choices. E = counts' length; idx (N,k) i32. */
@@ -530,6 +533,8 @@ typedef struct zt_model_config {
     int64_t n_experts, experts_per_token, expert_intermediate;
     int64_t shared_intermediate; /* > 0: a shared expert of this size beside them, gated by a sigmoid (Qwen2-MoE) */
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
+    float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
+                                   with router_aux_loss_coef); 0: the language-model loss alone */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
 
@@ -566,6 +571,11 @@ typedef struct zt_batch {
     zt_tensor losses;   /* (B,T) f32, written by the last block */
     float dloss;        /* d(total loss) / d(each token's loss), loss scale included */
     int ignore_index;
+    int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
+    /* A block may set *aux to an auxiliary loss of the micro-batch (the MoE routers' balance); it counts once per
+       counted token, so d(total loss) / d(*aux) = dloss * counted. The engine sets it to 0 before the forward. */
+    float *aux;
+    void *shared;       /* host memory the blocks share for the micro-batch (zt_model_spec.shared_bytes), zeroed once */
     int64_t logits_at;  /* evaluation: the last block also writes the logits of token logits_at ... */
     zt_tensor logits;   /* ... here, (Vp) f32, Vp = vocab rounded up to 128; logits_at < 0: none */
 } zt_batch;
@@ -622,6 +632,7 @@ typedef struct zt_model_spec {
     int64_t hidden;             /* C, the width between blocks */
     int64_t vocab;              /* token ids are in [0, vocab) */
     int64_t max_seq;            /* the longest sequence the model takes */
+    size_t shared_bytes;        /* host memory the blocks share (zt_batch.shared) */
 } zt_model_spec;
 
 typedef enum zt_precision { ZT_PRECISION_FP32, ZT_PRECISION_BF16, ZT_PRECISION_FP16 } zt_precision;
@@ -1748,7 +1759,7 @@ typedef enum zt__op_kind {
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
     ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD, ZT__OP_GATED_ADD_FWD, ZT__OP_GATED_ADD_BWD,
-    ZT__OP_COUNT
+    ZT__OP_MOE_BALANCE_BWD, ZT__OP_COUNT
 } zt__op_kind;
 
 typedef struct zt__args_unary { zt_tensor out, inp; } zt__args_unary; /* copy cast sum_rows sumsq, fwd */
@@ -1782,7 +1793,8 @@ typedef struct zt__args_crossentropy {
     float dloss, softcap; /* softcap 0: none */
 } zt__args_crossentropy;
 /* the MoE ops (zt_moe_*, zt_gated_add_*): each uses the fields its function names; k choices per token;
-   the gated add: out, inp (y), weight (gate); dinp (dy), dweight (dgate), dout */
+   the gated add: out, inp (y), weight (gate); dinp (dy), dweight (dgate), dout; the balance: dinp (dlogits),
+   probs, weight (dprobs) */
 typedef struct zt__args_moe {
     zt_tensor out, inp, dout, dinp, idx, weight, dweight, probs, order, where, counts;
     int64_t k;
@@ -2327,6 +2339,18 @@ ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dwe
     zt__op op = zt__moe_op(ZT__OP_MOE_ROUTE_BWD);
     op.moe.dinp = dlogits, op.moe.dweight = dweight, op.moe.probs = probs, op.moe.idx = idx;
     op.moe.k = k, op.moe.normalize = normalize != 0;
+    zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_balance_backward(zt_stream *s, zt_tensor dlogits, zt_tensor probs, zt_tensor dprobs) {
+    const char *name = "zt_moe_balance_backward";
+    int64_t N = zt_rows(probs), E = zt_cols(probs);
+    zt__need_tensor(name, "probs", probs, ZT_F32, ZT__ANY_SIZE);
+    zt__need_tensor(name, "dlogits", dlogits, ZT__FLOAT, N * E);
+    zt__need_tensor(name, "dprobs", dprobs, ZT_F32, E);
+    zt__need(E >= 1 && E <= ZT_MOE_MAX_EXPERTS, name, "probs must have 1 to ZT_MOE_MAX_EXPERTS columns");
+    zt__op op = zt__moe_op(ZT__OP_MOE_BALANCE_BWD);
+    op.moe.dinp = dlogits, op.moe.probs = probs, op.moe.weight = dprobs;
     zt__launch(s, &op);
 }
 
@@ -3082,13 +3106,13 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
 
 /* Mixtral, Qwen2-MoE and Qwen3-MoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and which
    layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers builds
-   them). The load-balancing loss
-   (output_router_logits) and router noise are refused: they change the loss and its gradients. */
+   them). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
+   training does; router noise is refused. */
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int64_t step = 1, layers = c->n_layer;
     int logits_out = 0;
-    double jitter = 0;
+    double jitter = 0, coef = 0.001;
     zt_result r = ZT_OK;
     /* the transformers configs' defaults */
     c->n_experts = mixtral ? 8 : qwen2 ? 60 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
@@ -3112,10 +3136,12 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         return r;
     t = zt__json_get(j, 0, "router_jitter_noise");
     if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_jitter_noise", &jitter))) return r;
-    if (logits_out)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"output_router_logits\" is true, and zt does not implement the "
-                       "router's load-balancing loss it adds; false (the default) trains on the language-model loss "
-                       "alone", j->file);
+    t = zt__json_get(j, 0, "router_aux_loss_coef");
+    if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_aux_loss_coef", &coef))) return r;
+    if (!(coef >= 0 && coef <= 1e6))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"router_aux_loss_coef\" must be 0 or more (at most 1e6), found %g",
+                       j->file, coef);
+    c->router_aux_coef = logits_out ? (float)coef : 0.0f;
     if (jitter != 0) return zt__config_refuse(j, "router_jitter_noise", "is not 0 (noise on the router's inputs)");
     if (c->n_experts < 1 || c->n_experts > ZT_MOE_MAX_EXPERTS)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"num_local_experts\" is %lld; zt takes 1 to %d experts", j->file,
@@ -3147,6 +3173,38 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
 
 static int zt__layer_sparse(const zt_model_config *c, int64_t layer) {
     return c->n_experts > 0 && layer >= 0 && layer < 64 * 64 && (c->sparse[layer / 64] >> (layer % 64) & 1);
+}
+
+static int64_t zt__sparse_layers(const zt_model_config *c) {
+    int64_t n = 0;
+    for (int64_t l = 0; l < c->n_layer; l++) n += zt__layer_sparse(c, l);
+    return n;
+}
+
+/* The routers' tally of a micro-batch in zt_batch.shared, for the load-balancing loss: by layer (dense layers'
+   rows stay 0), each expert's choices, then each expert's probabilities summed over the tokens. */
+static size_t zt__tally_bytes(const zt_model_config *c) {
+    return c->n_experts > 0 && c->router_aux_coef > 0 ? (size_t)(c->n_layer * c->n_experts) * 8 : 0;
+}
+static int32_t *zt__tally_counts(const zt_model_config *c, const zt_batch *b, int64_t layer) {
+    return (int32_t *)b->shared + layer * c->n_experts;
+}
+static float *zt__tally_probs(const zt_model_config *c, const zt_batch *b, int64_t layer) {
+    return (float *)((int32_t *)b->shared + c->n_layer * c->n_experts) + layer * c->n_experts;
+}
+
+/* transformers' load_balancing_loss_func, times the coefficient: E * sum over experts of f_e P_e, f_e the share of
+   the sparse layers' token rows that chose expert e (the shares sum to k) and P_e its mean probability there */
+static float zt__balance_loss(const zt_model_config *c, const zt_batch *b) {
+    int64_t E = c->n_experts;
+    double rows = (double)zt__sparse_layers(c) * (double)(b->B * b->T), sum = 0.0;
+    for (int64_t e = 0; e < E; e++) {
+        double n = 0.0, p = 0.0;
+        for (int64_t l = 0; l < c->n_layer; l++)
+            if (zt__layer_sparse(c, l)) n += zt__tally_counts(c, b, l)[e], p += zt__tally_probs(c, b, l)[e];
+        sum += n / rows * (p / rows);
+    }
+    return (float)(c->router_aux_coef * (double)E * sum);
 }
 
 static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
@@ -3574,6 +3632,7 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     zt__head_saved *sv = (zt__head_saved *)ctx->saved;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t N = b->B * b->T, C = c->hidden, Vp = c->vocab_padded;
+    if (c->router_aux_coef > 0 && b->shared && b->aux) *b->aux = zt__balance_loss(c, b); /* the layers' tally is in */
     sv->x = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
     sv->rstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
     if (gpt2) {
@@ -3635,6 +3694,7 @@ typedef struct zt__layer_saved {
     zt_tensor probs, idx, rw, order, where, xs, ys;
     zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
+    float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
 } zt__layer_saved;
 
 /* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert */
@@ -3839,12 +3899,19 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     zt_moe_sort(s, sv->order, sv->where, counts, sv->idx);
     for (int64_t e = 0; e < E; e++) sv->counts[e] = e == 0 ? (int32_t)(N * k) : 0; /* what a measuring pass sees */
     zt_copy(s, zt_tensor_make(sv->counts, ZT_I32, ZT_HOST, zt_shape1(E)), counts);
+    int balance = c->router_aux_coef > 0 && ctx->batch->shared;
+    if (balance) { /* the tally: this layer's probability sums (its counts after the sync) */
+        zt_tensor sums = zt__temp0(ctx, ZT_F32, zt_shape1(E));
+        zt_sum_rows(s, sums, sv->probs);
+        zt_copy(s, zt_tensor_make(zt__tally_probs(c, ctx->batch, ctx->index - 1), ZT_F32, ZT_HOST, zt_shape1(E)), sums);
+    }
     sv->xs = zt_block_keep(ctx, A, zt_shape2(N * k, C));
     zt_moe_gather_forward(s, sv->xs, sv->n2, sv->order);
     sv->h = zt_block_keep(ctx, A, zt_shape2(N * k, 2 * EI));
     sv->a = zt_block_keep(ctx, A, zt_shape2(N * k, EI));
     sv->ys = zt_block_keep(ctx, A, zt_shape2(N * k, C));
     zt_stream_sync(s); /* the counts */
+    if (balance) memcpy(zt__tally_counts(c, ctx->batch, ctx->index - 1), sv->counts, (size_t)E * sizeof(int32_t));
     for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
         int64_t n = sv->counts[e];
         if (n < 0 || r + n > N * k) zt_fatal("an MoE layer's row counts are damaged (expert %lld: %lld)", (long long)e, (long long)n);
@@ -3913,6 +3980,18 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_moe_gather_backward(s, dn, dxs, sv->where);
     zt_tensor dlogits = zt__temp0(ctx, A, zt_shape2(N, E)), gr = ctx->grad[zt__moe_slot(c)];
     zt_moe_route_backward(s, dlogits, drw, sv->probs, sv->idx, c->norm_topk);
+    if (c->router_aux_coef > 0 && ctx->batch->shared) { /* the balancing loss through each token's probabilities */
+        const zt_batch *b = ctx->batch;
+        double rows = (double)zt__sparse_layers(c) * (double)N, d = (double)b->dloss * (double)b->counted;
+        for (int64_t e = 0; e < E; e++) { /* d(coef E sum f_e P_e) / d p_te = coef E f_e / rows, f_e of every layer */
+            double n = 0.0;
+            for (int64_t l = 0; l < c->n_layer; l++) n += zt__layer_sparse(c, l) ? zt__tally_counts(c, b, l)[e] : 0;
+            sv->dbalance[e] = (float)(c->router_aux_coef * (double)E * (n / rows) / rows * d);
+        }
+        zt_tensor g = zt_block_temp(ctx, ZT_F32, zt_shape1(E));
+        zt_copy(s, g, zt_tensor_make(sv->dbalance, ZT_F32, ZT_HOST, zt_shape1(E)));
+        zt_moe_balance_backward(s, dlogits, sv->probs, g);
+    }
     zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
 }
 
@@ -6685,6 +6764,8 @@ struct zt_engine {
     /* pinned host memory */
     int32_t *h_tokens, *h_targets, *h_pos, *h_starts;
     float *h_losses, *h_norms, *h_stage, *h_logits, *h_stats;
+    float aux;            /* the blocks' auxiliary loss of the current micro-batch (zt_batch.aux) */
+    void *shared;         /* zt_batch.shared */
     zt_tensor stats; /* (2) f32: tokens and loss sum of a step, summed across ranks */
     int32_t *h_order;
     /* training state */
@@ -7392,6 +7473,8 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.T = e->T;
     e->full.ignore_index = e->opt.ignore_index;
     e->full.logits_at = -1;
+    e->full.aux = &e->aux;
+    e->full.shared = e->shared;
     e->batch = e->full;
     e->norm_parts = zt__dev(dev, ZT_F32, zt_shape1((int64_t)e->n_blocks * e->world), buf);
     int64_t largest = 1; /* reads of split state go a parameter chunk at a time */
@@ -8115,6 +8198,7 @@ static void zt__run(zt_engine *e, int training) {
     int ckpt = training && e->opt.gradient_checkpointing;
     zt_arena_reset(&e->keep, 0);
     zt_arena_reset(&e->scratch, 0);
+    e->aux = 0.0f;
     zt_tensor x = zt__none();
     for (int b = 0; b < L; b++) {
         zt_tensor out = b < L - 1 ? zt_tensor_new(&e->keep, e->act, ZT_DEVICE, zt_shape3(B, T, e->C)) : zt__none();
@@ -8199,6 +8283,7 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
         }
     }
     e->batch = zt__batch_view(e, B, T);
+    e->batch.counted = valid;
     zt_shape s = zt_shape2(B, T);
     zt_copy(e->s, e->batch.tokens, zt_tensor_make(e->h_tokens, ZT_I32, ZT_HOST, s));
     zt_copy(e->s, e->batch.targets, zt_tensor_make(e->h_targets, ZT_I32, ZT_HOST, s));
@@ -8664,7 +8749,8 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         n_slots += (size_t)def.count, name_bytes += def.name_bytes;
     }
     e->counted_slots = n_slots;
-    size_t meta_bytes = (size_t)(n_blocks + 8) * 24 * 1024 + (1 << 20) + n_slots * 1024 + 8 * name_bytes;
+    size_t shared = builtin ? zt__tally_bytes(&e->cfg) : model->shared_bytes;
+    size_t meta_bytes = (size_t)(n_blocks + 8) * 24 * 1024 + (1 << 20) + n_slots * 1024 + 8 * name_bytes + shared;
     if (posix_memalign(&e->meta_mem, 4096, meta_bytes) != 0) e->meta_mem = NULL;
     if (!e->meta_mem) return zt_fail(ZT_ERROR_MEMORY, "out of host memory for the engine's metadata");
     zt_arena_init(&e->meta, "metadata", e->meta_mem, meta_bytes);
@@ -8673,6 +8759,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->types = ZT_PUSH(&e->meta, const zt_block_type *, n_blocks);
     e->configs = ZT_PUSH(&e->meta, const void *, n_blocks);
     for (int b = 0; b < n_blocks; b++) e->types[b] = zt__block_at(e, model, n_blocks, b, &e->configs[b]);
+    if (shared > 0) e->shared = memset(zt_arena_push(&e->meta, shared, 64), 0, shared);
     e->B = e->opt.micro_batch;
     e->T = e->opt.seq_len > 0 ? e->opt.seq_len : ZT__MIN(1024, e->max_seq);
     e->opt.seq_len = e->T;
@@ -8996,7 +9083,7 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
     e->batch.dloss = e->scaler.scale / (float)(e->B * e->T);
     zt__run(e, 1);
     e->micro++;
-    double sum = zt__loss_sum(e, e->B * e->T);
+    double sum = zt__loss_sum(e, e->B * e->T) + (double)e->aux * (double)valid;
     e->tokens_in_step += valid;
     e->loss_sum += sum;
     return valid ? (float)(sum / (double)valid) : 0.0f;
@@ -9122,7 +9209,7 @@ ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets
                      int64_t n_rows, double *loss_sum, int64_t *count) {
     int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
     zt__run(e, 0);
-    double sum = zt__loss_sum(e, e->B * e->T);
+    double sum = zt__loss_sum(e, e->B * e->T) + (double)e->aux * (double)valid;
     if (loss_sum) *loss_sum = sum;
     if (count) *count = valid;
     return valid ? (float)(sum / (double)valid) : 0.0f;
@@ -16277,6 +16364,22 @@ static void zt__moe_route_bwd_task(void *ctx, int64_t task, int thread) {
     }
 }
 
+/* d_e = p_e (g_e - sum_i p_i g_i): softmax's backward of the same g on every row */
+static void zt__moe_balance_bwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_moe *a = &job->op->moe;
+    int64_t N = zt_rows(a->probs), E = zt_cols(a->probs);
+    const float *g = (const float *)a->weight.data;
+    float *d = job->cpu->scratch[thread], *buf = d + E;
+    for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
+        const float *p = (const float *)a->probs.data + t * E;
+        float pg = 0.0f;
+        for (int64_t e = 0; e < E; e++) pg += p[e] * g[e];
+        for (int64_t e = 0; e < E; e++) d[e] = p[e] * (g[e] - pg);
+        zt__add_into(a->dinp, t * E, d, E, buf);
+    }
+}
+
 static void zt__moe_sort_task(void *ctx, int64_t task, int thread) {
     (void)task;
     zt__job *job = (zt__job *)ctx;
@@ -16787,7 +16890,8 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp);
     case ZT__OP_CROSSENTROPY: return zt_cols(op->crossentropy.logits);
     case ZT__OP_MOE_ROUTE_FWD: return zt_cols(op->moe.inp);
-    case ZT__OP_MOE_ROUTE_BWD: return 2 * zt_cols(op->moe.probs);
+    case ZT__OP_MOE_ROUTE_BWD:
+    case ZT__OP_MOE_BALANCE_BWD: return 2 * zt_cols(op->moe.probs);
     case ZT__OP_MOE_SORT: return zt_numel(op->moe.counts);
     case ZT__OP_MOE_GATHER_FWD: return zt_cols(op->moe.inp);
     case ZT__OP_MOE_GATHER_BWD: return 2 * zt_cols(op->moe.dinp);
@@ -16832,15 +16936,18 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     case ZT__OP_GEMM: zt__cpu_gemm(cpu, op); return;
     case ZT__OP_MOE_ROUTE_FWD:
     case ZT__OP_MOE_ROUTE_BWD:
+    case ZT__OP_MOE_BALANCE_BWD:
     case ZT__OP_MOE_GATHER_BWD:
     case ZT__OP_MOE_COMBINE_FWD:
     case ZT__OP_MOE_COMBINE_BWD: {
         const zt__args_moe *a = &op->moe;
-        int fwd_route = op->kind == ZT__OP_MOE_ROUTE_FWD, bwd_route = op->kind == ZT__OP_MOE_ROUTE_BWD;
+        int fwd_route = op->kind == ZT__OP_MOE_ROUTE_FWD;
+        int bwd_route = op->kind == ZT__OP_MOE_ROUTE_BWD || op->kind == ZT__OP_MOE_BALANCE_BWD;
         zt_tensor rows = fwd_route ? a->inp : bwd_route ? a->probs : op->kind == ZT__OP_MOE_GATHER_BWD ? a->dinp
                        : op->kind == ZT__OP_MOE_COMBINE_FWD ? a->out : a->dout;
         int64_t per = zt__rows_per_task(zt_cols(rows) * (fwd_route || bwd_route ? 1 : a->k));
-        zt_task_fn fn = fwd_route ? zt__moe_route_fwd_task : bwd_route ? zt__moe_route_bwd_task
+        zt_task_fn fn = fwd_route ? zt__moe_route_fwd_task : op->kind == ZT__OP_MOE_ROUTE_BWD ? zt__moe_route_bwd_task
+                      : op->kind == ZT__OP_MOE_BALANCE_BWD ? zt__moe_balance_bwd_task
                       : op->kind == ZT__OP_MOE_GATHER_BWD ? zt__moe_gather_bwd_task
                       : op->kind == ZT__OP_MOE_COMBINE_FWD ? zt__moe_combine_fwd_task : zt__moe_combine_bwd_task;
         zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(rows), per), per, NULL, fn);

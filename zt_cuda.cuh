@@ -522,6 +522,21 @@ __global__ void zt__cu_moe_route_bwd(zt__cu_t dlogits, const float *dweight, con
     }
 }
 
+/* the balancing loss: a warp per token, d_e = p_e (g_e - sum_i p_i g_i) */
+__global__ void zt__cu_moe_balance_bwd(zt__cu_t dlogits, const float *probs, const float *g, int64_t N, int64_t E) {
+    int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    for (int64_t t = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); t < N; t += (int64_t)gridDim.x * warps) {
+        const float *p = probs + t * E;
+        float pg = 0.0f;
+        for (int64_t e = lane; e < E; e += 32) pg += p[e] * g[e];
+        pg = zt__cu_warp_sum(pg);
+        for (int64_t e = lane; e < E; e += 32) {
+            int64_t at = t * E + e;
+            zt__cu_st(dlogits.p, dlogits.t, at, zt__cu_ld(dlogits.p, dlogits.t, at) + p[e] * (g[e] - pg));
+        }
+    }
+}
+
 /* The sort, in one block: counts, then the choices a block-width chunk at a time; a choice's place is its
    expert's next free one plus the same expert's choices before it in the chunk (warp peers by
    __match_any_sync, earlier warps by a shared table). Integer atomics only: the same result every time. */
@@ -2256,12 +2271,16 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
     }
     case ZT__OP_COMM: zt__cu_comm(cu, st, &op->comm); return;
     case ZT__OP_MOE_ROUTE_FWD:
-    case ZT__OP_MOE_ROUTE_BWD: {
+    case ZT__OP_MOE_ROUTE_BWD:
+    case ZT__OP_MOE_BALANCE_BWD: {
         const zt__args_moe *a = &op->moe;
         int64_t N = zt_rows(a->probs), E = zt_cols(a->probs);
         if (N == 0) return;
         unsigned blocks = (unsigned)ZT__MIN(ZT__CDIV(N, 4), (int64_t)1 << 20);
-        if (op->kind == ZT__OP_MOE_ROUTE_FWD)
+        if (op->kind == ZT__OP_MOE_BALANCE_BWD)
+            zt__cu_moe_balance_bwd<<<blocks, 128, 0, st>>>(zt__cu_of(a->dinp), (const float *)a->probs.data,
+                                                           (const float *)a->weight.data, N, E);
+        else if (op->kind == ZT__OP_MOE_ROUTE_FWD)
             zt__cu_moe_route_fwd<<<blocks, 128, 0, st>>>((int32_t *)a->idx.data, (float *)a->weight.data,
                                                          (float *)a->probs.data, zt__cu_of(a->inp), N, E, (int)a->k,
                                                          a->normalize);

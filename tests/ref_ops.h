@@ -304,6 +304,21 @@ REF void ref_moe_route_backward(double *dlogits, const double *dweight, const do
         for (int64_t e = 0; e < E; e++) dlogits[t * E + e] += p[e] * (dp[e] - pd); /* softmax's backward */
     }
 }
+/* The load-balancing loss's part through the probabilities: sums (E) = each expert's probability summed over the
+   tokens; backward: dlogits (N,E) += d(sum_e dsums_e * sums_e) / d logits, softmax's backward of dsums on each row */
+REF void ref_moe_prob_sums(double *sums, const double *probs, int64_t N, int64_t E) {
+    for (int64_t e = 0; e < E; e++) sums[e] = 0;
+    for (int64_t t = 0; t < N; t++)
+        for (int64_t e = 0; e < E; e++) sums[e] += probs[t * E + e];
+}
+REF void ref_moe_balance_backward(double *dlogits, const double *probs, const double *dsums, int64_t N, int64_t E) {
+    for (int64_t t = 0; t < N; t++) {
+        const double *p = probs + t * E;
+        double pd = 0;
+        for (int64_t e = 0; e < E; e++) pd += p[e] * dsums[e];
+        for (int64_t e = 0; e < E; e++) dlogits[t * E + e] += p[e] * (dsums[e] - pd);
+    }
+}
 /* order, where (n = N*k), counts (E): the choices grouped by expert, each expert's in token order */
 REF void ref_moe_sort(int32_t *order, int32_t *where, int32_t *counts, const int32_t *idx, int64_t n, int64_t E) {
     int64_t r = 0;

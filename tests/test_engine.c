@@ -16,6 +16,12 @@ static const char *MOE_JSON =
     " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 48, \"head_dim\": 8,"
     " \"num_experts\": 8, \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 24, \"mlp_only_layers\": [1],"
     " \"max_position_embeddings\": 32, \"vocab_size\": 61, \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": true}";
+/* Mixtral: 4 experts, 2 per token, with the routers' load-balancing loss */
+static const char *MOE_BALANCE_JSON =
+    "{\"model_type\": \"mixtral\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 24, \"num_local_experts\": 4,"
+    " \"output_router_logits\": true, \"router_aux_loss_coef\": 0.05,"
+    " \"max_position_embeddings\": 32, \"vocab_size\": 61, \"rms_norm_eps\": 1e-5}";
 
 static zt_model_config config_of(const char *json) {
     zt_model_config c;
@@ -124,6 +130,7 @@ static void checkpointing_is_bitwise(const char *json, zt_precision prec) {
 TEST(engine_checkpointing_is_bitwise_gpt2) { checkpointing_is_bitwise(GPT2_JSON, ZT_PRECISION_FP32); }
 TEST(engine_checkpointing_is_bitwise_llama_bf16) { checkpointing_is_bitwise(LLAMA_JSON, ZT_PRECISION_BF16); }
 TEST(engine_checkpointing_is_bitwise_moe_bf16) { checkpointing_is_bitwise(MOE_JSON, ZT_PRECISION_BF16); }
+TEST(engine_checkpointing_is_bitwise_moe_balance) { checkpointing_is_bitwise(MOE_BALANCE_JSON, ZT_PRECISION_FP32); }
 
 /* the engine's gradient of the mean loss against central differences of zt_eval, in fp32 */
 static void gradients_match_differences(const char *json) {
@@ -324,6 +331,63 @@ TEST(engine_takes_blocks_of_many_parameters) {
     CHECK_MSG(strstr(zt_last_error(), "declare must declare the same ones each time"), "%s", zt_last_error());
 }
 
+/* ---- a block that adds an auxiliary loss, w^2 / 2 of its one parameter, through zt_batch.aux and .shared ---- */
+
+typedef struct penalty_shared { float w, dw; int forwards; } penalty_shared;
+static void penalty_declare(zt_block_def *def, const void *config) {
+    (void)config;
+    zt_block_param(def, "penalty.w", zt_shape1(1), 0, ZT_INIT_ZEROS, 0);
+}
+static void penalty_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    penalty_shared *sh = (penalty_shared *)ctx->batch->shared;
+    zt_copy(ctx->stream, out, inp);
+    zt_copy(ctx->stream, zt_tensor_make(&sh->w, ZT_F32, ZT_HOST, zt_shape1(1)), ctx->param[0]);
+    zt_stream_sync(ctx->stream);
+    *ctx->batch->aux = 0.5f * sh->w * sh->w;
+    sh->forwards++;
+}
+static void penalty_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    (void)inp;
+    const zt_batch *b = ctx->batch;
+    penalty_shared *sh = (penalty_shared *)b->shared;
+    zt_add(ctx->stream, dinp, dinp, dout);
+    sh->dw = b->dloss * (float)b->counted * sh->w; /* d(total)/d(aux) times d(aux)/dw */
+    zt_tensor d = zt_block_temp(ctx, ZT_F32, zt_shape1(1));
+    zt_copy(ctx->stream, d, zt_tensor_make(&sh->dw, ZT_F32, ZT_HOST, zt_shape1(1)));
+    zt_add(ctx->stream, ctx->grad[0], ctx->grad[0], d);
+}
+static const zt_block_type penalty_block = {"test.penalty", 0, penalty_declare, penalty_forward, penalty_backward};
+
+TEST(engine_takes_an_auxiliary_loss_from_a_block) {
+    zt_model_config c = config_of(GPT2_JSON);
+    const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &many_block, &penalty_block, zt_gpt2_head_block()};
+    const void *configs[4] = {&c, NULL, NULL, &c};
+    zt_model_spec spec = spec_of(blocks, configs);
+    spec.shared_bytes = sizeof(penalty_shared);
+    zt_options o = small_options(1, 8);
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
+    int32_t tok[2 * 8];
+    uint8_t mask[2 * 8];
+    for (int i = 0; i < 2 * 8; i++) tok[i] = (int32_t)(i % 7), mask[i] = i < 8 || i % 8 < 3; /* row 1: 3 tokens */
+    float without = zt_eval(e, tok, NULL, mask, 1, NULL, NULL), w = 0.75f;
+    CHECK(zt_param_set(e, "penalty.w", &w, 1) == ZT_OK);
+    double sum;
+    int64_t count;
+    float with = zt_eval(e, tok, NULL, mask, 1, &sum, &count);
+    CHECK_NEAR(with - without, 0.5 * 0.75 * 0.75, 1e-6); /* the mean loss, and the sum counts it per token */
+    CHECK_NEAR(sum / (double)count, with, 1e-6);
+    /* two micro-batches of 7 and 3 counted tokens: the penalty, the same in each, is the step's too */
+    float l0 = zt_forward_backward(e, tok, NULL, mask, 1), l1 = zt_forward_backward(e, tok + 8, NULL, mask + 8, 1);
+    float g = 0;
+    CHECK(zt_param_get(e, "penalty.w", &g, 1, 1) == ZT_OK);
+    CHECK_NEAR(g, 0.75, 1e-6);
+    zt_step_info info = zt_step(e);
+    CHECK_EQ_INT(info.tokens, 10);
+    CHECK_NEAR(info.loss, (7.0 * l0 + 3.0 * l1) / 10.0, 1e-5);
+    zt_shutdown(e);
+}
+
 /* a few hundred steps on a task with a rule to learn: each token determines the next */
 TEST(engine_learns_a_sequence_rule) {
     zt_model_config c = config_of(LLAMA_JSON);
@@ -398,9 +462,9 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"layer_types\": [\"full_attention\", "
                  "\"chunked_attention\"], \"sliding_window\": 8, \"use_sliding_window\": true}",
                  "layer_types[1] is \"chunked_attention\"");
-    /* MoE: no load-balancing loss or router noise; sizes within what the kernels take */
-    config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true}",
-                 "\"output_router_logits\" is true, and zt does not implement the router's load-balancing loss");
+    /* MoE: no router noise; a coefficient of 0 or more; sizes within what the kernels take */
+    config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
+                 "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");
     config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 0.01}", "\"router_jitter_noise\" is not 0");
     config_error("{\"model_type\": \"mixtral\", \"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
                  "\"num_experts_per_tok\" is 5; it must be 1 to the 4 experts");

@@ -136,6 +136,11 @@ static const model_tol tol_bf16 = {5e-3, 8e-2, 6e-2, 5e-3, 2e-2};
    7.9e-2 (L2) on Qwen3-MoE's expert 3, 5.9e-2 and 3.2e-2 on Mixtral's; zt measured 1.0e-1 and 8.0e-2 there.
    The gradient norms of the 10 steps follow (zt: 1.9e-2 on Mixtral). */
 static const model_tol tol_bf16_moe = {5e-3, 1.5e-1, 1.2e-1, 5e-3, 4e-2};
+/* The balancing loss pulls the routers toward even probabilities, where bf16's rounding flips more choices: the
+   same 10 steps in torch's bf16 autocast (f32 weights, as zt's master copy) are off from the f32 reference by up
+   to 1.0e-2 in step loss on mixtral_balance (step 3, 6.8e-2 in gradient norm); zt measured 1.04e-2 there, the
+   loss torch's bf16 run has (4.6175 and 4.6191 against f32's 4.6663). The f32 test checks the maths to 2e-6. */
+static const model_tol tol_bf16_balance = {5e-3, 1.5e-1, 1.2e-1, 2e-2, 4e-2};
 
 /* On a GPU (ZT_TEST_BACKEND=cuda, build/gpu_models_cuda) the kernels sum in other orders (blocked and tree
    reductions), contract multiply-adds into FMAs and use the device's libm (expf, tanhf within 2 ulp); at these sizes
@@ -282,7 +287,10 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     snprintf(path, sizeof path, "tests/ref/%s/config.json", type);
     zt_model_config cfg;
     CHECK_MSG(zt_model_config_read(&cfg, path) == ZT_OK, "%s: %s", path, zt_last_error());
-    CHECK_MSG(strcmp(cfg.model_type, type) == 0, "%s: model_type %s", path, cfg.model_type);
+    size_t named = strlen(cfg.model_type); /* a fixture is named by its model type, or that and _ and its setting */
+    CHECK_MSG(strncmp(cfg.model_type, type, named) == 0 && (type[named] == 0 || type[named] == '_'), "%s: model_type %s",
+              path, cfg.model_type);
+    if (strstr(type, "_balance")) CHECK_MSG(cfg.router_aux_coef == 0.1f, "%s: router_aux_coef %g", path, (double)cfg.router_aux_coef);
     CHECK_EQ_INT(cfg.vocab, 61);
     CHECK_EQ_INT(cfg.vocab_padded, 128);
 
@@ -379,9 +387,9 @@ static void model_test(const char *type, zt_precision prec) {
     model_run r;
     memset(&r, 0, sizeof r);
     int gpu = strcmp(test_backend(), "cpu") != 0;
-    int moe = strcmp(type, "mixtral") == 0 || strcmp(type, "qwen3_moe") == 0 || strcmp(type, "qwen2_moe") == 0;
-    model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? (moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16)
-                                                          : (gpu ? &tol_fp32_gpu : &tol_fp32));
+    int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0;
+    const model_tol *bf16 = strstr(type, "_balance") ? &tol_bf16_balance : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
+    model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? bf16 : gpu ? &tol_fp32_gpu : &tol_fp32);
     if (getenv("ZT_TEST_VERBOSE"))
         printf("     %-7s %s: loss %.1e, eval %.1e, grad %.1e at %s, grad L2 %.1e in %s, step losses %.1e, "
                "grad norms %.1e\n", type, prec_name(prec), r.err.loss, r.err.eval, r.err.grad,
@@ -404,6 +412,8 @@ TEST(models_gemma3_fp32) { model_test("gemma3_text", ZT_PRECISION_FP32); }
 TEST(models_mixtral_fp32) { model_test("mixtral", ZT_PRECISION_FP32); }
 TEST(models_qwen3_moe_fp32) { model_test("qwen3_moe", ZT_PRECISION_FP32); }
 TEST(models_qwen2_moe_fp32) { model_test("qwen2_moe", ZT_PRECISION_FP32); }
+TEST(models_mixtral_balance_fp32) { model_test("mixtral_balance", ZT_PRECISION_FP32); }
+TEST(models_qwen3_moe_balance_fp32) { model_test("qwen3_moe_balance", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
 TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
@@ -416,3 +426,5 @@ TEST(models_gemma3_bf16) { model_test("gemma3_text", ZT_PRECISION_BF16); }
 TEST(models_mixtral_bf16) { model_test("mixtral", ZT_PRECISION_BF16); }
 TEST(models_qwen3_moe_bf16) { model_test("qwen3_moe", ZT_PRECISION_BF16); }
 TEST(models_qwen2_moe_bf16) { model_test("qwen2_moe", ZT_PRECISION_BF16); }
+TEST(models_mixtral_balance_bf16) { model_test("mixtral_balance", ZT_PRECISION_BF16); }
+TEST(models_qwen3_moe_balance_bf16) { model_test("qwen3_moe_balance", ZT_PRECISION_BF16); }

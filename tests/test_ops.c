@@ -186,6 +186,12 @@ static void fd_moe_route_fwd(void *p, double *out) {
     ref_moe_route_forward(idx, out, dbuf(c->N * c->E), c->logits, c->N, c->E, c->k, c->normalize);
     for (int64_t i = 0; i < c->N * c->k; i++) ZT_ASSERT(idx[i] == c->idx[i]); /* the choices stay put */
 }
+static void fd_moe_prob_sums(void *p, double *out) {
+    fd_moe_ctx *c = (fd_moe_ctx *)p;
+    double *probs = dbuf(c->N * c->E);
+    ref_moe_route_forward(ibuf(c->N * c->k), dbuf(c->N * c->k), probs, c->logits, c->N, c->E, c->k, 0);
+    ref_moe_prob_sums(out, probs, c->N, c->E);
+}
 static void fd_moe_combine_fwd(void *p, double *out) {
     fd_moe_ctx *c = (fd_moe_ctx *)p;
     ref_moe_combine_forward(out, c->ys, c->weight, c->where, c->N, c->C, c->k);
@@ -209,6 +215,14 @@ TEST(ref_fd_moe) {
         ref_moe_route_backward(dl, f.w, probs, idx, c.N, c.E, c.k, normalize);
         FD_CHECK(normalize ? "moe route dlogits (normalized)" : "moe route dlogits", &f, c.logits, c.N * c.E, dl);
     }
+    fd_moe_ctx b = {NULL, NULL, NULL, NULL, NULL, 7, 5, 2, 0, 0}; /* the balance: probability sums of the logits */
+    b.logits = drand(&r, b.N * b.E, -2, 2);
+    double *bprobs = dbuf(b.N * b.E);
+    ref_moe_route_forward(ibuf(b.N * b.k), dbuf(b.N * b.k), bprobs, b.logits, b.N, b.E, b.k, 0);
+    fd_fn bf = fd_make(fd_moe_prob_sums, &b, b.E, &r);
+    double *bdl = dbuf(b.N * b.E);
+    ref_moe_balance_backward(bdl, bprobs, bf.w, b.N, b.E);
+    FD_CHECK("moe balance dlogits", &bf, b.logits, b.N * b.E, bdl);
     fd_moe_ctx c = {NULL, NULL, NULL, NULL, NULL, 4, 0, 2, 5, 0};
     int32_t where[8] = {3, 0, 6, 1, 7, 2, 4, 5};
     c.where = where;
@@ -744,6 +758,12 @@ static void moe_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t E, int6
     zt_moe_route_backward(d->s, Dlogits, Dweight, Probs, Idx, normalize);
     ref_moe_route_backward(dlogits, dweight, probs, idx, N, E, k, normalize);
     EXPECT_CLOSE(label("moe route %s backward: dlogits = prefill + grad", dn), download(d, Dlogits), dlogits, N * E,
+                 tol_for(dt));
+    double *dsums = drand(r, E, -1, 1);
+    zt_tensor Dsums = to_dev(d, ZT_F32, zt_shape1(E), dsums);
+    zt_moe_balance_backward(d->s, Dlogits, Probs, Dsums);
+    ref_moe_balance_backward(dlogits, probs, dsums, N, E);
+    EXPECT_CLOSE(label("moe balance %s backward: dlogits = prefill + grad", dn), download(d, Dlogits), dlogits, N * E,
                  tol_for(dt));
 
     int64_t n = N * k;

@@ -564,7 +564,7 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
 /* N rows of logits (Vp columns, the first vocab real): padding columns hold 30 (they would dominate if read),
    one row is shifted by +60 (the max must be subtracted), rows 3 and N-2 are ignored */
 /* the MoE steps: routing (exact choices; probabilities and weights to f32's few ulp of expf; the gradient a
-   sum over the choices), the sort and the gather (exact), the combine and its backward (sums in another order) */
+   sum over the choices), the balancing loss's gradient and probability sums, the sort and the gather (exact), the combine and its backward (sums in another order) */
 static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, int normalize) {
     if (!case_begin("moe", dt, "N %lld E %lld k %lld C %lld%s", (long long)N, (long long)E, (long long)k, (long long)C,
                     normalize ? " normalized" : ""))
@@ -579,6 +579,12 @@ static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, in
     pair dweight = prand(ZT_F32, zt_shape2(N, k), -1, 1), dlogits = prand(dt, zt_shape2(N, E), -1, 1);
     BOTH zt_moe_route_backward(sd[i].s, dlogits.t[i], dweight.t[i], probs.t[i], idx.t[i], normalize);
     check("dlogits +=", dlogits, tol_of(dt, TOL_F32_SUM));
+    pair dsums = prand(ZT_F32, zt_shape1(E), -1, 1), sums = pnew(ZT_F32, zt_shape1(E));
+    BOTH zt_moe_balance_backward(sd[i].s, dlogits.t[i], probs.t[i], dsums.t[i]);
+    check("dlogits += (balance)", dlogits, tol_of(dt, TOL_F32_SUM));
+    BOTH zt_fill(sd[i].s, sums.t[i], 0.0f);
+    BOTH zt_sum_rows(sd[i].s, sums.t[i], probs.t[i]);
+    check("probability sums", sums, TOL_F32_SUM);
     pair order = pnew(ZT_I32, zt_shape1(n)), where = pnew(ZT_I32, zt_shape1(n)), counts = pnew(ZT_I32, zt_shape1(E));
     BOTH zt_moe_sort(sd[i].s, order.t[i], where.t[i], counts.t[i], idx.t[i]);
     check("order", order, TOL_EXACT);

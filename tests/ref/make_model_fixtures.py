@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
-Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models
-built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
+load-balancing loss: the *_balance fixtures) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
-    python3 tests/ref/make_model_fixtures.py qwen3  (only these model types)
+    python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
 
-For each model type it writes tests/ref/<type>/config.json (what transformers writes) and
+For each fixture it writes tests/ref/<name>/config.json (what transformers writes) and
 tests/ref/<type>/fixture.bin, a list of named tensors:
 
     "ZTFIXT01"                      8 bytes, the magic and format version
@@ -22,6 +22,7 @@ Tensors:
     input_ids          i32 (B, T)      the batch of the gradient check
     logits             f32 (B, T, V)   model(input_ids).logits (V: the real vocabulary)
     loss               f32 (1)         model(input_ids, labels=input_ids).loss: mean over B*(T-1) predictions
+                                       (with output_router_logits: plus router_aux_loss_coef * aux_loss)
     param.<name>       f32             every parameter, zt's layout (below), at the start
     grad.<name>        f32             d loss / d param, same layout
     steps.input_ids    i32 (S, B, T)   the batch of each optimizer step
@@ -50,6 +51,11 @@ B, T, STEPS, VOCAB = 2, 16, 10, 61
 LR, BETAS, EPS, WD, MAX_NORM = 1e-3, (0.9, 0.999), 1e-8, 0.1, 1.0
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+# fixtures of a model type with other settings: the routers' load-balancing loss joins the loss (a coefficient
+# far above the usual 0.001-0.02, so that its gradient is far above the tolerances; Qwen3-MoE's layer 1 is dense,
+# so the loss averages over one sparse layer, Mixtral's over two)
+VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
+            "qwen3_moe_balance": ("qwen3_moe", dict(output_router_logits=True, router_aux_loss_coef=0.1))}
 
 
 def make_config(model_type):
@@ -176,10 +182,13 @@ def write_fixture(path, tensors):
             f.write(t.numpy().astype(fmt).tobytes())
 
 
-def make(model_type, seed):
+def make(fixture, seed):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
+    model_type, settings = VARIANTS.get(fixture, (fixture, {}))
     config = make_config(model_type)
+    for key, value in settings.items():
+        setattr(config, key, value)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     model = model.to(torch.float32)
     model.train()  # every dropout is 0: train mode changes nothing but is what training uses
@@ -222,7 +231,7 @@ def make(model_type, seed):
     out.append(("steps.loss", torch.tensor(losses, dtype=torch.float32)))
     out.append(("steps.grad_norm", torch.tensor(norms, dtype=torch.float32)))
 
-    d = os.path.join(HERE, model_type)
+    d = os.path.join(HERE, fixture)
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
@@ -236,7 +245,7 @@ def make(model_type, seed):
         assert sorted(mine) == sorted(k for k in saved if k != "lm_head.weight" or not tied), (sorted(mine), sorted(saved))
         assert all(torch.equal(mine[k], saved[k]) for k in mine)
     write_fixture(os.path.join(d, "fixture.bin"), out)
-    print(f"{model_type}: loss {res.loss.item():.6f}, step losses {losses[0]:.6f} .. {losses[-1]:.6f}, "
+    print(f"{fixture}: loss {res.loss.item():.6f}, step losses {losses[0]:.6f} .. {losses[-1]:.6f}, "
           f"{os.path.getsize(os.path.join(d, 'fixture.bin'))} bytes")
 
 
@@ -245,10 +254,11 @@ def main():
     torch.set_num_threads(1)  # the same reduction order on every run
     torch.use_deterministic_algorithms(True)
     only = sys.argv[1:]
-    for i, model_type in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
-                                    "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe"]):
-        if not only or model_type in only:
-            make(model_type, 1000 + i)
+    for i, fixture in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
+                                 "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
+                                 "qwen3_moe_balance"]):
+        if not only or fixture in only:
+            make(fixture, 1000 + i)
 
 
 if __name__ == "__main__":
