@@ -426,6 +426,7 @@ program_checks() {
     expect_output "zt_train without --data says there is nothing to do" 'nothing to do: give --data' \
         $B/zt_train --model examples/models/byte-small
     epoch_check "$text"
+    strategy_check "$text"
     script_flags_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
@@ -452,6 +453,38 @@ program_checks() {
         paste <(echo "$m") <(echo "$t") | sed 's/^/    /'
     fi
     launcher_checks "$text"
+}
+
+# the Trainer's strategies: --save_strategy epoch and --eval_strategy epoch where each pass over the data ends (a
+# checkpoint at the end too), --logging_strategy no prints no step lines, --save_strategy no writes no checkpoint;
+# "best" and an evaluation without --val_data are refused
+strategy_check() {
+    local text=$1 dir=$B/check/strategy out windows first evals
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 4
+               --threads 1)
+    rm -rf $dir
+    out=$("${run[@]}" --val_data "$text" --max_steps 60 --save_strategy epoch --eval_strategy epoch \
+        --logging_strategy no --output_dir $dir/epoch 2>&1) || true
+    windows=$(sed -n 's/.* tokens in \([0-9]*\) windows of 32 .*/\1/p' <<<"$out")
+    first=$(((windows + 3) / 4)) # 4 rows a step: the pass ends at the step that reads its last window
+    evals=$(sed -n 's/^step \([0-9]*\) | val_loss .*/\1/p' <<<"$out" | tr '\n' ' ')
+    if [[ -n $windows && $((2 * first)) -lt 60 && $evals == "$first $((2 * first)) " ]] &&
+        [[ "$(cd $dir/epoch && echo global_step*)" == "global_step$first global_step$((2 * first)) global_step60" ]] &&
+        ! grep -q '^step [0-9]*/60 |' <<<"$out"; then
+        pass "--save_strategy epoch and --eval_strategy epoch act where each pass ends; --logging_strategy no"
+    else
+        fail "--save_strategy/--eval_strategy epoch (passes of $windows windows): evaluations at '$evals', $(ls $dir/epoch 2>&1 | tr '\n' ' ')"
+    fi
+    if "${run[@]}" --max_steps 3 --save_strategy no --logging_steps 0 --output_dir $dir/no >/dev/null 2>&1 &&
+        [[ -f $dir/no/metrics.jsonl ]] && ! ls -d $dir/no/global_step* >/dev/null 2>&1; then
+        pass "--save_strategy no writes no checkpoint"
+    else
+        fail "--save_strategy no: $(ls $dir/no 2>&1 | tr '\n' ' ')"
+    fi
+    expect_output "--save_strategy best is refused by name" 'best saves when metric_for_best_model improves' \
+        "${run[@]}" --save_strategy best
+    expect_output "--eval_strategy without --val_data is refused" 'eval_strategy steps evaluates on --val_data, and none' \
+        "${run[@]}" --eval_strategy steps
 }
 
 # zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take, and the

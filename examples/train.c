@@ -32,6 +32,7 @@ typedef struct args {
     int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
     const char *report_to;
     const char *fit;
+    const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps" or "epoch" */
 } args;
 
 typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
@@ -56,13 +57,17 @@ static const flag FLAGS[] = {
     FLAG("num_train_epochs", F_NUM, num_train_epochs, "0", "stop after this many passes, 2.5 too (0: --max_steps decides)"),
     FLAG("output_dir", F_STR, output_dir, "out", "checkpoints, metrics.jsonl and loss.svg"),
     FLAG("save_steps", F_INT, save_steps, "0", "save a checkpoint every N steps (0: at the end only)"),
+    FLAG("save_strategy", F_STR, save_strategy, "steps", "steps: every --save_steps and at the end; epoch: after each pass over --data and at the end; no: no checkpoints"),
     FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints (0: all)"),
     FLAG("resume", F_STR, resume, "", "continue from a checkpoint directory (its `latest`) or a checkpoint"),
     FLAG("resume_from_checkpoint", F_STR, resume, "", "the same as --resume (the Trainer's name)"),
     FLAG("export", F_STR, export_dir, "", "write a Hugging Face model directory here at the end (config.json, model.safetensors)"),
     FLAG("export_dtype", F_STR, export_dtype, "", "f32, bf16 or f16 for --export (default: the training precision)"),
     FLAG("eval_steps", F_INT, eval_steps, "0", "evaluate on --val_data every N steps"),
+    FLAG("eval_strategy", F_STR, eval_strategy, "", "steps: every --eval_steps (or --logging_steps); epoch: after each pass; no (unset: steps if --eval_steps is given)"),
+    FLAG("evaluation_strategy", F_STR, eval_strategy, "", "the same as --eval_strategy (its name before transformers 4.46)"),
     FLAG("logging_steps", F_INT, logging_steps, "10", "print a step line every N steps"),
+    FLAG("logging_strategy", F_STR, logging_strategy, "steps", "steps: every --logging_steps; epoch: after each pass; no: no step lines (metrics.jsonl has every step)"),
     FLAG("eval", F_BOOL, eval, "false", "no training: the mean next-token loss over --data"),
     FLAG("sample", F_INT, sample, "0", "generate N tokens after --prompt and print them"),
     FLAG("prompt", F_STR, prompt, "", "the prompt for --sample (bytes for byte-level models)"),
@@ -114,6 +119,33 @@ static void usage(void) {
     for (int i = 0; i < N_FLAGS; i++) printf("  --%-30s %s (default %s)\n", FLAGS[i].name, FLAGS[i].help, FLAGS[i].def);
     printf("\nTraining flags (Transformers TrainingArguments names):\n");
     zt_options_help(stdout);
+}
+
+/* --save_strategy, --eval_strategy and --logging_strategy: the Trainer's IntervalStrategy names ("best", which
+   follows metric_for_best_model, is not built); an unset --eval_strategy is "steps" when --eval_steps is given */
+static int strategies(args *a) {
+    const char *const names[3] = {"save_strategy", "eval_strategy", "logging_strategy"};
+    const char **values[3] = {&a->save_strategy, &a->eval_strategy, &a->logging_strategy};
+    if (!*a->eval_strategy) a->eval_strategy = a->eval_steps > 0 ? "steps" : "no";
+    for (int i = 0; i < 3; i++) {
+        const char *v = *values[i];
+        if (strcmp(v, "no") == 0 || strcmp(v, "steps") == 0 || strcmp(v, "epoch") == 0) continue;
+        if (i == 0 && strcmp(v, "best") == 0)
+            fprintf(stderr, "zt_train: --save_strategy best saves when metric_for_best_model improves, which zt does not "
+                    "build; give steps, epoch or no\n");
+        else fprintf(stderr, "zt_train: --%s is no, steps or epoch, not \"%s\"\n", names[i], v);
+        return 0;
+    }
+    if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0) a->eval_steps = a->logging_steps;
+    if (strcmp(a->eval_strategy, "no") != 0 && !*a->val_data && !a->eval) {
+        fprintf(stderr, "zt_train: --eval_strategy %s evaluates on --val_data, and none was given\n", a->eval_strategy);
+        return 0;
+    }
+    if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0) {
+        fprintf(stderr, "zt_train: --eval_strategy steps needs --eval_steps (or --logging_steps) above 0\n");
+        return 0;
+    }
+    return 1;
 }
 
 /* splits argv: our flags into `a`, the engine's into eargv; 0 on a bad flag (message printed) */
@@ -404,6 +436,7 @@ int main(int argc, char **argv) {
     int eargc;
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
+    if (!strategies(&a)) return 2;
     if (strcmp(a.report_to, "none") != 0)
         fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
                 "names) and loss.svg in --output_dir\n", a.report_to);
@@ -540,6 +573,7 @@ int main(int argc, char **argv) {
             double windows = (double)zt_data_windows(data);
             if (a.num_train_epochs > 0 && (double)epoch * windows + (double)index >= a.num_train_epochs * windows) break;
             uint64_t t0 = zt_time_ns();
+            int64_t pass = epoch + (index >= zt_data_windows(data)); /* the pass this step reads first */
             for (int64_t m = 0; m < o.grad_accum; m++) {
                 int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);
                 zt_forward_backward(e, tok, targets, NULL, rows);
@@ -547,15 +581,20 @@ int main(int argc, char **argv) {
             if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
             zt_step_info s = zt_step(e);
             double ms = (double)(zt_time_ns() - t0) / 1e6;
+            zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
+            int epoch_end = epoch + (index >= zt_data_windows(data)) > pass; /* this step finished a pass */
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
             int n = snprintf(line, sizeof line,
                              "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
                              "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",
                              (long long)s.step, s.loss, s.lr, s.grad_norm,
-                             (double)epoch + (double)index / (double)zt_data_windows(data), ms,
+                             (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0), ms,
                              (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
             if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
-            if (a.logging_steps > 0 && (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps)) {
+            int log = strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
+                    : strcmp(a.logging_strategy, "steps") == 0 && a.logging_steps > 0 &&
+                          (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps);
+            if (log) {
                 printf("step %lld/%lld | loss %.6f | lr %.2e | grad_norm %.2f | %.1f ms | %.0f tok/s | mem %.2f GiB%s\n",
                        (long long)s.step, (long long)o.max_steps, s.loss, s.lr, s.grad_norm, ms,
                        (double)s.tokens * 1000.0 / ms,
@@ -563,12 +602,16 @@ int main(int argc, char **argv) {
                 fflush(stdout);
             }
             if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
-            if (a.eval_steps > 0 && val && s.step % a.eval_steps == 0) {
+            int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end
+                     : strcmp(a.eval_strategy, "steps") == 0 && s.step % a.eval_steps == 0;
+            if (eval && val) {
                 double v = evaluate(e, val, evalbuf);
                 printf("step %lld | val_loss %.6f\n", (long long)s.step, v);
                 if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
             }
-            if (a.save_steps > 0 && s.step % a.save_steps == 0) { /* every rank takes part; rank 0 writes */
+            int save = strcmp(a.save_strategy, "epoch") == 0 ? epoch_end
+                     : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
+            if (save) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
                 if (n_saved < 64) saved[n_saved++] = s.step;
                 while (a.save_total_limit > 0 && n_saved > a.save_total_limit) {
@@ -578,8 +621,9 @@ int main(int argc, char **argv) {
                 if (rank == 0) write_svg(a.output_dir);
             }
         }
-        if ((n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
-            return fail("saving"); /* the last step, unless --save_steps just saved it */
+        int saving = strcmp(a.save_strategy, "no") != 0;
+        if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
+            return fail("saving"); /* the last step, unless it was just saved */
         if (rank == 0) write_svg(a.output_dir);
     }
     if (*a.export_dir) {
