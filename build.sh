@@ -475,8 +475,10 @@ strategy_check() {
     else
         fail "--save_strategy/--eval_strategy epoch (passes of $windows windows): evaluations at '$evals', $(ls $dir/epoch 2>&1 | tr '\n' ' ')"
     fi
-    if "${run[@]}" --max_steps 3 --save_strategy no --logging_steps 0 --output_dir $dir/no >/dev/null 2>&1 &&
-        [[ -f $dir/no/metrics.jsonl ]] && ! ls -d $dir/no/global_step* >/dev/null 2>&1; then
+    local saved=()
+    "${run[@]}" --max_steps 3 --save_strategy no --logging_steps 0 --output_dir $dir/no >/dev/null 2>&1 &&
+        saved=($dir/no/global_step* $dir/no/lates[t]) || saved=(failed)
+    if [[ -f $dir/no/metrics.jsonl && ${#saved[@]} -eq 0 ]]; then
         pass "--save_strategy no writes no checkpoint"
     else
         fail "--save_strategy no: $(ls $dir/no 2>&1 | tr '\n' ' ')"
