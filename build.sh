@@ -427,6 +427,7 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small
     epoch_check "$text"
     strategy_check "$text"
+    best_model_check "$text"
     script_flags_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
@@ -457,7 +458,7 @@ program_checks() {
 
 # the Trainer's strategies: --save_strategy epoch and --eval_strategy epoch where each pass over the data ends (a
 # checkpoint at the end too), --logging_strategy no prints no step lines, --save_strategy no writes no checkpoint;
-# "best" and an evaluation without --val_data are refused
+# an evaluation without --val_data is refused
 strategy_check() {
     local text=$1 dir=$B/check/strategy out windows first evals
     local run=($B/zt_train --model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 4
@@ -483,10 +484,68 @@ strategy_check() {
     else
         fail "--save_strategy no: $(ls $dir/no 2>&1 | tr '\n' ' ')"
     fi
-    expect_output "--save_strategy best is refused by name" 'best saves when metric_for_best_model improves' \
-        "${run[@]}" --save_strategy best
     expect_output "--eval_strategy without --val_data is refused" 'eval_strategy steps evaluates on --val_data, and none' \
         "${run[@]}" --eval_strategy steps
+}
+
+# the evaluations' best steps in a run's metrics.jsonl (strictly lower eval_loss than all before), and the
+# multiples of $2 among them
+best_steps() {
+    awk -v every="${2:-1}" -F'[:,}]' '/"eval_loss"/ { if (n == 0 || $4 + 0 < best) { best = $4 + 0; n++; if ($2 % every == 0) printf "%d ", $2 } }' \
+        "$1/metrics.jsonl"
+}
+
+# the steps of a save directory's checkpoints, in order
+checkpoints() { (cd "$1" && for c in global_step*; do echo "${c#global_step}"; done) | sort -n | tr '\n' ' '; }
+
+# the Trainer's best model, on a validation text the training text overfits away from: --save_strategy best
+# saves exactly where the eval loss improved; a run killed and resumed saves the same checkpoints (the best so
+# far rides in trainer_state.json); --load_best_model_at_end loads the best checkpoint before --export, and
+# --save_total_limit 1 keeps it beside the newest
+best_model_check() {
+    local text=$1 dir=$B/check/best out expect got k
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --val_data $dir/val.txt --seq_len 32
+               --per_device_train_batch_size 4 --threads 1 --logging_steps 0 --learning_rate 3e-3 --max_steps 40
+               --eval_steps 4)
+    rm -rf $dir && mkdir -p $dir && head -c 3000 README.md >$dir/val.txt
+    "${run[@]}" --save_strategy best --metric_for_best_model loss --output_dir $dir/whole >/dev/null 2>&1 || true
+    (ZT_TRAIN_TEST_KILL=0:20 "${run[@]}" --save_strategy best --metric_for_best_model eval_loss \
+        --output_dir $dir/killed) >/dev/null 2>&1 || true # SIGKILL at step 20
+    "${run[@]}" --save_strategy best --metric_for_best_model eval_loss --output_dir $dir/killed \
+        --resume $dir/killed >/dev/null 2>&1 || true
+    expect=$(best_steps $dir/whole) || true
+    got=$(checkpoints $dir/whole) || true
+    local resumed
+    resumed=$(checkpoints $dir/killed) || true
+    if [[ -n $expect && $expect == "$got" && $resumed == "$got" &&
+          $(grep -c eval_loss $dir/whole/metrics.jsonl) == 10 && $(wc -w <<<"$expect") -lt 10 ]]; then
+        pass "--save_strategy best saves where the eval loss improved (steps ${expect% }), and again so killed at 20 and resumed"
+    else
+        fail "--save_strategy best: improvements at '$expect'; checkpoints '$got', killed and resumed '$resumed'"
+    fi
+    out=$("${run[@]}" --save_steps 8 --save_total_limit 1 --load_best_model_at_end --output_dir $dir/load \
+          --export $dir/hf --export_dtype f32 2>&1) || true
+    k=$(best_steps $dir/load 8 | awk '{ print $NF }') || true
+    got=$(checkpoints $dir/load) || true
+    local best_loss exported
+    best_loss=$(sed -n "s/^step $k | val_loss //p" <<<"$out")
+    exported=$($B/zt_train --model $dir/hf --data $dir/val.txt --eval --seq_len 32 --per_device_train_batch_size 4 \
+               --threads 1 2>&1 | sed -n 's/^loss //p') || true
+    if [[ -n $k && $k != 40 && $got == "$k 40 " ]] &&
+        grep -q "^loading the best checkpoint, $dir/load/global_step$k (eval_loss $best_loss)" <<<"$out" &&
+        [[ -n $best_loss && $exported == "$best_loss" ]]; then
+        pass "--load_best_model_at_end exports step $k's weights (their eval loss $exported again); --save_total_limit 1 keeps it and the newest"
+    else
+        fail "--load_best_model_at_end: best saved step '$k', checkpoints '$got', its loss '$best_loss', the export's '$exported'"
+    fi
+    echo '{"global_step": 8, "best_metric": oops}' >$dir/whole/global_step8/trainer_state.json
+    expect_output "a malformed trainer_state.json is named on --resume" \
+        'global_step8/trainer_state.json: "best_metric" should be a number or null' \
+        "${run[@]}" --save_strategy best --metric_for_best_model loss --output_dir $dir/whole --resume $dir/whole
+    expect_output "--metric_for_best_model names the one metric zt computes" 'is loss \(or eval_loss\).*not "accuracy"' \
+        "${run[@]}" --metric_for_best_model accuracy --save_strategy best
+    expect_output "--load_best_model_at_end needs a checkpoint at every best evaluation" \
+        'round multiple of --eval_steps, found 6 and 4' "${run[@]}" --load_best_model_at_end --save_steps 6
 }
 
 # zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take, and the

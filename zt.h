@@ -1113,7 +1113,7 @@ ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
 /* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
    and settings must match the ones saved; data, if given, continues where it was. */
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
-/* removes DIR/global_step{step} (for --save_total_limit) */
+/* removes DIR/global_step{step} (for --save_total_limit): zt's files and a trainer_state.json beside them */
 ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step);
 ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
 
@@ -9722,11 +9722,13 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
     return r;
 }
 
-/* removes a checkpoint directory zt wrote (its two files, then the directory) */
+/* removes a checkpoint directory zt wrote (its two files, the trainer_state.json a trainer such as zt_train keeps
+   beside them, then the directory) */
 static void zt__ckpt_rmdir(const char *path) {
     char f[ZT__PATH];
     if (zt__path(f, path, ZT__CKPT_TENSORS) == ZT_OK) unlink(f);
     if (zt__path(f, path, ZT__CKPT_STATE) == ZT_OK) unlink(f);
+    if (zt__path(f, path, "trainer_state.json") == ZT_OK) unlink(f);
     rmdir(path);
 }
 

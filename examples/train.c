@@ -32,7 +32,9 @@ typedef struct args {
     int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
     const char *report_to;
     const char *fit;
-    const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps" or "epoch" */
+    const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps", "epoch" ("best") */
+    const char *metric_for_best_model;
+    int greater_is_better, load_best_model_at_end; /* greater_is_better -1: unset, decided by the metric's name */
 } args;
 
 typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
@@ -57,8 +59,11 @@ static const flag FLAGS[] = {
     FLAG("num_train_epochs", F_NUM, num_train_epochs, "0", "stop after this many passes, 2.5 too (0: --max_steps decides)"),
     FLAG("output_dir", F_STR, output_dir, "out", "checkpoints, metrics.jsonl and loss.svg"),
     FLAG("save_steps", F_INT, save_steps, "0", "save a checkpoint every N steps (0: at the end only)"),
-    FLAG("save_strategy", F_STR, save_strategy, "steps", "steps: every --save_steps and at the end; epoch: after each pass over --data and at the end; no: no checkpoints"),
-    FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints (0: all)"),
+    FLAG("save_strategy", F_STR, save_strategy, "steps", "steps: every --save_steps and at the end; epoch: after each pass over --data and at the end; best: when --metric_for_best_model improves; no: no checkpoints"),
+    FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints, and the best (0: all)"),
+    FLAG("metric_for_best_model", F_STR, metric_for_best_model, "", "loss (or eval_loss): the evaluation that names the best checkpoint (set by --load_best_model_at_end)"),
+    FLAG("greater_is_better", F_BOOL, greater_is_better, "", "a higher metric is better (unset: false, as the metric's name ends in loss)"),
+    FLAG("load_best_model_at_end", F_BOOL, load_best_model_at_end, "false", "at the end, load the best checkpoint before --export and --sample (save and eval strategies must match)"),
     FLAG("resume", F_STR, resume, "", "continue from a checkpoint directory (its `latest`) or a checkpoint"),
     FLAG("resume_from_checkpoint", F_STR, resume, "", "the same as --resume (the Trainer's name)"),
     FLAG("export", F_STR, export_dir, "", "write a Hugging Face model directory here at the end (config.json, model.safetensors)"),
@@ -121,8 +126,10 @@ static void usage(void) {
     zt_options_help(stdout);
 }
 
-/* --save_strategy, --eval_strategy and --logging_strategy: the Trainer's IntervalStrategy names ("best", which
-   follows metric_for_best_model, is not built); an unset --eval_strategy is "steps" when --eval_steps is given */
+/* --save_strategy, --eval_strategy and --logging_strategy: the Trainer's IntervalStrategy names, and its
+   SaveStrategy "best"; an unset --eval_strategy is "steps" when --eval_steps is given. The best model follows
+   the Trainer's rules: --metric_for_best_model is "loss" when --load_best_model_at_end asks for one, and loading
+   the best checkpoint needs one saved at every evaluation (the same strategy, save steps a multiple of eval steps) */
 static int strategies(args *a) {
     const char *const names[3] = {"save_strategy", "eval_strategy", "logging_strategy"};
     const char **values[3] = {&a->save_strategy, &a->eval_strategy, &a->logging_strategy};
@@ -130,12 +137,24 @@ static int strategies(args *a) {
     for (int i = 0; i < 3; i++) {
         const char *v = *values[i];
         if (strcmp(v, "no") == 0 || strcmp(v, "steps") == 0 || strcmp(v, "epoch") == 0) continue;
-        if (i == 0 && strcmp(v, "best") == 0)
-            fprintf(stderr, "zt_train: --save_strategy best saves when metric_for_best_model improves, which zt does not "
-                    "build; give steps, epoch or no\n");
-        else fprintf(stderr, "zt_train: --%s is no, steps or epoch, not \"%s\"\n", names[i], v);
+        if (i == 0 && strcmp(v, "best") == 0) continue;
+        fprintf(stderr, "zt_train: --%s is no, steps or epoch%s, not \"%s\"\n", names[i], i == 0 ? " (or best)" : "", v);
         return 0;
     }
+    int best = strcmp(a->save_strategy, "best") == 0;
+    if (!*a->metric_for_best_model && a->load_best_model_at_end) a->metric_for_best_model = "loss";
+    if (best && !*a->metric_for_best_model) {
+        fprintf(stderr, "zt_train: --save_strategy best saves when --metric_for_best_model improves, and none was given "
+                "(loss, or --load_best_model_at_end)\n");
+        return 0;
+    }
+    const char *metric = a->metric_for_best_model;
+    if (*metric && strcmp(metric, "loss") != 0 && strcmp(metric, "eval_loss") != 0) {
+        fprintf(stderr, "zt_train: --metric_for_best_model is loss (or eval_loss), the one metric zt's evaluation "
+                "computes, not \"%s\"\n", metric);
+        return 0;
+    }
+    if (a->greater_is_better < 0) a->greater_is_better = 0; /* the metric's name ends in "loss" */
     if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0) a->eval_steps = a->logging_steps;
     if (strcmp(a->eval_strategy, "no") != 0 && !*a->val_data && !a->eval) {
         fprintf(stderr, "zt_train: --eval_strategy %s evaluates on --val_data, and none was given\n", a->eval_strategy);
@@ -145,12 +164,31 @@ static int strategies(args *a) {
         fprintf(stderr, "zt_train: --eval_strategy steps needs --eval_steps (or --logging_steps) above 0\n");
         return 0;
     }
+    const char *wants = best ? "--save_strategy best" : "--load_best_model_at_end";
+    if ((best || a->load_best_model_at_end) && strcmp(a->eval_strategy, "no") == 0) {
+        fprintf(stderr, "zt_train: %s compares evaluations, and --eval_strategy is no (give --val_data with --eval_steps "
+                "or --eval_strategy epoch)\n", wants);
+        return 0;
+    }
+    if (a->load_best_model_at_end && !best && strcmp(a->save_strategy, a->eval_strategy) != 0) {
+        fprintf(stderr, "zt_train: --load_best_model_at_end needs the save and eval strategies to match (or --save_strategy "
+                "best), found --save_strategy %s and --eval_strategy %s\n", a->save_strategy, a->eval_strategy);
+        return 0;
+    }
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 &&
+        (a->save_steps <= 0 || a->save_steps % a->eval_steps != 0)) {
+        fprintf(stderr, "zt_train: --load_best_model_at_end needs --save_steps to be a round multiple of --eval_steps, "
+                "found %lld and %lld\n", (long long)a->save_steps, (long long)a->eval_steps);
+        return 0;
+    }
     return 1;
 }
 
 /* splits argv: our flags into `a`, the engine's into eargv; 0 on a bad flag (message printed) */
 static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
-    for (int i = 0; i < N_FLAGS; i++) set_flag(a, &FLAGS[i], FLAGS[i].def);
+    for (int i = 0; i < N_FLAGS; i++)
+        if (FLAGS[i].kind == F_BOOL && !*FLAGS[i].def) *(int *)((char *)a + FLAGS[i].off) = -1; /* unset */
+        else set_flag(a, &FLAGS[i], FLAGS[i].def);
     *eargc = 1;
     eargv[0] = argv[0];
     for (int i = 1; i < argc; i++) {
@@ -237,6 +275,85 @@ static void write_file(const char *dir, const char *name, const char *text, size
         text += w, n -= (size_t)w;
     }
     close(fd);
+}
+
+/* The best evaluation so far, as the Trainer keeps it: best_metric, best_global_step (where it was measured) and
+   best_model_checkpoint (the checkpoint saved there, which --save_total_limit keeps and --load_best_model_at_end
+   loads). It rides in trainer_state.json beside each checkpoint's tensors, so --resume carries it on. */
+typedef struct best_model { double metric; int64_t step, checkpoint; } best_model; /* -1: none yet */
+
+static void write_trainer_state(const char *out, int64_t step, const best_model *b) {
+    char name[64], metric[40] = "null", best_step[24] = "null", checkpoint[4200] = "null";
+    if (isfinite(b->metric)) snprintf(metric, sizeof metric, "%.17g", b->metric);
+    if (b->step >= 0) snprintf(best_step, sizeof best_step, "%lld", (long long)b->step);
+    if (b->checkpoint >= 0) snprintf(checkpoint, sizeof checkpoint, "\"%s/global_step%lld\"", out, (long long)b->checkpoint);
+    int n = snprintf(line, sizeof line, "{\"global_step\": %lld, \"best_metric\": %s, \"best_global_step\": %s, "
+                     "\"best_model_checkpoint\": %s}\n", (long long)step, metric, best_step, checkpoint);
+    snprintf(name, sizeof name, "global_step%lld/trainer_state.json", (long long)step);
+    if (n < (int)sizeof line) write_file(out, name, line, (size_t)n, 0);
+}
+
+/* the best evaluation a resumed checkpoint recorded; none when it has no trainer_state.json. 0: a malformed one */
+static int read_trainer_state(const char *resume, const char *out, best_model *b) {
+    char path[4400], tag[256] = "", text[8192];
+    FILE *f = NULL;
+    snprintf(path, sizeof path, "%s/latest", resume);
+    if ((f = fopen(path, "r")) != NULL) { /* a save directory: its newest checkpoint, as zt_load follows it */
+        if (!fgets(tag, sizeof tag, f)) tag[0] = 0;
+        fclose(f);
+        tag[strcspn(tag, " \t\r\n")] = 0;
+    }
+    snprintf(path, sizeof path, "%s%s%s/trainer_state.json", resume, *tag ? "/" : "", tag);
+    if ((f = fopen(path, "r")) == NULL) return 1;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    const char *const keys[3] = {"best_metric", "best_global_step", "best_model_checkpoint"};
+    for (int k = 0; k < 3; k++) {
+        char key[40];
+        snprintf(key, sizeof key, "\"%s\":", keys[k]);
+        const char *v = strstr(text, key), *end = NULL;
+        if (v) v += strlen(key) + strspn(v + strlen(key), " \t\r\n");
+        if (v && strncmp(v, "null", 4) == 0) continue;
+        if (v && k == 0) b->metric = strtod(v, (char **)&end);
+        if (v && k == 1) b->step = strtoll(v, (char **)&end, 10);
+        if (v && k == 2 && *v == '"' && (end = strchr(v + 1, '"')) != NULL) { /* ".../global_stepN" */
+            const char *at = NULL;
+            for (const char *c = strstr(v, "global_step"); c && c < end; c = strstr(c + 1, "global_step")) at = c;
+            long long ck = -1;
+            b->checkpoint = at && sscanf(at, "global_step%lld", &ck) == 1 && ck >= 0 ? ck : -1;
+            end = b->checkpoint >= 0 ? end + 1 : NULL;
+        }
+        if (!v || !end || end == v || (k == 1 && b->step < 0)) {
+            fprintf(stderr, "zt_train: %s: \"%s\" should be %s or null\n", path, keys[k],
+                    k == 0 ? "a number" : k == 1 ? "a step" : "a checkpoint's path (.../global_stepN)");
+            return 0;
+        }
+    }
+    char dir[4400];
+    struct stat st;
+    snprintf(dir, sizeof dir, "%s/global_step%lld", out, (long long)b->checkpoint);
+    if (b->checkpoint >= 0 && stat(dir, &st) != 0) { /* the Trainer forgets it too */
+        printf("the best checkpoint recorded in %s, %s, is gone; the best is kept from here on\n", path, dir);
+        b->checkpoint = -1;
+    }
+    return 1;
+}
+
+/* a checkpoint was written at `step`: it may be the best one; --save_total_limit removes the oldest beyond the
+   limit, except the newest (for --resume) and the best */
+static void saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved) {
+    if (*n_saved < 64) saved[(*n_saved)++] = step;
+    if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
+    if (rank == 0) write_trainer_state(a->output_dir, step, b);
+    int64_t keep = a->save_total_limit;
+    if (keep <= 0) return;
+    if (b->checkpoint >= 0 && b->checkpoint != step && keep < 2) keep = 2;
+    for (int64_t i = 0; i < *n_saved && *n_saved > keep;) {
+        if (saved[i] == step || saved[i] == b->checkpoint) { i++; continue; }
+        if (rank == 0) zt_remove_checkpoint(a->output_dir, saved[i]);
+        memmove(saved + i, saved + i + 1, sizeof(int64_t) * (size_t)(--*n_saved - i));
+    }
 }
 
 /* loss.svg: the training and validation loss against the step */
@@ -563,6 +680,8 @@ int main(int argc, char **argv) {
             saved[at] = step;
         }
         if (dir) closedir(dir);
+        best_model best = {a.greater_is_better ? -INFINITY : INFINITY, -1, -1};
+        if (*a.metric_for_best_model && *a.resume && !read_trainer_state(a.resume, a.output_dir, &best)) return 2;
         /* ZT_TRAIN_TEST_KILL=RANK:STEP kills that rank in that step (the launcher's failure tests) */
         int kill_rank = -1;
         long kill_step = -1;
@@ -584,11 +703,11 @@ int main(int argc, char **argv) {
             zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
             int epoch_end = epoch + (index >= zt_data_windows(data)) > pass; /* this step finished a pass */
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
+            double epochs = (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0);
             int n = snprintf(line, sizeof line,
                              "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
                              "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",
-                             (long long)s.step, s.loss, s.lr, s.grad_norm,
-                             (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0), ms,
+                             (long long)s.step, s.loss, s.lr, s.grad_norm, epochs, ms,
                              (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
             if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
             int log = strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
@@ -604,27 +723,39 @@ int main(int argc, char **argv) {
             if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
             int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end
                      : strcmp(a.eval_strategy, "steps") == 0 && s.step % a.eval_steps == 0;
-            if (eval && val) {
+            int improved = 0; /* strictly better than the best so far, as the Trainer compares */
+            if (eval && val) { /* every rank evaluates all of --val_data, to the same bits */
                 double v = evaluate(e, val, evalbuf);
                 printf("step %lld | val_loss %.6f\n", (long long)s.step, v);
+                n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.9g, \"epoch\": %.4f}\n",
+                             (long long)s.step, v, epochs);
+                if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
                 if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
+                improved = *a.metric_for_best_model && (a.greater_is_better ? v > best.metric : v < best.metric);
+                if (improved) best.metric = v, best.step = strcmp(a.save_strategy, "no") != 0 ? s.step : -1;
             }
             int save = strcmp(a.save_strategy, "epoch") == 0 ? epoch_end
+                     : strcmp(a.save_strategy, "best") == 0 ? improved
                      : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
             if (save) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-                if (n_saved < 64) saved[n_saved++] = s.step;
-                while (a.save_total_limit > 0 && n_saved > a.save_total_limit) {
-                    if (rank == 0) zt_remove_checkpoint(a.output_dir, saved[0]);
-                    memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--n_saved);
-                }
+                saved_checkpoint(&a, s.step, &best, saved, &n_saved);
                 if (rank == 0) write_svg(a.output_dir);
             }
         }
-        int saving = strcmp(a.save_strategy, "no") != 0;
-        if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e)) && zt_save(e, a.output_dir, data) != ZT_OK)
-            return fail("saving"); /* the last step, unless it was just saved */
+        /* the last step, unless it was just saved ("best" saves only its best) */
+        int saving = strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0;
+        if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
+            if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+            saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved);
+        }
         if (rank == 0) write_svg(a.output_dir);
+        if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */
+            char path[4200];
+            snprintf(path, sizeof path, "%s/global_step%lld", a.output_dir, (long long)best.checkpoint);
+            printf("loading the best checkpoint, %s (eval_loss %.6f)\n", path, best.metric);
+            if (zt_load(e, path, NULL) != ZT_OK) return fail(NULL);
+        }
     }
     if (*a.export_dir) {
         zt_dtype dt = o.precision == ZT_PRECISION_BF16 ? ZT_BF16 : o.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
