@@ -428,6 +428,7 @@ program_checks() {
     epoch_check "$text"
     strategy_check "$text"
     best_model_check "$text"
+    plateau_check "$text"
     script_flags_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
@@ -510,7 +511,7 @@ best_model_check() {
     rm -rf $dir && mkdir -p $dir && head -c 3000 README.md >$dir/val.txt
     "${run[@]}" --save_strategy best --metric_for_best_model loss --output_dir $dir/whole >/dev/null 2>&1 || true
     (ZT_TRAIN_TEST_KILL=0:20 "${run[@]}" --save_strategy best --metric_for_best_model eval_loss \
-        --output_dir $dir/killed) >/dev/null 2>&1 || true # SIGKILL at step 20
+        --output_dir $dir/killed || true) >/dev/null 2>&1 # SIGKILL at step 20
     "${run[@]}" --save_strategy best --metric_for_best_model eval_loss --output_dir $dir/killed \
         --resume $dir/killed >/dev/null 2>&1 || true
     expect=$(best_steps $dir/whole) || true
@@ -546,6 +547,37 @@ best_model_check() {
         "${run[@]}" --metric_for_best_model accuracy --save_strategy best
     expect_output "--load_best_model_at_end needs a checkpoint at every best evaluation" \
         'round multiple of --eval_steps, found 6 and 4' "${run[@]}" --load_best_model_at_end --save_steps 6
+}
+
+# --lr_scheduler_type reduce_lr_on_plateau in zt_train: the learning rate halves only where an evaluation did
+# not improve (patience 1: the second in a row), and a run killed at step 25 and resumed from step 20 logs the
+# same steps bit for bit (the schedule's state rides in zt_state.json)
+plateau_check() {
+    local text=$1 dir=$B/check/plateau changes
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --val_data $B/check/best/val.txt --seq_len 32
+               --per_device_train_batch_size 4 --threads 1 --logging_steps 0 --learning_rate 3e-3 --max_steps 40
+               --eval_steps 2 --save_steps 10 --lr_scheduler_type reduce_lr_on_plateau
+               --lr_scheduler_kwargs '{"patience": 1, "factor": 0.5}')
+    rm -rf $dir
+    "${run[@]}" --output_dir $dir/whole >/dev/null 2>&1 || true
+    (ZT_TRAIN_TEST_KILL=0:25 "${run[@]}" --output_dir $dir/killed || true) >/dev/null 2>&1 # SIGKILL at step 25
+    "${run[@]}" --output_dir $dir/killed --resume $dir/killed/global_step20 >/dev/null 2>&1 || true
+    # the steps where the learning rate changed, and whether the two evaluations before each failed to improve
+    changes=$(awk -F'[:,}]' '/"eval_loss"/ { e[++n] = $4 + 0; s[n] = $2 + 0 }
+        /"learning_rate"/ { lr = $6 + 0; if (seen && lr != last) { printf "%d", $2;
+            if (n >= 2 && e[n] >= best_before(n) && e[n - 1] >= best_before(n - 1)) printf "+"; printf " " }
+            last = lr; seen = 1 }
+        function best_before(k,  i, b) { b = 1e30; for (i = 1; i < k; i++) if (e[i] < b) b = e[i]; return b }' \
+        $dir/whole/metrics.jsonl 2>/dev/null) || true
+    if [[ -n $changes && $changes != *[0-9]\ * && $(wc -w <<<"$changes") -ge 2 ]] &&
+        cmp -s <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/whole/metrics.jsonl | tail -n 30) \
+               <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/killed/metrics.jsonl | tail -n 30); then
+        pass "--lr_scheduler_type reduce_lr_on_plateau halves the learning rate after two evaluations without a gain (steps $(tr -d + <<<"${changes% }")), the same bits killed and resumed"
+    else
+        fail "reduce_lr_on_plateau: the learning rate changed at '$changes' (+: after two evaluations without a gain), or the resumed run differs"
+    fi
+    expect_output "reduce_lr_on_plateau without evaluations is refused" 'reduce_lr_on_plateau follows the evaluations' \
+        $B/zt_train --model examples/models/byte-small --data "$text" --lr_scheduler_type reduce_lr_on_plateau
 }
 
 # zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take, and the

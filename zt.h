@@ -651,7 +651,9 @@ typedef enum zt_schedule {
     ZT_SCHED_COSINE_MIN_LR, /* "cosine_with_min_lr": cosine down to min_lr_rate x the learning rate */
     ZT_SCHED_COSINE_WARMUP_MIN_LR, /* "cosine_warmup_with_min_lr": the same, another warmup */
     ZT_SCHED_WSD,           /* "warmup_stable_decay": warmup, stable, then decay_steps of decay */
-    ZT_SCHED_FLAT           /* "constant": the learning rate throughout (no warmup, as in transformers) */
+    ZT_SCHED_FLAT,          /* "constant": the learning rate throughout (no warmup, as in transformers) */
+    ZT_SCHED_REDUCE_ON_PLATEAU, /* "reduce_lr_on_plateau": torch's ReduceLROnPlateau, on the evaluations */
+    ZT_SCHED_GREEDY         /* "greedy": transformers' GreedyLR, on the evaluations (zt_plateau) */
 } zt_schedule;
 ZT_API const char *zt_schedule_name(zt_schedule s); /* "cosine", "WarmupLR", ... */
 
@@ -689,6 +691,17 @@ typedef struct zt_options {
     int64_t timescale;          /* inverse_sqrt; 0: the warmup steps, or 10000 without */
     int64_t decay_steps, stable_steps; /* warmup_stable_decay: decay_steps needed; stable < 0: the rest */
     int warmup_shape, decay_shape; /* warmup_stable_decay: 0 "linear", 1 "cosine" (decay's default), 2 "1-sqrt" */
+    /* reduce_lr_on_plateau and greedy (min_lr above is theirs too; < 0: 0, greedy 1e-3) */
+    int plateau_max;            /* mode "max" (default "min") */
+    double plateau_factor;      /* < 0: 0.1 (greedy 0.95); below 1 */
+    double plateau_threshold;   /* < 0: 1e-4 (greedy 1e-6) */
+    int plateau_threshold_abs;  /* threshold_mode "abs" 1, "rel" 0; < 0: rel (greedy abs) */
+    int64_t plateau_patience, plateau_cooldown; /* 10, 0 */
+    double plateau_eps;         /* 1e-8: smaller changes of the learning rate are not made */
+    int64_t greedy_warmup;      /* greedy: evaluations held after an increase (0) */
+    double greedy_max_lr;       /* greedy: 1.0 */
+    int greedy_smooth, greedy_verbose; /* greedy: smooth the metric over the last window_size values */
+    int64_t greedy_window, greedy_reset_start; /* 50, 500 */
     const char *lr_scheduler_kwargs; /* the JSON the fields above came from (zt_options_parse_args) */
     float warmup_min_lr, warmup_max_lr; /* WarmupLR, WarmupDecayLR */
     int warmup_log;             /* WarmupLR's warmup_type: 1 "log" (default), 0 "linear" */
@@ -751,8 +764,26 @@ ZT_API void zt_options_help(FILE *out); /* every engine flag with its default */
 ZT_API zt_result zt_parse_bytes(const char *text, size_t *bytes);
 /* 1 if flag `name` (without dashes) was passed to zt_options_parse_args */
 ZT_API int zt_options_given(const zt_options *o, const char *name);
-/* the learning rate of optimizer step `step` (0-based; steps skipped for fp16 overflow not counted) */
+/* the learning rate of optimizer step `step` (0-based; steps skipped for fp16 overflow not counted); the
+   schedules that follow evaluations (zt_plateau) start at o->lr */
 ZT_API float zt_schedule_lr(const zt_options *o, int64_t step);
+
+/* The schedules that follow a metric instead of the step: reduce_lr_on_plateau (torch 2's ReduceLROnPlateau)
+   and greedy (transformers 5's GreedyLR). After each evaluation the trainer gives zt_schedule_observe the
+   metric (the Trainer steps them with metric_for_best_model, the eval loss), and the steps after it run at
+   the learning rate that moved, in the same double arithmetic as theirs. The engine keeps the state and
+   saves it in its checkpoints; zt_plateau_step is the same rule on a state of your own. */
+#define ZT_PLATEAU_WINDOW 256 /* greedy's smoothing window_size at most */
+typedef struct zt_plateau {
+    double lr, best;            /* the learning rate now; the best metric (+-inf: none yet) */
+    int64_t bad, good;          /* evaluations in a row without (with) an improvement */
+    int64_t cooldown, warmup;   /* evaluations still held after a decrease (an increase) */
+    int64_t evals, reset_left;  /* evaluations seen; greedy: evaluations at min_lr before it starts over */
+    int64_t n_values;           /* greedy's smoothing: the last values, oldest first, and their running sum */
+    double values[ZT_PLATEAU_WINDOW], sum;
+} zt_plateau;
+ZT_API zt_plateau zt_plateau_init(const zt_options *o);
+ZT_API void zt_plateau_step(zt_plateau *p, const zt_options *o, double metric);
 
 /* fp16 dynamic loss scaling as DeepSpeed does it: ZeRO stages 1-3 (o->zero_stage > 0) use its
    DynamicLossScaler (hysteresis, and an error at the minimum scale); stage 0's FP16_Optimizer halves on
@@ -786,6 +817,9 @@ typedef struct zt_step_info {
 } zt_step_info;
 /* Clipping, the optimizer, the schedule and the loss scale; zeroes the gradients. */
 ZT_API zt_step_info zt_step(zt_engine *e);
+/* an evaluation's metric, for the schedules that follow one (zt_plateau); the others ignore it. Every rank
+   calls it with the same value. */
+ZT_API void zt_schedule_observe(zt_engine *e, double metric);
 /* Mean loss of rows as zt_forward_backward defines them, without gradients; sum and count optional.
    zt_eval and zt_generate gather weights under ZeRO-3: with several ranks, every rank calls them. */
 ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
@@ -5888,9 +5922,22 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
 
 static const char *const zt__schedule_names[] = {"linear", "constant_with_warmup", "WarmupLR", "WarmupDecayLR",
     "WarmupCosineLR", "cosine", "cosine_with_restarts", "polynomial", "inverse_sqrt", "cosine_with_min_lr",
-    "cosine_warmup_with_min_lr", "warmup_stable_decay", "constant"};
+    "cosine_warmup_with_min_lr", "warmup_stable_decay", "constant", "reduce_lr_on_plateau", "greedy"};
 ZT_API const char *zt_schedule_name(zt_schedule s) {
-    return (int)s >= 0 && s <= ZT_SCHED_FLAT ? zt__schedule_names[s] : "?";
+    return (int)s >= 0 && s <= ZT_SCHED_GREEDY ? zt__schedule_names[s] : "?";
+}
+static int zt__metric_schedule(zt_schedule s) { return s == ZT_SCHED_REDUCE_ON_PLATEAU || s == ZT_SCHED_GREEDY; }
+
+/* The metric-following schedules' settings, theirs where not given: ReduceLROnPlateau's defaults, or GreedyLR's */
+typedef struct zt__plateau_cfg { double factor, threshold, min_lr; int abs; } zt__plateau_cfg;
+static zt__plateau_cfg zt__plateau_settings(const zt_options *o) {
+    int greedy = o->schedule == ZT_SCHED_GREEDY;
+    zt__plateau_cfg c;
+    c.factor = o->plateau_factor >= 0 ? o->plateau_factor : greedy ? 0.95 : 0.1;
+    c.threshold = o->plateau_threshold >= 0 ? o->plateau_threshold : greedy ? 1e-6 : 1e-4;
+    c.abs = o->plateau_threshold_abs >= 0 ? o->plateau_threshold_abs : greedy;
+    c.min_lr = o->min_lr >= 0 ? o->min_lr : greedy ? 1e-3 : 0.0;
+    return c;
 }
 static int zt__hf_schedule(int s) { return s != ZT_SCHED_WARMUP_LR && s != ZT_SCHED_WARMUP_DECAY_LR && s != ZT_SCHED_WARMUP_COSINE_LR; }
 
@@ -6426,7 +6473,19 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
     fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"eps\": %g, \"weight_decay\": %g, \"adam_w_mode\": %s}},\n",
             c->optimizer_type[0] ? c->optimizer_type : "AdamW (Transformers)", (double)o->lr, (double)o->beta1, (double)o->beta2,
             (double)o->eps, (double)o->weight_decay, o->adam_w_mode ? "true" : "false");
-    if (zt__hf_schedule(o->schedule)) { /* the Trainer's, with every argument its function gets */
+    if (zt__metric_schedule(o->schedule)) { /* torch's ReduceLROnPlateau or GreedyLR, with every argument */
+        zt__plateau_cfg pc = zt__plateau_settings(o);
+        fprintf(out, "  \"scheduler\": {\"type\": \"%s (Transformers)\", \"params\": {\"mode\": \"%s\", \"factor\": %g, "
+                "\"patience\": %lld, \"threshold\": %g, \"threshold_mode\": \"%s\", \"cooldown\": %lld, \"min_lr\": %g, "
+                "\"eps\": %g", zt_schedule_name(o->schedule), o->plateau_max ? "max" : "min", pc.factor,
+                (long long)o->plateau_patience, pc.threshold, pc.abs ? "abs" : "rel", (long long)o->plateau_cooldown,
+                pc.min_lr, o->plateau_eps);
+        if (o->schedule == ZT_SCHED_GREEDY)
+            fprintf(out, ", \"warmup\": %lld, \"max_lr\": %g, \"smooth\": %s, \"window_size\": %lld, \"reset_start\": %lld",
+                    (long long)o->greedy_warmup, o->greedy_max_lr, o->greedy_smooth ? "true" : "false",
+                    (long long)o->greedy_window, (long long)o->greedy_reset_start);
+        fprintf(out, "}},\n");
+    } else if (zt__hf_schedule(o->schedule)) { /* the Trainer's, with every argument its function gets */
         static const char *const shapes[] = {"linear", "cosine", "1-sqrt"};
         fprintf(out, "  \"scheduler\": {\"type\": \"%s (Transformers)\", \"params\": {\"num_warmup_steps\": %lld, "
                 "\"num_training_steps\": %lld, \"num_cycles\": %g, \"min_lr_rate\": %g, \"warmup_lr_rate\": %g, \"lr_end\": %g, "
@@ -6773,6 +6832,7 @@ struct zt_engine {
     int64_t step, sched_step, adam_step, tokens_in_step;
     double loss_sum;
     zt_loss_scaler scaler;
+    zt_plateau plateau; /* the metric-following schedules' state */
     /* checkpoints: set aside at init, so saving allocates nothing */
     char *ckpt_text;
     size_t ckpt_text_bytes;
@@ -6863,6 +6923,9 @@ ZT_API zt_options zt_options_default(void) {
     o.lr_end = 1e-7, o.power = 1.0;
     o.decay_steps = o.stable_steps = -1;
     o.decay_shape = 1;
+    o.plateau_factor = o.plateau_threshold = -1.0, o.plateau_threshold_abs = -1;
+    o.plateau_patience = 10, o.plateau_eps = 1e-8;
+    o.greedy_max_lr = 1.0, o.greedy_window = 50, o.greedy_reset_start = 500;
     o.lr = 5e-5f;          /* the TrainingArguments defaults */
     o.beta1 = 0.9f;
     o.beta2 = 0.999f;
@@ -6898,7 +6961,8 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("warmup_steps", ZT__F_WARMUP, warmup_steps, "learning-rate warmup steps; below 1, a share of max_steps"),
     ZT__FLAG("warmup_ratio", ZT__F_RATIO, warmup_ratio, "warmup as a share of max_steps (transformers 4's flag)"),
     ZT__FLAG("lr_scheduler_type", ZT__F_SCHEDULE, schedule, "linear, cosine, cosine_with_restarts, polynomial, constant, "
-             "constant_with_warmup, inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay"),
+             "constant_with_warmup, inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay; "
+             "reduce_lr_on_plateau and greedy follow the evaluations"),
     ZT__FLAG("lr_scheduler_kwargs", ZT__F_STR, lr_scheduler_kwargs, "the schedule's arguments as JSON, e.g. '{\"num_cycles\": 2}'"),
     ZT__FLAG("seed", ZT__F_INT, seed, "seed of initialisation and sampling"),
     ZT__FLAG("gradient_checkpointing", ZT__F_BOOL, gradient_checkpointing, "recompute each block in backward"),
@@ -6978,15 +7042,12 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
         return ZT_OK;
     }
     case ZT__F_SCHEDULE:
-        for (int k = 0; k <= (int)ZT_SCHED_FLAT; k++)
+        for (int k = 0; k <= (int)ZT_SCHED_GREEDY; k++)
             if (zt__hf_schedule(k) && strcmp(value, zt_schedule_name((zt_schedule)k)) == 0)
                 return (o->schedule = (zt_schedule)k), ZT_OK;
-        if (strcmp(value, "reduce_lr_on_plateau") == 0 || strcmp(value, "greedy") == 0)
-            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_type %s follows evaluation metrics, which zt's schedules do not "
-                           "read; not built", value);
         return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_type \"%s\" is not one of transformers' schedules (linear, cosine, "
                        "cosine_with_restarts, polynomial, constant, constant_with_warmup, inverse_sqrt, cosine_with_min_lr, "
-                       "cosine_warmup_with_min_lr, warmup_stable_decay)", value);
+                       "cosine_warmup_with_min_lr, warmup_stable_decay, reduce_lr_on_plateau, greedy)", value);
     case ZT__F_BYTES:
         if (zt_parse_bytes(value, (size_t *)field) != ZT_OK)
             return zt_fail(ZT_ERROR_INVALID, "flag --%s expects a size such as 80GiB, 24GB or 512MiB, found \"%s\"",
@@ -7072,7 +7133,10 @@ static zt_result zt__schedule_kwargs_read(zt_options *o, const zt__json *jp) {
     static const char *const takes[] = { /* by zt_schedule; DeepSpeed's take none from here */
         "", "", "", "", "", "num_cycles", "num_cycles", "lr_end power", "timescale", "num_cycles min_lr min_lr_rate",
         "num_cycles min_lr min_lr_rate warmup_lr_rate",
-        "num_decay_steps num_stable_steps warmup_type decay_type min_lr_ratio num_cycles", ""};
+        "num_decay_steps num_stable_steps warmup_type decay_type min_lr_ratio num_cycles", "",
+        "mode factor patience threshold threshold_mode cooldown min_lr eps",
+        ("mode factor patience threshold threshold_mode cooldown warmup min_lr max_lr eps verbose smooth window_size "
+         "reset_start")};
     const char *text = o->lr_scheduler_kwargs, *name = zt_schedule_name(o->schedule);
     const zt__json j = *jp;
     if (!zt__hf_schedule(o->schedule) && j.tok[0].size > 0)
@@ -7102,6 +7166,22 @@ static zt_result zt__schedule_kwargs_read(zt_options *o, const zt__json *jp) {
             *(key[0] == 'w' ? &o->warmup_shape : &o->decay_shape) = shape;
             continue;
         }
+        if (!strcmp(key, "mode") || !strcmp(key, "threshold_mode")) { /* the metric-following schedules' names */
+            const char *a = key[0] == 'm' ? "min" : "rel", *b = key[0] == 'm' ? "max" : "abs";
+            int is_a = vn == 3 && !strncmp(val, a, 3), is_b = vn == 3 && !strncmp(val, b, 3);
+            if (j.tok[v].type != JSMN_STRING || (!is_a && !is_b))
+                return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s is \"%s\" or \"%s\", not %s%.*s%s", key, a, b,
+                               j.tok[v].type == JSMN_STRING ? "\"" : "", vn, val, j.tok[v].type == JSMN_STRING ? "\"" : "");
+            *(key[0] == 'm' ? &o->plateau_max : &o->plateau_threshold_abs) = is_b;
+            continue;
+        }
+        if (!strcmp(key, "verbose") || !strcmp(key, "smooth")) {
+            int on = vn == 4 && !strncmp(val, "true", 4), off = vn == 5 && !strncmp(val, "false", 5);
+            if (j.tok[v].type != JSMN_PRIMITIVE || (!on && !off))
+                return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s is true or false, not %.*s", key, vn, val);
+            *(key[0] == 'v' ? &o->greedy_verbose : &o->greedy_smooth) = on;
+            continue;
+        }
         char num[64], *end = NULL;
         snprintf(num, sizeof num, "%.*s", vn < 63 ? vn : 63, val);
         double x = strtod(num, &end);
@@ -7112,6 +7192,20 @@ static zt_result zt__schedule_kwargs_read(zt_options *o, const zt__json *jp) {
         if (whole && (x != floor(x) || x < (strcmp(key, "timescale") ? 0 : 1) || x > 1e15))
             return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s must be a whole number of steps%s, found %.*s", key,
                            strcmp(key, "timescale") ? "" : " above 0", vn, val);
+        int counts = !strcmp(key, "patience") || !strcmp(key, "cooldown") || !strcmp(key, "warmup") ||
+                     !strcmp(key, "window_size") || !strcmp(key, "reset_start");
+        if (counts && (x != floor(x) || x < 0 || x > 1e15))
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s must be a whole number of evaluations, found %.*s", key,
+                           vn, val);
+        if (!strcmp(key, "window_size") && (x < 1 || x > ZT_PLATEAU_WINDOW))
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: window_size is 1 to %d in zt, found %.*s",
+                           ZT_PLATEAU_WINDOW, vn, val);
+        if (!strcmp(key, "factor") && !(x > 0 && x < 1))
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: factor should be < 1.0 (and above 0), found %.*s", vn, val);
+        int plateau = zt__metric_schedule(o->schedule);
+        if (plateau && x < 0 && (!strcmp(key, "threshold") || !strcmp(key, "min_lr") || !strcmp(key, "max_lr") ||
+                                 !strcmp(key, "eps")))
+            return zt_fail(ZT_ERROR_INVALID, "--lr_scheduler_kwargs: %s must be 0 or more, found %.*s", key, vn, val);
         if (!strcmp(key, "num_cycles")) o->num_cycles = x;
         else if (!strcmp(key, "min_lr")) o->min_lr = x;
         else if (!strcmp(key, "min_lr_rate") || !strcmp(key, "min_lr_ratio")) o->min_lr_rate = x;
@@ -7120,7 +7214,16 @@ static zt_result zt__schedule_kwargs_read(zt_options *o, const zt__json *jp) {
         else if (!strcmp(key, "power")) o->power = x;
         else if (!strcmp(key, "timescale")) o->timescale = (int64_t)x;
         else if (!strcmp(key, "num_decay_steps")) o->decay_steps = (int64_t)x;
-        else o->stable_steps = (int64_t)x;
+        else if (!strcmp(key, "num_stable_steps")) o->stable_steps = (int64_t)x;
+        else if (!strcmp(key, "factor")) o->plateau_factor = x;
+        else if (!strcmp(key, "threshold")) o->plateau_threshold = x;
+        else if (!strcmp(key, "eps")) o->plateau_eps = x;
+        else if (!strcmp(key, "max_lr")) o->greedy_max_lr = x;
+        else if (!strcmp(key, "patience")) o->plateau_patience = (int64_t)x;
+        else if (!strcmp(key, "cooldown")) o->plateau_cooldown = (int64_t)x;
+        else if (!strcmp(key, "warmup")) o->greedy_warmup = (int64_t)x;
+        else if (!strcmp(key, "window_size")) o->greedy_window = (int64_t)x;
+        else o->greedy_reset_start = (int64_t)x;
     }
     return ZT_OK;
 }
@@ -7242,6 +7345,8 @@ static double zt__hf_factor(const zt_options *o, double k, double w, double T) {
         }
         return ZT__MAX(0.0, f * (1.0 - lo) + lo);
     }
+    case ZT_SCHED_REDUCE_ON_PLATEAU:
+    case ZT_SCHED_GREEDY: return 1.0; /* they move with the evaluations: zt_plateau */
     default: return 1.0; /* DeepSpeed's: zt_schedule_lr */
     }
 }
@@ -7271,6 +7376,79 @@ ZT_API float zt_schedule_lr(const zt_options *o, int64_t k) {
         return (float)(lr * ratio);
     }
     default: return (float)(lr * zt__hf_factor(o, it, w, (double)o->max_steps));
+    }
+}
+
+ZT_API zt_plateau zt_plateau_init(const zt_options *o) {
+    zt_plateau p;
+    memset(&p, 0, sizeof p);
+    p.lr = (double)o->lr;
+    p.best = o->plateau_max ? -INFINITY : INFINITY;
+    p.reset_left = o->greedy_reset_start;
+    return p;
+}
+
+/* a beats best by the threshold, relative or absolute, in the direction of the mode */
+static int zt__plateau_better(const zt_options *o, const zt__plateau_cfg *c, double a, double best) {
+    if (!o->plateau_max) return c->abs ? a < best - c->threshold : a < best * (1.0 - c->threshold);
+    return c->abs ? a > best + c->threshold : a > best * (c->threshold + 1.0);
+}
+
+/* the learning rate times factor, or divided by it, within [min_lr, max_lr]; moves of eps or less are not made */
+static void zt__plateau_move(zt_plateau *p, const zt_options *o, const zt__plateau_cfg *c, int up) {
+    double old = p->lr, lr = up ? old / c->factor : old * c->factor;
+    if (up && o->greedy_max_lr < lr) lr = o->greedy_max_lr; /* Python's min(new, max_lr): the first of equals */
+    if (!up && c->min_lr > lr) lr = c->min_lr;
+    if ((up ? lr - old : old - lr) > o->plateau_eps) {
+        p->lr = lr;
+        if (o->greedy_verbose)
+            zt_log(ZT_LOG_INFO, "greedy: evaluation %lld: learning rate %s to %.4e", (long long)p->evals,
+                   up ? "up" : "down", lr);
+    }
+}
+
+ZT_API void zt_plateau_step(zt_plateau *p, const zt_options *o, double metric) {
+    zt__plateau_cfg c = zt__plateau_settings(o);
+    p->evals++;
+    if (o->schedule == ZT_SCHED_REDUCE_ON_PLATEAU) { /* torch's order: compare, then cooldown, then patience */
+        if (zt__plateau_better(o, &c, metric, p->best)) p->best = metric, p->bad = 0;
+        else p->bad++;
+        if (p->cooldown > 0) p->cooldown--, p->bad = 0;
+        if (p->bad > o->plateau_patience) {
+            zt__plateau_move(p, o, &c, 0);
+            p->cooldown = o->plateau_cooldown, p->bad = 0;
+        }
+        return;
+    }
+    if (o->schedule != ZT_SCHED_GREEDY) return;
+    if (o->greedy_smooth) { /* the mean of the last window_size values */
+        int64_t w = ZT__MIN(ZT__MAX(o->greedy_window, 1), ZT_PLATEAU_WINDOW);
+        int full = p->n_values >= w; /* theirs appends, then drops the oldest: the same sums, in their order */
+        double oldest = p->values[0];
+        if (full) memmove(p->values, p->values + 1, sizeof(double) * (size_t)--p->n_values);
+        p->values[p->n_values++] = metric;
+        p->sum += metric;
+        if (full) p->sum -= oldest;
+        metric = p->sum / (double)p->n_values;
+    }
+    if (p->cooldown > 0) p->cooldown--, p->bad = p->good = 0;
+    else if (p->warmup > 0) p->warmup--, p->bad = p->good = 0;
+    else {
+        if (zt__plateau_better(o, &c, metric, p->best)) p->best = metric, p->bad = 0, p->good++;
+        else p->bad++, p->good = 0;
+        if (p->good > o->plateau_patience) {
+            zt__plateau_move(p, o, &c, 1);
+            p->warmup = o->greedy_warmup, p->good = 0;
+            p->reset_left = o->greedy_reset_start;
+        } else if (p->bad > o->plateau_patience) {
+            zt__plateau_move(p, o, &c, 0);
+            if (!(p->lr > c.min_lr) && --p->reset_left <= 0) { /* at the floor too long: anew */
+                int64_t evals = p->evals;
+                *p = zt_plateau_init(o);
+                p->evals = evals;
+            }
+            p->cooldown = o->plateau_cooldown, p->bad = 0;
+        }
     }
 }
 
@@ -8584,7 +8762,7 @@ static void zt__measure_activations(zt_engine *e) {
 /* the Transformers schedules' arguments, refused as transformers refuses them */
 static zt_result zt__check_schedule(const zt_options *o) {
     const char *name = zt_schedule_name(o->schedule);
-    if ((int)o->schedule < 0 || o->schedule > ZT_SCHED_FLAT)
+    if ((int)o->schedule < 0 || o->schedule > ZT_SCHED_GREEDY)
         return zt_fail(ZT_ERROR_INVALID, "zt_options.schedule %d is not a zt_schedule", (int)o->schedule);
     if (!(o->warmup_ratio >= 0 && o->warmup_ratio <= 1))
         return zt_fail(ZT_ERROR_INVALID, "warmup_ratio %g: the share of the steps that warm up is between 0 and 1", o->warmup_ratio);
@@ -8598,6 +8776,15 @@ static zt_result zt__check_schedule(const zt_options *o) {
                        "'{\"num_decay_steps\": 100}'");
     if (o->schedule == ZT_SCHED_POLYNOMIAL && !(o->lr > o->lr_end))
         return zt_fail(ZT_ERROR_INVALID, "polynomial: lr_end (%g) must be smaller than initial lr (%g)", o->lr_end, (double)o->lr);
+    if (zt__metric_schedule(o->schedule)) {
+        zt__plateau_cfg c = zt__plateau_settings(o);
+        if (!(c.factor > 0 && c.factor < 1))
+            return zt_fail(ZT_ERROR_INVALID, "%s: factor should be < 1.0 (and above 0), found %g", name, c.factor);
+        if (o->plateau_patience < 0 || o->plateau_cooldown < 0 || o->greedy_warmup < 0 || o->greedy_reset_start < 0 ||
+            o->greedy_window < 1 || o->greedy_window > ZT_PLATEAU_WINDOW || !(o->plateau_eps >= 0))
+            return zt_fail(ZT_ERROR_INVALID, "%s: patience, cooldown, warmup and reset_start are 0 or more, window_size "
+                           "1 to %d and eps 0 or more", name, ZT_PLATEAU_WINDOW);
+    }
     return ZT_OK;
 }
 
@@ -8686,6 +8873,9 @@ static void zt__say_settings(const zt_engine *e) {
     if (e->opt.schedule == ZT_SCHED_FLAT && zt__warmup_steps(&e->opt) > 0)
         zt_log(ZT_LOG_WARN, "lr_scheduler_type constant has no warmup (as in transformers): the %lld warmup steps are "
                "not taken; constant_with_warmup takes them", (long long)zt__warmup_steps(&e->opt));
+    if (zt__metric_schedule(e->opt.schedule) && zt__warmup_steps(&e->opt) > 0)
+        zt_log(ZT_LOG_WARN, "lr_scheduler_type %s has no warmup (transformers builds it without one): the %lld warmup "
+               "steps are not taken", zt_schedule_name(e->opt.schedule), (long long)zt__warmup_steps(&e->opt));
     if (e->off_opt == ZT_OFFLOAD_NONE || e->opt.offload_ratio >= 1) return;
     int64_t total = 0, away = 0;
     int n = 0, trainable = 0;
@@ -8784,7 +8974,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     if ((r = zt__declare(e)) != ZT_OK) return r;
     zt__check_live(e);
     zt__say_settings(e);
-    e->ckpt_text_bytes = 8192;
+    e->ckpt_text_bytes = 8192 + 26 * ZT_PLATEAU_WINDOW; /* zt_state.json too: its lr_plateau values */
     for (int p = 0; p < e->n_params; p++)
         if (e->params[p].name) e->ckpt_text_bytes += 3 * (strlen(e->params[p].name) + 128);
     e->ckpt_text = ZT_PUSH(&e->meta, char, e->ckpt_text_bytes);
@@ -8838,6 +9028,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     }
     zt_stream_sync(e->s);
     e->scaler = zt_loss_scaler_init(&e->opt);
+    e->plateau = zt_plateau_init(&e->opt);
     if (e->opt.comm) zt_comm_set_timeout(e->opt.comm, (double)e->opt.ddp_timeout);
     return ZT_OK;
 }
@@ -9166,6 +9357,10 @@ static void zt__update(zt_engine *e, float lr, double grad_scale) {
     zt__weights_changed(e);
 }
 
+ZT_API void zt_schedule_observe(zt_engine *e, double metric) {
+    if (zt__metric_schedule(e->opt.schedule)) zt_plateau_step(&e->plateau, &e->opt, metric);
+}
+
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
@@ -9186,7 +9381,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     } else {
         double clip = 1.0;
         if (e->opt.max_grad_norm > 0 && norm > e->opt.max_grad_norm) clip = e->opt.max_grad_norm / (norm + 1e-6);
-        float lr = zt_schedule_lr(&e->opt, e->sched_step);
+        float lr = zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
         info.lr = lr;
         e->adam_step++;
         zt__update(e, lr, to_mean * clip);
@@ -9692,6 +9887,44 @@ static zt_result zt__ckpt_write_tensors(zt_engine *e, const char *path) {
     return r;
 }
 
+/* the metric-following schedule's state, as the last key of zt_state.json (doubles to the bit; an infinite best,
+   none yet, as null) */
+static int zt__ckpt_plateau_text(const zt_plateau *p, char *b, size_t cap) {
+    char best[32] = "null";
+    if (isfinite(p->best)) snprintf(best, sizeof best, "%.17g", p->best);
+    size_t n = (size_t)snprintf(b, cap, ",\n  \"lr_plateau\": {\"lr\": %.17g, \"best\": %s, \"bad\": %lld, \"good\": %lld, "
+                                "\"cooldown\": %lld, \"warmup\": %lld, \"evaluations\": %lld, \"reset_left\": %lld, "
+                                "\"sum\": %.17g, \"values\": [", p->lr, best, (long long)p->bad, (long long)p->good,
+                                (long long)p->cooldown, (long long)p->warmup, (long long)p->evals, (long long)p->reset_left, p->sum);
+    for (int64_t i = 0; i < p->n_values && n < cap; i++) n += (size_t)snprintf(b + n, cap - n, i ? ", %.17g" : "%.17g", p->values[i]);
+    if (n < cap) n += (size_t)snprintf(b + n, cap - n, "]}");
+    return (int)n;
+}
+
+static zt_result zt__ckpt_read_plateau(const zt__json *j, int t, zt_plateau *p) {
+    if (t < 0) return ZT_OK; /* saved under another schedule: this one starts anew */
+    if (j->tok[t].type != JSMN_OBJECT) return zt__json_type_error(j, t, "lr_plateau", "an object");
+    const char *const ints[6] = {"bad", "good", "cooldown", "warmup", "evaluations", "reset_left"};
+    int64_t *fields[6] = {&p->bad, &p->good, &p->cooldown, &p->warmup, &p->evals, &p->reset_left};
+    zt_result r = ZT_OK;
+    for (int k = 0; k < 6 && r == ZT_OK; k++) r = zt__json_int(j, zt__json_get(j, t, ints[k]), ints[k], fields[k]);
+    int best = zt__json_get(j, t, "best"), values = zt__json_get(j, t, "values");
+    if (r == ZT_OK) r = zt__json_number(j, zt__json_get(j, t, "lr"), "lr", &p->lr);
+    if (r == ZT_OK) r = zt__json_number(j, zt__json_get(j, t, "sum"), "sum", &p->sum);
+    if (r == ZT_OK && !zt__json_is_null(j, best)) r = zt__json_number(j, best, "best", &p->best);
+    if (r == ZT_OK && values >= 0) {
+        if (j->tok[values].type != JSMN_ARRAY || j->tok[values].size > ZT_PLATEAU_WINDOW)
+            return zt__json_type_error(j, values, "values", "an array of at most 256 numbers");
+        p->n_values = j->tok[values].size;
+        for (int64_t i = 0; i < p->n_values && r == ZT_OK; i++)
+            r = zt__json_number(j, values + 1 + (int)i, "values", &p->values[i]);
+    }
+    if (r == ZT_OK && (!(p->lr >= 0) || !isfinite(p->lr) || p->bad < 0 || p->good < 0 || p->cooldown < 0 || p->warmup < 0))
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: lr_plateau is out of range (lr %g, counters %lld %lld %lld %lld)", j->file, p->lr,
+                    (long long)p->bad, (long long)p->good, (long long)p->cooldown, (long long)p->warmup);
+    return r;
+}
+
 static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_data *data) {
     int64_t epoch = 0, index = 0;
     if (data) zt_data_cursor(data, &epoch, &index);
@@ -9704,7 +9937,7 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      "  \"settings\": {\"precision\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, "
                      "\"gradient_accumulation_steps\": %lld, \"learning_rate\": %.9g, \"weight_decay\": %.9g, "
                      "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
-                     "\"max_steps\": %lld, \"seed\": %llu}\n}\n",
+                     "\"max_steps\": %lld, \"seed\": %llu}",
                      ZT_VERSION_STRING, (long long)e->step, (long long)e->adam_step, (long long)e->sched_step,
                      (double)e->scaler.scale, e->scaler.hysteresis_left, (long long)e->scaler.last_overflow, (long long)e->scaler.iter,
                      (long long)epoch, (long long)index, e->world, e->stage, zt__ckpt_items(e, NULL),
@@ -9714,6 +9947,9 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      (double)o->max_grad_norm, (long long)o->warmup_steps, (long long)o->max_steps,
                      (unsigned long long)o->seed);
     ZT_ASSERT(n > 0 && (size_t)n < e->ckpt_text_bytes);
+    if (zt__metric_schedule(o->schedule)) n += zt__ckpt_plateau_text(&e->plateau, e->ckpt_text + n, e->ckpt_text_bytes - (size_t)n);
+    ZT_ASSERT((size_t)n + 4 < e->ckpt_text_bytes);
+    n += snprintf(e->ckpt_text + n, e->ckpt_text_bytes - (size_t)n, "\n}\n");
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
     zt_result r = zt__pwrite_all(fd, e->ckpt_text, (size_t)n, 0, path);
@@ -9914,6 +10150,8 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
         !(r = zt__ckpt_int(&j, "data_epoch", &epoch)) && !(r = zt__ckpt_int(&j, "data_index", &index)) &&
         !(r = zt__ckpt_int(&j, "world_size", &world)) && !(r = zt__ckpt_int(&j, "parameters", &params)))
         r = zt__json_number(&j, zt__json_get(&j, 0, "loss_scale"), "loss_scale", &scale);
+    zt_plateau plateau = zt_plateau_init(&e->opt);
+    if (r == ZT_OK && zt__metric_schedule(e->opt.schedule)) r = zt__ckpt_read_plateau(&j, zt__json_get(&j, 0, "lr_plateau"), &plateau);
     int64_t saved_T = e->T, saved_B = e->opt.micro_batch, saved_gas = e->opt.grad_accum;
     if (r == ZT_OK) {
         int set = zt__json_get(&j, 0, "settings");
@@ -9947,6 +10185,7 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     e->scaler.hysteresis_left = (int)hyst; /* negative is possible: hysteresis 0 never lowers the scale */
     e->scaler.last_overflow = last;
     e->scaler.iter = iter;
+    e->plateau = plateau;
     if (data) zt_data_seek(data, epoch, index);
     return ZT_OK;
 }

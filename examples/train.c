@@ -566,6 +566,10 @@ int main(int argc, char **argv) {
     spec.config_path = a.model;
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
+    if ((o.schedule == ZT_SCHED_REDUCE_ON_PLATEAU || o.schedule == ZT_SCHED_GREEDY) && *a.data && !a.eval &&
+        strcmp(a.eval_strategy, "no") == 0)
+        return fprintf(stderr, "zt_train: --lr_scheduler_type %s follows the evaluations, and --eval_strategy is no (give "
+                       "--val_data with --eval_steps or --eval_strategy epoch)\n", zt_schedule_name(o.schedule)), 2;
     o.eot_token = a.eot;
     o.comm = comm;
     zt_model_config model_config;
@@ -733,6 +737,7 @@ int main(int argc, char **argv) {
                 if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
                 improved = *a.metric_for_best_model && (a.greater_is_better ? v > best.metric : v < best.metric);
                 if (improved) best.metric = v, best.step = strcmp(a.save_strategy, "no") != 0 ? s.step : -1;
+                zt_schedule_observe(e, v); /* reduce_lr_on_plateau and greedy: the Trainer's metric_for_best_model */
             }
             int save = strcmp(a.save_strategy, "epoch") == 0 ? epoch_end
                      : strcmp(a.save_strategy, "best") == 0 ? improved

@@ -134,7 +134,16 @@ TEST(config_schedules_match_transformers) {
          "decay_type is \"linear\", \"cosine\" or \"1-sqrt\", not \"square\""},
         {{"--lr_scheduler_type", "warmup_stable_decay", "--lr_scheduler_kwargs", "{\"num_decay_steps\": 2.5}"},
          "num_decay_steps must be a whole number of steps"},
-        {{"--lr_scheduler_type", "reduce_lr_on_plateau"}, "follows evaluation metrics"},
+        {{"--lr_scheduler_type", "reduce_lr_on_plateau", "--lr_scheduler_kwargs", "{\"factor\": 1.5}"},
+         "factor should be < 1.0"},
+        {{"--lr_scheduler_type", "reduce_lr_on_plateau", "--lr_scheduler_kwargs", "{\"mode\": \"avg\"}"},
+         "mode is \"min\" or \"max\", not \"avg\""},
+        {{"--lr_scheduler_type", "reduce_lr_on_plateau", "--lr_scheduler_kwargs", "{\"warmup\": 2}"},
+         "the reduce_lr_on_plateau schedule does not take \"warmup\""},
+        {{"--lr_scheduler_type", "greedy", "--lr_scheduler_kwargs", "{\"window_size\": 1000}"}, "window_size is 1 to 256"},
+        {{"--lr_scheduler_type", "greedy", "--lr_scheduler_kwargs", "{\"patience\": 1.5}"},
+         "patience must be a whole number of evaluations"},
+        {{"--lr_scheduler_type", "greedy", "--lr_scheduler_kwargs", "{\"smooth\": 1}"}, "smooth is true or false, not 1"},
         {{"--lr_scheduler_type", "cosine_annealing"}, "\"cosine_annealing\" is not one of transformers' schedules"},
         {{"--warmup_steps", "-1"}, "flag --warmup_steps expects a number of steps, or a share below 1, found \"-1\""},
         {{"--warmup_ratio", "1.5"}, "flag --warmup_ratio expects a share between 0 and 1"},
@@ -184,6 +193,48 @@ TEST(config_schedules_match_transformers) {
     o.micro_batch = 1;
     CHECK(zt_init_options(&e, &spec, &o) != ZT_OK);
     CHECK_STR_CONTAINS(zt_last_error(), "cosine_with_min_lr needs min_lr or min_lr_rate in --lr_scheduler_kwargs");
+}
+
+/* reduce_lr_on_plateau and greedy: the learning rate after each evaluation's metric, bit for bit what torch's
+   ReduceLROnPlateau and transformers' GreedyLR give (tests/ref/make_plateau_fixtures.py) */
+TEST(config_plateau_schedules_match_torch) {
+    FILE *f = fopen("tests/ref/plateau.txt", "r");
+    CHECK_MSG(f != NULL, "cannot open tests/ref/plateau.txt (run the tests from the repository root)");
+    if (!f) return;
+    static char buf[1 << 16];
+    int n = 0, moved = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        if (buf[0] == '#') continue;
+        char *line = buf, *name = field(&line), *lr = field(&line), *kwargs = field(&line), *m = field(&line);
+        char *want = field(&line), *bests = field(&line);
+        char *argv[] = {(char *)"p", (char *)"--lr_scheduler_type", name, (char *)"--learning_rate", lr,
+                        (char *)"--lr_scheduler_kwargs", kwargs};
+        zt_options o = zt_options_default();
+        zt_result r = zt_options_parse_args(&o, 7, argv);
+        CHECK_MSG(r == ZT_OK, "%s %s: %s", name, kwargs, zt_last_error());
+        if (r != ZT_OK) continue;
+        CHECK(zt_schedule_lr(&o, 5) == (float)strtod(lr, NULL)); /* the step does not move them */
+        zt_plateau p = zt_plateau_init(&o);
+        for (int k = 0;; k++) {
+            char *end = NULL, *end2 = NULL, *end3 = NULL;
+            double metric = strtod(m, &end), lr_after = strtod(want, &end2), best = strtod(bests, &end3);
+            if (end == m || end2 == want || end3 == bests) {
+                CHECK_MSG(end == m && end2 == want && end3 == bests, "%s %s: as many metrics as learning rates", name, kwargs);
+                break;
+            }
+            m = end, want = end2, bests = end3;
+            double before = p.lr;
+            zt_plateau_step(&p, &o, metric);
+            moved += p.lr != before;
+            CHECK_MSG(p.lr == lr_after, "%s %s: evaluation %d (metric %.17g): lr %.17g, torch %.17g", name, kwargs, k + 1,
+                      metric, p.lr, lr_after);
+            CHECK_MSG(p.best == best, "%s %s: evaluation %d: best %.17g, torch %.17g", name, kwargs, k + 1, p.best, best);
+            if (p.lr != lr_after || p.best != best) break;
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n >= 9 && moved > 40);
 }
 
 TEST(config_loss_scale_matches_deepspeed) {
