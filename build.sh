@@ -611,14 +611,44 @@ script_flags_check() {
             >/dev/null 2>&1 &&
         $B/zt_train --model_name_or_path examples/models/byte-small "${f[@]}" --bf16 True --gradient_checkpointing True \
             --optim adamw_torch --tf32 False --do_train --overwrite_output_dir --report_to none --output_dir $dir/script \
-            >/dev/null 2>&1 &&
+            --per_device_eval_batch_size 16 --dataloader_num_workers 4 --dataloader_pin_memory True --logging_dir runs \
+            --run_name zt --logging_first_step True --save_safetensors True --remove_unused_columns False \
+            --group_by_length --ddp_find_unused_parameters False --ddp_backend nccl --torch_compile True \
+            --gradient_checkpointing_kwargs '{"use_reentrant": false}' --full_determinism --disable_tqdm True \
+            --include_tokens_per_second --skip_memory_metrics False --eval_accumulation_steps 4 --prediction_loss_only \
+            --use_cpu --data_seed 42 --log_level warning >/dev/null 2>&1 &&
         cmp -s <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/plain/metrics.jsonl) \
                <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/script/metrics.jsonl) &&
         [[ -s $dir/plain/metrics.jsonl ]]; then
-        pass "zt_train takes the Transformers scripts' flags (--model_name_or_path, --bf16 True, --optim, --do_train): the same bits"
+        pass "zt_train takes the Transformers scripts' flags (--model_name_or_path, --bf16 True, --optim, --do_train, --dataloader_num_workers and 21 more): the same bits"
     else
         fail "zt_train with the Transformers scripts' flags trains otherwise than with its own (or refused them)"
     fi
+    # --data_seed shuffles --data its own way (and is --seed unless given); --eval_on_start evaluates at step 0;
+    # --log_level error keeps warnings back; the flags that would change the run are refused by name
+    $B/zt_train --model examples/models/byte-small "${f[@]}" --bf16 --gradient_checkpointing --data_seed 5 \
+        --output_dir $dir/seed5 >/dev/null 2>&1 || true
+    if [[ -s $dir/seed5/metrics.jsonl ]] && ! cmp -s <(losses $dir/plain) <(losses $dir/seed5) &&
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --bf16 --gradient_checkpointing --data_seed 42 \
+            --output_dir $dir/seed42 >/dev/null 2>&1 && cmp -s <(losses $dir/plain) <(losses $dir/seed42); then
+        pass "--data_seed reorders --data (and is --seed unless given)"
+    else
+        fail "--data_seed: the losses with --data_seed 5 should differ from the default's and with 42 equal them"
+    fi
+    expect_output "--eval_on_start evaluates before the first step" '^step 0 \| val_loss [0-9.]+$' \
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --val_data "$text" --eval_on_start --output_dir $dir/start
+    local warned quiet
+    warned=$($B/zt_train --model examples/models/byte-small --tf32 True --print_config 2>&1 >/dev/null) || true
+    quiet=$($B/zt_train --model examples/models/byte-small --tf32 True --print_config --log_level error 2>&1 >/dev/null) || true
+    if [[ $warned == *"warning: --tf32"* && $quiet != *"--tf32"* ]]; then
+        pass "--log_level error keeps the library's warnings back"
+    else
+        fail "--log_level: with passive '$warned', with error '$quiet'"
+    fi
+    expect_output "--save_only_model is refused by name" 'save_only_model: zt.s checkpoints hold the optimizer.s state' \
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --save_only_model
+    expect_output "--label_smoothing_factor is refused by name" 'label_smoothing_factor: zt.s loss is plain cross-entropy' \
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --label_smoothing_factor 0.1
 }
 
 # zt_train --num_processes: two ranks train as one process at twice the batch; a killed rank is named

@@ -35,6 +35,11 @@ typedef struct args {
     const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps", "epoch" ("best") */
     const char *metric_for_best_model;
     int greater_is_better, load_best_model_at_end; /* greater_is_better -1: unset, decided by the metric's name */
+    /* more TrainingArguments: acted on, taken because zt already behaves so, or refused where they would differ */
+    int64_t data_seed, eval_batch;
+    int eval_on_start, use_cpu, save_safetensors, save_only_model, save_on_each_node, push_to_hub, auto_batch;
+    double label_smoothing;
+    const char *log_level, *script_value; /* script_value: values taken and unused, as script_switch */
 } args;
 
 typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
@@ -85,6 +90,34 @@ static const flag FLAGS[] = {
     FLAG("do_eval", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --val_data, --eval)"),
     FLAG("overwrite_output_dir", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it"),
     FLAG("report_to", F_STR, report_to, "none", "none: zt writes metrics.jsonl and loss.svg; other reporters are not built"),
+    FLAG("data_seed", F_INT, data_seed, "-1", "the seed of --data's shuffle (-1: --seed)"),
+    FLAG("eval_on_start", F_BOOL, eval_on_start, "false", "evaluate on --val_data before the first step (step 0)"),
+    FLAG("use_cpu", F_BOOL, use_cpu, "false", "the CPU backend (as --backend cpu)"),
+    FLAG("log_level", F_STR, log_level, "passive", "the library's messages: debug, info, warning, error or critical (passive: info)"),
+    FLAG("per_device_eval_batch_size", F_INT, eval_batch, "8", "taken: evaluation runs --per_device_train_batch_size rows at a time (the arenas' size); the loss is the same"),
+    FLAG("eval_accumulation_steps", F_STR, script_value, "", "taken: the evaluation sums its loss as it goes"),
+    FLAG("logging_first_step", F_BOOL, script_switch, "false", "taken: zt prints step 1 always"),
+    FLAG("include_tokens_per_second", F_BOOL, script_switch, "false", "taken: every step line and metrics.jsonl have tokens per second"),
+    FLAG("skip_memory_metrics", F_BOOL, script_switch, "true", "taken: zt reports its arenas after the first step and in metrics.jsonl"),
+    FLAG("full_determinism", F_BOOL, script_switch, "false", "taken: zt is deterministic always (the same bits for the same run)"),
+    FLAG("dataloader_num_workers", F_STR, script_value, "0", "taken: zt reads --data from a memory map, without workers"),
+    FLAG("dataloader_pin_memory", F_BOOL, script_switch, "true", "taken: zt's copies go through its pinned arena"),
+    FLAG("remove_unused_columns", F_BOOL, script_switch, "true", "taken: token files have no columns"),
+    FLAG("group_by_length", F_BOOL, script_switch, "false", "taken: zt's rows all have --seq_len tokens"),
+    FLAG("gradient_checkpointing_kwargs", F_STR, script_value, "", "taken: zt's checkpointing has no arguments (use_reentrant and the like)"),
+    FLAG("torch_compile", F_BOOL, script_switch, "false", "taken: there is no torch to compile"),
+    FLAG("ddp_find_unused_parameters", F_BOOL, script_switch, "false", "taken: every parameter gets a gradient in zt's models"),
+    FLAG("ddp_backend", F_STR, script_value, "", "taken: zt chooses (NCCL between GPUs, its own transport between processes)"),
+    FLAG("logging_dir", F_STR, script_value, "", "taken: metrics.jsonl and loss.svg go to --output_dir"),
+    FLAG("run_name", F_STR, script_value, "", "taken: for reporters zt does not build"),
+    FLAG("disable_tqdm", F_BOOL, script_switch, "false", "taken: zt prints step lines, not progress bars"),
+    FLAG("prediction_loss_only", F_BOOL, script_switch, "false", "taken: zt's evaluation computes only the loss"),
+    FLAG("save_safetensors", F_BOOL, save_safetensors, "true", "checkpoints and exports are safetensors (false is refused)"),
+    FLAG("save_only_model", F_BOOL, save_only_model, "false", "refused if true: zt's checkpoints hold the optimizer's state, to resume"),
+    FLAG("save_on_each_node", F_BOOL, save_on_each_node, "false", "refused if true: rank 0 writes checkpoints to a shared --output_dir"),
+    FLAG("push_to_hub", F_BOOL, push_to_hub, "false", "refused if true: zt does not reach the network (--export writes the directory)"),
+    FLAG("auto_find_batch_size", F_BOOL, auto_batch, "false", "refused if true: zt_train --plan --fit names a batch that fits instead"),
+    FLAG("label_smoothing_factor", F_NUM, label_smoothing, "0", "refused unless 0: zt's loss is plain cross-entropy"),
 };
 #define N_FLAGS (int)(sizeof FLAGS / sizeof FLAGS[0])
 
@@ -182,6 +215,39 @@ static int strategies(args *a) {
         return 0;
     }
     return 1;
+}
+
+/* the TrainingArguments zt takes at their defaults only: one sentence for one that would change the run; and
+   --log_level, as the Trainer names the levels (its "passive" leaves them as they are: info and up) */
+static int log_max = ZT_LOG_INFO;
+static void log_filtered(zt_log_level level, const char *msg, void *user) {
+    static const char *const prefix[] = {"error: ", "warning: ", "", "debug: "};
+    (void)user;
+    if ((int)level <= log_max) fprintf(stderr, "%s%s\n", prefix[level], msg);
+}
+
+static int trainer_flags(const args *a) {
+    const char *why = a->save_only_model ? "--save_only_model: zt's checkpoints hold the optimizer's state too, so that "
+                                           "--resume continues bit for bit"
+                    : a->save_on_each_node ? "--save_on_each_node: rank 0 writes each checkpoint, to an --output_dir every "
+                                             "node sees"
+                    : a->push_to_hub ? "--push_to_hub: zt does not reach the network; --export DIR writes the Hugging Face "
+                                       "directory to upload"
+                    : a->auto_batch ? "--auto_find_batch_size: zt sizes its memory before training; zt_train --plan --fit "
+                                      "80GiB names the settings that fit"
+                    : !a->save_safetensors ? "--save_safetensors false: zt writes safetensors only"
+                    : a->label_smoothing != 0 ? "--label_smoothing_factor: zt's loss is plain cross-entropy (label "
+                                                "smoothing is not built)"
+                    : a->eval_batch < 1 ? "--per_device_eval_batch_size must be at least 1"
+                    : a->eval_on_start && !*a->val_data ? "--eval_on_start evaluates on --val_data, and none was given"
+                    : NULL;
+    if (why) return fprintf(stderr, "zt_train: %s\n", why), 0;
+    static const char *const levels[] = {"passive", "info", "debug", "warning", "error", "critical"};
+    static const int max[] = {ZT_LOG_INFO, ZT_LOG_INFO, ZT_LOG_DEBUG, ZT_LOG_WARN, ZT_LOG_ERROR, ZT_LOG_ERROR};
+    for (int i = 0; i < 6; i++)
+        if (strcmp(a->log_level, levels[i]) == 0) return log_max = max[i], 1;
+    fprintf(stderr, "zt_train: --log_level is debug, info, warning, error, critical or passive, not \"%s\"\n", a->log_level);
+    return 0;
 }
 
 /* splits argv: our flags into `a`, the engine's into eargv; 0 on a bad flag (message printed) */
@@ -431,6 +497,17 @@ static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
     return count ? sum / (double)count : 0.0;
 }
 
+/* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
+static double report_eval(zt_engine *e, const args *a, zt_data *val, int32_t *buf, int64_t step, double epochs) {
+    double v = evaluate(e, val, buf);
+    printf("step %lld | val_loss %.6f\n", (long long)step, v);
+    int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.9g, \"epoch\": %.4f}\n", (long long)step, v,
+                     epochs);
+    if (rank == 0) write_file(a->output_dir, "metrics.jsonl", line, (size_t)n, 1);
+    if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)step, val_curve[n_val++][1] = (float)v;
+    return v;
+}
+
 /* --plan: no ranks are started; the launcher's flags are read here (only --num_processes matters) */
 static int plan_world(int *argc, char **argv) {
     static const char *launcher[] = {"--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
@@ -553,7 +630,8 @@ int main(int argc, char **argv) {
     int eargc;
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
-    if (!strategies(&a)) return 2;
+    if (!strategies(&a) || !trainer_flags(&a)) return 2;
+    if (log_max != ZT_LOG_INFO) zt_set_log(log_filtered, NULL);
     if (strcmp(a.report_to, "none") != 0)
         fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
                 "names) and loss.svg in --output_dir\n", a.report_to);
@@ -566,6 +644,7 @@ int main(int argc, char **argv) {
     spec.config_path = a.model;
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
+    if (a.use_cpu) o.backend = "cpu";
     if ((o.schedule == ZT_SCHED_REDUCE_ON_PLATEAU || o.schedule == ZT_SCHED_GREEDY) && *a.data && !a.eval &&
         strcmp(a.eval_strategy, "no") == 0)
         return fprintf(stderr, "zt_train: --lr_scheduler_type %s follows the evaluations, and --eval_strategy is no (give "
@@ -593,14 +672,14 @@ int main(int argc, char **argv) {
        ends with them (the config is read again, from the flags, to see them in its "auto" values) */
     if (a.num_train_epochs > 0 && !zt_options_given(&o, "max_steps") && *a.data && !a.eval) {
         int64_t T = o.seq_len > 0 ? o.seq_len : model_config.max_positions < 1024 ? model_config.max_positions : 1024;
-        int64_t windows = data_windows(&a, &model_config, T, o.seed);
+        int64_t windows = data_windows(&a, &model_config, T, a.data_seed >= 0 ? (uint64_t)a.data_seed : o.seed);
         if (windows < 0) return fail(NULL);
         int64_t per_step = o.micro_batch * o.grad_accum * world;
         o = flags;
         o.max_steps = (int64_t)ceil(a.num_train_epochs * (double)windows / (double)per_step);
         zt_set_log(quiet, NULL); /* it said what it had to say the first time */
         int read = read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden);
-        zt_set_log(NULL, NULL);
+        zt_set_log(log_max != ZT_LOG_INFO ? log_filtered : NULL, NULL);
         if (!read) return fail(NULL);
         if (rank == 0)
             printf("%g epochs of %lld windows at %lld a step: %lld steps\n", a.num_train_epochs,
@@ -660,7 +739,7 @@ int main(int argc, char **argv) {
         d.vocab = mc->vocab;
         d.seq_len = T;
         d.rows = B;
-        d.seed = o.seed;
+        d.seed = a.data_seed >= 0 ? (uint64_t)a.data_seed : o.seed; /* --data_seed, as the Trainer's sampler takes it */
         d.shuffle = 1;
         d.rank = rank, d.world = world; /* each rank its own rows; together what one rank at world x the batch reads */
         if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
@@ -690,6 +769,12 @@ int main(int argc, char **argv) {
         int kill_rank = -1;
         long kill_step = -1;
         if (getenv("ZT_TRAIN_TEST_KILL")) sscanf(getenv("ZT_TRAIN_TEST_KILL"), "%d:%ld", &kill_rank, &kill_step);
+        if (a.eval_on_start) { /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
+            int64_t epoch, index;
+            zt_data_cursor(data, &epoch, &index);
+            report_eval(e, &a, val, evalbuf, zt_engine_step(e),
+                        (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0));
+        }
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
@@ -729,12 +814,7 @@ int main(int argc, char **argv) {
                      : strcmp(a.eval_strategy, "steps") == 0 && s.step % a.eval_steps == 0;
             int improved = 0; /* strictly better than the best so far, as the Trainer compares */
             if (eval && val) { /* every rank evaluates all of --val_data, to the same bits */
-                double v = evaluate(e, val, evalbuf);
-                printf("step %lld | val_loss %.6f\n", (long long)s.step, v);
-                n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.9g, \"epoch\": %.4f}\n",
-                             (long long)s.step, v, epochs);
-                if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
-                if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)s.step, val_curve[n_val++][1] = (float)v;
+                double v = report_eval(e, &a, val, evalbuf, s.step, epochs);
                 improved = *a.metric_for_best_model && (a.greater_is_better ? v > best.metric : v < best.metric);
                 if (improved) best.metric = v, best.step = strcmp(a.save_strategy, "no") != 0 ? s.step : -1;
                 zt_schedule_observe(e, v); /* reduce_lr_on_plateau and greedy: the Trainer's metric_for_best_model */
