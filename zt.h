@@ -691,7 +691,10 @@ typedef struct zt_options {
     int64_t timescale;          /* inverse_sqrt; 0: the warmup steps, or 10000 without */
     int64_t decay_steps, stable_steps; /* warmup_stable_decay: decay_steps needed; stable < 0: the rest */
     int warmup_shape, decay_shape; /* warmup_stable_decay: 0 "linear", 1 "cosine" (decay's default), 2 "1-sqrt" */
-    /* reduce_lr_on_plateau and greedy (min_lr above is theirs too; < 0: 0, greedy 1e-3) */
+    /* reduce_lr_on_plateau and greedy (min_lr above is theirs too; < 0: 0, greedy 1e-3). They move the learning
+       rate in double, as torch moves its Python float, from lr_exact: the flag's or config's value before its
+       rounding to lr (unset, 0, or another value than lr's: lr) */
+    double lr_exact;
     int plateau_max;            /* mode "max" (default "min") */
     double plateau_factor;      /* < 0: 0.1 (greedy 0.95); below 1 */
     double plateau_threshold;   /* < 0: 1e-4 (greedy 1e-6) */
@@ -5915,6 +5918,7 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
         return r;
     if (amsgrad) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.amsgrad is not implemented in zt", g->j.file);
     if (!bias_correction) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.bias_correction false is not implemented in zt", g->j.file);
+    if ((float)lr != o->lr) o->lr_exact = lr; /* "auto", or the flag's value again: the flag's digits */
     o->lr = (float)lr, o->eps = (float)eps, o->weight_decay = (float)wd, o->beta1 = (float)b1, o->beta2 = (float)b2;
     o->adam_w_mode = strcmp(lower, "adamw") == 0 || mode; /* "Adam" is AdamW unless adam_w_mode is false */
     return ZT_OK;
@@ -7021,6 +7025,7 @@ static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *valu
         if (!*value || *end || errno || !isfinite(v))
             return zt_fail(ZT_ERROR_INVALID, "flag --%s expects a number, found \"%s\"", f->name, value);
         *(float *)field = (float)v;
+        if (field == (void *)&o->lr) o->lr_exact = v;
         return ZT_OK;
     }
     case ZT__F_BOOL: {
@@ -7382,7 +7387,7 @@ ZT_API float zt_schedule_lr(const zt_options *o, int64_t k) {
 ZT_API zt_plateau zt_plateau_init(const zt_options *o) {
     zt_plateau p;
     memset(&p, 0, sizeof p);
-    p.lr = (double)o->lr;
+    p.lr = o->lr_exact != 0 && (float)o->lr_exact == o->lr ? o->lr_exact : (double)o->lr;
     p.best = o->plateau_max ? -INFINITY : INFINITY;
     p.reset_left = o->greedy_reset_start;
     return p;
@@ -9904,24 +9909,32 @@ static int zt__ckpt_plateau_text(const zt_plateau *p, char *b, size_t cap) {
 static zt_result zt__ckpt_read_plateau(const zt__json *j, int t, zt_plateau *p) {
     if (t < 0) return ZT_OK; /* saved under another schedule: this one starts anew */
     if (j->tok[t].type != JSMN_OBJECT) return zt__json_type_error(j, t, "lr_plateau", "an object");
-    const char *const ints[6] = {"bad", "good", "cooldown", "warmup", "evaluations", "reset_left"};
-    int64_t *fields[6] = {&p->bad, &p->good, &p->cooldown, &p->warmup, &p->evals, &p->reset_left};
+    static const char *const keys[10] = {"bad", "good", "cooldown", "warmup", "evaluations", "reset_left", "lr", "sum",
+                                         "best", "values"};
+    int at[10];
+    for (int k = 0; k < 10; k++)
+        if ((at[k] = zt__json_get(j, t, keys[k])) < 0)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: lr_plateau.%s is missing", j->file, keys[k]);
+    int64_t *counters[6] = {&p->bad, &p->good, &p->cooldown, &p->warmup, &p->evals, &p->reset_left};
     zt_result r = ZT_OK;
-    for (int k = 0; k < 6 && r == ZT_OK; k++) r = zt__json_int(j, zt__json_get(j, t, ints[k]), ints[k], fields[k]);
-    int best = zt__json_get(j, t, "best"), values = zt__json_get(j, t, "values");
-    if (r == ZT_OK) r = zt__json_number(j, zt__json_get(j, t, "lr"), "lr", &p->lr);
-    if (r == ZT_OK) r = zt__json_number(j, zt__json_get(j, t, "sum"), "sum", &p->sum);
-    if (r == ZT_OK && !zt__json_is_null(j, best)) r = zt__json_number(j, best, "best", &p->best);
-    if (r == ZT_OK && values >= 0) {
-        if (j->tok[values].type != JSMN_ARRAY || j->tok[values].size > ZT_PLATEAU_WINDOW)
-            return zt__json_type_error(j, values, "values", "an array of at most 256 numbers");
-        p->n_values = j->tok[values].size;
-        for (int64_t i = 0; i < p->n_values && r == ZT_OK; i++)
-            r = zt__json_number(j, values + 1 + (int)i, "values", &p->values[i]);
-    }
-    if (r == ZT_OK && (!(p->lr >= 0) || !isfinite(p->lr) || p->bad < 0 || p->good < 0 || p->cooldown < 0 || p->warmup < 0))
-        r = zt_fail(ZT_ERROR_FORMAT, "%s: lr_plateau is out of range (lr %g, counters %lld %lld %lld %lld)", j->file, p->lr,
-                    (long long)p->bad, (long long)p->good, (long long)p->cooldown, (long long)p->warmup);
+    for (int k = 0; k < 6 && r == ZT_OK; k++) r = zt__json_int(j, at[k], keys[k], counters[k]);
+    if (r == ZT_OK) r = zt__json_number(j, at[6], "lr", &p->lr);
+    if (r == ZT_OK) r = zt__json_number(j, at[7], "sum", &p->sum);
+    if (r == ZT_OK && !zt__json_is_null(j, at[8])) r = zt__json_number(j, at[8], "best", &p->best);
+    if (r != ZT_OK) return r;
+    if (j->tok[at[9]].type != JSMN_ARRAY) return zt__json_type_error(j, at[9], "values", "an array of numbers");
+    if (j->tok[at[9]].size > ZT_PLATEAU_WINDOW)
+        return zt_fail(ZT_ERROR_FORMAT, "%s: lr_plateau.values holds %d numbers, more than the %d of zt's window", j->file,
+                       j->tok[at[9]].size, ZT_PLATEAU_WINDOW);
+    p->n_values = j->tok[at[9]].size;
+    for (int64_t i = 0; i < p->n_values && r == ZT_OK; i++) r = zt__json_number(j, at[9] + 1 + (int)i, "values", &p->values[i]);
+    for (int k = 0; k < 6 && r == ZT_OK; k++)
+        if (*counters[k] < 0)
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: lr_plateau.%s is %lld, and counts are 0 or more", j->file, keys[k],
+                        (long long)*counters[k]);
+    if (r == ZT_OK && !(p->lr >= 0 && isfinite(p->lr) && isfinite(p->sum)))
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: lr_plateau's lr %g and sum %g should be finite (and the lr 0 or more)", j->file,
+                    p->lr, p->sum);
     return r;
 }
 

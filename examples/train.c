@@ -12,6 +12,7 @@
    goes through write() on buffers set aside here, and nothing is allocated (a test checks it). */
 #define _POSIX_C_SOURCE 200809L /* open flags and write() under -std=c11 */
 #include "../zt.h"
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -163,7 +164,7 @@ static void usage(void) {
    SaveStrategy "best"; an unset --eval_strategy is "steps" when --eval_steps is given. The best model follows
    the Trainer's rules: --metric_for_best_model is "loss" when --load_best_model_at_end asks for one, and loading
    the best checkpoint needs one saved at every evaluation (the same strategy, save steps a multiple of eval steps) */
-static int strategies(args *a) {
+static int strategies(args *a, zt_schedule schedule) {
     const char *const names[3] = {"save_strategy", "eval_strategy", "logging_strategy"};
     const char **values[3] = {&a->save_strategy, &a->eval_strategy, &a->logging_strategy};
     if (!*a->eval_strategy) a->eval_strategy = a->eval_steps > 0 ? "steps" : "no";
@@ -175,7 +176,8 @@ static int strategies(args *a) {
         return 0;
     }
     int best = strcmp(a->save_strategy, "best") == 0;
-    if (!*a->metric_for_best_model && a->load_best_model_at_end) a->metric_for_best_model = "loss";
+    int follows = schedule == ZT_SCHED_REDUCE_ON_PLATEAU || schedule == ZT_SCHED_GREEDY; /* steps with the metric */
+    if (!*a->metric_for_best_model && (a->load_best_model_at_end || follows)) a->metric_for_best_model = "loss";
     if (best && !*a->metric_for_best_model) {
         fprintf(stderr, "zt_train: --save_strategy best saves when --metric_for_best_model improves, and none was given "
                 "(loss, or --load_best_model_at_end)\n");
@@ -197,10 +199,11 @@ static int strategies(args *a) {
         fprintf(stderr, "zt_train: --eval_strategy steps needs --eval_steps (or --logging_steps) above 0\n");
         return 0;
     }
-    const char *wants = best ? "--save_strategy best" : "--load_best_model_at_end";
-    if ((best || a->load_best_model_at_end) && strcmp(a->eval_strategy, "no") == 0) {
-        fprintf(stderr, "zt_train: %s compares evaluations, and --eval_strategy is no (give --val_data with --eval_steps "
-                "or --eval_strategy epoch)\n", wants);
+    const char *wants = best ? "--save_strategy best" : a->load_best_model_at_end ? "--load_best_model_at_end"
+                      : follows ? zt_schedule_name(schedule) : NULL;
+    if (wants && strcmp(a->eval_strategy, "no") == 0 && *a->data && !a->eval) {
+        fprintf(stderr, "zt_train: %s follows the evaluations, and --eval_strategy is no (give --val_data with "
+                "--eval_steps or --eval_strategy epoch)\n", wants);
         return 0;
     }
     if (a->load_best_model_at_end && !best && strcmp(a->save_strategy, a->eval_strategy) != 0) {
@@ -208,8 +211,12 @@ static int strategies(args *a) {
                 "best), found --save_strategy %s and --eval_strategy %s\n", a->save_strategy, a->eval_strategy);
         return 0;
     }
-    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 &&
-        (a->save_steps <= 0 || a->save_steps % a->eval_steps != 0)) {
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->save_steps <= 0) {
+        fprintf(stderr, "zt_train: --load_best_model_at_end loads a checkpoint saved at an evaluation, and --save_steps "
+                "0 saves only at the end: give a multiple of --eval_steps (%lld)\n", (long long)a->eval_steps);
+        return 0;
+    }
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->save_steps % a->eval_steps != 0) {
         fprintf(stderr, "zt_train: --load_best_model_at_end needs --save_steps to be a round multiple of --eval_steps, "
                 "found %lld and %lld\n", (long long)a->save_steps, (long long)a->eval_steps);
         return 0;
@@ -348,20 +355,51 @@ static void write_file(const char *dir, const char *name, const char *text, size
    loads). It rides in trainer_state.json beside each checkpoint's tensors, so --resume carries it on. */
 typedef struct best_model { double metric; int64_t step, checkpoint; } best_model; /* -1: none yet */
 
-static void write_trainer_state(const char *out, int64_t step, const best_model *b) {
-    char name[64], metric[40] = "null", best_step[24] = "null", checkpoint[4200] = "null";
+/* trainer_state.json of the checkpoint at `step`, written whole beside it (a temporary in --output_dir, then
+   renamed into the checkpoint); 0 when it cannot be written (message printed). The path is JSON-escaped. */
+static int write_trainer_state(const char *out, int64_t step, const best_model *b) {
+    char metric[40] = "null", best_step[24] = "null", checkpoint[8400] = "null", tmp[4200], path[4200];
     if (isfinite(b->metric)) snprintf(metric, sizeof metric, "%.17g", b->metric);
     if (b->step >= 0) snprintf(best_step, sizeof best_step, "%lld", (long long)b->step);
-    if (b->checkpoint >= 0) snprintf(checkpoint, sizeof checkpoint, "\"%s/global_step%lld\"", out, (long long)b->checkpoint);
+    if (b->checkpoint >= 0) {
+        char *w = checkpoint;
+        *w++ = '"';
+        for (const char *c = out; *c && w < checkpoint + sizeof checkpoint - 64; c++) {
+            if (*c == '"' || *c == '\\') *w++ = '\\', *w++ = *c;
+            else if ((unsigned char)*c < 0x20) w += sprintf(w, "\\u%04x", (unsigned char)*c);
+            else *w++ = *c;
+        }
+        snprintf(w, (size_t)(checkpoint + sizeof checkpoint - w), "/global_step%lld\"", (long long)b->checkpoint);
+    }
     int n = snprintf(line, sizeof line, "{\"global_step\": %lld, \"best_metric\": %s, \"best_global_step\": %s, "
                      "\"best_model_checkpoint\": %s}\n", (long long)step, metric, best_step, checkpoint);
-    snprintf(name, sizeof name, "global_step%lld/trainer_state.json", (long long)step);
-    if (n < (int)sizeof line) write_file(out, name, line, (size_t)n, 0);
+    snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out);
+    snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
+    int fd = n < (int)sizeof line ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int ok = fd >= 0 && write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+    if (fd >= 0) close(fd);
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, n < (int)sizeof line ? strerror(errno) : "too long");
+    return ok;
 }
 
-/* the best evaluation a resumed checkpoint recorded; none when it has no trainer_state.json. 0: a malformed one */
+/* the value of "key" in the flat JSON object text (after its colon and spaces), or NULL */
+static const char *json_value(const char *text, const char *key) {
+    size_t n = strlen(key);
+    for (const char *v = strchr(text, '"'); v; v = strchr(v + 1, '"')) {
+        if (strncmp(v + 1, key, n) != 0 || v[n + 1] != '"') continue;
+        v += n + 2;
+        v += strspn(v, " \t\r\n");
+        if (*v != ':') return NULL;
+        return v + 1 + strspn(v + 1, " \t\r\n");
+    }
+    return NULL;
+}
+
+/* the best evaluation a resumed checkpoint recorded (none, with a warning, when it has no trainer_state.json);
+   0: a malformed one, named */
 static int read_trainer_state(const char *resume, const char *out, best_model *b) {
-    char path[4400], tag[256] = "", text[8192];
+    char path[4400], tag[256] = "", text[16384];
     FILE *f = NULL;
     snprintf(path, sizeof path, "%s/latest", resume);
     if ((f = fopen(path, "r")) != NULL) { /* a save directory: its newest checkpoint, as zt_load follows it */
@@ -370,29 +408,34 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
         tag[strcspn(tag, " \t\r\n")] = 0;
     }
     snprintf(path, sizeof path, "%s%s%s/trainer_state.json", resume, *tag ? "/" : "", tag);
-    if ((f = fopen(path, "r")) == NULL) return 1;
+    if ((f = fopen(path, "r")) == NULL) {
+        printf("%s is missing: the best evaluation is tracked from here on\n", path);
+        return 1;
+    }
     size_t n = fread(text, 1, sizeof text - 1, f);
+    int longer = fgetc(f) != EOF;
     fclose(f);
     text[n] = 0;
+    if (longer) return fprintf(stderr, "zt_train: %s is longer than the %zu bytes a trainer state takes\n", path, n), 0;
     const char *const keys[3] = {"best_metric", "best_global_step", "best_model_checkpoint"};
     for (int k = 0; k < 3; k++) {
-        char key[40];
-        snprintf(key, sizeof key, "\"%s\":", keys[k]);
-        const char *v = strstr(text, key), *end = NULL;
-        if (v) v += strlen(key) + strspn(v + strlen(key), " \t\r\n");
-        if (v && strncmp(v, "null", 4) == 0) continue;
-        if (v && k == 0) b->metric = strtod(v, (char **)&end);
-        if (v && k == 1) b->step = strtoll(v, (char **)&end, 10);
-        if (v && k == 2 && *v == '"' && (end = strchr(v + 1, '"')) != NULL) { /* ".../global_stepN" */
-            const char *at = NULL;
-            for (const char *c = strstr(v, "global_step"); c && c < end; c = strstr(c + 1, "global_step")) at = c;
+        const char *v = json_value(text, keys[k]);
+        char *end = NULL;
+        int ok = v != NULL;
+        if (ok && strncmp(v, "null", 4) == 0 && !isalnum((unsigned char)v[4])) continue;
+        if (ok && k == 0) b->metric = strtod(v, &end), ok = end != v && isfinite(b->metric);
+        if (ok && k == 1) b->step = strtoll(v, &end, 10), ok = end != v && b->step >= 0 && !strchr(".eE", *end);
+        if (ok && k == 2) { /* "DIR/global_stepN": its step; the directory is --output_dir's */
+            const char *close = *v == '"' ? strchr(v + 1, '"') : NULL, *at = NULL;
+            for (const char *c = v; close && (c = strstr(c + 1, "/global_step")) != NULL && c < close;) at = c;
             long long ck = -1;
-            b->checkpoint = at && sscanf(at, "global_step%lld", &ck) == 1 && ck >= 0 ? ck : -1;
-            end = b->checkpoint >= 0 ? end + 1 : NULL;
+            int len = 0;
+            ok = at && sscanf(at, "/global_step%lld%n", &ck, &len) == 1 && ck >= 0 && at + len == close;
+            b->checkpoint = ok ? ck : -1;
         }
-        if (!v || !end || end == v || (k == 1 && b->step < 0)) {
+        if (!ok) {
             fprintf(stderr, "zt_train: %s: \"%s\" should be %s or null\n", path, keys[k],
-                    k == 0 ? "a number" : k == 1 ? "a step" : "a checkpoint's path (.../global_stepN)");
+                    k == 0 ? "a finite number" : k == 1 ? "a step" : "a checkpoint's path (\"DIR/global_stepN\")");
             return 0;
         }
     }
@@ -408,18 +451,19 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
 
 /* a checkpoint was written at `step`: it may be the best one; --save_total_limit removes the oldest beyond the
    limit, except the newest (for --resume) and the best */
-static void saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved) {
+static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved) {
     if (*n_saved < 64) saved[(*n_saved)++] = step;
     if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
-    if (rank == 0) write_trainer_state(a->output_dir, step, b);
+    if (rank == 0 && !write_trainer_state(a->output_dir, step, b)) return 0;
     int64_t keep = a->save_total_limit;
-    if (keep <= 0) return;
+    if (keep <= 0) return 1;
     if (b->checkpoint >= 0 && b->checkpoint != step && keep < 2) keep = 2;
     for (int64_t i = 0; i < *n_saved && *n_saved > keep;) {
         if (saved[i] == step || saved[i] == b->checkpoint) { i++; continue; }
         if (rank == 0) zt_remove_checkpoint(a->output_dir, saved[i]);
         memmove(saved + i, saved + i + 1, sizeof(int64_t) * (size_t)(--*n_saved - i));
     }
+    return 1;
 }
 
 /* loss.svg: the training and validation loss against the step */
@@ -630,7 +674,7 @@ int main(int argc, char **argv) {
     int eargc;
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
-    if (!strategies(&a) || !trainer_flags(&a)) return 2;
+    if (!trainer_flags(&a)) return 2;
     if (log_max != ZT_LOG_INFO) zt_set_log(log_filtered, NULL);
     if (strcmp(a.report_to, "none") != 0)
         fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
@@ -645,10 +689,7 @@ int main(int argc, char **argv) {
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
     if (a.use_cpu) o.backend = "cpu";
-    if ((o.schedule == ZT_SCHED_REDUCE_ON_PLATEAU || o.schedule == ZT_SCHED_GREEDY) && *a.data && !a.eval &&
-        strcmp(a.eval_strategy, "no") == 0)
-        return fprintf(stderr, "zt_train: --lr_scheduler_type %s follows the evaluations, and --eval_strategy is no (give "
-                       "--val_data with --eval_steps or --eval_strategy epoch)\n", zt_schedule_name(o.schedule)), 2;
+    if (!strategies(&a, o.schedule)) return 2;
     o.eot_token = a.eot;
     o.comm = comm;
     zt_model_config model_config;
@@ -824,7 +865,7 @@ int main(int argc, char **argv) {
                      : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
             if (save) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-                saved_checkpoint(&a, s.step, &best, saved, &n_saved);
+                if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved)) return 1;
                 if (rank == 0) write_svg(a.output_dir);
             }
         }
@@ -832,7 +873,7 @@ int main(int argc, char **argv) {
         int saving = strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0;
         if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-            saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved);
+            if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved)) return 1;
         }
         if (rank == 0) write_svg(a.output_dir);
         if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */

@@ -407,6 +407,52 @@ TEST(checkpoint_damage_is_refused_before_anything_changes) {
     zt_shutdown(e);
 }
 
+/* reduce_lr_on_plateau in the engine: zt_step runs at the rate zt_schedule_observe moved, and the state rides in
+   the checkpoint (a loaded engine moves on as the saved one does); a damaged state is refused by key */
+TEST(plateau_schedule_follows_observations_across_a_checkpoint) {
+    char dir[256], f[400];
+    temp_dir(dir, sizeof dir, "ckpt_plateau");
+    zt_model_config c;
+    if (zt_model_config_parse(&c, TINY, strlen(TINY), "tiny") != ZT_OK) zt_fatal("%s", zt_last_error());
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &c;
+    zt_options o = zt_options_default();
+    char *argv[] = {(char *)"p", (char *)"--lr_scheduler_type", (char *)"reduce_lr_on_plateau", (char *)"--learning_rate",
+                    (char *)"1e-3", (char *)"--lr_scheduler_kwargs", (char *)"{\"patience\": 1, \"factor\": 0.5}"};
+    CHECK(zt_options_parse_args(&o, 7, argv) == ZT_OK);
+    o.micro_batch = 1, o.seq_len = 8, o.threads = 2, o.max_steps = 20;
+    zt_engine *e = NULL, *e2 = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
+    CHECK(zt_init_options(&e2, &spec, &o) == ZT_OK);
+    int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const double metrics[6] = {3.0, 2.0, 2.5, 2.4, 2.0, 2.1}; /* two without a gain after 2.0: halve, twice */
+    const double want[6] = {1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4};
+    for (int k = 0; k < 6; k++) {
+        zt_schedule_observe(e, metrics[k]);
+        zt_forward_backward(e, tok, NULL, NULL, 1);
+        zt_step_info s = zt_step(e);
+        CHECK_MSG(s.lr == (float)want[k], "after metric %d: lr %g, torch %g", k, (double)s.lr, want[k]);
+        if (k == 3) CHECK(zt_save(e, dir, NULL) == ZT_OK);
+    }
+    CHECK(zt_load(e2, dir, NULL) == ZT_OK); /* from step 4: best 2.0, just halved to 5e-4 */
+    zt_schedule_observe(e2, metrics[4]);
+    zt_forward_backward(e2, tok, NULL, NULL, 1);
+    CHECK_MSG(zt_step(e2).lr == 5e-4f, "the loaded state should go on as the saved one");
+    zt_schedule_observe(e2, metrics[5]);
+    zt_forward_backward(e2, tok, NULL, NULL, 1);
+    CHECK_MSG(zt_step(e2).lr == 2.5e-4f, "the loaded state should halve where the saved one did");
+    snprintf(f, sizeof f, "%s/global_step4/zt_state.json", dir);
+    replace_in_file(f, "\"bad\": 0", "\"bad\":-1");
+    CHECK(zt_load(e2, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "lr_plateau.bad is -1");
+    replace_in_file(f, "\"bad\":-1", "\"bxd\": 1");
+    CHECK(zt_load(e2, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "lr_plateau.bad is missing");
+    zt_shutdown(e);
+    zt_shutdown(e2);
+}
+
 TEST(model_sizes_beyond_the_kernels_are_refused) {
     const char *json = "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 1, \"hidden_size\": 8,"
                        " \"intermediate_size\": 270000, \"max_position_embeddings\": 8, \"vocab_size\": 8}";

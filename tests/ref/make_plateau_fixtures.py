@@ -6,8 +6,9 @@ metric, as torch's ReduceLROnPlateau (--lr_scheduler_type reduce_lr_on_plateau) 
     python3 tests/ref/make_plateau_fixtures.py
 
 Each line: the schedule, the learning rate, the kwargs (JSON), the metrics given one after another, the
-learning rate after each of them and the best metric after each (greedy's smoothed; repr: the exact double). The learning rates are powers of two, the same
-in zt's float options as in torch's Python floats, so the test asks for the same bits."""
+learning rate after each of them and the best metric after each (greedy's smoothed; repr: the exact double). zt
+keeps --learning_rate's double beside its float for these schedules, so the test asks for the same bits also
+where the learning rate (1e-3, 5e-5) is not a float."""
 import json
 import os
 import random
@@ -31,6 +32,8 @@ CASES = [
     ("greedy", 2.0 ** -9, {"smooth": True, "window_size": 3, "patience": 1, "mode": "max", "threshold": 0.0}),
     ("greedy", 2.0 ** -7, {"patience": 0, "max_lr": 0.02, "factor": 0.5}),
     ("greedy", 2.0 ** -7, {"patience": 0, "factor": 0.5, "min_lr": 0.002, "reset_start": 2, "threshold": 0.0}),
+    ("greedy", 1e-3, {"patience": 0, "factor": 0.5, "min_lr": 2.5e-4, "reset_start": 2}),
+    ("reduce_lr_on_plateau", 5e-5, {"patience": 0, "min_lr": 5e-8, "eps": 1e-12}),
 ]
 
 
