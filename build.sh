@@ -667,8 +667,8 @@ script_flags_check() {
     fi
     expect_output "--save_only_model is refused by name" 'save_only_model: zt.s checkpoints hold the optimizer.s state' \
         $B/zt_train --model examples/models/byte-small "${f[@]}" --save_only_model
-    expect_output "--label_smoothing_factor is refused by name" 'label_smoothing_factor: zt.s loss is plain cross-entropy' \
-        $B/zt_train --model examples/models/byte-small "${f[@]}" --label_smoothing_factor 0.1
+    expect_output "--label_smoothing_factor outside [0, 1] is refused" 'label_smoothing_factor 1.5: the share of the uniform' \
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --label_smoothing_factor 1.5
 }
 
 # zt_train --num_processes: two ranks train as one process at twice the batch; a killed rank is named

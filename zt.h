@@ -471,6 +471,19 @@ ZT_API void zt_output_loss_capped(zt_stream *s, zt_tensor losses, const zt_tenso
                                   const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
                                   zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
                                   float dloss, float softcap);
+/* The general form of the two, with the Trainer's label smoothing (label_smoothing_factor e, transformers 5's
+   LabelSmoother per token): a row's loss is (1 - e) (lse - x_t) + e (lse - the mean of its vocab logits), and
+   dlogits (softmax - (1 - e) onehot - e / vocab) dloss, of the capped logits where softcap > 0. */
+typedef struct zt_loss_params {
+    int64_t vocab;
+    int ignore_index;
+    float dloss, softcap, label_smoothing; /* softcap 0: none; label_smoothing in [0, 1] */
+} zt_loss_params;
+ZT_API void zt_crossentropy_with(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
+                                 zt_tensor targets, zt_loss_params p);
+ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor *dhidden, const zt_tensor *dweight,
+                                zt_tensor hidden, zt_tensor weight, zt_tensor targets, zt_tensor logits_buf,
+                                zt_loss_params p);
 
 /* AdamW (decoupled weight decay, PyTorch's formula). master, m, v (n) f32; grad (n) any float dtype,
    multiplied by grad_scale first (loss-scale unscaling and clipping; with l2, the decay term is added
@@ -571,6 +584,7 @@ typedef struct zt_batch {
     zt_tensor losses;   /* (B,T) f32, written by the last block */
     float dloss;        /* d(total loss) / d(each token's loss), loss scale included */
     int ignore_index;
+    float label_smoothing; /* the Trainer's label_smoothing_factor, for the output layer's loss (zt_loss_params) */
     int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
     /* A block may set *aux to an auxiliary loss of the micro-batch (the MoE routers' balance); it counts once per
        counted token, so d(total loss) / d(*aux) = dloss * counted. The engine sets it to 0 before the forward. */
@@ -672,6 +686,8 @@ typedef struct zt_options {
     int gradient_checkpointing;
     uint64_t seed;
     int ignore_index;           /* -100 */
+    float label_smoothing;      /* the Trainer's label_smoothing_factor (0: none): the loss, training and evaluation,
+                                   mixes in this share of the uniform distribution (zt_loss_params) */
     int32_t eot_token;          /* -1: none; else packed documents: positions restart after this token,
                                    attention does not cross it, and it predicts nothing */
     /* optimizer (AdamW, decoupled) */
@@ -1827,7 +1843,7 @@ typedef struct zt__args_crossentropy {
     zt_tensor losses, dlogits, logits, targets;
     int64_t vocab;
     int ignore_index;
-    float dloss, softcap; /* softcap 0: none */
+    float dloss, softcap, smoothing; /* softcap 0: none; smoothing: zt_loss_params.label_smoothing */
 } zt__args_crossentropy;
 /* the MoE ops (zt_moe_*, zt_gated_add_*): each uses the fields its function names; k choices per token;
    the gated add: out, inp (y), weight (gate); dinp (dy), dweight (dgate), dout; the balance: dinp (dlogits),
@@ -2597,10 +2613,24 @@ ZT_API void zt_crossentropy(zt_stream *s, zt_tensor losses, const zt_tensor *dlo
     zt_crossentropy_capped(s, losses, dlogits, logits, targets, vocab, ignore_index, dloss, 0.0f);
 }
 
+static zt_loss_params zt__loss_params(int64_t vocab, int ignore_index, float dloss, float softcap) {
+    zt_loss_params p;
+    p.vocab = vocab, p.ignore_index = ignore_index, p.dloss = dloss, p.softcap = softcap, p.label_smoothing = 0.0f;
+    return p;
+}
+
 ZT_API void zt_crossentropy_capped(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
                                    zt_tensor targets, int64_t vocab, int ignore_index, float dloss, float softcap) {
+    zt_crossentropy_with(s, losses, dlogits, logits, targets, zt__loss_params(vocab, ignore_index, dloss, softcap));
+}
+
+ZT_API void zt_crossentropy_with(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
+                                 zt_tensor targets, zt_loss_params p) {
     const char *name = "zt_crossentropy";
-    zt__need_capping(name, 1.0f, softcap);
+    int64_t vocab = p.vocab;
+    zt__need_capping(name, 1.0f, p.softcap);
+    zt__need(p.label_smoothing >= 0.0f && p.label_smoothing <= 1.0f, name, "label_smoothing %g must be in [0, 1]",
+             (double)p.label_smoothing);
     zt__need_tensor(name, "logits", logits, ZT__FLOAT, ZT__ANY_SIZE);
     int64_t N = zt_rows(logits);
     zt__need(vocab > 0 && vocab <= zt_cols(logits), name, "vocab %lld must be in [1, %lld]",
@@ -2615,9 +2645,10 @@ ZT_API void zt_crossentropy_capped(zt_stream *s, zt_tensor losses, const zt_tens
     op.crossentropy.logits = logits;
     op.crossentropy.targets = targets;
     op.crossentropy.vocab = vocab;
-    op.crossentropy.ignore_index = ignore_index;
-    op.crossentropy.dloss = dloss;
-    op.crossentropy.softcap = softcap;
+    op.crossentropy.ignore_index = p.ignore_index;
+    op.crossentropy.dloss = p.dloss;
+    op.crossentropy.softcap = p.softcap;
+    op.crossentropy.smoothing = p.label_smoothing;
     zt__launch(s, &op);
 }
 
@@ -2633,6 +2664,13 @@ ZT_API void zt_output_loss_capped(zt_stream *s, zt_tensor losses, const zt_tenso
                                   const zt_tensor *dweight, zt_tensor hidden, zt_tensor weight,
                                   zt_tensor targets, zt_tensor logits_buf, int64_t vocab, int ignore_index,
                                   float dloss, float softcap) {
+    zt_output_loss_with(s, losses, dhidden, dweight, hidden, weight, targets, logits_buf,
+                        zt__loss_params(vocab, ignore_index, dloss, softcap));
+}
+
+ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor *dhidden, const zt_tensor *dweight,
+                                zt_tensor hidden, zt_tensor weight, zt_tensor targets, zt_tensor logits_buf,
+                                zt_loss_params p) {
     int64_t N = zt_rows(hidden), C = zt_cols(hidden), Vp = zt_rows(weight);
     int64_t R = zt_rows(logits_buf);
     zt__need(zt_cols(weight) == C && zt_cols(logits_buf) == Vp && R > 0, "zt_output_loss",
@@ -2656,8 +2694,7 @@ ZT_API void zt_output_loss_capped(zt_stream *s, zt_tensor losses, const zt_tenso
             dlogits = zt_tensor_make((uint8_t *)logits_buf.data + (size_t)(n * Vp) * lsize, weight.dtype, ZT_DEVICE,
                                      zt_shape2(n, Vp));
         zt_gemm(s, logits, h, weight, 0, 1, 1.0f, 0.0f, NULL);
-        zt_crossentropy_capped(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits,
-                               zt_slice(targets, r0, n), vocab, ignore_index, dloss, softcap);
+        zt_crossentropy_with(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits, zt_slice(targets, r0, n), p);
         if (dhidden) {
             zt_tensor dh = zt_slice(zt_view(*dhidden, 0, zt_shape2(N, C)), r0, n);
             zt_gemm(s, dh, dlogits, weight, 0, 0, 1.0f, 1.0f, NULL);
@@ -3681,9 +3718,12 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     zt_tensor logits = zt_block_temp(ctx, ZT_F32, zt_shape2(zt__logit_rows(N, Vp), Vp));
     zt_tensor losses = zt_view(b->losses, 0, zt_shape1(N)), targets = zt_view(b->targets, 0, zt_shape1(N));
+    zt_loss_params lp;
+    lp.vocab = c->vocab, lp.ignore_index = b->ignore_index, lp.dloss = b->dloss, lp.softcap = c->logit_softcap;
+    lp.label_smoothing = b->label_smoothing; /* the evaluation's loss too, as the Trainer's compute_loss has it */
     if (!ctx->training) {
-        zt_output_loss_capped(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, c->vocab,
-                              b->ignore_index, 0.0f, c->logit_softcap);
+        lp.dloss = 0.0f;
+        zt_output_loss_with(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, lp);
         if (b->logits_at >= 0) /* for sampling: one row's logits (capped where the model caps them, by the sampler) */
             zt_gemm(ctx->stream, zt_view(b->logits, 0, zt_shape2(1, Vp)), zt_slice(sv->x, b->logits_at, 1),
                     ctx->param[ZT__HEAD_OUT], 0, 1, 1.0f, 0.0f, NULL);
@@ -3691,8 +3731,8 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     sv->dx = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
     zt_fill(ctx->stream, sv->dx, 0.0f);
-    zt_output_loss_capped(ctx->stream, losses, &sv->dx, zt__maybe(&ctx->grad[ZT__HEAD_OUT]), sv->x,
-                          ctx->param[ZT__HEAD_OUT], targets, logits, c->vocab, b->ignore_index, b->dloss, c->logit_softcap);
+    zt_output_loss_with(ctx->stream, losses, &sv->dx, zt__maybe(&ctx->grad[ZT__HEAD_OUT]), sv->x, ctx->param[ZT__HEAD_OUT],
+                        targets, logits, lp);
 }
 
 static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
@@ -6969,6 +7009,7 @@ static const zt__flag zt__flags[] = {
              "reduce_lr_on_plateau and greedy follow the evaluations"),
     ZT__FLAG("lr_scheduler_kwargs", ZT__F_STR, lr_scheduler_kwargs, "the schedule's arguments as JSON, e.g. '{\"num_cycles\": 2}'"),
     ZT__FLAG("seed", ZT__F_INT, seed, "seed of initialisation and sampling"),
+    ZT__FLAG("label_smoothing_factor", ZT__F_FLOAT, label_smoothing, "the loss's share of the uniform distribution (0: none)"),
     ZT__FLAG("gradient_checkpointing", ZT__F_BOOL, gradient_checkpointing, "recompute each block in backward"),
     ZT__FLAG("backend", ZT__F_STR, backend, "cpu or cuda"),
     ZT__FLAG("threads", ZT__F_INT, threads, "CPU threads (0: every core)"),
@@ -7655,6 +7696,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.B = e->B;
     e->full.T = e->T;
     e->full.ignore_index = e->opt.ignore_index;
+    e->full.label_smoothing = e->opt.label_smoothing;
     e->full.logits_at = -1;
     e->full.aux = &e->aux;
     e->full.shared = e->shared;
@@ -8813,6 +8855,9 @@ static zt_result zt__check_options(zt_engine *e) {
         (o->offload_optimizer == ZT_OFFLOAD_NVME && o->zero_stage < 3) || (o->offload_param != ZT_OFFLOAD_NONE && o->zero_stage < 3))
         return zt_fail(ZT_ERROR_INVALID, "offload needs ZeRO: the optimizer to host memory at stages 1-3, to NVMe and the "
                        "parameters at stage 3 (the stage is %d)", o->zero_stage);
+    if (!(o->label_smoothing >= 0.0f && o->label_smoothing <= 1.0f))
+        return zt_fail(ZT_ERROR_INVALID, "--label_smoothing_factor %g: the share of the uniform distribution is between 0 "
+                       "and 1", (double)o->label_smoothing);
     zt_result r = zt__check_schedule(o);
     if (r != ZT_OK) return r;
     if (!(o->offload_ratio >= 0 && o->offload_ratio <= 1))
@@ -17060,20 +17105,22 @@ static void zt__crossentropy_task(void *ctx, int64_t task, int thread) {
         float *x = buf, cap = a->softcap;
         zt__to_f32(x, a->logits.data, a->logits.dtype, r * Vp, V);
         for (int64_t c = 0; c < V && cap > 0; c++) x[c] = cap * tanhf(x[c] / cap);
-        float xt = ignored ? 0.0f : x[t];
+        float xt = ignored ? 0.0f : x[t], e = a->smoothing;
         float m = -INFINITY;
-        double sum = 0.0; /* 128k terms: summed in double so the loss keeps f32 accuracy */
+        double sum = 0.0, total = 0.0; /* 128k terms: summed in double so the loss keeps f32 accuracy */
         for (int64_t c = 0; c < V; c++) m = ZT__MAX(m, x[c]);
+        for (int64_t c = 0; e > 0 && c < V; c++) total += x[c];
         for (int64_t c = 0; c < V; c++) {
             x[c] = expf(x[c] - m);
             sum += x[c];
         }
         float lse = m + (float)log(sum);
-        ((float *)a->losses.data)[r] = ignored ? 0.0f : lse - xt;
+        float loss = e > 0 ? (1.0f - e) * (lse - xt) + e * (lse - (float)(total / (double)V)) : lse - xt;
+        ((float *)a->losses.data)[r] = ignored ? 0.0f : loss;
         if (!zt__present(a->dlogits)) continue;
-        float scale = ignored ? 0.0f : (float)(a->dloss / sum);
-        for (int64_t c = 0; c < V; c++) x[c] *= scale;
-        if (!ignored) x[t] -= a->dloss;
+        float scale = ignored ? 0.0f : (float)(a->dloss / sum), uniform = ignored ? 0.0f : e * a->dloss / (float)V;
+        for (int64_t c = 0; c < V; c++) x[c] = x[c] * scale - uniform;
+        if (!ignored) x[t] -= (1.0f - e) * a->dloss;
         for (int64_t c = 0; c < V && cap > 0; c++) { /* through the cap: (1 - tanh^2), from the logit before it */
             float th = tanhf(zt__ldf(a->logits.data, a->logits.dtype, r * Vp + c) / cap);
             x[c] *= 1.0f - th * th;

@@ -419,9 +419,11 @@ static __device__ __forceinline__ float zt__cu_capped(zt__cu_t logits, int64_t i
 }
 
 /* Softmax + cross-entropy, a block per row: the max, the sum of exponentials in double (128k terms),
-   the loss; with dlogits (which may be the logits), (softmax - onehot) * dloss and zero padding. */
+   the loss; with dlogits (which may be the logits), (softmax - onehot) * dloss and zero padding. With label
+   smoothing e, the CPU's rule: the logits' sum too (in double), and (softmax - (1 - e) onehot - e / V) dloss. */
 __global__ void __launch_bounds__(1024) zt__cu_crossentropy(float *losses, zt__cu_t dlogits, zt__cu_t logits, const int32_t *targets,
-                                    int64_t N, int64_t Vp, int64_t V, int ignore_index, float dloss, float cap) {
+                                    int64_t N, int64_t Vp, int64_t V, int ignore_index, float dloss, float cap,
+                                    float e) {
     __shared__ float sh[32];
     __shared__ double shd[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
@@ -437,19 +439,25 @@ __global__ void __launch_bounds__(1024) zt__cu_crossentropy(float *losses, zt__c
         m = zt__cu_block_max(m, sh);
         double s = 0.0;
         for (int64_t c = threadIdx.x; c < V; c += blockDim.x) s += (double)expf(zt__cu_capped(logits, o + c, cap) - m);
-        double sum = zt__cu_block_sum_d(s, shd);
+        double sum = zt__cu_block_sum_d(s, shd), total = 0.0;
+        if (e > 0.0f) {
+            double part = 0.0;
+            for (int64_t c = threadIdx.x; c < V; c += blockDim.x) part += (double)zt__cu_capped(logits, o + c, cap);
+            total = zt__cu_block_sum_d(part, shd);
+        }
         float lse = m + (float)log(sum);
         float xt = ignored ? 0.0f : zt__cu_capped(logits, o + t, cap);
         __syncthreads(); /* every thread has read logits[t] before dlogits (maybe the same memory) is written */
-        if (threadIdx.x == 0) losses[r] = ignored ? 0.0f : lse - xt;
+        float loss = e > 0.0f ? (1.0f - e) * (lse - xt) + e * (lse - (float)(total / (double)V)) : lse - xt;
+        if (threadIdx.x == 0) losses[r] = ignored ? 0.0f : loss;
         if (!dlogits.p) continue;
-        float scale = ignored ? 0.0f : (float)(dloss / sum);
+        float scale = ignored ? 0.0f : (float)(dloss / sum), uniform = ignored ? 0.0f : e * dloss / (float)V;
         for (int64_t c = threadIdx.x; c < Vp; c += blockDim.x) {
             float d = 0.0f;
             if (c < V) {
                 const float x = zt__cu_capped(logits, o + c, cap);
-                d = expf(x - m) * scale;
-                if (!ignored && c == t) d -= dloss;
+                d = expf(x - m) * scale - uniform;
+                if (!ignored && c == t) d -= (1.0f - e) * dloss;
                 if (cap > 0.0f) d *= 1.0f - (x / cap) * (x / cap); /* through the cap */
             }
             zt__cu_st(dlogits.p, dlogits.t, o + c, d);
@@ -2235,7 +2243,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         if (!zt__present(a->dlogits)) d.p = NULL;
         zt__cu_crossentropy<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), 1024, 0, st>>>(
             (float *)a->losses.data, d, zt__cu_of(a->logits), (const int32_t *)a->targets.data, N, Vp, a->vocab,
-            a->ignore_index, a->dloss, a->softcap);
+            a->ignore_index, a->dloss, a->softcap, a->smoothing);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

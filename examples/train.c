@@ -39,7 +39,6 @@ typedef struct args {
     /* more TrainingArguments: acted on, taken because zt already behaves so, or refused where they would differ */
     int64_t data_seed, eval_batch;
     int eval_on_start, use_cpu, save_safetensors, save_only_model, save_on_each_node, push_to_hub, auto_batch;
-    double label_smoothing;
     const char *log_level, *script_value; /* script_value: values taken and unused, as script_switch */
 } args;
 
@@ -118,7 +117,6 @@ static const flag FLAGS[] = {
     FLAG("save_on_each_node", F_BOOL, save_on_each_node, "false", "refused if true: rank 0 writes checkpoints to a shared --output_dir"),
     FLAG("push_to_hub", F_BOOL, push_to_hub, "false", "refused if true: zt does not reach the network (--export writes the directory)"),
     FLAG("auto_find_batch_size", F_BOOL, auto_batch, "false", "refused if true: zt_train --plan --fit names a batch that fits instead"),
-    FLAG("label_smoothing_factor", F_NUM, label_smoothing, "0", "refused unless 0: zt's loss is plain cross-entropy"),
 };
 #define N_FLAGS (int)(sizeof FLAGS / sizeof FLAGS[0])
 
@@ -243,8 +241,6 @@ static int trainer_flags(const args *a) {
                     : a->auto_batch ? "--auto_find_batch_size: zt sizes its memory before training; zt_train --plan --fit "
                                       "80GiB names the settings that fit"
                     : !a->save_safetensors ? "--save_safetensors false: zt writes safetensors only"
-                    : a->label_smoothing != 0 ? "--label_smoothing_factor: zt's loss is plain cross-entropy (label "
-                                                "smoothing is not built)"
                     : a->eval_batch < 1 ? "--per_device_eval_batch_size must be at least 1"
                     : a->eval_on_start && !*a->val_data ? "--eval_on_start evaluates on --val_data, and none was given"
                     : NULL;

@@ -484,9 +484,10 @@ REF void ref_attention_backward(double *dq, double *dk, double *dv, const double
    ignore_index rows). dlogits (N,Vp) or NULL is written (not accumulated): (softmax - onehot) *
    dloss[n], 0 in padding columns and ignored rows. dloss (N) per row, so finite differences can check
    it with a random weighting; zt's kernel takes one scalar. */
-REF void ref_crossentropy_capped(double *losses, double *dlogits, const double *logits,
-                                 const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
-                                 int64_t vocab, int ignore_index, double cap) {
+/* with label smoothing e (transformers' LabelSmoother, per token): (1 - e) (lse - x_t) + e (lse - mean_c x_c) */
+REF void ref_crossentropy_smoothed(double *losses, double *dlogits, const double *logits,
+                                   const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
+                                   int64_t vocab, int ignore_index, double cap, double e) {
     double *xc = (double *)malloc(sizeof(double) * (size_t)Vp);
     for (int64_t n = 0; n < N; n++) {
         const double *x = xc; /* the logits through the cap (cap > 0: cap * tanh(x / cap)) */
@@ -502,14 +503,20 @@ REF void ref_crossentropy_capped(double *losses, double *dlogits, const double *
         for (int64_t c = 0; c < vocab; c++)
             if (x[c] > mx) mx = x[c];
         for (int64_t c = 0; c < vocab; c++) sum += exp(x[c] - mx);
-        double lse = mx + log(sum);
-        losses[n] = lse - x[targets[n]];
+        double lse = mx + log(sum), mean = 0;
+        for (int64_t c = 0; c < vocab; c++) mean += x[c] / (double)vocab;
+        losses[n] = (1 - e) * (lse - x[targets[n]]) + e * (lse - mean);
         if (dx)
             for (int64_t c = 0; c < vocab; c++)
-                dx[c] = (exp(x[c] - lse) - (c == targets[n] ? 1.0 : 0.0)) * dloss[n] *
+                dx[c] = (exp(x[c] - lse) - (c == targets[n] ? 1.0 - e : 0.0) - e / (double)vocab) * dloss[n] *
                         (cap > 0 ? 1.0 - (x[c] / cap) * (x[c] / cap) : 1.0);
     }
     free(xc);
+}
+REF void ref_crossentropy_capped(double *losses, double *dlogits, const double *logits,
+                                 const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,
+                                 int64_t vocab, int ignore_index, double cap) {
+    ref_crossentropy_smoothed(losses, dlogits, logits, targets, dloss, N, Vp, vocab, ignore_index, cap, 0);
 }
 REF void ref_crossentropy(double *losses, double *dlogits, const double *logits,
                           const int32_t *targets, const double *dloss, int64_t N, int64_t Vp,

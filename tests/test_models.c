@@ -220,12 +220,11 @@ static const fx_tensor *fx_need(const fx_file *f, const char *name, int dtype, i
 
 /* a fresh engine holding the fixture's parameters; fails the test (and returns NULL) when the two sets
    of names or shapes differ */
-static zt_engine *model_engine(model_run *r, const char *type, const zt_model_config *cfg, zt_precision prec) {
-    const char *pn = prec_name(prec);
+static zt_engine *model_engine_with(model_run *r, const char *type, const zt_model_config *cfg, zt_options o) {
+    const char *pn = prec_name(o.precision);
     zt_model_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.config = cfg;
-    zt_options o = model_options(prec);
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) {
         zt_test_fail(__FILE__, __LINE__, "%s %s: zt_init_options: %s", type, pn, zt_last_error());
@@ -277,6 +276,10 @@ static zt_engine *model_engine(model_run *r, const char *type, const zt_model_co
         return NULL;
     }
     return e;
+}
+
+static zt_engine *model_engine(model_run *r, const char *type, const zt_model_config *cfg, zt_precision prec) {
+    return model_engine_with(r, type, cfg, model_options(prec));
 }
 
 static void model_check(model_run *r, const char *type, zt_precision prec, const model_tol *tol) {
@@ -399,6 +402,53 @@ static void model_test(const char *type, zt_precision prec) {
     free(r.buf);
     fx_free(&r.fx);
 }
+
+/* --label_smoothing_factor through the engine: zt_eval's loss is transformers' LabelSmoother (per token,
+   (1 - e) (lse - x_t) + e (lse - mean x)) over the fixture's own logits, transformers' output; on Gemma 2, whose
+   logits are capped, and LLaMA; and training takes it (its first step's loss is the smoothed one) */
+static void smoothing_test(const char *type) {
+    model_run r;
+    memset(&r, 0, sizeof r);
+    char path[256], err[512];
+    snprintf(path, sizeof path, "tests/ref/%s/fixture.bin", type);
+    CHECK_MSG(fx_load(&r.fx, path, err, sizeof err), "%s", err);
+    snprintf(path, sizeof path, "tests/ref/%s/config.json", type);
+    zt_model_config cfg;
+    CHECK_MSG(zt_model_config_read(&cfg, path) == ZT_OK, "%s: %s", path, zt_last_error());
+    const fx_tensor *ids = fx_need(&r.fx, "input_ids", 1, MB * SEQ), *logits = fx_need(&r.fx, "logits", 0, MB * SEQ * cfg.vocab);
+    CHECK(ids && logits);
+    if (!ids || !logits) {
+        fx_free(&r.fx);
+        return;
+    }
+    const double e = 0.1;
+    double want = 0;
+    const int32_t *tok = (const int32_t *)ids->data;
+    for (int row = 0; row < MB; row++)
+        for (int t = 0; t + 1 < SEQ; t++) {
+            const float *x = (const float *)logits->data + ((int64_t)row * SEQ + t) * cfg.vocab;
+            double m = -INFINITY, sum = 0, mean = 0;
+            for (int64_t c = 0; c < cfg.vocab; c++) m = fmax(m, x[c]);
+            for (int64_t c = 0; c < cfg.vocab; c++) sum += exp(x[c] - m), mean += x[c] / (double)cfg.vocab;
+            double lse = m + log(sum);
+            want += ((1 - e) * (lse - x[tok[row * SEQ + t + 1]]) + e * (lse - mean)) / (MB * (SEQ - 1));
+        }
+    zt_options o = model_options(ZT_PRECISION_FP32);
+    o.label_smoothing = (float)e;
+    r.e = model_engine_with(&r, type, &cfg, o);
+    if (r.e) {
+        float got = zt_eval(r.e, tok, NULL, NULL, MB, NULL, NULL), plain = *(const float *)fx_get(&r.fx, "loss")->data;
+        CHECK_MSG(rel1(got, want) <= 2e-6, "%s: smoothed eval loss %.7f, LabelSmoother over the reference logits %.7f "
+                  "(plain loss %.7f)", type, (double)got, want, (double)plain);
+        CHECK_MSG(fabs(plain - want) > 1e-3, "%s: the smoothed loss should differ from the plain one", type);
+        float trained = zt_forward_backward(r.e, tok, NULL, NULL, MB);
+        CHECK_MSG(rel1(trained, want) <= 2e-6, "%s: the training loss %.7f, smoothed %.7f", type, (double)trained, want);
+        zt_shutdown(r.e);
+    }
+    fx_free(&r.fx);
+}
+TEST(models_label_smoothing_gemma2) { smoothing_test("gemma2"); }
+TEST(models_label_smoothing_llama) { smoothing_test("llama"); }
 
 TEST(models_gpt2_fp32) { model_test("gpt2", ZT_PRECISION_FP32); }
 TEST(models_llama_fp32) { model_test("llama", ZT_PRECISION_FP32); }

@@ -305,15 +305,15 @@ TEST(ref_fd_attention) {
     bufs_free();
 }
 
-typedef struct { double *logits; const int32_t *targets; int64_t N, Vp, vocab; double cap; } fd_ce_ctx;
+typedef struct { double *logits; const int32_t *targets; int64_t N, Vp, vocab; double cap, smoothing; } fd_ce_ctx;
 static void fd_ce_fwd(void *p, double *out) {
     fd_ce_ctx *c = (fd_ce_ctx *)p;
-    ref_crossentropy_capped(out, NULL, c->logits, c->targets, NULL, c->N, c->Vp, c->vocab, -100, c->cap);
+    ref_crossentropy_smoothed(out, NULL, c->logits, c->targets, NULL, c->N, c->Vp, c->vocab, -100, c->cap, c->smoothing);
 }
 TEST(ref_fd_crossentropy) {
     rng r = {18};
     static const int32_t targets[5] = {2, -100, 0, 6, 2}; /* row 1 ignored; vocab 7 of 9 columns */
-    fd_ce_ctx c = {NULL, targets, 5, 9, 7, 0};
+    fd_ce_ctx c = {NULL, targets, 5, 9, 7, 0, 0};
     c.logits = drand(&r, c.N * c.Vp, -3, 3);
     fd_fn f = fd_make(fd_ce_fwd, &c, c.N, &r);
     double *d = dbuf(c.N * c.Vp), *losses = dbuf(c.N);
@@ -324,6 +324,12 @@ TEST(ref_fd_crossentropy) {
     double *dc = dbuf(c.N * c.Vp);
     ref_crossentropy_capped(losses, dc, c.logits, targets, f.w, c.N, c.Vp, c.vocab, -100, c.cap);
     FD_CHECK("capped crossentropy dlogits", &f, c.logits, c.N * c.Vp, dc);
+    c.smoothing = 0.1; /* the Trainer's label_smoothing_factor, capped and not */
+    ref_crossentropy_smoothed(losses, dc, c.logits, targets, f.w, c.N, c.Vp, c.vocab, -100, c.cap, c.smoothing);
+    FD_CHECK("smoothed capped crossentropy dlogits", &f, c.logits, c.N * c.Vp, dc);
+    c.cap = 0, c.smoothing = 0.3;
+    ref_crossentropy_smoothed(losses, dc, c.logits, targets, f.w, c.N, c.Vp, c.vocab, -100, c.cap, c.smoothing);
+    FD_CHECK("smoothed crossentropy dlogits", &f, c.logits, c.N * c.Vp, dc);
     /* uniform logits: the loss is log(vocab) */
     double flat[9] = {0}, l;
     int32_t t = 3;
@@ -1021,9 +1027,68 @@ static void check_crossentropy(zt_dtype dt) {
     EXPECT_CLOSE(label("%s capped at %g: losses (f32)", cfg, cap), download(&d, Losses3), losses, CE_N, TOL_F32);
     EXPECT_CLOSE(label("%s capped at %g: dlogits", cfg, cap), got, dlogits, CE_N * CE_VP, tol_for(dt));
     expect_ce_zeros(label("%s capped", cfg), got, targets);
+
+    /* label smoothing (the Trainer's label_smoothing_factor), capped and not, in place */
+    for (int capped = 0; capped < 2; capped++) {
+        zt_loss_params p = {CE_VOCAB, CE_IGNORE, (float)dl1, capped ? cap : 0.0f, 0.1f};
+        ref_crossentropy_smoothed(losses, dlogits, logits, targets, dloss, CE_N, CE_VP, CE_VOCAB, CE_IGNORE, p.softcap,
+                                  (double)p.label_smoothing);
+        upload(&d, Alias, logits);
+        zt_crossentropy_with(d.s, Losses3, &Alias, Alias, Targets, p);
+        got = download(&d, Alias);
+        EXPECT_CLOSE(label("%s smoothed 0.1 cap %g: losses (f32)", cfg, p.softcap), download(&d, Losses3), losses, CE_N,
+                     TOL_F32);
+        EXPECT_CLOSE(label("%s smoothed 0.1 cap %g: dlogits", cfg, p.softcap), got, dlogits, CE_N * CE_VP, tol_for(dt));
+        expect_ce_zeros(label("%s smoothed", cfg), got, targets);
+    }
     cpu_close(&d);
     bufs_free();
 }
+/* label smoothing against transformers' LabelSmoother: its loss (the mean over counted rows) and autograd's
+   gradient of it, on float32 logits (tests/ref/make_label_smoothing_fixture.py) */
+TEST(ops_crossentropy_label_smoothing_matches_transformers) {
+    FILE *f = fopen("tests/ref/label_smoothing.txt", "r");
+    CHECK_MSG(f != NULL, "cannot open tests/ref/label_smoothing.txt (run the tests from the repository root)");
+    if (!f) return;
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    char head[64];
+    int cases = 0;
+    while (fscanf(f, " %63s", head) == 1) {
+        if (head[0] == '#') { /* the header line */
+            int ch;
+            while ((ch = fgetc(f)) != '\n' && ch != EOF) {}
+            continue;
+        }
+        double eps, want_loss;
+        int n, v, counted = 0;
+        CHECK(strcmp(head, "case") == 0 && fscanf(f, "%lf %d %d", &eps, &n, &v) == 3 && n <= 16 && v <= 64);
+        int32_t targets[16];
+        double *logits = dbuf(n * v), *grad = dbuf(n * v);
+        for (int r = 0; r < n; r++) {
+            CHECK(fscanf(f, "%d", &targets[r]) == 1);
+            counted += targets[r] != -100;
+            for (int c = 0; c < v; c++) CHECK(fscanf(f, "%lf", &logits[r * v + c]) == 1);
+        }
+        CHECK(fscanf(f, " loss %lf", &want_loss) == 1);
+        for (int i = 0; i < n * v; i++) CHECK(fscanf(f, "%lf", &grad[i]) == 1);
+        zt_tensor Logits = to_dev(&d, ZT_F32, zt_shape2(n, v), logits), Dl = dev_new(&d, ZT_F32, zt_shape2(n, v));
+        zt_tensor Targets = ids_to_dev(&d, zt_shape1(n), targets), Losses = dev_new(&d, ZT_F32, zt_shape1(n));
+        zt_loss_params p = {v, -100, (float)(1.0 / counted), 0.0f, (float)eps};
+        zt_crossentropy_with(d.s, Losses, &Dl, Logits, Targets, p);
+        double *losses = download(&d, Losses), mean = 0;
+        for (int r = 0; r < n; r++) mean += losses[r] / counted;
+        CHECK_MSG(fabs(mean - want_loss) <= 2e-6 * fabs(want_loss), "smoothing %g: loss %.9g, transformers %.9g", eps, mean,
+                  want_loss);
+        EXPECT_CLOSE(label("smoothing %g: dlogits against autograd", eps), download(&d, Dl), grad, n * v, TOL_F32);
+        cases++;
+    }
+    fclose(f);
+    CHECK(cases == 2);
+    cpu_close(&d);
+    bufs_free();
+}
+
 TEST(ops_crossentropy_f32) { check_crossentropy(ZT_F32); }
 TEST(ops_crossentropy_bf16) { check_crossentropy(ZT_BF16); }
 TEST(ops_crossentropy_f16) { check_crossentropy(ZT_F16); }

@@ -613,9 +613,9 @@ static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, in
     case_end();
 }
 
-static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab, float cap) {
-    if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored%s", (long long)N, (long long)Vp,
-                    (long long)vocab, cap > 0 ? ", logits capped" : ""))
+static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab, float cap, float smoothing) {
+    if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored%s%s", (long long)N, (long long)Vp,
+                    (long long)vocab, cap > 0 ? ", logits capped" : "", smoothing > 0 ? ", labels smoothed" : ""))
         return;
     float *lg = (float *)xmalloc(sizeof(float) * (size_t)(N * Vp));
     int32_t *tg = (int32_t *)xmalloc(sizeof(int32_t) * N);
@@ -631,10 +631,11 @@ static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab,
     pair losses3 = pnew(ZT_F32, zt_shape1(N));
     pair dl = prand(dt, zt_shape2(N, Vp), -1, 1), alias = pnew(dt, zt_shape2(N, Vp));
     pset(alias, lg, ZT_F32);
+    zt_loss_params p = {vocab, IGNORE, dloss, cap, smoothing};
     BOTH {
-        zt_crossentropy_capped(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], vocab, IGNORE, dloss, cap);
-        zt_crossentropy_capped(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], vocab, IGNORE, dloss, cap);
-        zt_crossentropy_capped(sd[i].s, losses3.t[i], &alias.t[i], alias.t[i], targets.t[i], vocab, IGNORE, dloss, cap);
+        zt_crossentropy_with(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], p);
+        zt_crossentropy_with(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], p);
+        zt_crossentropy_with(sd[i].s, losses3.t[i], &alias.t[i], alias.t[i], targets.t[i], p);
     }
     check("losses (f32), no dlogits", losses, TOL_F32_SUM);
     check("losses (f32)", losses2, TOL_F32_SUM);
@@ -801,10 +802,12 @@ int main(int argc, char **argv) {
     case_moe(ZT_BF16, 4096, 8, 2, 4096, 1);  /* Mixtral 8x7B */
     case_moe(ZT_BF16, 2048, 128, 8, 2048, 1); /* Qwen3-30B-A3B */
     case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */
-    for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f);
-    case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f);
-    case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f);
-    case_crossentropy(ZT_BF16, 16, 256000, 256000, 30.0f); /* Gemma 2 */
+    for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f, 0.0f);
+    case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f, 0.0f);
+    case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f, 0.0f);
+    case_crossentropy(ZT_BF16, 16, 256000, 256000, 30.0f, 0.0f); /* Gemma 2 */
+    case_crossentropy(ZT_F32, 16, 50304, 50257, 0.0f, 0.1f);     /* --label_smoothing_factor */
+    case_crossentropy(ZT_BF16, 16, 256000, 256000, 30.0f, 0.1f);
     case_output_loss(ZT_F32);
     case_output_loss(ZT_BF16);
     case_adamw(ZT_F32, 0, 1);
