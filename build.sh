@@ -665,6 +665,51 @@ script_flags_check() {
     else
         fail "--use_cpu: --backend cuda --use_cpu should train and --backend cuda alone be refused by the C build"
     fi
+    # --train_sampling_strategy sequential reads --data in order (whatever --data_seed); --ignore_data_skip resumes
+    # the model but reads --data from its start; --eval_delay holds the evaluations back; --activation_checkpointing
+    # keeps fewer activations
+    local g=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2 --threads 1
+             --logging_steps 0)
+    $B/zt_train "${g[@]}" --max_steps 4 --output_dir $dir/seq5 --train_sampling_strategy sequential --data_seed 5 \
+        >/dev/null 2>&1 || true
+    $B/zt_train "${g[@]}" --max_steps 4 --output_dir $dir/seq7 --train_sampling_strategy sequential --data_seed 7 \
+        >/dev/null 2>&1 || true
+    $B/zt_train "${g[@]}" --max_steps 4 --output_dir $dir/rand --data_seed 5 >/dev/null 2>&1 || true
+    if [[ -s $dir/seq5/metrics.jsonl ]] && cmp -s <(losses $dir/seq5) <(losses $dir/seq7) &&
+        ! cmp -s <(losses $dir/seq5) <(losses $dir/rand); then
+        pass "--train_sampling_strategy sequential reads --data in order, whatever --data_seed"
+    else
+        fail "--train_sampling_strategy sequential: its losses should not depend on --data_seed, and differ from random's"
+    fi
+    rm -rf $dir/skip && $B/zt_train "${g[@]}" --max_steps 2 --output_dir $dir/skip >/dev/null 2>&1 || true
+    $B/zt_train "${g[@]}" --max_steps 4 --output_dir $dir/skip --resume $dir/skip --ignore_data_skip >/dev/null 2>&1 || true
+    local first3 first1
+    first3=$(sed -n '3s/.*"epoch": \([^,]*\),.*/\1/p' $dir/skip/metrics.jsonl 2>/dev/null) || true
+    first1=$(sed -n '1s/.*"epoch": \([^,]*\),.*/\1/p' $dir/skip/metrics.jsonl 2>/dev/null) || true
+    if [[ -n $first3 && $first3 == "$first1" ]]; then
+        pass "--ignore_data_skip resumes the model and reads --data from its start (step 3 at epoch $first3, as step 1)"
+    else
+        fail "--ignore_data_skip: step 3 read --data at epoch '$first3', step 1 at '$first1'"
+    fi
+    local evals
+    evals=$($B/zt_train "${g[@]}" --max_steps 6 --val_data "$text" --eval_steps 2 --eval_delay 3 --output_dir $dir/delay \
+            2>&1 | sed -n 's/^step \([0-9]*\) | val_loss .*/\1/p' | tr '\n' ' ') || true
+    if [[ $evals == "4 6 " ]]; then
+        pass "--eval_delay 3 holds the evaluations back (steps 4 and 6 of every 2)"
+    else
+        fail "--eval_delay 3 with --eval_steps 2: evaluations at '$evals', expected 4 and 6"
+    fi
+    local plain_act ckpt_act
+    plain_act=$($B/zt_train "${g[@]}" --max_steps 1 --output_dir $dir/act0 2>&1 | sed -n 's/.*| activations \([0-9.]*\).*/\1/p')
+    ckpt_act=$($B/zt_train "${g[@]}" --max_steps 1 --output_dir $dir/act1 --activation_checkpointing 2>&1 |
+               sed -n 's/.*| activations \([0-9.]*\).*/\1/p')
+    if [[ -n $plain_act && -n $ckpt_act ]] && awk -v a="$ckpt_act" -v b="$plain_act" 'BEGIN { exit !(a < b) }'; then
+        pass "--activation_checkpointing keeps fewer activations ($ckpt_act MiB, $plain_act without)"
+    else
+        fail "--activation_checkpointing: activations '$ckpt_act' MiB, '$plain_act' without"
+    fi
+    expect_output "--fsdp is refused by name" 'fsdp: zt shards with ZeRO' \
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --fsdp "full_shard auto_wrap"
     expect_output "--save_only_model is refused by name" 'save_only_model: zt.s checkpoints hold the optimizer.s state' \
         $B/zt_train --model examples/models/byte-small "${f[@]}" --save_only_model
     expect_output "--label_smoothing_factor outside [0, 1] is refused" 'label_smoothing_factor 1.5: the share of the uniform' \

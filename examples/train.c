@@ -39,6 +39,9 @@ typedef struct args {
     /* more TrainingArguments: acted on, taken because zt already behaves so, or refused where they would differ */
     int64_t data_seed, eval_batch;
     int eval_on_start, use_cpu, save_safetensors, save_only_model, save_on_each_node, push_to_hub, auto_batch;
+    int ignore_data_skip, activation_ckpt, avg_tokens, jit_ckpt, drop_last;
+    double eval_delay, neftune;
+    const char *sampling, *act_kwargs, *fsdp, *fsdp_config, *accel_config, *par_config;
     const char *log_level, *script_value; /* script_value: values taken and unused, as script_switch */
 } args;
 
@@ -112,6 +115,59 @@ static const flag FLAGS[] = {
     FLAG("run_name", F_STR, script_value, "", "taken: for reporters zt does not build"),
     FLAG("disable_tqdm", F_BOOL, script_switch, "false", "taken: zt prints step lines, not progress bars"),
     FLAG("prediction_loss_only", F_BOOL, script_switch, "false", "taken: zt's evaluation computes only the loss"),
+    FLAG("eval_delay", F_NUM, eval_delay, "0", "no evaluation before this step (or epoch, with --eval_strategy epoch)"),
+    FLAG("ignore_data_skip", F_BOOL, ignore_data_skip, "false", "with --resume: read --data from its start instead of where the checkpoint was"),
+    FLAG("train_sampling_strategy", F_STR, sampling, "random", "random: --data's windows shuffled (by --data_seed); sequential: in order; group_by_length as random (equal rows)"),
+    FLAG("activation_checkpointing", F_BOOL, activation_ckpt, "false", "the same as --gradient_checkpointing (its name in transformers 5)"),
+    FLAG("activation_checkpointing_kwargs", F_STR, act_kwargs, "", "taken without every_n_layers (or with 1): zt checkpoints every block"),
+    FLAG("average_tokens_across_devices", F_BOOL, avg_tokens, "true", "the loss's mean is over every rank's tokens (false is refused)"),
+    FLAG("bf16_full_eval", F_BOOL, script_switch, "false", "taken: evaluation runs in the training precision"),
+    FLAG("fp16_full_eval", F_BOOL, script_switch, "false", "taken: evaluation runs in the training precision"),
+    FLAG("torch_compile_backend", F_STR, script_value, "", "taken: there is no torch to compile"),
+    FLAG("torch_compile_mode", F_STR, script_value, "", "taken: there is no torch to compile"),
+    FLAG("use_liger_kernel", F_BOOL, script_switch, "false", "taken: zt's norms, activations and loss are fused kernels already"),
+    FLAG("liger_kernel_config", F_STR, script_value, "", "taken: zt's norms, activations and loss are fused kernels already"),
+    FLAG("use_cache", F_BOOL, script_switch, "false", "taken: training keeps no key-value cache"),
+    FLAG("torch_empty_cache_steps", F_STR, script_value, "", "taken: zt's arenas are sized once and never freed"),
+    FLAG("log_on_each_node", F_BOOL, script_switch, "true", "taken: rank 0 prints"),
+    FLAG("log_level_replica", F_STR, script_value, "warning", "taken: ranks other than 0 print only errors"),
+    FLAG("logging_nan_inf_filter", F_BOOL, script_switch, "true", "taken: zt logs each step's loss as it is (a NaN shows)"),
+    FLAG("include_num_input_tokens_seen", F_STR, script_value, "no", "taken: step lines and metrics.jsonl have each step's tokens per second"),
+    FLAG("project", F_STR, script_value, "", "taken: for reporters zt does not build"),
+    FLAG("trackio_space_id", F_STR, script_value, "", "taken: for reporters zt does not build"),
+    FLAG("trackio_bucket_id", F_STR, script_value, "", "taken: for reporters zt does not build"),
+    FLAG("trackio_static_space_id", F_STR, script_value, "", "taken: for reporters zt does not build"),
+    FLAG("optim_target_modules", F_STR, script_value, "", "taken: AdamW updates every trainable parameter"),
+    FLAG("eval_do_concat_batches", F_BOOL, script_switch, "true", "taken: zt's evaluation keeps only the loss"),
+    FLAG("eval_use_gather_object", F_BOOL, script_switch, "false", "taken: zt's evaluation keeps only the loss"),
+    FLAG("include_for_metrics", F_STR, script_value, "", "taken: zt's evaluation keeps only the loss"),
+    FLAG("batch_eval_metrics", F_BOOL, script_switch, "false", "taken: zt's evaluation keeps only the loss"),
+    FLAG("hub_model_id", F_STR, script_value, "", "taken: zt does not reach the network"),
+    FLAG("hub_token", F_STR, script_value, "", "taken: zt does not reach the network"),
+    FLAG("hub_strategy", F_STR, script_value, "every_save", "taken: zt does not reach the network"),
+    FLAG("hub_private_repo", F_BOOL, script_switch, "false", "taken: zt does not reach the network"),
+    FLAG("hub_always_push", F_BOOL, script_switch, "false", "taken: zt does not reach the network"),
+    FLAG("hub_revision", F_STR, script_value, "", "taken: zt does not reach the network"),
+    FLAG("restore_callback_states_from_checkpoint", F_BOOL, script_switch, "false", "taken: zt_train has no callbacks"),
+    FLAG("dataloader_persistent_workers", F_BOOL, script_switch, "false", "taken: zt reads --data from a memory map, without workers"),
+    FLAG("dataloader_prefetch_factor", F_STR, script_value, "", "taken: zt reads --data from a memory map, without workers"),
+    FLAG("dataloader_multiprocessing_context", F_STR, script_value, "", "taken: zt reads --data from a memory map, without workers"),
+    FLAG("dataloader_in_order", F_BOOL, script_switch, "false", "taken: zt reads --data from a memory map, without workers"),
+    FLAG("dataloader_drop_last", F_BOOL, drop_last, "false", "a pass's last, shorter batch is kept (true is refused)"),
+    FLAG("label_names", F_STR, script_value, "", "taken: token files have targets, not columns"),
+    FLAG("length_column_name", F_STR, script_value, "length", "taken: token files have no columns"),
+    FLAG("ddp_bucket_cap_mb", F_STR, script_value, "", "taken: zt's buckets are the DeepSpeed config's reduce_bucket_size"),
+    FLAG("ddp_broadcast_buffers", F_BOOL, script_switch, "false", "taken: zt's models have no buffers to broadcast"),
+    FLAG("ddp_static_graph", F_BOOL, script_switch, "false", "taken: zt's graph is static"),
+    FLAG("debug", F_STR, script_value, "", "taken: zt_train has no debug modes (a NaN loss shows in the step lines)"),
+    FLAG("do_predict", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --sample)"),
+    FLAG("optim_args", F_STR, script_value, "", "taken: AdamW takes its settings from --adam_beta1 and the like"),
+    FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "refused if true: zt saves at --save_steps, not on SIGTERM"),
+    FLAG("neftune_noise_alpha", F_NUM, neftune, "0", "refused unless 0: NEFTune's embedding noise is not built"),
+    FLAG("fsdp", F_STR, fsdp, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
+    FLAG("fsdp_config", F_STR, fsdp_config, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
+    FLAG("accelerator_config", F_STR, accel_config, "", "refused: zt does not read it (--config_file takes Accelerate's YAML)"),
+    FLAG("parallelism_config", F_STR, par_config, "", "refused: zt's parallelism is data parallel with ZeRO"),
     FLAG("save_safetensors", F_BOOL, save_safetensors, "true", "checkpoints and exports are safetensors (false is refused)"),
     FLAG("save_only_model", F_BOOL, save_only_model, "false", "refused if true: zt's checkpoints hold the optimizer's state, to resume"),
     FLAG("save_on_each_node", F_BOOL, save_on_each_node, "false", "refused if true: rank 0 writes checkpoints to a shared --output_dir"),
@@ -242,6 +298,20 @@ static int trainer_flags(const args *a) {
                                       "80GiB names the settings that fit"
                     : !a->save_safetensors ? "--save_safetensors false: zt writes safetensors only"
                     : a->eval_batch < 1 ? "--per_device_eval_batch_size must be at least 1"
+                    : a->jit_ckpt ? "--enable_jit_checkpoint: zt saves at --save_steps and at the end, not on SIGTERM"
+                    : a->neftune != 0 ? "--neftune_noise_alpha: NEFTune's noise on the embeddings is not built"
+                    : *a->fsdp || *a->fsdp_config ? "--fsdp: zt shards with ZeRO; give a DeepSpeed config (stage 3 is "
+                                                    "FSDP's full shard, e.g. examples/configs/zero3.json)"
+                    : *a->accel_config ? "--accelerator_config: zt does not read it; --config_file takes Accelerate's YAML"
+                    : *a->par_config ? "--parallelism_config: zt's parallelism is data parallel, with ZeRO"
+                    : !a->avg_tokens ? "--average_tokens_across_devices false: zt's loss is the mean over every rank's "
+                                       "tokens, as the Trainer's default"
+                    : a->drop_last ? "--dataloader_drop_last: zt keeps a pass's last, shorter batch"
+                    : strcmp(a->sampling, "random") && strcmp(a->sampling, "sequential") && strcmp(a->sampling, "group_by_length")
+                        ? "--train_sampling_strategy is random, sequential or group_by_length"
+                    : strstr(a->act_kwargs, "every_n_layers") && !strstr(a->act_kwargs, "\"every_n_layers\": 1}") &&
+                            !strstr(a->act_kwargs, "\"every_n_layers\": 1,")
+                        ? "--activation_checkpointing_kwargs: zt checkpoints every block (every_n_layers 1)"
                     : a->eval_on_start && !*a->val_data ? "--eval_on_start evaluates on --val_data, and none was given"
                     : NULL;
     if (why) return fprintf(stderr, "zt_train: %s\n", why), 0;
@@ -685,6 +755,7 @@ int main(int argc, char **argv) {
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
     if (a.use_cpu) o.backend = "cpu";
+    if (a.activation_ckpt) o.gradient_checkpointing = 1;
     if (!strategies(&a, o.schedule)) return 2;
     o.eot_token = a.eot;
     o.comm = comm;
@@ -777,11 +848,11 @@ int main(int argc, char **argv) {
         d.seq_len = T;
         d.rows = B;
         d.seed = a.data_seed >= 0 ? (uint64_t)a.data_seed : o.seed; /* --data_seed, as the Trainer's sampler takes it */
-        d.shuffle = 1;
+        d.shuffle = strcmp(a.sampling, "sequential") != 0; /* --train_sampling_strategy */
         d.rank = rank, d.world = world; /* each rank its own rows; together what one rank at world x the batch reads */
         if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
     }
-    if (*a.resume && zt_load(e, a.resume, data) != ZT_OK) return fail(NULL);
+    if (*a.resume && zt_load(e, a.resume, a.ignore_data_skip ? NULL : data) != ZT_OK) return fail(NULL);
     if (data) {
         printf("%s: %lld parameters | %lld tokens in %lld windows of %lld | %lld steps of %lld x %lld x %lld tokens\n",
                a.model, (long long)zt_engine_param_count(e), (long long)zt_data_tokens(data),
@@ -847,8 +918,8 @@ int main(int argc, char **argv) {
                 fflush(stdout);
             }
             if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
-            int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end
-                     : strcmp(a.eval_strategy, "steps") == 0 && s.step % a.eval_steps == 0;
+            int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end && a.eval_delay <= epochs
+                     : strcmp(a.eval_strategy, "steps") == 0 && s.step % a.eval_steps == 0 && a.eval_delay <= (double)s.step;
             int improved = 0; /* strictly better than the best so far, as the Trainer compares */
             if (eval && val) { /* every rank evaluates all of --val_data, to the same bits */
                 double v = report_eval(e, &a, val, evalbuf, s.step, epochs);
