@@ -681,23 +681,24 @@ script_flags_check() {
     else
         fail "--train_sampling_strategy sequential: its losses should not depend on --data_seed, and differ from random's"
     fi
-    rm -rf $dir/skip && $B/zt_train "${g[@]}" --max_steps 2 --output_dir $dir/skip >/dev/null 2>&1 || true
-    $B/zt_train "${g[@]}" --max_steps 4 --output_dir $dir/skip --resume $dir/skip --ignore_data_skip >/dev/null 2>&1 || true
-    local first3 first1
-    first3=$(sed -n '3s/.*"epoch": \([^,]*\),.*/\1/p' $dir/skip/metrics.jsonl 2>/dev/null) || true
-    first1=$(sed -n '1s/.*"epoch": \([^,]*\),.*/\1/p' $dir/skip/metrics.jsonl 2>/dev/null) || true
-    if [[ -n $first3 && $first3 == "$first1" ]]; then
-        pass "--ignore_data_skip resumes the model and reads --data from its start (step 3 at epoch $first3, as step 1)"
+    # 49 steps a pass: resumed at step 52 (in the second pass), step 53 reads that pass from its start
+    rm -rf $dir/skip && $B/zt_train "${g[@]}" --max_steps 52 --output_dir $dir/skip >/dev/null 2>&1 || true
+    $B/zt_train "${g[@]}" --max_steps 53 --output_dir $dir/skip --resume $dir/skip --ignore_data_skip >/dev/null 2>&1 || true
+    local resumed_at first
+    resumed_at=$(sed -n '53s/.*"epoch": \([^,]*\),.*/\1/p' $dir/skip/metrics.jsonl 2>/dev/null) || true
+    first=$(sed -n '1s/.*"epoch": \([^,]*\),.*/\1/p' $dir/skip/metrics.jsonl 2>/dev/null) || true
+    if [[ -n $first && $resumed_at == "1${first#0}" ]]; then
+        pass "--ignore_data_skip reads the checkpoint's pass from its start (step 53 at epoch $resumed_at, step 1 at $first)"
     else
-        fail "--ignore_data_skip: step 3 read --data at epoch '$first3', step 1 at '$first1'"
+        fail "--ignore_data_skip: after a resume at step 52 (second pass) step 53 read --data at epoch '$resumed_at'; step 1 at '$first'"
     fi
     local evals
-    evals=$($B/zt_train "${g[@]}" --max_steps 6 --val_data "$text" --eval_steps 2 --eval_delay 3 --output_dir $dir/delay \
+    evals=$($B/zt_train "${g[@]}" --max_steps 7 --val_data "$text" --eval_steps 2 --eval_delay 3 --output_dir $dir/delay \
             2>&1 | sed -n 's/^step \([0-9]*\) | val_loss .*/\1/p' | tr '\n' ' ') || true
-    if [[ $evals == "4 6 " ]]; then
-        pass "--eval_delay 3 holds the evaluations back (steps 4 and 6 of every 2)"
+    if [[ $evals == "4 6 7 " ]]; then
+        pass "--eval_delay 3 holds the evaluations back, and the last step evaluates too (steps 4, 6 and 7 of every 2)"
     else
-        fail "--eval_delay 3 with --eval_steps 2: evaluations at '$evals', expected 4 and 6"
+        fail "--eval_delay 3 with --eval_steps 2 for 7 steps: evaluations at '$evals', expected 4, 6 and 7"
     fi
     local plain_act ckpt_act
     plain_act=$($B/zt_train "${g[@]}" --max_steps 1 --output_dir $dir/act0 2>&1 | sed -n 's/.*| activations \([0-9.]*\).*/\1/p')
@@ -708,6 +709,8 @@ script_flags_check() {
     else
         fail "--activation_checkpointing: activations '$ckpt_act' MiB, '$plain_act' without"
     fi
+    expect_output "--bf16_full_eval in fp32 training is refused" 'bf16_full_eval: zt evaluates in the training precision' \
+        $B/zt_train --model examples/models/byte-small "${f[@]}" --bf16_full_eval
     expect_output "--fsdp is refused by name" 'fsdp: zt shards with ZeRO' \
         $B/zt_train --model examples/models/byte-small "${f[@]}" --fsdp "full_shard auto_wrap"
     expect_output "--save_only_model is refused by name" 'save_only_model: zt.s checkpoints hold the optimizer.s state' \

@@ -8965,6 +8965,13 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     if (model->config_path) r = zt_model_config_read(&e->cfg, model->config_path);
     else if (model->config) e->cfg = *model->config;
     if (r != ZT_OK) return r;
+    if (builtin && e->opt.label_smoothing > 0 && e->cfg.router_aux_coef > 0) {
+        /* the Trainer smooths from the logits alone, with the labels kept from the model: it adds no balance loss */
+        if (e->opt.comm == NULL || zt_comm_rank(e->opt.comm) == 0)
+            zt_log(ZT_LOG_WARN, "label_smoothing_factor with output_router_logits: the routers' balance loss is left "
+                   "out, as the Trainer leaves it out (its LabelSmoother reads the logits alone)");
+        e->cfg.router_aux_coef = 0.0f;
+    }
     if (builtin) {
         e->has_cfg = 1;
         n_blocks = (int)e->cfg.n_layer + 2;

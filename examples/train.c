@@ -39,9 +39,9 @@ typedef struct args {
     /* more TrainingArguments: acted on, taken because zt already behaves so, or refused where they would differ */
     int64_t data_seed, eval_batch;
     int eval_on_start, use_cpu, save_safetensors, save_only_model, save_on_each_node, push_to_hub, auto_batch;
-    int ignore_data_skip, activation_ckpt, avg_tokens, jit_ckpt, drop_last;
+    int nan_filter, ignore_data_skip, activation_ckpt, avg_tokens, jit_ckpt, drop_last, bf16_eval, fp16_eval, full_eval;
     double eval_delay, neftune;
-    const char *sampling, *act_kwargs, *fsdp, *fsdp_config, *accel_config, *par_config;
+    const char *debug, *sampling, *act_kwargs, *fsdp, *fsdp_config, *accel_config, *par_config;
     const char *log_level, *script_value; /* script_value: values taken and unused, as script_switch */
 } args;
 
@@ -116,13 +116,13 @@ static const flag FLAGS[] = {
     FLAG("disable_tqdm", F_BOOL, script_switch, "false", "taken: zt prints step lines, not progress bars"),
     FLAG("prediction_loss_only", F_BOOL, script_switch, "false", "taken: zt's evaluation computes only the loss"),
     FLAG("eval_delay", F_NUM, eval_delay, "0", "no evaluation before this step (or epoch, with --eval_strategy epoch)"),
-    FLAG("ignore_data_skip", F_BOOL, ignore_data_skip, "false", "with --resume: read --data from its start instead of where the checkpoint was"),
+    FLAG("ignore_data_skip", F_BOOL, ignore_data_skip, "false", "with --resume: read the checkpoint's pass over --data from its start, not from where it was"),
     FLAG("train_sampling_strategy", F_STR, sampling, "random", "random: --data's windows shuffled (by --data_seed); sequential: in order; group_by_length as random (equal rows)"),
-    FLAG("activation_checkpointing", F_BOOL, activation_ckpt, "false", "the same as --gradient_checkpointing (its name in transformers 5)"),
+    FLAG("activation_checkpointing", F_BOOL, activation_ckpt, "", "--gradient_checkpointing's name in transformers 5 (given, it decides)"),
     FLAG("activation_checkpointing_kwargs", F_STR, act_kwargs, "", "taken without every_n_layers (or with 1): zt checkpoints every block"),
     FLAG("average_tokens_across_devices", F_BOOL, avg_tokens, "true", "the loss's mean is over every rank's tokens (false is refused)"),
-    FLAG("bf16_full_eval", F_BOOL, script_switch, "false", "taken: evaluation runs in the training precision"),
-    FLAG("fp16_full_eval", F_BOOL, script_switch, "false", "taken: evaluation runs in the training precision"),
+    FLAG("bf16_full_eval", F_BOOL, bf16_eval, "false", "with --eval: evaluate in bf16; in training zt evaluates in the training precision (then --bf16 is needed)"),
+    FLAG("fp16_full_eval", F_BOOL, fp16_eval, "false", "with --eval: evaluate in fp16; in training zt evaluates in the training precision (then --fp16 is needed)"),
     FLAG("torch_compile_backend", F_STR, script_value, "", "taken: there is no torch to compile"),
     FLAG("torch_compile_mode", F_STR, script_value, "", "taken: there is no torch to compile"),
     FLAG("use_liger_kernel", F_BOOL, script_switch, "false", "taken: zt's norms, activations and loss are fused kernels already"),
@@ -131,7 +131,7 @@ static const flag FLAGS[] = {
     FLAG("torch_empty_cache_steps", F_STR, script_value, "", "taken: zt's arenas are sized once and never freed"),
     FLAG("log_on_each_node", F_BOOL, script_switch, "true", "taken: rank 0 prints"),
     FLAG("log_level_replica", F_STR, script_value, "warning", "taken: ranks other than 0 print only errors"),
-    FLAG("logging_nan_inf_filter", F_BOOL, script_switch, "true", "taken: zt logs each step's loss as it is (a NaN shows)"),
+    FLAG("logging_nan_inf_filter", F_BOOL, nan_filter, "true", "taken: zt logs and compares each loss as it is, a NaN too (the Trainer's false)"),
     FLAG("include_num_input_tokens_seen", F_STR, script_value, "no", "taken: step lines and metrics.jsonl have each step's tokens per second"),
     FLAG("project", F_STR, script_value, "", "taken: for reporters zt does not build"),
     FLAG("trackio_space_id", F_STR, script_value, "", "taken: for reporters zt does not build"),
@@ -152,14 +152,14 @@ static const flag FLAGS[] = {
     FLAG("dataloader_persistent_workers", F_BOOL, script_switch, "false", "taken: zt reads --data from a memory map, without workers"),
     FLAG("dataloader_prefetch_factor", F_STR, script_value, "", "taken: zt reads --data from a memory map, without workers"),
     FLAG("dataloader_multiprocessing_context", F_STR, script_value, "", "taken: zt reads --data from a memory map, without workers"),
-    FLAG("dataloader_in_order", F_BOOL, script_switch, "false", "taken: zt reads --data from a memory map, without workers"),
+    FLAG("dataloader_in_order", F_BOOL, script_switch, "true", "taken: zt reads --data from a memory map, in order, without workers"),
     FLAG("dataloader_drop_last", F_BOOL, drop_last, "false", "a pass's last, shorter batch is kept (true is refused)"),
     FLAG("label_names", F_STR, script_value, "", "taken: token files have targets, not columns"),
     FLAG("length_column_name", F_STR, script_value, "length", "taken: token files have no columns"),
     FLAG("ddp_bucket_cap_mb", F_STR, script_value, "", "taken: zt's buckets are the DeepSpeed config's reduce_bucket_size"),
     FLAG("ddp_broadcast_buffers", F_BOOL, script_switch, "false", "taken: zt's models have no buffers to broadcast"),
     FLAG("ddp_static_graph", F_BOOL, script_switch, "false", "taken: zt's graph is static"),
-    FLAG("debug", F_STR, script_value, "", "taken: zt_train has no debug modes (a NaN loss shows in the step lines)"),
+    FLAG("debug", F_STR, debug, "", "tpu_metrics_debug is taken; underflow_overflow is refused (zt does not stop at the first inf)"),
     FLAG("do_predict", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --sample)"),
     FLAG("optim_args", F_STR, script_value, "", "taken: AdamW takes its settings from --adam_beta1 and the like"),
     FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "refused if true: zt saves at --save_steps, not on SIGTERM"),
@@ -287,7 +287,19 @@ static void log_filtered(zt_log_level level, const char *msg, void *user) {
     if ((int)level <= log_max) fprintf(stderr, "%s%s\n", prefix[level], msg);
 }
 
-static int trainer_flags(const args *a) {
+/* every_n_layers in --activation_checkpointing_kwargs ({"every_n_layers": N}); 1 when it is not there */
+static double every_n_layers(const char *json) {
+    const char *k = strstr(json, "\"every_n_layers\"");
+    if (!k) return 1;
+    k += strlen("\"every_n_layers\"");
+    k += strspn(k, " \t\r\n");
+    if (*k != ':') return -1;
+    char *end = NULL;
+    double n = strtod(k + 1, &end);
+    return end == k + 1 ? -1 : n;
+}
+
+static int trainer_flags(args *a) {
     const char *why = a->save_only_model ? "--save_only_model: zt's checkpoints hold the optimizer's state too, so that "
                                            "--resume continues bit for bit"
                     : a->save_on_each_node ? "--save_on_each_node: rank 0 writes each checkpoint, to an --output_dir every "
@@ -307,14 +319,19 @@ static int trainer_flags(const args *a) {
                     : !a->avg_tokens ? "--average_tokens_across_devices false: zt's loss is the mean over every rank's "
                                        "tokens, as the Trainer's default"
                     : a->drop_last ? "--dataloader_drop_last: zt keeps a pass's last, shorter batch"
+                    : strcmp(a->sampling, "batch_rebalance") == 0
+                        ? "--train_sampling_strategy batch_rebalance is not built (random, sequential and group_by_length are)"
                     : strcmp(a->sampling, "random") && strcmp(a->sampling, "sequential") && strcmp(a->sampling, "group_by_length")
-                        ? "--train_sampling_strategy is random, sequential or group_by_length"
-                    : strstr(a->act_kwargs, "every_n_layers") && !strstr(a->act_kwargs, "\"every_n_layers\": 1}") &&
-                            !strstr(a->act_kwargs, "\"every_n_layers\": 1,")
+                        ? "--train_sampling_strategy is random, sequential, group_by_length or batch_rebalance"
+                    : every_n_layers(a->act_kwargs) != 1
                         ? "--activation_checkpointing_kwargs: zt checkpoints every block (every_n_layers 1)"
+                    : strstr(a->debug, "underflow_overflow")
+                        ? "--debug underflow_overflow: zt does not stop at the first inf or NaN (a NaN loss shows in the step lines)"
                     : a->eval_on_start && !*a->val_data ? "--eval_on_start evaluates on --val_data, and none was given"
                     : NULL;
     if (why) return fprintf(stderr, "zt_train: %s\n", why), 0;
+    if (a->bf16_eval && a->fp16_eval) return fprintf(stderr, "zt_train: --bf16_full_eval and --fp16_full_eval: one of them\n"), 0;
+    a->full_eval = a->bf16_eval ? 1 : a->fp16_eval ? 2 : 0;
     static const char *const levels[] = {"passive", "info", "debug", "warning", "error", "critical"};
     static const int max[] = {ZT_LOG_INFO, ZT_LOG_INFO, ZT_LOG_DEBUG, ZT_LOG_WARN, ZT_LOG_ERROR, ZT_LOG_ERROR};
     for (int i = 0; i < 6; i++)
@@ -755,7 +772,13 @@ int main(int argc, char **argv) {
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
     if (a.use_cpu) o.backend = "cpu";
-    if (a.activation_ckpt) o.gradient_checkpointing = 1;
+    if (a.activation_ckpt >= 0) o.gradient_checkpointing = a.activation_ckpt; /* the new name wins, as in the Trainer */
+    if (a.full_eval && o.precision != (a.full_eval == 1 ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16)) {
+        if (!a.eval)
+            return fprintf(stderr, "zt_train: --%s_full_eval: zt evaluates in the training precision; give --%s too\n",
+                           a.full_eval == 1 ? "bf16" : "fp16", a.full_eval == 1 ? "bf16" : "fp16"), 2;
+        o.precision = a.full_eval == 1 ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16; /* --eval alone: the model cast */
+    }
     if (!strategies(&a, o.schedule)) return 2;
     o.eot_token = a.eot;
     o.comm = comm;
@@ -852,7 +875,12 @@ int main(int argc, char **argv) {
         d.rank = rank, d.world = world; /* each rank its own rows; together what one rank at world x the batch reads */
         if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
     }
-    if (*a.resume && zt_load(e, a.resume, a.ignore_data_skip ? NULL : data) != ZT_OK) return fail(NULL);
+    if (*a.resume && zt_load(e, a.resume, data) != ZT_OK) return fail(NULL);
+    if (*a.resume && data && a.ignore_data_skip) { /* the Trainer's: the pass it was in, from its start (its order) */
+        int64_t epoch, index;
+        zt_data_cursor(data, &epoch, &index);
+        zt_data_seek(data, epoch, 0);
+    }
     if (data) {
         printf("%s: %lld parameters | %lld tokens in %lld windows of %lld | %lld steps of %lld x %lld x %lld tokens\n",
                a.model, (long long)zt_engine_param_count(e), (long long)zt_data_tokens(data),
@@ -919,7 +947,8 @@ int main(int argc, char **argv) {
             }
             if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
             int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end && a.eval_delay <= epochs
-                     : strcmp(a.eval_strategy, "steps") == 0 && s.step % a.eval_steps == 0 && a.eval_delay <= (double)s.step;
+                     : strcmp(a.eval_strategy, "steps") == 0 && a.eval_delay <= (double)s.step &&
+                           (s.step % a.eval_steps == 0 || s.step >= o.max_steps); /* the last step too, as the Trainer */
             int improved = 0; /* strictly better than the best so far, as the Trainer compares */
             if (eval && val) { /* every rank evaluates all of --val_data, to the same bits */
                 double v = report_eval(e, &a, val, evalbuf, s.step, epochs);
