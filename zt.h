@@ -839,6 +839,9 @@ ZT_API zt_step_info zt_step(zt_engine *e);
 /* an evaluation's metric, for the schedules that follow one (zt_plateau); the others ignore it. Every rank
    calls it with the same value. */
 ZT_API void zt_schedule_observe(zt_engine *e, double metric);
+/* rank 0's v, to the bit, on every rank (every rank calls it): a metric whose decisions must agree, such as a
+   checkpoint that every rank saves together, whatever arithmetic each rank did. One process: v. */
+ZT_API double zt_broadcast_value(zt_engine *e, double v);
 /* Mean loss of rows as zt_forward_backward defines them, without gradients; sum and count optional.
    zt_eval and zt_generate gather weights under ZeRO-3: with several ranks, every rank calls them. */
 ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
@@ -9412,6 +9415,20 @@ static void zt__update(zt_engine *e, float lr, double grad_scale) {
     }
     zt__s_after_cs(e);
     zt__weights_changed(e);
+}
+
+ZT_API double zt_broadcast_value(zt_engine *e, double v) {
+    if (e->world <= 1 || !e->comm) return v;
+    zt_tensor host = zt_tensor_make(e->h_stats, ZT_F32, ZT_HOST, zt_shape1(2)); /* the double's 8 bytes */
+    memcpy(e->h_stats, &v, sizeof v);
+    zt_copy(e->s, e->stats, host);
+    zt_stream *cs = zt__cs_after_s(e);
+    zt_broadcast(cs, e->comm, e->stats, 0);
+    zt__s_after_cs(e);
+    zt_copy(e->s, host, e->stats);
+    zt_stream_sync(e->s);
+    memcpy(&v, e->h_stats, sizeof v);
+    return v;
 }
 
 ZT_API void zt_schedule_observe(zt_engine *e, double metric) {

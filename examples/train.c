@@ -626,7 +626,7 @@ static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
 
 /* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
 static double report_eval(zt_engine *e, const args *a, zt_data *val, int32_t *buf, int64_t step, double epochs) {
-    double v = evaluate(e, val, buf);
+    double v = zt_broadcast_value(e, evaluate(e, val, buf)); /* rank 0's: the best model's and schedule's decisions agree */
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
     int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.9g, \"epoch\": %.4f}\n", (long long)step, v,
                      epochs);
@@ -950,7 +950,7 @@ int main(int argc, char **argv) {
                      : strcmp(a.eval_strategy, "steps") == 0 && a.eval_delay <= (double)s.step &&
                            (s.step % a.eval_steps == 0 || s.step >= o.max_steps); /* the last step too, as the Trainer */
             int improved = 0; /* strictly better than the best so far, as the Trainer compares */
-            if (eval && val) { /* every rank evaluates all of --val_data, to the same bits */
+            if (eval && val) { /* every rank evaluates all of --val_data, and takes rank 0's loss */
                 double v = report_eval(e, &a, val, evalbuf, s.step, epochs);
                 improved = *a.metric_for_best_model && (a.greater_is_better ? v > best.metric : v < best.metric);
                 if (improved) best.metric = v, best.step = strcmp(a.save_strategy, "no") != 0 ? s.step : -1;

@@ -110,6 +110,7 @@ static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int w
             if (rank == 0) out->eval[s] = l, memcpy(out->sample, g, sizeof g);
         }
     }
+    if (zt_broadcast_value(e, 0.1 + rank) != 0.1) return 6; /* every rank gets rank 0's value, to the bit */
     int64_t n = test_read_params(e, rank == 0 ? out->w : (float *)malloc(sizeof(float) * MAX_N), MAX_N, 0);
     zt_shutdown(e);
     if (n < 0) return 4;
