@@ -471,7 +471,7 @@ strategy_check() {
     first=$(((windows + 3) / 4)) # 4 rows a step: the pass ends at the step that reads its last window
     evals=$(sed -n 's/^step \([0-9]*\) | val_loss .*/\1/p' <<<"$out" | tr '\n' ' ')
     if [[ -n $windows && $((2 * first)) -lt 60 && $evals == "$first $((2 * first)) " ]] &&
-        [[ "$(cd $dir/epoch && echo global_step*)" == "global_step$first global_step$((2 * first)) global_step60" ]] &&
+        [[ $(checkpoints $dir/epoch) == "$first $((2 * first)) 60 " ]] &&
         ! grep -q '^step [0-9]*/60 |' <<<"$out"; then
         pass "--save_strategy epoch and --eval_strategy epoch act where each pass ends; --logging_strategy no"
     else
@@ -566,11 +566,11 @@ best_model_check() {
 # resumed from step 20 logs the same steps bit for bit (the schedule's state rides in zt_state.json)
 plateau_check() {
     local text=$1 dir=$B/check/plateau
-    local run=($B/zt_train --model examples/models/byte-small --data "$text" --val_data $B/check/best/val.txt --seq_len 32
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --val_data $dir/val.txt --seq_len 32
                --per_device_train_batch_size 4 --threads 1 --logging_steps 0 --learning_rate 3e-3 --max_steps 40
                --eval_steps 2 --save_steps 10 --lr_scheduler_type reduce_lr_on_plateau
                --lr_scheduler_kwargs '{"patience": 1, "factor": 0.5}')
-    rm -rf $dir
+    rm -rf $dir && mkdir -p $dir && head -c 3000 README.md >$dir/val.txt # a text the training text overfits away from
     "${run[@]}" --output_dir $dir/whole >/dev/null 2>&1 || true
     (ZT_TRAIN_TEST_KILL=0:25 "${run[@]}" --output_dir $dir/killed || true) >/dev/null 2>&1 # SIGKILL at step 25
     "${run[@]}" --output_dir $dir/killed --resume $dir/killed/global_step20 >/dev/null 2>&1 || true
@@ -583,8 +583,7 @@ plateau_check() {
         /"learning_rate"/ { lr = $6 + 0; if (seen && lr != last) got = got "," ($2 + 0); last = lr; seen = 1 }
         END { print (want ? want : "-"), (got ? got : "-") }' $dir/whole/metrics.jsonl 2>/dev/null) || true
     if [[ -n $want && $want == "$got" && $want == ,*,* ]] &&
-        cmp -s <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/whole/metrics.jsonl | tail -n 30) \
-               <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/killed/metrics.jsonl | tail -n 30); then
+        cmp -s <(untimed $dir/whole | tail -n 30) <(untimed $dir/killed | tail -n 30); then
         pass "--lr_scheduler_type reduce_lr_on_plateau halves the learning rate where torch's rule says (steps ${want#,}), the same bits killed and resumed"
     else
         fail "reduce_lr_on_plateau: the learning rate changed at steps '$got', torch's rule says '$want'; or the resumed run differs"
@@ -630,8 +629,7 @@ script_flags_check() {
             --gradient_checkpointing_kwargs '{"use_reentrant": false}' --full_determinism --disable_tqdm True \
             --include_tokens_per_second --skip_memory_metrics False --eval_accumulation_steps 4 --prediction_loss_only \
             --data_seed 42 --log_level warning >/dev/null 2>&1 &&
-        cmp -s <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/plain/metrics.jsonl) \
-               <(sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' $dir/script/metrics.jsonl) &&
+        cmp -s <(untimed $dir/plain) <(untimed $dir/script) &&
         [[ -s $dir/plain/metrics.jsonl ]]; then
         pass "zt_train takes the Transformers scripts' flags (--model_name_or_path, --bf16 True, --optim, --do_train, --dataloader_num_workers and 20 more): the same bits"
     else
@@ -666,8 +664,8 @@ script_flags_check() {
         fail "--use_cpu: --backend cuda --use_cpu should train and --backend cuda alone be refused by the C build"
     fi
     # --train_sampling_strategy sequential reads --data in order (whatever --data_seed); --ignore_data_skip resumes
-    # the model but reads --data from its start; --eval_delay holds the evaluations back; --activation_checkpointing
-    # keeps fewer activations
+    # the model but reads the checkpoint's pass from its start; --eval_delay holds the evaluations back (and the
+    # last step evaluates); --activation_checkpointing keeps fewer activations
     local g=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2 --threads 1
              --logging_steps 0)
     $B/zt_train "${g[@]}" --max_steps 4 --output_dir $dir/seq5 --train_sampling_strategy sequential --data_seed 5 \
@@ -956,7 +954,8 @@ YAML
     fi
 }
 
-# the losses of a run's metrics.jsonl
+# the losses of a run's metrics.jsonl; and the file without its timings (the same bits, apart from the clock)
+untimed() { sed 's/"ms": [^,]*, "tokens_per_s": [^,]*, //' "$1/metrics.jsonl"; }
 losses() { sed 's/.*"loss": \([^,]*\),.*/\1/' "$1/metrics.jsonl"; }
 
 # launchers that meet at the TCP rendezvous: two "machines" on 127.0.0.1 (their ranks meet over TCP),

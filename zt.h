@@ -1169,6 +1169,8 @@ ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
 /* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
    and settings must match the ones saved; data, if given, continues where it was. */
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
+/* the checkpoint zt_load reads for dir, into path (cap bytes): its `latest`, or dir itself when it is one */
+ZT_API zt_result zt_checkpoint_path(const char *dir, char *path, size_t cap);
 /* removes DIR/global_step{step} (for --save_total_limit): zt's files and a trainer_state.json beside them */
 ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step);
 ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
@@ -10188,7 +10190,7 @@ done:
     return r;
 }
 
-ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
+ZT_API zt_result zt_checkpoint_path(const char *dir, char *out, size_t cap) {
     char path[ZT__PATH], file[ZT__PATH], tag[256] = "";
     struct stat st;
     zt_result r = zt__path(file, dir, "latest");
@@ -10212,6 +10214,14 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
         if (stat(file, &st) != 0)
             return zt_fail(ZT_ERROR_IO, "%s has no `latest` file and is not a checkpoint (no %s)", dir, ZT__CKPT_STATE);
     }
+    if (snprintf(out, cap, "%s", path) >= (int)cap) return zt_fail(ZT_ERROR_INVALID, "the path %s is too long", path);
+    return ZT_OK;
+}
+
+ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
+    char path[ZT__PATH], file[ZT__PATH];
+    zt_result r = zt_checkpoint_path(dir, path, sizeof path);
+    if (r != ZT_OK) return r;
     /* the state */
     if ((r = zt__path(file, path, ZT__CKPT_STATE)) != ZT_OK) return r;
     size_t cap = 1 << 20;

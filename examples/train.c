@@ -39,7 +39,7 @@ typedef struct args {
     /* more TrainingArguments: acted on, taken because zt already behaves so, or refused where they would differ */
     int64_t data_seed, eval_batch;
     int eval_on_start, use_cpu, save_safetensors, save_only_model, save_on_each_node, push_to_hub, auto_batch;
-    int nan_filter, ignore_data_skip, activation_ckpt, avg_tokens, jit_ckpt, drop_last, bf16_eval, fp16_eval, full_eval;
+    int ignore_data_skip, activation_ckpt, avg_tokens, jit_ckpt, drop_last, bf16_eval, fp16_eval, full_eval;
     double eval_delay, neftune;
     const char *debug, *sampling, *act_kwargs, *fsdp, *fsdp_config, *accel_config, *par_config;
     const char *log_level, *script_value; /* script_value: values taken and unused, as script_switch */
@@ -131,7 +131,7 @@ static const flag FLAGS[] = {
     FLAG("torch_empty_cache_steps", F_STR, script_value, "", "taken: zt's arenas are sized once and never freed"),
     FLAG("log_on_each_node", F_BOOL, script_switch, "true", "taken: rank 0 prints"),
     FLAG("log_level_replica", F_STR, script_value, "warning", "taken: ranks other than 0 print only errors"),
-    FLAG("logging_nan_inf_filter", F_BOOL, nan_filter, "true", "taken: zt logs and compares each loss as it is, a NaN too (the Trainer's false)"),
+    FLAG("logging_nan_inf_filter", F_BOOL, script_switch, "true", "taken: zt logs and compares each loss as it is, a NaN too (the Trainer's false)"),
     FLAG("include_num_input_tokens_seen", F_STR, script_value, "no", "taken: step lines and metrics.jsonl have each step's tokens per second"),
     FLAG("project", F_STR, script_value, "", "taken: for reporters zt does not build"),
     FLAG("trackio_space_id", F_STR, script_value, "", "taken: for reporters zt does not build"),
@@ -482,16 +482,14 @@ static const char *json_value(const char *text, const char *key) {
 /* the best evaluation a resumed checkpoint recorded (none, with a warning, when it has no trainer_state.json);
    0: a malformed one, named */
 static int read_trainer_state(const char *resume, const char *out, best_model *b) {
-    char path[4400], tag[256] = "", text[16384];
-    FILE *f = NULL;
-    snprintf(path, sizeof path, "%s/latest", resume);
-    if ((f = fopen(path, "r")) != NULL) { /* a save directory: its newest checkpoint, as zt_load follows it */
-        if (!fgets(tag, sizeof tag, f)) tag[0] = 0;
-        fclose(f);
-        tag[strcspn(tag, " \t\r\n")] = 0;
+    char checkpoint[4096], path[4200], text[16384];
+    if (zt_checkpoint_path(resume, checkpoint, sizeof checkpoint) != ZT_OK) { /* the one zt_load reads */
+        fail(NULL);
+        return 0;
     }
-    snprintf(path, sizeof path, "%s%s%s/trainer_state.json", resume, *tag ? "/" : "", tag);
-    if ((f = fopen(path, "r")) == NULL) {
+    snprintf(path, sizeof path, "%s/trainer_state.json", checkpoint);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
         printf("%s is missing: the best evaluation is tracked from here on\n", path);
         return 1;
     }
@@ -622,6 +620,13 @@ static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
         count += c;
     }
     return count ? sum / (double)count : 0.0;
+}
+
+/* passes over --data so far, as the Trainer's state.epoch counts them (the current one's share, at most 1) */
+static double epochs_read(const zt_data *data) {
+    int64_t epoch, index;
+    zt_data_cursor(data, &epoch, &index);
+    return (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0);
 }
 
 /* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
@@ -905,12 +910,8 @@ int main(int argc, char **argv) {
         int kill_rank = -1;
         long kill_step = -1;
         if (getenv("ZT_TRAIN_TEST_KILL")) sscanf(getenv("ZT_TRAIN_TEST_KILL"), "%d:%ld", &kill_rank, &kill_step);
-        if (a.eval_on_start) { /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
-            int64_t epoch, index;
-            zt_data_cursor(data, &epoch, &index);
-            report_eval(e, &a, val, evalbuf, zt_engine_step(e),
-                        (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0));
-        }
+        if (a.eval_on_start) /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
+            report_eval(e, &a, val, evalbuf, zt_engine_step(e), epochs_read(data));
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
@@ -928,7 +929,7 @@ int main(int argc, char **argv) {
             zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
             int epoch_end = epoch + (index >= zt_data_windows(data)) > pass; /* this step finished a pass */
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
-            double epochs = (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0);
+            double epochs = epochs_read(data);
             int n = snprintf(line, sizeof line,
                              "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
                              "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",

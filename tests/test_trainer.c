@@ -214,12 +214,18 @@ static const char *TINY =
     "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
     " \"hidden_size\": 32, \"intermediate_size\": 48, \"max_position_embeddings\": 64, \"vocab_size\": 61}";
 
-static zt_engine *tiny_engine(int64_t B, int64_t T, int32_t eot, zt_precision prec) {
+static zt_engine *tiny_engine_with(const zt_options *o) {
     zt_model_config c;
     if (zt_model_config_parse(&c, TINY, strlen(TINY), "tiny") != ZT_OK) zt_fatal("%s", zt_last_error());
     zt_model_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.config = &c;
+    zt_engine *e = NULL;
+    if (zt_init_options(&e, &spec, o) != ZT_OK) zt_fatal("%s", zt_last_error());
+    return e;
+}
+
+static zt_engine *tiny_engine(int64_t B, int64_t T, int32_t eot, zt_precision prec) {
     zt_options o = zt_options_default();
     o.micro_batch = B;
     o.seq_len = T;
@@ -231,9 +237,7 @@ static zt_engine *tiny_engine(int64_t B, int64_t T, int32_t eot, zt_precision pr
     o.max_steps = 12;
     o.warmup_steps = 3;
     o.weight_decay = 0.1f;
-    zt_engine *e = NULL;
-    if (zt_init_options(&e, &spec, &o) != ZT_OK) zt_fatal("%s", zt_last_error());
-    return e;
+    return tiny_engine_with(&o);
 }
 
 /* Two documents packed in one row behind an end-of-text token train as the same documents in two
@@ -412,19 +416,12 @@ TEST(checkpoint_damage_is_refused_before_anything_changes) {
 TEST(plateau_schedule_follows_observations_across_a_checkpoint) {
     char dir[256], f[400];
     temp_dir(dir, sizeof dir, "ckpt_plateau");
-    zt_model_config c;
-    if (zt_model_config_parse(&c, TINY, strlen(TINY), "tiny") != ZT_OK) zt_fatal("%s", zt_last_error());
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &c;
     zt_options o = zt_options_default();
     char *argv[] = {(char *)"p", (char *)"--lr_scheduler_type", (char *)"reduce_lr_on_plateau", (char *)"--learning_rate",
                     (char *)"1e-3", (char *)"--lr_scheduler_kwargs", (char *)"{\"patience\": 1, \"factor\": 0.5}"};
     CHECK(zt_options_parse_args(&o, 7, argv) == ZT_OK);
     o.micro_batch = 1, o.seq_len = 8, o.threads = 2, o.max_steps = 20;
-    zt_engine *e = NULL, *e2 = NULL;
-    CHECK(zt_init_options(&e, &spec, &o) == ZT_OK);
-    CHECK(zt_init_options(&e2, &spec, &o) == ZT_OK);
+    zt_engine *e = tiny_engine_with(&o), *e2 = tiny_engine_with(&o);
     int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     const double metrics[6] = {3.0, 2.0, 2.5, 2.4, 2.0, 2.1}; /* two without a gain after 2.0: halve, twice */
     const double want[6] = {1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4};
