@@ -734,6 +734,19 @@ launcher_checks() {
     else
         fail "zt_train --num_processes 2 and one process at twice the batch disagree (worst ${worst:-?})"
     fi
+    local evals=() n # an evaluation the ranks split adds its sums as one process would: the same loss
+    for n in 1 2 3; do
+        rm -rf $dir/val$n
+        $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --max_steps 1 --val_data "$text" --eval_on_start \
+            --eval_strategy no --num_processes $n --config examples/configs/zero3.json --output_dir $dir/val$n \
+            >/dev/null 2>&1 || true
+        evals+=("$(grep -h '"step": 0, "eval_loss"' $dir/val$n/metrics.jsonl 2>/dev/null || true)")
+    done
+    if [[ -n ${evals[0]} && ${evals[0]} == "${evals[1]}" && ${evals[0]} == "${evals[2]}" ]]; then
+        pass "1, 2 and 3 ranks at ZeRO-3 split --val_data and log one process's eval_loss (${evals[0]})"
+    else
+        fail "an evaluation split across ranks differs from one process's: ${evals[*]}"
+    fi
     rendezvous_checks "$text"
     zero_checks "$text"
     offload_checks "$text"

@@ -842,6 +842,11 @@ ZT_API void zt_schedule_observe(zt_engine *e, double metric);
 /* rank 0's v, to the bit, on every rank (every rank calls it): a metric whose decisions must agree, such as a
    checkpoint that every rank saves together, whatever arithmetic each rank did. One process: v. */
 ZT_API double zt_broadcast_value(zt_engine *e, double v);
+/* every rank's n doubles (n <= ZT_GATHER_MAX), to the bit, on every rank: all holds world x n, rank r's at
+   r x n (every rank calls it). One process: mine. Such as the loss sums of an evaluation the ranks split,
+   which every rank then adds in one order. */
+#define ZT_GATHER_MAX 4
+ZT_API void zt_gather_values(zt_engine *e, const double *mine, int n, double *all);
 /* Mean loss of rows as zt_forward_backward defines them, without gradients; sum and count optional.
    zt_eval and zt_generate gather weights under ZeRO-3: with several ranks, every rank calls them. */
 ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
@@ -6871,10 +6876,11 @@ struct zt_engine {
     zt_batch batch; /* the current batch: views of `full` */
     /* pinned host memory */
     int32_t *h_tokens, *h_targets, *h_pos, *h_starts;
-    float *h_losses, *h_norms, *h_stage, *h_logits, *h_stats;
+    float *h_losses, *h_norms, *h_stage, *h_logits, *h_stats, *h_values;
     float aux;            /* the blocks' auxiliary loss of the current micro-batch (zt_batch.aux) */
     void *shared;         /* zt_batch.shared */
     zt_tensor stats; /* (2) f32: tokens and loss sum of a step, summed across ranks */
+    zt_tensor values; /* f32: zt_gather_values' doubles as bits, this rank's then every rank's */
     int32_t *h_order;
     /* training state */
     size_t plan_device, plan_pinned; /* what the plan asked of the arenas */
@@ -7712,6 +7718,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->dstage = e->world > 1 && e->stage > 0 ? zt__dev(dev, ZT_F32, zt_shape1(ZT__MIN(ZT__STAGE_FLOATS, largest)), buf)
                                              : zt__none();
     e->stats = zt__dev(dev, ZT_F32, zt_shape1(2), buf);
+    e->values = zt__dev(dev, ZT_F32, zt_shape1(2 * ZT_GATHER_MAX * (1 + (int64_t)e->world)), buf);
     int64_t bucket = 0; /* the largest bucket of 16-bit gradients, all ranks' pieces together */
     for (int b = 0; b < e->n_blocks && e->world > 1 && e->cdtype != ZT_F32; b++) {
         const zt__group *g = &e->groups[b];
@@ -7746,6 +7753,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->h_losses = ZT_PUSH(pinned, float, N);
     e->h_norms = ZT_PUSH(pinned, float, (int64_t)e->n_blocks * e->world);
     e->h_stats = ZT_PUSH(pinned, float, 2);
+    e->h_values = ZT_PUSH(pinned, float, 2 * ZT_GATHER_MAX * (1 + (int64_t)e->world));
     e->h_stage = ZT_PUSH(pinned, float, ZT__STAGE_FLOATS);
     e->h_logits = ZT_PUSH(pinned, float, V);
     e->h_order = ZT_PUSH(pinned, int32_t, V);
@@ -9431,6 +9439,25 @@ ZT_API double zt_broadcast_value(zt_engine *e, double v) {
     zt_stream_sync(e->s);
     memcpy(&v, e->h_stats, sizeof v);
     return v;
+}
+
+ZT_API void zt_gather_values(zt_engine *e, const double *mine, int n, double *all) {
+    ZT_ASSERT(n >= 0 && n <= ZT_GATHER_MAX);
+    if (e->world <= 1 || !e->comm) {
+        memcpy(all, mine, sizeof(double) * (size_t)n);
+        return;
+    }
+    int64_t words = 2 * (int64_t)n; /* a double travels as two f32 words: collectives copy bits */
+    zt_tensor in = zt_view(e->values, 0, zt_shape1(words));
+    zt_tensor out = zt_view(e->values, 2 * ZT_GATHER_MAX, zt_shape1(words * e->world));
+    memcpy(e->h_values, mine, sizeof(double) * (size_t)n);
+    zt_copy(e->s, in, zt_tensor_make(e->h_values, ZT_F32, ZT_HOST, in.shape));
+    zt_stream *cs = zt__cs_after_s(e);
+    zt_all_gather(cs, e->comm, out, in);
+    zt__s_after_cs(e);
+    zt_copy(e->s, zt_tensor_make(e->h_values, ZT_F32, ZT_HOST, out.shape), out);
+    zt_stream_sync(e->s);
+    memcpy(all, e->h_values, sizeof(double) * (size_t)n * (size_t)e->world);
 }
 
 ZT_API void zt_schedule_observe(zt_engine *e, double metric) {

@@ -592,34 +592,44 @@ static int open_rows(zt_engine *e, const args *a, const char *path, zt_data **ou
     d.seq_len = o->seq_len - 1; /* windows of T tokens (T-1 inputs and their targets) ... */
     d.stride = o->seq_len;      /* ... that do not overlap: a last partial row is dropped */
     d.rows = o->micro_batch;
+    d.rank = rank, d.world = world; /* evaluate() splits them */
     return zt_data_open(out, &d) == ZT_OK;
 }
 
+/* what an evaluation reads into: rows (3 x B x T tokens) and every rank's loss sum and count */
+typedef struct eval_buf {
+    int32_t *rows;
+    double *sums; /* 2 x world */
+} eval_buf;
+
 /* the mean next-token loss over all rows: within a row position t predicts t+1 (T-1 targets a row),
-   as transformers computes with labels=input_ids */
-static double evaluate(zt_engine *e, zt_data *data, int32_t *buf) {
+   as transformers computes with labels=input_ids. The ranks split the rows, a micro-batch each in turn
+   (rank r the r-th of every world of them), and add every micro-batch's sum in the order one process
+   reads them: the same bits at any number of ranks, on every rank. */
+static double evaluate(zt_engine *e, zt_data *data, eval_buf *buf) {
     const zt_options *o = zt_engine_options(e);
     int64_t B = o->micro_batch, T = o->seq_len;
-    int32_t *tok = buf, *win = buf + B * T, *next = win + B * T;
-    double sum = 0;
-    int64_t count = 0;
+    int32_t *tok = buf->rows, *win = tok + B * T, *next = win + B * T;
+    double sum = 0, count = 0;
     zt_data_seek(data, 0, 0);
     for (;;) {
         int64_t epoch, index;
         zt_data_cursor(data, &epoch, &index);
         if (epoch > 0 || index >= zt_data_windows(data)) break;
-        int64_t rows = zt_data_next(data, win, next, -100);
+        int64_t rows = zt_data_next(data, win, next, -100); /* this rank's; none once the windows run out */
         for (int64_t r = 0; r < rows; r++) { /* a row: the window's T-1 inputs, then its last target */
             memcpy(tok + r * T, win + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
             tok[r * T + T - 1] = next[r * (T - 1) + T - 2];
         }
-        double s;
         int64_t c;
-        zt_eval(e, tok, NULL, NULL, rows, &s, &c);
-        sum += s;
-        count += c;
+        double mine[2];
+        zt_eval(e, tok, NULL, NULL, rows, &mine[0], &c); /* every rank, rows or none: ZeRO-3 gathers in it */
+        mine[1] = (double)c;
+        zt_gather_values(e, mine, 2, buf->sums);
+        for (int r = 0; r < world; r++)
+            if (buf->sums[2 * r + 1] > 0) sum += buf->sums[2 * r], count += buf->sums[2 * r + 1];
     }
-    return count ? sum / (double)count : 0.0;
+    return count > 0 ? sum / count : 0.0;
 }
 
 /* passes over --data so far, as the Trainer's state.epoch counts them (the current one's share, at most 1) */
@@ -630,8 +640,8 @@ static double epochs_read(const zt_data *data) {
 }
 
 /* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
-static double report_eval(zt_engine *e, const args *a, zt_data *val, int32_t *buf, int64_t step, double epochs) {
-    double v = zt_broadcast_value(e, evaluate(e, val, buf)); /* rank 0's: the best model's and schedule's decisions agree */
+static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs) {
+    double v = evaluate(e, val, buf); /* every rank's: the best model's and schedule's decisions agree */
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
     int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.9g, \"epoch\": %.4f}\n", (long long)step, v,
                      epochs);
@@ -852,14 +862,16 @@ int main(int argc, char **argv) {
     o = *zt_engine_options(e);
     int64_t B = o.micro_batch, T = o.seq_len;
     int32_t *tok = (int32_t *)calloc((size_t)(2 * B * T + 16), sizeof(int32_t));
-    int32_t *targets = tok + B * T, *evalbuf = (int32_t *)calloc((size_t)(3 * B * T + 16), sizeof(int32_t));
+    int32_t *targets = tok + B * T;
+    eval_buf evalbuf = {(int32_t *)calloc((size_t)(3 * B * T + 16), sizeof(int32_t)),
+                        (double *)calloc(2 * (size_t)world, sizeof(double))};
 
     if (a.eval) {
         zt_data *rows = NULL;
         if (!*a.data) return fprintf(stderr, "zt_train: --eval needs --data\n"), 2;
         if (*a.resume && zt_load(e, a.resume, NULL) != ZT_OK) return fail(NULL);
         if (!open_rows(e, &a, a.data, &rows)) return fail(NULL);
-        printf("loss %.6f\n", evaluate(e, rows, evalbuf));
+        printf("loss %.6f\n", evaluate(e, rows, &evalbuf));
         zt_data_close(rows);
         return 0;
     }
@@ -911,7 +923,7 @@ int main(int argc, char **argv) {
         long kill_step = -1;
         if (getenv("ZT_TRAIN_TEST_KILL")) sscanf(getenv("ZT_TRAIN_TEST_KILL"), "%d:%ld", &kill_rank, &kill_step);
         if (a.eval_on_start) /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
-            report_eval(e, &a, val, evalbuf, zt_engine_step(e), epochs_read(data));
+            report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data));
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
@@ -951,8 +963,8 @@ int main(int argc, char **argv) {
                      : strcmp(a.eval_strategy, "steps") == 0 && a.eval_delay <= (double)s.step &&
                            (s.step % a.eval_steps == 0 || s.step >= o.max_steps); /* the last step too, as the Trainer */
             int improved = 0; /* strictly better than the best so far, as the Trainer compares */
-            if (eval && val) { /* every rank evaluates all of --val_data, and takes rank 0's loss */
-                double v = report_eval(e, &a, val, evalbuf, s.step, epochs);
+            if (eval && val) { /* the ranks split --val_data */
+                double v = report_eval(e, &a, val, &evalbuf, s.step, epochs);
                 improved = *a.metric_for_best_model && (a.greater_is_better ? v > best.metric : v < best.metric);
                 if (improved) best.metric = v, best.step = strcmp(a.save_strategy, "no") != 0 ? s.step : -1;
                 zt_schedule_observe(e, v); /* reduce_lr_on_plateau and greedy: the Trainer's metric_for_best_model */
@@ -1065,7 +1077,8 @@ int main(int argc, char **argv) {
     zt_shutdown(e);
     zt_comm_destroy(comm);
     free(tok);
-    free(evalbuf);
+    free(evalbuf.rows);
+    free(evalbuf.sums);
     free(eargv);
     return 0;
 }

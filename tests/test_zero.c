@@ -111,6 +111,10 @@ static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int w
         }
     }
     if (zt_broadcast_value(e, 0.1 + rank) != 0.1) return 6; /* every rank gets rank 0's value, to the bit */
+    double mine[2] = {0.1 + rank, -1e300 * rank}, all[2 * 4]; /* -1e300: not an f32, carried as bits */
+    zt_gather_values(e, mine, 2, all);
+    for (int r = 0; r < world; r++)
+        if (all[2 * r] != 0.1 + r || all[2 * r + 1] != -1e300 * r) return 7;
     int64_t n = test_read_params(e, rank == 0 ? out->w : (float *)malloc(sizeof(float) * MAX_N), MAX_N, 0);
     zt_shutdown(e);
     if (n < 0) return 4;
