@@ -752,6 +752,7 @@ launcher_checks() {
     offload_checks "$text"
     hf_checks "$text"
     accelerate_checks "$text"
+    jit_checkpoint_check "$text"
     local rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?
@@ -760,6 +761,51 @@ launcher_checks() {
     else
         fail "a killed rank did not stop the job with its number:"
         tail -n 10 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# $1: an output dir, then a command: run it with --output_dir $1 in the background, send it SIGTERM once it
+# has logged 3 steps, and print its exit status (its output in $1.log)
+terminated_at_step3() {
+    local out=$1 i rc=0
+    shift
+    "$@" --output_dir "$out" >"$out.log" 2>&1 &
+    local pid=$!
+    for ((i = 0; i < 600; i++)); do
+        [[ -f $out/metrics.jsonl && $(wc -l <"$out/metrics.jsonl") -ge 3 ]] && break
+        sleep 0.1
+    done
+    kill -TERM $pid 2>/dev/null || true
+    wait $pid || rc=$?
+    echo $rc
+}
+
+# --enable_jit_checkpoint at 2 ranks: a SIGTERM to the launcher reaches both, which save the step they are in
+# and exit 143, and --resume goes on bit for bit; without the flag the ranks stop at once and nothing is saved
+jit_checkpoint_check() {
+    local text=$1 dir=$B/check/jit rc k
+    local f=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
+             --logging_steps 0 --threads 1 --learning_rate 1e-3 --lr_scheduler_type constant --num_processes 2)
+    rm -rf $dir && mkdir -p $dir
+    rc=$(terminated_at_step3 $dir/jit $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no --enable_jit_checkpoint)
+    k=$(sed -n 's/^global_step\([0-9]*\)$/\1/p' $dir/jit/latest 2>/dev/null) || true
+    if [[ $rc == 143 && -n $k ]] && grep -q "^SIGTERM: saved $dir/jit/global_step$k;" $dir/jit.log &&
+        $B/zt_train "${f[@]}" --max_steps $((k + 2)) --resume $dir/jit --output_dir $dir/jit >/dev/null 2>&1 &&
+        $B/zt_train "${f[@]}" --max_steps $((k + 2)) --output_dir $dir/whole >/dev/null 2>&1 &&
+        cmp -s $dir/jit/global_step$((k + 2))/zt_rank_00000.safetensors \
+            $dir/whole/global_step$((k + 2))/zt_rank_00000.safetensors; then
+        pass "--enable_jit_checkpoint: SIGTERM to the launcher saves step $k on both ranks (exit 143); --resume continues bit for bit"
+    else
+        fail "--enable_jit_checkpoint: after SIGTERM exit $rc, checkpoint '${k:-none}', or the resumed run differs:"
+        tail -n 5 $dir/jit.log | sed 's/^/    /'
+    fi
+    rc=$(terminated_at_step3 $dir/plain $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no)
+    if [[ $rc == 143 && $(wc -l <$dir/plain/metrics.jsonl) -lt 2000 ]] && ! compgen -G "$dir/plain/global_step*" >/dev/null &&
+        grep -q '^zt: SIGTERM passed on to the ranks' $dir/plain.log && ! pgrep -f "output_dir $dir/plain" >/dev/null; then
+        pass "without --enable_jit_checkpoint, SIGTERM to the launcher stops its ranks at once (exit 143), saving nothing"
+    else
+        fail "SIGTERM to the launcher without --enable_jit_checkpoint: exit $rc, or a checkpoint, or a rank left:"
+        tail -n 5 $dir/plain.log | sed 's/^/    /'
     fi
 }
 

@@ -963,7 +963,9 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    --main_process_port). With N > 1 this process becomes the launcher: it starts N ranks of the same
    program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
    MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
-   and returns 1 with *exit_code to exit with. In a rank, or with N <= 1, it returns 0 and *comm is the
+   and returns 1 with *exit_code to exit with. A SIGTERM to the launcher goes on to its ranks, and it waits
+   for them (they may save a checkpoint first, as zt_train --enable_jit_checkpoint does): then
+   *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0 or 143, else 1. In a rank, or with N <= 1, it returns 0 and *comm is the
    communicator (single-rank for one process). With --num_machines M > 1 each machine's launcher starts
    its N / M ranks, which meet over TCP at rank 0 (zt_comm_tcp_connect), listening on machine 0 at
    --main_process_ip:--main_process_port; a job token (ZT_JOB_TOKEN, --rdzv_id, or a hash of the
@@ -5500,6 +5502,21 @@ static int zt__tcp_rank(zt_comm **comm, const char *ip, int port, uint64_t token
     return 1;
 }
 
+/* the launcher's ranks, for its SIGTERM handler, which passes the signal on (kill is async-signal-safe) */
+static pid_t zt__launched[ZT__COMM_MAX_RANKS];
+static volatile sig_atomic_t zt__launched_n, zt__launch_term;
+static void zt__launch_on_term(int sig) {
+    zt__launch_term = 1;
+    for (int r = 0; r < zt__launched_n; r++)
+        if (zt__launched[r] > 0) kill(zt__launched[r], sig);
+}
+
+/* a rank's end after the launcher passed SIGTERM on: stopped by it, or exited 0 or 143 (a rank that saved) */
+static int zt__terminated_cleanly(int status) {
+    return (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) ||
+           (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 128 + SIGTERM));
+}
+
 /* a rank: the segment's fd in its environment, its rank and world */
 static int zt__attach_rank(zt_comm **comm, int fd, int rank, int world, int *exit_code) {
     zt_result r = zt_comm_shm_attach(comm, fd, rank, world);
@@ -5578,14 +5595,24 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     char ports[16], tokens[32];
     snprintf(ports, sizeof ports, "%d", port);
     snprintf(tokens, sizeof tokens, "%llx", (unsigned long long)token);
-    pid_t pids[ZT__COMM_MAX_RANKS];
+    pid_t *pids = zt__launched;
+    struct sigaction term, old_term;
+    memset(&term, 0, sizeof term);
+    term.sa_handler = zt__launch_on_term;
+    sigemptyset(&term.sa_mask);
+    sigaction(SIGTERM, &term, &old_term);
+    sigset_t term_only, unblocked; /* held while a rank starts: it is then killed with the others, or not yet born */
+    sigemptyset(&term_only);
+    sigaddset(&term_only, SIGTERM);
     /* the launcher writes each rank's pid, so a rank that dies before it attaches is noticed too */
     zt__shm_header *head = fd < 0 ? (zt__shm_header *)MAP_FAILED
                                   : (zt__shm_header *)mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     n = local; /* from here on: this machine's ranks */
     for (int r = 0; r < n; r++) {
+        sigprocmask(SIG_BLOCK, &term_only, &unblocked);
         pids[r] = fork();
         if (pids[r] < 0) {
+            sigprocmask(SIG_SETMASK, &unblocked, NULL);
             fprintf(stderr, "zt: cannot start rank %d: %s\n", first + r, strerror(errno));
             for (int k = 0; k < r; k++) kill(pids[k], SIGTERM);
             n = r;
@@ -5593,6 +5620,8 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
             break;
         }
         if (pids[r] == 0) {
+            sigaction(SIGTERM, &old_term, NULL);
+            sigprocmask(SIG_SETMASK, &unblocked, NULL);
             prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed launcher takes its ranks along */
             char v[32];
             snprintf(v, sizeof v, "%d", first + r);
@@ -5613,20 +5642,28 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
             _exit(127);
         }
         if (head != MAP_FAILED) __atomic_store_n(&head->pids[first + r], (int32_t)pids[r], __ATOMIC_RELEASE);
+        zt__launched_n = r + 1;
+        sigprocmask(SIG_SETMASK, &unblocked, NULL); /* a SIGTERM held meanwhile reaches this rank too */
     }
     if (head != MAP_FAILED) munmap(head, 4096);
     if (fd >= 0) close(fd);
     /* wait; the first rank to fail ends the others (they would stop by themselves within seconds) */
-    int left = n, failed = -1;
+    int left = n, failed = -1, told = 0;
     while (left > 0) {
         int status = 0;
         pid_t pid = waitpid(-1, &status, 0);
+        if (zt__launch_term && !told) {
+            fprintf(stderr, "zt: SIGTERM passed on to the ranks; waiting for them to stop\n");
+            told = 1;
+        }
+        if (pid < 0 && errno == EINTR) continue;
         if (pid < 0) break;
         int r = 0;
         while (r < n && pids[r] != pid) r++;
         if (r == n) continue;
         pids[r] = 0;
         left--;
+        if (zt__launch_term && zt__terminated_cleanly(status)) continue;
         if (status != 0 && failed < 0) {
             char how[96];
             zt__describe_exit(status, how, sizeof how);
@@ -5637,6 +5674,9 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
                 if (pids[k] > 0) kill(pids[k], SIGTERM);
         }
     }
+    zt__launched_n = 0;
+    sigaction(SIGTERM, &old_term, NULL);
+    if (zt__launch_term && failed < 0) *exit_code = 128 + SIGTERM;
     return 1;
 }
 

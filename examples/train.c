@@ -162,7 +162,7 @@ static const flag FLAGS[] = {
     FLAG("debug", F_STR, debug, "", "tpu_metrics_debug is taken; underflow_overflow is refused (zt does not stop at the first inf)"),
     FLAG("do_predict", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --sample)"),
     FLAG("optim_args", F_STR, script_value, "", "taken: AdamW takes its settings from --adam_beta1 and the like"),
-    FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "refused if true: zt saves at --save_steps, not on SIGTERM"),
+    FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "on SIGTERM: save a checkpoint at the end of the step, then exit 143"),
     FLAG("neftune_noise_alpha", F_NUM, neftune, "0", "refused unless 0: NEFTune's embedding noise is not built"),
     FLAG("fsdp", F_STR, fsdp, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
     FLAG("fsdp_config", F_STR, fsdp_config, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
@@ -310,7 +310,6 @@ static int trainer_flags(args *a) {
                                       "80GiB names the settings that fit"
                     : !a->save_safetensors ? "--save_safetensors false: zt writes safetensors only"
                     : a->eval_batch < 1 ? "--per_device_eval_batch_size must be at least 1"
-                    : a->jit_ckpt ? "--enable_jit_checkpoint: zt saves at --save_steps and at the end, not on SIGTERM"
                     : a->neftune != 0 ? "--neftune_noise_alpha: NEFTune's noise on the embeddings is not built"
                     : *a->fsdp || *a->fsdp_config ? "--fsdp: zt shards with ZeRO; give a DeepSpeed config (stage 3 is "
                                                     "FSDP's full shard, e.g. examples/configs/zero3.json)"
@@ -650,6 +649,20 @@ static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *b
     return v;
 }
 
+/* --enable_jit_checkpoint: a SIGTERM (from the scheduler, or the launcher passing its own on) asks for a
+   checkpoint at the end of the step */
+static volatile sig_atomic_t terminated;
+static void on_sigterm(int sig) { terminated = sig; }
+
+/* whether any rank got SIGTERM: every rank calls it at the end of each step, so that they stop together */
+static int stop_requested(zt_engine *e, double *sums) {
+    double mine = terminated != 0;
+    zt_gather_values(e, &mine, 1, sums);
+    for (int r = 0; r < world; r++)
+        if (sums[r] != 0) return 1;
+    return 0;
+}
+
 /* --plan: no ranks are started; the launcher's flags are read here (only --num_processes matters) */
 static int plan_world(int *argc, char **argv) {
     static const char *launcher[] = {"--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
@@ -773,6 +786,14 @@ int main(int argc, char **argv) {
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
     if (!trainer_flags(&a)) return 2;
+    if (a.jit_ckpt) { /* installed before the model loads: a signal from here on is a checkpoint at the step's end */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_sigterm;
+        sa.sa_flags = SA_RESTART; /* reads, writes and collectives carry on */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+    }
     if (log_max != ZT_LOG_INFO) zt_set_log(log_filtered, NULL);
     if (strcmp(a.report_to, "none") != 0)
         fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
@@ -898,6 +919,7 @@ int main(int argc, char **argv) {
         zt_data_cursor(data, &epoch, &index);
         zt_data_seek(data, epoch, 0);
     }
+    int stopped = 0; /* --enable_jit_checkpoint, after a SIGTERM */
     if (data) {
         printf("%s: %lld parameters | %lld tokens in %lld windows of %lld | %lld steps of %lld x %lld x %lld tokens\n",
                a.model, (long long)zt_engine_param_count(e), (long long)zt_data_tokens(data),
@@ -959,6 +981,14 @@ int main(int argc, char **argv) {
                 fflush(stdout);
             }
             if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
+            if (a.jit_ckpt && stop_requested(e, evalbuf.sums)) { /* before an evaluation: the grace period is short */
+                if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+                if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved)) return 1;
+                printf("SIGTERM: saved %s/global_step%lld; --resume %s continues the run\n", a.output_dir,
+                       (long long)s.step, a.output_dir);
+                stopped = 1;
+                break;
+            }
             int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end && a.eval_delay <= epochs
                      : strcmp(a.eval_strategy, "steps") == 0 && a.eval_delay <= (double)s.step &&
                            (s.step % a.eval_steps == 0 || s.step >= o.max_steps); /* the last step too, as the Trainer */
@@ -979,13 +1009,14 @@ int main(int argc, char **argv) {
             }
         }
         /* the last step, unless it was just saved ("best" saves only its best) */
-        int saving = strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0;
+        int saving = strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0 && !stopped;
         if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
             if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved)) return 1;
         }
         if (rank == 0) write_svg(a.output_dir);
-        if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */
+        if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
+        else if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */
             char path[4200];
             snprintf(path, sizeof path, "%s/global_step%lld", a.output_dir, (long long)best.checkpoint);
             printf("loading the best checkpoint, %s (eval_loss %.6f)\n", path, best.metric);
@@ -1080,5 +1111,5 @@ int main(int argc, char **argv) {
     free(evalbuf.rows);
     free(evalbuf.sums);
     free(eargv);
-    return 0;
+    return stopped ? 128 + SIGTERM : 0;
 }
