@@ -110,6 +110,11 @@
 #  define ZT_EXTERN_C_BEGIN
 #  define ZT_EXTERN_C_END
 #endif
+#ifdef __CUDACC__ /* a function of the bits that both backends compute, host and kernel alike */
+#  define ZT_HOST_DEVICE __host__ __device__
+#else
+#  define ZT_HOST_DEVICE
+#endif
 #if defined(__GNUC__) || defined(__clang__)
 #  define ZT_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #  define ZT_NORETURN __attribute__((noreturn))
@@ -321,6 +326,17 @@ ZT_API void zt_fill(zt_stream *s, zt_tensor t, float value);
 ZT_API void zt_scale(zt_stream *s, zt_tensor t, float alpha);   /* t *= alpha */
 /* out = a + b (residual add; out may alias a or b) */
 ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b);
+/* t[i] += magnitude * (2 u - 1), u in [0, 1) a function of (seed, offset + i) alone (zt_noise_uniform):
+   the same bits on every backend, and at any split of a tensor across ranks (offset: where this part
+   begins). NEFTune's noise on the embeddings. */
+ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset);
+/* the u of zt_add_uniform_noise: 24 random bits, an f32 in [0, 1) */
+static inline ZT_HOST_DEVICE float zt_noise_uniform(uint64_t seed, int64_t i) {
+    uint64_t z = seed + ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull; /* splitmix64 at position i */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (float)((z ^ (z >> 31)) >> 40) * (1.0f / 16777216.0f);
+}
 
 /* General matrix product: c (M,N) = alpha * op(a) @ op(b) + beta * c + bias, op(x) = x or x^T.
    With beta == 0, c is never read (it may hold anything, NaN included).
@@ -585,6 +601,11 @@ typedef struct zt_batch {
     float dloss;        /* d(total loss) / d(each token's loss), loss scale included */
     int ignore_index;
     float label_smoothing; /* the Trainer's label_smoothing_factor, for the output layer's loss (zt_loss_params) */
+    float neftune_alpha;   /* zt_options.neftune_alpha, for the token embeddings in training */
+    uint64_t seed;         /* this micro-batch's randomness: a function of the run's seed, the step and the micro-batch
+                              alone (the same on every rank, and when a block is recomputed) */
+    int64_t first_row;     /* this rank's first row among every rank's rows of the micro-batch: randomness by
+                              (seed, global row) is the same whatever the number of ranks */
     int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
     /* A block may set *aux to an auxiliary loss of the micro-batch (the MoE routers' balance); it counts once per
        counted token, so d(total loss) / d(*aux) = dloss * counted. The engine sets it to 0 before the forward. */
@@ -688,6 +709,8 @@ typedef struct zt_options {
     int ignore_index;           /* -100 */
     float label_smoothing;      /* the Trainer's label_smoothing_factor (0: none): the loss, training and evaluation,
                                    mixes in this share of the uniform distribution (zt_loss_params) */
+    float neftune_alpha;        /* the Trainer's neftune_noise_alpha (0: none): in training, the token embeddings get
+                                   uniform noise of magnitude alpha / sqrt(T x hidden), as NEFTune adds it */
     int32_t eot_token;          /* -1: none; else packed documents: positions restart after this token,
                                    attention does not cross it, and it predicts nothing */
     /* optimizer (AdamW, decoupled) */
@@ -1824,12 +1847,13 @@ typedef enum zt__op_kind {
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
     ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD, ZT__OP_GATED_ADD_FWD, ZT__OP_GATED_ADD_BWD,
-    ZT__OP_MOE_BALANCE_BWD, ZT__OP_COUNT
+    ZT__OP_MOE_BALANCE_BWD, ZT__OP_NOISE, ZT__OP_COUNT
 } zt__op_kind;
 
 typedef struct zt__args_unary { zt_tensor out, inp; } zt__args_unary; /* copy cast sum_rows sumsq, fwd */
 typedef struct zt__args_unary_bwd { zt_tensor dinp, dout, inp; } zt__args_unary_bwd;
 typedef struct zt__args_fill { zt_tensor t; float value; } zt__args_fill; /* fill, scale */
+typedef struct zt__args_noise { zt_tensor t; float magnitude; uint64_t seed; int64_t offset; } zt__args_noise;
 typedef struct zt__args_add { zt_tensor out, a, b; } zt__args_add;
 typedef struct zt__args_gemm {
     zt_tensor c, a, b, bias;
@@ -1877,6 +1901,7 @@ typedef struct zt__op {
         zt__args_unary unary;
         zt__args_unary_bwd unary_bwd;
         zt__args_fill fill;
+        zt__args_noise noise;
         zt__args_add add;
         zt__args_gemm gemm;
         zt__args_embedding embedding;
@@ -2107,6 +2132,19 @@ static void zt__fill_op(zt_stream *s, zt__op_kind kind, const char *name, zt_ten
 ZT_API void zt_fill(zt_stream *s, zt_tensor t, float value) { zt__fill_op(s, ZT__OP_FILL, "zt_fill", t, value); }
 ZT_API void zt_scale(zt_stream *s, zt_tensor t, float alpha) {
     zt__fill_op(s, ZT__OP_SCALE, "zt_scale", t, alpha);
+}
+
+ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset) {
+    zt__need_tensor("zt_add_uniform_noise", "t", t, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need(isfinite(magnitude) && offset >= 0, "zt_add_uniform_noise", "magnitude %g must be finite, offset %lld >= 0",
+             (double)magnitude, (long long)offset);
+    zt__op op;
+    op.kind = ZT__OP_NOISE;
+    op.noise.t = t;
+    op.noise.magnitude = magnitude;
+    op.noise.seed = seed;
+    op.noise.offset = offset;
+    zt__launch(s, &op);
 }
 
 ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b) {
@@ -3651,6 +3689,10 @@ static void zt__embedding_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor in
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt_embedding_forward(ctx->stream, out, b->tokens, ctx->param[ZT__EMB_WTE], 0);
     if (c->embed_scale > 0) zt_scale(ctx->stream, out, zt__embed_scale(c, ctx->param[ZT__EMB_WTE].dtype));
+    if (ctx->training && b->neftune_alpha > 0) { /* on the token embedding module's output, as transformers hooks it */
+        int64_t per_row = b->T * c->hidden;
+        zt_add_uniform_noise(ctx->stream, out, b->neftune_alpha / sqrtf((float)per_row), b->seed, b->first_row * per_row);
+    }
     if (strcmp(c->model_type, "gpt2") == 0) zt_embedding_forward(ctx->stream, out, b->pos, ctx->param[ZT__EMB_WPE], 1);
 }
 
@@ -7061,6 +7103,7 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("lr_scheduler_kwargs", ZT__F_STR, lr_scheduler_kwargs, "the schedule's arguments as JSON, e.g. '{\"num_cycles\": 2}'"),
     ZT__FLAG("seed", ZT__F_INT, seed, "seed of initialisation and sampling"),
     ZT__FLAG("label_smoothing_factor", ZT__F_FLOAT, label_smoothing, "the loss's share of the uniform distribution (0: none)"),
+    ZT__FLAG("neftune_noise_alpha", ZT__F_FLOAT, neftune_alpha, "NEFTune: noise on the token embeddings in training (0: none)"),
     ZT__FLAG("gradient_checkpointing", ZT__F_BOOL, gradient_checkpointing, "recompute each block in backward"),
     ZT__FLAG("backend", ZT__F_STR, backend, "cpu or cuda"),
     ZT__FLAG("threads", ZT__F_INT, threads, "CPU threads (0: every core)"),
@@ -7748,6 +7791,8 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->full.T = e->T;
     e->full.ignore_index = e->opt.ignore_index;
     e->full.label_smoothing = e->opt.label_smoothing;
+    e->full.neftune_alpha = e->opt.neftune_alpha;
+    e->full.first_row = (int64_t)e->rank * e->B;
     e->full.logits_at = -1;
     e->full.aux = &e->aux;
     e->full.shared = e->shared;
@@ -8911,6 +8956,9 @@ static zt_result zt__check_options(zt_engine *e) {
     if (!(o->label_smoothing >= 0.0f && o->label_smoothing <= 1.0f))
         return zt_fail(ZT_ERROR_INVALID, "--label_smoothing_factor %g: the share of the uniform distribution is between 0 "
                        "and 1", (double)o->label_smoothing);
+    if (!(o->neftune_alpha >= 0.0f && isfinite(o->neftune_alpha)))
+        return zt_fail(ZT_ERROR_INVALID, "--neftune_noise_alpha %g: NEFTune's alpha is a finite number >= 0 (5 in its "
+                       "paper)", (double)o->neftune_alpha);
     zt_result r = zt__check_schedule(o);
     if (r != ZT_OK) return r;
     if (!(o->offload_ratio >= 0 && o->offload_ratio <= 1))
@@ -9382,6 +9430,7 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
                                  int64_t n_rows) {
     int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
     e->batch.dloss = e->scaler.scale / (float)(e->B * e->T);
+    e->batch.seed = zt__mix(e->opt.seed ^ zt__mix((uint64_t)e->step << 20 ^ (uint64_t)e->micro ^ 0x6e6f697365ull));
     zt__run(e, 1);
     e->micro++;
     double sum = zt__loss_sum(e, e->B * e->T) + (double)e->aux * (double)valid;
@@ -16588,6 +16637,16 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
         zt__from_f32(t.data, t.dtype, i0, s0, n);
         return;
     }
+    case ZT__OP_NOISE: { /* two roundings, as the CUDA kernel's: the noise, then the sum */
+        const zt__args_noise *a = &op->noise;
+        zt__to_f32(s0, a->t.data, a->t.dtype, i0, n);
+        for (int64_t i = 0; i < n; i++) {
+            float noise = (2.0f * zt_noise_uniform(a->seed, a->offset + i0 + i) - 1.0f) * a->magnitude;
+            s0[i] += noise;
+        }
+        zt__from_f32(a->t.data, a->t.dtype, i0, s0, n);
+        return;
+    }
     case ZT__OP_ADD: {
         const zt__args_add *a = &op->add;
         zt__to_f32(s0, a->a.data, a->a.dtype, i0, n);
@@ -17316,6 +17375,7 @@ static int64_t zt__elementwise_numel(const zt__op *op) {
     case ZT__OP_SILU_FWD: return zt_numel(op->unary.out);
     case ZT__OP_FILL:
     case ZT__OP_SCALE: return zt_numel(op->fill.t);
+    case ZT__OP_NOISE: return zt_numel(op->noise.t);
     case ZT__OP_ADD: return zt_numel(op->add.out);
     case ZT__OP_GELU_BWD:
     case ZT__OP_SILU_BWD: return zt_numel(op->unary_bwd.inp);

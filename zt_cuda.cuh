@@ -228,6 +228,14 @@ __global__ void zt__cu_elementwise(zt__cu_ew e) {
     }
 }
 
+/* zt_add_uniform_noise: the noise and the sum rounded apart, as on the CPU (no fused multiply-add) */
+__global__ void zt__cu_noise(zt__cu_t t, int64_t n, float magnitude, uint64_t seed, int64_t offset) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float noise = __fmul_rn(2.0f * zt_noise_uniform(seed, offset + i) - 1.0f, magnitude);
+        zt__cu_st(t.p, t.t, i, __fadd_rn(zt__cu_ld(t.p, t.t, i), noise));
+    }
+}
+
 /* fill of an integer tensor stores the value converted as the CPU's zt__store does */
 __global__ void zt__cu_fill_int(zt__cu_t t, int64_t n, double value) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
@@ -2139,6 +2147,15 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         zt__cu_launch_ew(st, op->kind, op->fill.t, op->fill.t, op->fill.t, op->fill.value, zt_numel(op->fill.t));
         return;
     case ZT__OP_ADD: zt__cu_launch_ew(st, op->kind, op->add.out, op->add.a, op->add.b, 0.0f, zt_numel(op->add.out)); return;
+    case ZT__OP_NOISE: {
+        const zt__args_noise *a = &op->noise;
+        int64_t n = zt_numel(a->t);
+        if (n == 0) return;
+        zt__cu_noise<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(zt__cu_of(a->t), n, a->magnitude,
+                                                                                  a->seed, a->offset);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
     case ZT__OP_GELU_BWD:
     case ZT__OP_SILU_BWD: {
         const zt__args_unary_bwd *a = &op->unary_bwd;

@@ -40,7 +40,7 @@ typedef struct args {
     int64_t data_seed, eval_batch;
     int eval_on_start, use_cpu, save_safetensors, save_only_model, save_on_each_node, push_to_hub, auto_batch;
     int ignore_data_skip, activation_ckpt, avg_tokens, jit_ckpt, drop_last, bf16_eval, fp16_eval, full_eval;
-    double eval_delay, neftune;
+    double eval_delay;
     const char *debug, *sampling, *act_kwargs, *fsdp, *fsdp_config, *accel_config, *par_config;
     const char *log_level, *script_value; /* script_value: values taken and unused, as script_switch */
 } args;
@@ -163,7 +163,6 @@ static const flag FLAGS[] = {
     FLAG("do_predict", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --sample)"),
     FLAG("optim_args", F_STR, script_value, "", "taken: AdamW takes its settings from --adam_beta1 and the like"),
     FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "on SIGTERM: save a checkpoint at the end of the step, then exit 143"),
-    FLAG("neftune_noise_alpha", F_NUM, neftune, "0", "refused unless 0: NEFTune's embedding noise is not built"),
     FLAG("fsdp", F_STR, fsdp, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
     FLAG("fsdp_config", F_STR, fsdp_config, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
     FLAG("accelerator_config", F_STR, accel_config, "", "refused: zt does not read it (--config_file takes Accelerate's YAML)"),
@@ -310,7 +309,6 @@ static int trainer_flags(args *a) {
                                       "80GiB names the settings that fit"
                     : !a->save_safetensors ? "--save_safetensors false: zt writes safetensors only"
                     : a->eval_batch < 1 ? "--per_device_eval_batch_size must be at least 1"
-                    : a->neftune != 0 ? "--neftune_noise_alpha: NEFTune's noise on the embeddings is not built"
                     : *a->fsdp || *a->fsdp_config ? "--fsdp: zt shards with ZeRO; give a DeepSpeed config (stage 3 is "
                                                     "FSDP's full shard, e.g. examples/configs/zero3.json)"
                     : *a->accel_config ? "--accelerator_config: zt does not read it; --config_file takes Accelerate's YAML"

@@ -278,10 +278,6 @@ static zt_engine *model_engine_with(model_run *r, const char *type, const zt_mod
     return e;
 }
 
-static zt_engine *model_engine(model_run *r, const char *type, const zt_model_config *cfg, zt_precision prec) {
-    return model_engine_with(r, type, cfg, model_options(prec));
-}
-
 static void model_check(model_run *r, const char *type, zt_precision prec, const model_tol *tol) {
     const char *pn = prec_name(prec);
     char path[256], err[512];
@@ -306,8 +302,15 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(ids && loss && logits && step_ids && step_loss && step_norm, "%s: a tensor is missing or misshaped",
               path);
 
+    /* the *_neftune fixtures: NEFTune's noise in training (zt's, which their hook adds), none in evaluation */
+    const fx_tensor *alpha = fx_need(&r->fx, "neftune_alpha", 0, 1), *eval_loss = fx_need(&r->fx, "eval_loss", 0, 1);
+    CHECK_MSG(!alpha == !eval_loss && !alpha == !strstr(type, "_neftune"), "%s: neftune_alpha and eval_loss go together",
+              path);
+    zt_options o = model_options(prec);
+    if (alpha) o.neftune_alpha = *(const float *)alpha->data;
+
     /* the loss and every gradient of one batch */
-    r->e = model_engine(r, type, &cfg, prec);
+    r->e = model_engine_with(r, type, &cfg, o);
     if (!r->e) return;
     const int32_t *tokens = (const int32_t *)ids->data;
     float ref_loss = *(const float *)loss->data;
@@ -343,14 +346,16 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   name, l2, tol->grad_l2);
     }
 
-    /* evaluation: the same loss without gradients */
+    /* evaluation: the same loss without gradients (and without NEFTune's noise) */
+    if (eval_loss) ref_loss = *(const float *)eval_loss->data;
     got = zt_eval(r->e, tokens, NULL, NULL, MB, NULL, NULL);
     r->err.eval = rel1(got, ref_loss);
     CHECK_MSG(r->err.eval <= tol->loss, "%s %s: zt_eval loss %.7f, reference %.7f (relative error %.2e, tol %.0e)",
               type, pn, (double)got, (double)ref_loss, r->err.eval, tol->loss);
 
-    /* greedy sampling after each row picks the reference logits' argmax (checked where it is clear) */
-    for (int row = 0; row < MB; row++) {
+    /* greedy sampling after each row picks the reference logits' argmax (checked where it is clear; a noisy
+       forward's logits are not sampling's) */
+    for (int row = 0; row < MB && !alpha; row++) {
         const float *lg = (const float *)logits->data + ((int64_t)row * SEQ + SEQ - 1) * cfg.vocab;
         int64_t best = 0, second = -1;
         for (int64_t v = 1; v < cfg.vocab; v++) {
@@ -368,7 +373,7 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     r->e = NULL;
 
     /* 10 optimizer steps from the same start, each on its own batch */
-    r->e = model_engine(r, type, &cfg, prec);
+    r->e = model_engine_with(r, type, &cfg, o);
     if (!r->e) return;
     for (int k = 0; k < N_STEPS; k++) {
         float ref = ((const float *)step_loss->data)[k], ref_norm = ((const float *)step_norm->data)[k];
@@ -467,6 +472,8 @@ TEST(models_qwen3_moe_fp32) { model_test("qwen3_moe", ZT_PRECISION_FP32); }
 TEST(models_qwen2_moe_fp32) { model_test("qwen2_moe", ZT_PRECISION_FP32); }
 TEST(models_mixtral_balance_fp32) { model_test("mixtral_balance", ZT_PRECISION_FP32); }
 TEST(models_qwen3_moe_balance_fp32) { model_test("qwen3_moe_balance", ZT_PRECISION_FP32); }
+TEST(models_gpt2_neftune_fp32) { model_test("gpt2_neftune", ZT_PRECISION_FP32); }
+TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
 TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
@@ -481,3 +488,5 @@ TEST(models_qwen3_moe_bf16) { model_test("qwen3_moe", ZT_PRECISION_BF16); }
 TEST(models_qwen2_moe_bf16) { model_test("qwen2_moe", ZT_PRECISION_BF16); }
 TEST(models_mixtral_balance_bf16) { model_test("mixtral_balance", ZT_PRECISION_BF16); }
 TEST(models_qwen3_moe_balance_bf16) { model_test("qwen3_moe_balance", ZT_PRECISION_BF16); }
+TEST(models_gpt2_neftune_bf16) { model_test("gpt2_neftune", ZT_PRECISION_BF16); }
+TEST(models_gemma_neftune_bf16) { model_test("gemma_neftune", ZT_PRECISION_BF16); }

@@ -1292,6 +1292,45 @@ static void check_elementwise(zt_dtype dt) {
     cpu_close(&d);
     bufs_free();
 }
+/* zt_add_uniform_noise: t + (2u - 1) magnitude, rounded twice (the noise, the sum), u from (seed, offset + i)
+   alone: a tensor noised in two parts at their offsets gets the whole's bits; the noise lies in [-m, m) with
+   uniform's mean and variance (131072 draws: within 4 standard errors), and another seed draws other noise */
+static void check_noise(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {77};
+    const int64_t n = 1 << 17, half = 40001;
+    const float m = 0.3f;
+    const uint64_t seed = 0x5eedull;
+    double *x = drand(&r, n, -3, 3), *want = dbuf(n);
+    zt_tensor whole = to_dev(&d, dt, zt_shape1(n), x), parts = to_dev(&d, dt, zt_shape1(n), dcopy(x, n));
+    zt_add_uniform_noise(d.s, whole, m, seed, 0);
+    zt_add_uniform_noise(d.s, zt_view(parts, 0, zt_shape1(half)), m, seed, 0);
+    zt_add_uniform_noise(d.s, zt_view(parts, half, zt_shape1(n - half)), m, seed, half);
+    double sum = 0, sumsq = 0, lo = 1, hi = -1;
+    for (int64_t i = 0; i < n; i++) {
+        float noise = (2.0f * zt_noise_uniform(seed, i) - 1.0f) * m;
+        want[i] = round_to(dt, (double)((float)x[i] + noise));
+        sum += noise, sumsq += (double)noise * noise;
+        lo = fmin(lo, noise), hi = fmax(hi, noise);
+    }
+    EXPECT_EXACT(label("noise %s: t", dt_name(dt)), download(&d, whole), want, n);
+    EXPECT_EXACT(label("noise %s in two parts: t", dt_name(dt)), download(&d, parts), want, n);
+    double var = (double)m * m / 3, mean_se = sqrt(var / n), var_se = sqrt(4.0 / 45.0 * pow(m, 4) / n);
+    CHECK_MSG(lo >= -m && hi < m, "noise in [%g, %g], outside [-%g, %g)", lo, hi, (double)m, (double)m);
+    CHECK_MSG(fabs(sum / n) < 4 * mean_se, "noise mean %g (standard error %g)", sum / n, mean_se);
+    CHECK_MSG(fabs(sumsq / n - var) < 4 * var_se, "noise variance %g, uniform's %g (standard error %g)", sumsq / n, var,
+              var_se);
+    int64_t same = 0;
+    for (int64_t i = 0; i < 1000; i++) same += zt_noise_uniform(seed, i) == zt_noise_uniform(seed + 1, i);
+    CHECK_MSG(same < 5, "seeds %llu and %llu draw %lld of 1000 the same", (unsigned long long)seed,
+              (unsigned long long)seed + 1, (long long)same);
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_uniform_noise_f32) { check_noise(ZT_F32); }
+TEST(ops_uniform_noise_bf16) { check_noise(ZT_BF16); }
+
 TEST(ops_add_scale_fill_f32) { check_elementwise(ZT_F32); }
 TEST(ops_add_scale_fill_bf16) { check_elementwise(ZT_BF16); }
 TEST(ops_add_scale_fill_f16) { check_elementwise(ZT_F16); }
