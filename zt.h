@@ -330,6 +330,9 @@ ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b);
    the same bits on every backend, and at any split of a tensor across ranks (offset: where this part
    begins). NEFTune's noise on the embeddings. */
 ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset);
+/* t[i] *= (1 - jitter) + 2 jitter u, u as zt_add_uniform_noise draws it: uniform in [1 - jitter, 1 + jitter), as
+   Mixtral's router_jitter_noise; the same call on the gradient is its backward */
+ZT_API void zt_mul_uniform_noise(zt_stream *s, zt_tensor t, float jitter, uint64_t seed, int64_t offset);
 /* the u of zt_add_uniform_noise: 24 random bits, an f32 in [0, 1) */
 static inline ZT_HOST_DEVICE float zt_noise_uniform(uint64_t seed, int64_t i) {
     uint64_t z = seed + ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull; /* splitmix64 at position i */
@@ -564,6 +567,8 @@ typedef struct zt_model_config {
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
     float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
                                    with router_aux_loss_coef); 0: the language-model loss alone */
+    float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
+                                   experts alike) is multiplied by noise uniform in [1 - j, 1 + j) */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
 
@@ -1347,6 +1352,14 @@ ZT_API void zt_log(zt_log_level level, const char *fmt, ...) {
     fprintf(stderr, "%s%s\n", prefix[level], msg);
 }
 
+/* a 64-bit hash (splitmix64's step): seeds and draws that are functions of their inputs alone */
+static uint64_t zt__mix(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 ZT_API uint64_t zt_time_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1853,7 +1866,13 @@ typedef enum zt__op_kind {
 typedef struct zt__args_unary { zt_tensor out, inp; } zt__args_unary; /* copy cast sum_rows sumsq, fwd */
 typedef struct zt__args_unary_bwd { zt_tensor dinp, dout, inp; } zt__args_unary_bwd;
 typedef struct zt__args_fill { zt_tensor t; float value; } zt__args_fill; /* fill, scale */
-typedef struct zt__args_noise { zt_tensor t; float magnitude; uint64_t seed; int64_t offset; } zt__args_noise;
+typedef struct zt__args_noise {
+    zt_tensor t;
+    float magnitude; /* add: t + (2u - 1) magnitude; multiply: t ((1 - magnitude) + 2 magnitude u) */
+    int multiply;
+    uint64_t seed;
+    int64_t offset;
+} zt__args_noise;
 typedef struct zt__args_add { zt_tensor out, a, b; } zt__args_add;
 typedef struct zt__args_gemm {
     zt_tensor c, a, b, bias;
@@ -2134,17 +2153,25 @@ ZT_API void zt_scale(zt_stream *s, zt_tensor t, float alpha) {
     zt__fill_op(s, ZT__OP_SCALE, "zt_scale", t, alpha);
 }
 
-ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset) {
-    zt__need_tensor("zt_add_uniform_noise", "t", t, ZT__FLOAT, ZT__ANY_SIZE);
-    zt__need(isfinite(magnitude) && offset >= 0, "zt_add_uniform_noise", "magnitude %g must be finite, offset %lld >= 0",
+static void zt__noise_op(zt_stream *s, const char *name, zt_tensor t, float magnitude, int multiply, uint64_t seed,
+                         int64_t offset) {
+    zt__need_tensor(name, "t", t, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need(isfinite(magnitude) && offset >= 0, name, "magnitude %g must be finite, offset %lld >= 0",
              (double)magnitude, (long long)offset);
     zt__op op;
     op.kind = ZT__OP_NOISE;
     op.noise.t = t;
     op.noise.magnitude = magnitude;
+    op.noise.multiply = multiply;
     op.noise.seed = seed;
     op.noise.offset = offset;
     zt__launch(s, &op);
+}
+ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset) {
+    zt__noise_op(s, "zt_add_uniform_noise", t, magnitude, 0, seed, offset);
+}
+ZT_API void zt_mul_uniform_noise(zt_stream *s, zt_tensor t, float jitter, uint64_t seed, int64_t offset) {
+    zt__noise_op(s, "zt_mul_uniform_noise", t, jitter, 1, seed, offset);
 }
 
 ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b) {
@@ -3231,7 +3258,7 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
 /* Mixtral, Qwen2-MoE and Qwen3-MoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and which
    layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers builds
    them). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
-   training does; router noise is refused. */
+   training does; Mixtral's router_jitter_noise multiplies the sparse layers' inputs by noise in training. */
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int64_t step = 1, layers = c->n_layer;
@@ -3266,7 +3293,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_aux_loss_coef\" must be 0 or more (at most 1e6), found %g",
                        j->file, coef);
     c->router_aux_coef = logits_out ? (float)coef : 0.0f;
-    if (jitter != 0) return zt__config_refuse(j, "router_jitter_noise", "is not 0 (noise on the router's inputs)");
+    if (!(jitter >= 0 && jitter < 1))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"router_jitter_noise\" must be 0 (none) or more, below 1, found %g", j->file,
+                       jitter);
+    c->router_jitter = (float)jitter;
     if (c->n_experts < 1 || c->n_experts > ZT_MOE_MAX_EXPERTS)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"num_local_experts\" is %lld; zt takes 1 to %d experts", j->file,
                        (long long)c->n_experts, ZT_MOE_MAX_EXPERTS);
@@ -3823,6 +3853,7 @@ typedef struct zt__layer_saved {
     /* experts: the router's probabilities, each token's choices and their weights, the choices grouped by expert
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
     zt_tensor probs, idx, rw, order, where, xs, ys;
+    zt_tensor nj; /* the experts' input: n2, or in training with router_jitter_noise n2 times the noise (zt__jitter) */
     zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
     float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
@@ -4013,6 +4044,14 @@ static zt_tensor zt__expert_down(const zt_model_config *c, const zt_tensor *p, i
     return p[zt__moe_slot(c) + 3 + 3 * e];
 }
 
+/* router_jitter_noise on a sparse layer's (N, C) input, or on its gradient: each layer's own noise, by global row */
+static void zt__jitter(const zt_block_ctx *ctx, zt_tensor x) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_mul_uniform_noise(ctx->stream, x, c->router_jitter, zt__mix(b->seed ^ (uint64_t)ctx->index),
+                         b->first_row * b->T * c->hidden);
+}
+
 /* Route each token to its experts; group the tokens' rows by expert; each expert's SwiGLU MLP on its rows (the
    row counts come to the host: one sync per layer); the outputs weighted back into the tokens' rows. */
 static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
@@ -4022,7 +4061,13 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     zt_dtype A = ctx->act;
     int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
     zt_tensor logits = zt_block_temp(ctx, A, zt_shape2(N, E)), counts = zt_block_temp(ctx, ZT_I32, zt_shape1(E));
-    zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)], NULL);
+    sv->nj = sv->n2;
+    if (ctx->training && c->router_jitter > 0) { /* Mixtral's, in place on the normed input: router and experts see it */
+        sv->nj = zt_block_keep(ctx, A, zt_shape2(N, C));
+        zt_copy(s, sv->nj, sv->n2);
+        zt__jitter(ctx, sv->nj);
+    }
+    zt_matmul_forward(s, logits, sv->nj, ctx->param[zt__moe_slot(c)], NULL);
     sv->probs = zt_block_keep(ctx, ZT_F32, zt_shape2(N, E));
     sv->idx = zt_block_keep(ctx, ZT_I32, zt_shape2(N, k)), sv->rw = zt_block_keep(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_route_forward(s, sv->idx, sv->rw, sv->probs, logits, c->norm_topk);
@@ -4037,7 +4082,7 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
         zt_copy(s, zt_tensor_make(zt__tally_probs(c, ctx->batch, ctx->index - 1), ZT_F32, ZT_HOST, zt_shape1(E)), sums);
     }
     sv->xs = zt_block_keep(ctx, A, zt_shape2(N * k, C));
-    zt_moe_gather_forward(s, sv->xs, sv->n2, sv->order);
+    zt_moe_gather_forward(s, sv->xs, sv->nj, sv->order);
     sv->h = zt_block_keep(ctx, A, zt_shape2(N * k, 2 * EI));
     sv->a = zt_block_keep(ctx, A, zt_shape2(N * k, EI));
     sv->ys = zt_block_keep(ctx, A, zt_shape2(N * k, C));
@@ -4061,15 +4106,15 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
         wgu = zt_tensor_make(wgu.data, wgu.dtype, wgu.place, zt_shape2(2 * SI, C));
         sv->sh = zt_block_keep(ctx, A, zt_shape2(N, 2 * SI)), sv->sa = zt_block_keep(ctx, A, zt_shape2(N, SI));
         sv->sy = zt_block_keep(ctx, A, zt_shape2(N, C)), sv->sg = zt_block_keep(ctx, A, zt_shape2(N, 1));
-        zt_matmul_forward(s, sv->sh, sv->n2, wgu, NULL);
+        zt_matmul_forward(s, sv->sh, sv->nj, wgu, NULL);
         zt_swiglu_forward(s, sv->sa, sv->sh);
         zt_matmul_forward(s, sv->sy, sv->sa, ctx->param[at + 2], NULL);
-        zt_matmul_forward(s, sv->sg, sv->n2, ctx->param[at + 3], NULL);
+        zt_matmul_forward(s, sv->sg, sv->nj, ctx->param[at + 3], NULL);
         zt_gated_add_forward(s, out, sv->sy, sv->sg);
     }
 }
 
-/* dn (N,C) += the gradient through the experts and the router of dout (N,C) */
+/* dn (N,C) += the gradient through the experts and the router of dout (N,C), with respect to their input nj */
 static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
@@ -4083,11 +4128,11 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         if (zt__present(ggu)) ggu = zt_tensor_make(ggu.data, ggu.dtype, ggu.place, zt_shape2(2 * SI, C));
         zt_tensor dsy = zt__temp0(ctx, A, zt_shape2(N, C)), dsg = zt__temp0(ctx, A, zt_shape2(N, 1));
         zt_gated_add_backward(s, dsy, dsg, dout, sv->sy, sv->sg);
-        zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->n2, ctx->param[at + 3]);
+        zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->nj, ctx->param[at + 3]);
         zt_tensor dsa = zt__temp0(ctx, A, zt_shape2(N, SI)), dsh = zt__temp0(ctx, A, zt_shape2(N, 2 * SI));
         zt_matmul_backward(s, &dsa, zt__maybe(&ctx->grad[at + 2]), NULL, dsy, sv->sa, ctx->param[at + 2]);
         zt_swiglu_backward(s, dsh, dsa, sv->sh);
-        zt_matmul_backward(s, &dn, zt__maybe(&ggu), NULL, dsh, sv->n2, wgu);
+        zt_matmul_backward(s, &dn, zt__maybe(&ggu), NULL, dsh, sv->nj, wgu);
     }
     zt_tensor dys = zt__temp0(ctx, A, zt_shape2(N * k, C)), drw = zt__temp0(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_combine_backward(s, dys, drw, dout, sv->ys, sv->rw, sv->where);
@@ -4123,7 +4168,7 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         zt_copy(s, g, zt_tensor_make(sv->dbalance, ZT_F32, ZT_HOST, zt_shape1(E)));
         zt_moe_balance_backward(s, dlogits, sv->probs, g);
     }
-    zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
+    zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->nj, ctx->param[zt__moe_slot(c)]);
 }
 
 static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
@@ -4238,6 +4283,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_tensor dn = zt__temp0(ctx, A, zt_shape2(N, C));
     if (zt__layer_sparse(c, ctx->index - 1)) {
         zt__moe_backward(ctx, dn, dm);
+        if (c->router_jitter > 0) zt__jitter(ctx, dn); /* dn held the jittered input's gradient alone: now n2's */
     } else {
         zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
         zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
@@ -7879,8 +7925,6 @@ ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-static uint64_t zt__mix(uint64_t x);
-
 #define ZT__IO_QUEUE 64  /* requests waiting for an I/O thread */
 #define ZT__IO_BATCHES 8 /* groups of requests waited for together */
 #define ZT__IO_THREADS 16
@@ -8624,13 +8668,6 @@ static double zt__loss_sum(zt_engine *e, int64_t n) {
 }
 
 /* ---- parameters: initialisation and host access ---- */
-
-static uint64_t zt__mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
 
 /* element i of parameter p's initial value: a function of (seed, p, i) alone */
 static float zt__init_value(const zt_engine *e, int p, int64_t i) {
@@ -16637,12 +16674,20 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
         zt__from_f32(t.data, t.dtype, i0, s0, n);
         return;
     }
-    case ZT__OP_NOISE: { /* two roundings, as the CUDA kernel's: the noise, then the sum */
+    case ZT__OP_NOISE: { /* rounded step by step, as the CUDA kernel: the noise, then the sum or product */
         const zt__args_noise *a = &op->noise;
+        float m = a->magnitude, lo = 1.0f - m, width = 2.0f * m;
         zt__to_f32(s0, a->t.data, a->t.dtype, i0, n);
         for (int64_t i = 0; i < n; i++) {
-            float noise = (2.0f * zt_noise_uniform(a->seed, a->offset + i0 + i) - 1.0f) * a->magnitude;
-            s0[i] += noise;
+            float u = zt_noise_uniform(a->seed, a->offset + i0 + i);
+            if (a->multiply) {
+                float factor = u * width;
+                factor += lo;
+                s0[i] *= factor;
+            } else {
+                float noise = (2.0f * u - 1.0f) * m;
+                s0[i] += noise;
+            }
         }
         zt__from_f32(a->t.data, a->t.dtype, i0, s0, n);
         return;

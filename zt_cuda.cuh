@@ -228,11 +228,14 @@ __global__ void zt__cu_elementwise(zt__cu_ew e) {
     }
 }
 
-/* zt_add_uniform_noise: the noise and the sum rounded apart, as on the CPU (no fused multiply-add) */
-__global__ void zt__cu_noise(zt__cu_t t, int64_t n, float magnitude, uint64_t seed, int64_t offset) {
+/* zt_add_uniform_noise and zt_mul_uniform_noise: each step rounded apart, as on the CPU (no fused multiply-add) */
+__global__ void zt__cu_noise(zt__cu_t t, int64_t n, float m, int multiply, uint64_t seed, int64_t offset) {
+    float lo = 1.0f - m, width = 2.0f * m;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        float noise = __fmul_rn(2.0f * zt_noise_uniform(seed, offset + i) - 1.0f, magnitude);
-        zt__cu_st(t.p, t.t, i, __fadd_rn(zt__cu_ld(t.p, t.t, i), noise));
+        float u = zt_noise_uniform(seed, offset + i), x = zt__cu_ld(t.p, t.t, i);
+        if (multiply) x = __fmul_rn(x, __fadd_rn(__fmul_rn(u, width), lo));
+        else x = __fadd_rn(x, __fmul_rn(2.0f * u - 1.0f, m));
+        zt__cu_st(t.p, t.t, i, x);
     }
 }
 
@@ -2152,7 +2155,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         int64_t n = zt_numel(a->t);
         if (n == 0) return;
         zt__cu_noise<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(zt__cu_of(a->t), n, a->magnitude,
-                                                                                  a->seed, a->offset);
+                                                                                  a->multiply, a->seed, a->offset);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

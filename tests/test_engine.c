@@ -465,7 +465,7 @@ TEST(model_config_errors_name_the_key) {
     /* MoE: no router noise; a coefficient of 0 or more; sizes within what the kernels take */
     config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
                  "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");
-    config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 0.01}", "\"router_jitter_noise\" is not 0");
+    config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 1.5}", "\"router_jitter_noise\" must be 0 (none) or more, below 1");
     config_error("{\"model_type\": \"mixtral\", \"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
                  "\"num_experts_per_tok\" is 5; it must be 1 to the 4 experts");
     config_error("{\"model_type\": \"qwen3_moe\", \"num_experts\": 2000}", "\"num_local_experts\" is 2000; zt takes 1 to 1024");

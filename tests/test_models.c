@@ -141,6 +141,10 @@ static const model_tol tol_bf16_moe = {5e-3, 1.5e-1, 1.2e-1, 5e-3, 4e-2};
    to 1.0e-2 in step loss on mixtral_balance (step 3, 6.8e-2 in gradient norm); zt measured 1.04e-2 there, the
    loss torch's bf16 run has (4.6175 and 4.6191 against f32's 4.6663). The f32 test checks the maths to 2e-6. */
 static const model_tol tol_bf16_balance = {5e-3, 1.5e-1, 1.2e-1, 2e-2, 4e-2};
+/* mixtral_jitter takes those too: from its second step zt's bf16 routes a token or two to other experts than f32
+   does (counted in 6 of the 10 steps: once the weights differ, the ties differ), which moves the step losses by up
+   to 5.7e-3; torch's autocast, rounding elsewhere, is off by 2.9e-3. Its gradient batch has no such near tie (the
+   fixture's seed): there zt is off by 3.9e-2, torch's bf16 by 4.1e-2, and f32 checks the maths to 2e-6. */
 
 /* On a GPU (ZT_TEST_BACKEND=cuda, build/gpu_models_cuda) the kernels sum in other orders (blocked and tree
    reductions), contract multiply-adds into FMAs and use the device's libm (expf, tanhf within 2 ulp); at these sizes
@@ -302,10 +306,13 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(ids && loss && logits && step_ids && step_loss && step_norm, "%s: a tensor is missing or misshaped",
               path);
 
-    /* the *_neftune fixtures: NEFTune's noise in training (zt's, which their hook adds), none in evaluation */
+    /* the *_neftune and *_jitter fixtures: NEFTune's noise or the router's jitter in training (zt's, which their
+       hooks add), none in evaluation */
     const fx_tensor *alpha = fx_need(&r->fx, "neftune_alpha", 0, 1), *eval_loss = fx_need(&r->fx, "eval_loss", 0, 1);
-    CHECK_MSG(!alpha == !eval_loss && !alpha == !strstr(type, "_neftune"), "%s: neftune_alpha and eval_loss go together",
-              path);
+    int noisy = strstr(type, "_neftune") || strstr(type, "_jitter");
+    CHECK_MSG(!alpha == !strstr(type, "_neftune") && !eval_loss == !noisy, "%s: neftune_alpha (NEFTune) or eval_loss "
+              "(any noise) missing, or where they do not belong", path);
+    if (strstr(type, "_jitter")) CHECK_MSG(cfg.router_jitter == 0.1f, "%s: router_jitter %g", path, (double)cfg.router_jitter);
     zt_options o = model_options(prec);
     if (alpha) o.neftune_alpha = *(const float *)alpha->data;
 
@@ -355,7 +362,7 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
 
     /* greedy sampling after each row picks the reference logits' argmax (checked where it is clear; a noisy
        forward's logits are not sampling's) */
-    for (int row = 0; row < MB && !alpha; row++) {
+    for (int row = 0; row < MB && !noisy; row++) {
         const float *lg = (const float *)logits->data + ((int64_t)row * SEQ + SEQ - 1) * cfg.vocab;
         int64_t best = 0, second = -1;
         for (int64_t v = 1; v < cfg.vocab; v++) {
@@ -396,7 +403,7 @@ static void model_test(const char *type, zt_precision prec) {
     memset(&r, 0, sizeof r);
     int gpu = strcmp(test_backend(), "cpu") != 0;
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0;
-    const model_tol *bf16 = strstr(type, "_balance") ? &tol_bf16_balance : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
+    const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") ? &tol_bf16_balance : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
     model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? bf16 : gpu ? &tol_fp32_gpu : &tol_fp32);
     if (getenv("ZT_TEST_VERBOSE"))
         printf("     %-7s %s: loss %.1e, eval %.1e, grad %.1e at %s, grad L2 %.1e in %s, step losses %.1e, "
@@ -472,6 +479,7 @@ TEST(models_qwen3_moe_fp32) { model_test("qwen3_moe", ZT_PRECISION_FP32); }
 TEST(models_qwen2_moe_fp32) { model_test("qwen2_moe", ZT_PRECISION_FP32); }
 TEST(models_mixtral_balance_fp32) { model_test("mixtral_balance", ZT_PRECISION_FP32); }
 TEST(models_qwen3_moe_balance_fp32) { model_test("qwen3_moe_balance", ZT_PRECISION_FP32); }
+TEST(models_mixtral_jitter_fp32) { model_test("mixtral_jitter", ZT_PRECISION_FP32); }
 TEST(models_gpt2_neftune_fp32) { model_test("gpt2_neftune", ZT_PRECISION_FP32); }
 TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
@@ -490,3 +498,4 @@ TEST(models_mixtral_balance_bf16) { model_test("mixtral_balance", ZT_PRECISION_B
 TEST(models_qwen3_moe_balance_bf16) { model_test("qwen3_moe_balance", ZT_PRECISION_BF16); }
 TEST(models_gpt2_neftune_bf16) { model_test("gpt2_neftune", ZT_PRECISION_BF16); }
 TEST(models_gemma_neftune_bf16) { model_test("gemma_neftune", ZT_PRECISION_BF16); }
+TEST(models_mixtral_jitter_bf16) { model_test("mixtral_jitter", ZT_PRECISION_BF16); }

@@ -1293,7 +1293,7 @@ static void check_elementwise(zt_dtype dt) {
     bufs_free();
 }
 /* zt_add_uniform_noise: t + (2u - 1) magnitude, rounded twice (the noise, the sum), u from (seed, offset + i)
-   alone: a tensor noised in two parts at their offsets gets the whole's bits; the noise lies in [-m, m) with
+   alone (and zt_mul_uniform_noise: t times (1 - j) + 2j u, rounded step by step): a tensor noised in two parts at their offsets gets the whole's bits; the noise lies in [-m, m) with
    uniform's mean and variance (131072 draws: within 4 standard errors), and another seed draws other noise */
 static void check_noise(zt_dtype dt) {
     cpu_dev d;
@@ -1316,6 +1316,17 @@ static void check_noise(zt_dtype dt) {
     }
     EXPECT_EXACT(label("noise %s: t", dt_name(dt)), download(&d, whole), want, n);
     EXPECT_EXACT(label("noise %s in two parts: t", dt_name(dt)), download(&d, parts), want, n);
+    zt_tensor jittered = to_dev(&d, dt, zt_shape1(n), dcopy(x, n)); /* zt_mul_uniform_noise: t * (lo + u * width) */
+    zt_mul_uniform_noise(d.s, jittered, 0.1f, seed, 7);
+    double flo = 1, fhi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float factor = zt_noise_uniform(seed, 7 + i) * (2.0f * 0.1f);
+        factor += 1.0f - 0.1f;
+        want[i] = round_to(dt, (double)((float)x[i] * factor));
+        flo = fmin(flo, factor), fhi = fmax(fhi, factor);
+    }
+    EXPECT_EXACT(label("jitter %s: t", dt_name(dt)), download(&d, jittered), want, n);
+    CHECK_MSG(flo >= 0.9f && fhi < 1.1f && flo < 0.901 && fhi > 1.099, "jitter factors in [%g, %g]", flo, fhi);
     double var = (double)m * m / 3, mean_se = sqrt(var / n), var_se = sqrt(4.0 / 45.0 * pow(m, 4) / n);
     CHECK_MSG(lo >= -m && hi < m, "noise in [%g, %g], outside [-%g, %g)", lo, hi, (double)m, (double)m);
     CHECK_MSG(fabs(sum / n) < 4 * mean_se, "noise mean %g (standard error %g)", sum / n, mean_se);

@@ -318,10 +318,12 @@ static void case_fill_scale_add(zt_dtype dt) {
         check("t", a, TOL_EXACT);
         case_end();
     }
-    if (case_begin("uniform noise", dt, "n %lld, magnitude 0.3, offset 12345", (long long)n)) {
+    if (case_begin("uniform noise", dt, "n %lld, magnitude 0.3, offset 12345; then jitter 0.1", (long long)n)) {
         pair a = prand(dt, zt_shape1(n), -3, 3);
         BOTH zt_add_uniform_noise(sd[i].s, a.t[i], 0.3f, 0x5eedull, 12345);
         check("t", a, TOL_EXACT);
+        BOTH zt_mul_uniform_noise(sd[i].s, a.t[i], 0.1f, 0x5eedull, 99);
+        check("t jittered", a, TOL_EXACT);
         case_end();
     }
     if (case_begin("add", dt, "n %lld; out apart, aliasing a, aliasing b", (long long)n)) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
-load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures) built
-with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
+with router_jitter_noise: mixtral_jitter) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
@@ -30,13 +30,15 @@ Tensors:
     steps.loss         f32 (S)         the loss of each step's batch, before that step's update
     steps.grad_norm    f32 (S)         the global gradient norm before clipping
     neftune_alpha      f32 (1)         *_neftune only: NEFTune's alpha; loss, gradients and steps are with its noise
-    eval_loss          f32 (1)         *_neftune only: the loss in eval mode, without the noise
+    eval_loss          f32 (1)         *_neftune and mixtral_jitter only: the loss in eval mode, without the noise
 
 NEFTune: transformers' hook on the token embedding module (integrations/neftune.py) adds uniform noise of
 magnitude alpha / sqrt(T * hidden) to its output in training; here the hook adds zt's noise instead of torch's
 draws (zt_add_uniform_noise over the (B, T, hidden) output, with the seed zt_forward_backward gives the
 micro-batch: zt_options' default seed 42, optimizer step k, micro-batch 0), so that the two runs see the same
-numbers and the test can ask for the same loss and gradients.
+numbers and the test can ask for the same loss and gradients. router_jitter_noise (mixtral_jitter) likewise:
+Mixtral's sparse block multiplies its input by uniform noise in [1 - j, 1 + j) in training; a pre-hook multiplies
+by zt's (zt_mul_uniform_noise, seeded by the micro-batch's seed and the layer) and the block's own draw is off.
 
 zt's layout: transformers' state_dict names; every weight (out, in) as in nn.Linear, so GPT-2's
 Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) are transposed; no buffers
@@ -65,7 +67,11 @@ CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_
 # so the loss averages over one sparse layer, Mixtral's over two)
 VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
             "qwen3_moe_balance": ("qwen3_moe", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
-            "gpt2_neftune": ("gpt2", {}), "gemma_neftune": ("gemma", {})}
+            "gpt2_neftune": ("gpt2", {}), "gemma_neftune": ("gemma", {}),
+            "mixtral_jitter": ("mixtral", dict(router_jitter_noise=0.1))}
+# mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
+# 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
+SEEDS = {"mixtral_jitter": 1616}
 NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale
 MASK64 = (1 << 64) - 1
 
@@ -83,8 +89,8 @@ def zt_batch_seed(step, micro=0, seed=42):
     return zt_mix(seed ^ zt_mix((step << 20) ^ micro ^ 0x6E6F697365))
 
 
-def zt_noise(seed, shape, magnitude):
-    """zt_add_uniform_noise's noise, in float32: (2 u - 1) * magnitude, u = zt_noise_uniform(seed, i)"""
+def zt_uniform(seed, shape):
+    """zt_noise_uniform(seed, i) for every i of the shape, in float32"""
     n = 1
     for d in shape:
         n *= d
@@ -94,22 +100,51 @@ def zt_noise(seed, shape, magnitude):
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
         u.append((z ^ (z >> 31)) >> 40)
-    u = torch.tensor(u, dtype=torch.float32) * (1.0 / 16777216.0)  # exact: 24 bits, a power of two
-    return ((2.0 * u - 1.0) * magnitude).reshape(shape)  # 2u - 1 exact, one rounding in the product
+    return (torch.tensor(u, dtype=torch.float32) * (1.0 / 16777216.0)).reshape(shape)  # exact: 24 bits, a power of two
+
+
+def zt_noise(seed, shape, magnitude):
+    """zt_add_uniform_noise's noise, in float32: (2 u - 1) * magnitude (2u - 1 exact, one rounding in the product)"""
+    return (2.0 * zt_uniform(seed, shape) - 1.0) * magnitude
+
+
+def zt_jitter(seed, shape, jitter):
+    """zt_mul_uniform_noise's factors, in float32: u * 2j + (1 - j), rounded step by step"""
+    j = torch.tensor(jitter, dtype=torch.float32)
+    return zt_uniform(seed, shape) * (2.0 * j) + (1.0 - j)
+
+
+class Clock:
+    """the optimizer step the next forward belongs to: zt seeds each micro-batch's noise by it"""
+    step = 0
+
+
+class ZtJitter:
+    """router_jitter_noise with zt's draws: a forward pre-hook on layer `layer`'s sparse block"""
+
+    def __init__(self, jitter, layer, clock):
+        self.jitter, self.layer, self.clock = jitter, layer, clock
+
+    def __call__(self, module, args):
+        if not module.training:
+            return None
+        x = args[0]
+        seed = zt_mix(zt_batch_seed(self.clock.step) ^ (self.layer + 1))  # zt's block index: the embedding is 0
+        return ((x * zt_jitter(seed, tuple(x.shape), self.jitter)).to(x.dtype),) + tuple(args[1:])  # zt: f32, rounded
 
 
 class ZtNeftune:
-    """transformers' neftune_post_forward_hook with zt's noise: self.step picks the micro-batch's seed"""
+    """transformers' neftune_post_forward_hook with zt's noise"""
 
-    def __init__(self, alpha):
-        self.alpha, self.step = alpha, 0
+    def __init__(self, alpha, clock):
+        self.alpha, self.clock = alpha, clock
 
     def __call__(self, module, inputs, output):
         if not module.training:
             return output
         magnitude = torch.tensor(self.alpha, dtype=torch.float32) / torch.sqrt(
             torch.tensor(float(output.size(1) * output.size(2)), dtype=torch.float32))
-        return output + zt_noise(zt_batch_seed(self.step), tuple(output.shape), magnitude)
+        return output + zt_noise(zt_batch_seed(self.clock.step), tuple(output.shape), magnitude)
 
 
 def make_config(model_type):
@@ -257,10 +292,15 @@ def make(fixture, seed):
     out = []
     input_ids = torch.randint(0, VOCAB, (B, T), generator=gen)
     out.append(("input_ids", input_ids))
-    neftune = ZtNeftune(NEFTUNE_ALPHA) if fixture.endswith("_neftune") else None
+    clock = Clock()
+    neftune = ZtNeftune(NEFTUNE_ALPHA, clock) if fixture.endswith("_neftune") else None
     if neftune:
         model.get_input_embeddings().register_forward_hook(neftune)
         out.append(("neftune_alpha", torch.tensor([NEFTUNE_ALPHA], dtype=torch.float32)))
+    jitter = settings.get("router_jitter_noise", 0.0)
+    for layer, block in enumerate(model.model.layers if jitter else []):
+        block.mlp.jitter_noise = 0.0  # transformers' own draw off; the hook multiplies by zt's
+        block.mlp.register_forward_pre_hook(ZtJitter(jitter, layer, clock))
     for name, p in params:
         out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p))]
 
@@ -271,7 +311,7 @@ def make(fixture, seed):
     out.append(("loss", res.loss.detach().reshape(1)))
     for name, p in params:
         out += [("grad." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p.grad))]
-    if neftune:  # evaluation: no noise
+    if neftune or jitter:  # evaluation: no noise
         model.eval()
         with torch.no_grad():
             out.append(("eval_loss", model(input_ids=input_ids, labels=input_ids).loss.detach().reshape(1)))
@@ -284,8 +324,7 @@ def make(fixture, seed):
     step_ids = torch.randint(0, VOCAB, (STEPS, B, T), generator=gen)
     losses, norms = [], []
     for k in range(STEPS):
-        if neftune:
-            neftune.step = k
+        clock.step = k
         opt.zero_grad(set_to_none=True)
         loss = model(input_ids=step_ids[k], labels=step_ids[k]).loss
         loss.backward()
@@ -321,9 +360,9 @@ def main():
     only = sys.argv[1:]
     for i, fixture in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
                                  "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
-                                 "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune"]):
+                                 "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter"]):
         if not only or fixture in only:
-            make(fixture, 1000 + i)
+            make(fixture, SEEDS.get(fixture, 1000 + i))
 
 
 if __name__ == "__main__":
