@@ -734,18 +734,21 @@ launcher_checks() {
     else
         fail "zt_train --num_processes 2 and one process at twice the batch disagree (worst ${worst:-?})"
     fi
-    local evals=() n # an evaluation the ranks split adds its sums as one process would: the same loss
+    local evals=() n split # an evaluation the ranks split adds its sums as one process would: the same bits
     for n in 1 2 3; do
         rm -rf $dir/val$n
-        $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --max_steps 1 --val_data "$text" --eval_on_start \
-            --eval_strategy no --num_processes $n --config examples/configs/zero3.json --output_dir $dir/val$n \
-            >/dev/null 2>&1 || true
+        out=$(ZT_TRAIN_TEST_EVAL_ROWS=1 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --max_steps 1 \
+            --val_data "$text" --eval_on_start --eval_strategy no --num_processes $n \
+            --config examples/configs/zero3.json --output_dir $dir/val$n 2>&1) || true
         evals+=("$(grep -h '"step": 0, "eval_loss"' $dir/val$n/metrics.jsonl 2>/dev/null || true)")
+        [[ $n == 3 ]] && split=$(sed -n 's/^rank \([0-9]\) evaluated \([0-9]*\) rows$/\1:\2/p' <<<"$out" | sort | tr '\n' ' ')
     done
-    if [[ -n ${evals[0]} && ${evals[0]} == "${evals[1]}" && ${evals[0]} == "${evals[2]}" ]]; then
-        pass "1, 2 and 3 ranks at ZeRO-3 split --val_data and log one process's eval_loss (${evals[0]})"
+    # 98 rows of 32 tokens in micro-batches of 2: 49 batches, a batch each in turn: 17 to rank 0, 16 to ranks 1 and 2
+    if [[ -n ${evals[0]} && ${evals[0]} == "${evals[1]}" && ${evals[0]} == "${evals[2]}" &&
+          $split == "0:34 1:32 2:32 " ]]; then
+        pass "1, 2 and 3 ranks at ZeRO-3 split --val_data (rows $split) and log one process's eval_loss, to the bit"
     else
-        fail "an evaluation split across ranks differs from one process's: ${evals[*]}"
+        fail "an evaluation split across ranks (rows '$split') differs from one process's: ${evals[*]}"
     fi
     rendezvous_checks "$text"
     zero_checks "$text"
@@ -764,42 +767,60 @@ launcher_checks() {
     fi
 }
 
-# $1: an output dir, then a command: run it with --output_dir $1 in the background, send it SIGTERM once it
-# has logged 3 steps, and print its exit status (its output in $1.log)
+# $1: launcher or rank, $2: an output dir, then a command: run it with --output_dir $2 in the background, send
+# SIGTERM to it (or to the last rank it started) once it has logged 3 steps, and print its exit status (its
+# output in $2.log)
 terminated_at_step3() {
-    local out=$1 i rc=0
-    shift
+    local to=$1 out=$2 i rc=0
+    shift 2
     "$@" --output_dir "$out" >"$out.log" 2>&1 &
     local pid=$!
     for ((i = 0; i < 600; i++)); do
         [[ -f $out/metrics.jsonl && $(wc -l <"$out/metrics.jsonl") -ge 3 ]] && break
         sleep 0.1
     done
-    kill -TERM $pid 2>/dev/null || true
+    if [[ $to == rank ]]; then
+        kill -TERM "$(pgrep -P $pid | tail -n 1)" 2>/dev/null || true
+    else
+        kill -TERM $pid 2>/dev/null || true
+    fi
     wait $pid || rc=$?
     echo $rc
 }
 
 # --enable_jit_checkpoint at 2 ranks: a SIGTERM to the launcher reaches both, which save the step they are in
-# and exit 143, and --resume goes on bit for bit; without the flag the ranks stop at once and nothing is saved
+# (after its evaluation: the plateau schedule's state is saved with it) and exit 143, and --resume goes on bit for
+# bit; a SIGTERM to one rank alone stops both as well; without the flag the ranks stop at once and nothing is saved
 jit_checkpoint_check() {
     local text=$1 dir=$B/check/jit rc k
     local f=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
-             --logging_steps 0 --threads 1 --learning_rate 1e-3 --lr_scheduler_type constant --num_processes 2)
+             --logging_steps 0 --threads 1 --learning_rate 1e-3 --num_processes 2 --val_data "$text" --eval_steps 1
+             --lr_scheduler_type reduce_lr_on_plateau --lr_scheduler_kwargs '{"patience": 0, "factor": 0.7}')
     rm -rf $dir && mkdir -p $dir
-    rc=$(terminated_at_step3 $dir/jit $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no --enable_jit_checkpoint)
+    rc=$(terminated_at_step3 launcher $dir/jit $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no \
+        --enable_jit_checkpoint)
     k=$(sed -n 's/^global_step\([0-9]*\)$/\1/p' $dir/jit/latest 2>/dev/null) || true
     if [[ $rc == 143 && -n $k ]] && grep -q "^SIGTERM: saved $dir/jit/global_step$k;" $dir/jit.log &&
         $B/zt_train "${f[@]}" --max_steps $((k + 2)) --resume $dir/jit --output_dir $dir/jit >/dev/null 2>&1 &&
         $B/zt_train "${f[@]}" --max_steps $((k + 2)) --output_dir $dir/whole >/dev/null 2>&1 &&
         cmp -s $dir/jit/global_step$((k + 2))/zt_rank_00000.safetensors \
-            $dir/whole/global_step$((k + 2))/zt_rank_00000.safetensors; then
-        pass "--enable_jit_checkpoint: SIGTERM to the launcher saves step $k on both ranks (exit 143); --resume continues bit for bit"
+            $dir/whole/global_step$((k + 2))/zt_rank_00000.safetensors &&
+        cmp -s <(untimed $dir/jit) <(untimed $dir/whole); then # step k's evaluation too
+        pass "--enable_jit_checkpoint: SIGTERM to the launcher saves step $k on both ranks (exit 143), after its evaluation; --resume continues bit for bit"
     else
         fail "--enable_jit_checkpoint: after SIGTERM exit $rc, checkpoint '${k:-none}', or the resumed run differs:"
         tail -n 5 $dir/jit.log | sed 's/^/    /'
     fi
-    rc=$(terminated_at_step3 $dir/plain $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no)
+    rc=$(terminated_at_step3 rank $dir/one $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no --enable_jit_checkpoint)
+    k=$(sed -n 's/^global_step\([0-9]*\)$/\1/p' $dir/one/latest 2>/dev/null) || true
+    if [[ $rc == 143 && -n $k ]] && ! grep -q 'ending the other ranks' $dir/one.log; then
+        pass "--enable_jit_checkpoint: SIGTERM to one rank alone saves step $k on both (the launcher exits 143)"
+    else
+        fail "--enable_jit_checkpoint: after SIGTERM to one rank exit $rc, checkpoint '${k:-none}':"
+        tail -n 5 $dir/one.log | sed 's/^/    /'
+    fi
+    # with --save_strategy no a checkpoint is only --enable_jit_checkpoint's: none without it
+    rc=$(terminated_at_step3 launcher $dir/plain $B/zt_train "${f[@]}" --max_steps 2000 --save_strategy no)
     if [[ $rc == 143 && $(wc -l <$dir/plain/metrics.jsonl) -lt 2000 ]] && ! compgen -G "$dir/plain/global_step*" >/dev/null &&
         grep -q '^zt: SIGTERM passed on to the ranks' $dir/plain.log && ! pgrep -f "output_dir $dir/plain" >/dev/null; then
         pass "without --enable_jit_checkpoint, SIGTERM to the launcher stops its ranks at once (exit 143), saving nothing"

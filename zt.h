@@ -330,7 +330,7 @@ ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b);
    the same bits on every backend, and at any split of a tensor across ranks (offset: where this part
    begins). NEFTune's noise on the embeddings. */
 ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset);
-/* t[i] *= (1 - jitter) + 2 jitter u, u as zt_add_uniform_noise draws it: uniform in [1 - jitter, 1 + jitter), as
+/* t[i] *= (1 - jitter) + 2 jitter u, u as zt_add_uniform_noise draws it: uniform in [1 - jitter, 1 + jitter], as
    Mixtral's router_jitter_noise; the same call on the gradient is its backward */
 ZT_API void zt_mul_uniform_noise(zt_stream *s, zt_tensor t, float jitter, uint64_t seed, int64_t offset);
 /* the u of zt_add_uniform_noise: 24 random bits, an f32 in [0, 1) */
@@ -568,7 +568,7 @@ typedef struct zt_model_config {
     float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
-                                   experts alike) is multiplied by noise uniform in [1 - j, 1 + j) */
+                                   experts alike) is multiplied by noise uniform in [1 - j, 1 + j] */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
 
@@ -993,7 +993,9 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
    and returns 1 with *exit_code to exit with. A SIGTERM to the launcher goes on to its ranks, and it waits
    for them (they may save a checkpoint first, as zt_train --enable_jit_checkpoint does): then
-   *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0 or 143, else 1. In a rank, or with N <= 1, it returns 0 and *comm is the
+   *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0 or 143, else 1. Ranks that exit 143
+   without it (the signal went to them, or to another machine's) are not a failure either: the launcher waits for
+   the others and exits 143. In a rank, or with N <= 1, it returns 0 and *comm is the
    communicator (single-rank for one process). With --num_machines M > 1 each machine's launcher starts
    its N / M ranks, which meet over TCP at rank 0 (zt_comm_tcp_connect), listening on machine 0 at
    --main_process_ip:--main_process_port; a job token (ZT_JOB_TOKEN, --rdzv_id, or a hash of the
@@ -3258,7 +3260,8 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
 /* Mixtral, Qwen2-MoE and Qwen3-MoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and which
    layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers builds
    them). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
-   training does; Mixtral's router_jitter_noise multiplies the sparse layers' inputs by noise in training. */
+   training does; Mixtral's router_jitter_noise multiplies the sparse layers' inputs by noise in training (the
+   Qwens' configs carry the key, which their models do not read). */
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int64_t step = 1, layers = c->n_layer;
@@ -3285,7 +3288,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         (!mixtral && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
         return r;
-    t = zt__json_get(j, 0, "router_jitter_noise");
+    t = zt__json_get(j, 0, "router_jitter_noise"); /* read by transformers' Mixtral alone (the Qwens keep it unused) */
     if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_jitter_noise", &jitter))) return r;
     t = zt__json_get(j, 0, "router_aux_loss_coef");
     if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_aux_loss_coef", &coef))) return r;
@@ -3296,7 +3299,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (!(jitter >= 0 && jitter < 1))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_jitter_noise\" must be 0 (none) or more, below 1, found %g", j->file,
                        jitter);
-    c->router_jitter = (float)jitter;
+    if (!mixtral && jitter != 0)
+        zt_log(ZT_LOG_WARN, "%s: router_jitter_noise %g is left out, as transformers' %s leaves it (Mixtral's alone "
+               "adds it)", j->file, jitter, c->model_type);
+    c->router_jitter = mixtral ? (float)jitter : 0.0f;
     if (c->n_experts < 1 || c->n_experts > ZT_MOE_MAX_EXPERTS)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"num_local_experts\" is %lld; zt takes 1 to %d experts", j->file,
                        (long long)c->n_experts, ZT_MOE_MAX_EXPERTS);
@@ -3853,7 +3859,6 @@ typedef struct zt__layer_saved {
     /* experts: the router's probabilities, each token's choices and their weights, the choices grouped by expert
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
     zt_tensor probs, idx, rw, order, where, xs, ys;
-    zt_tensor nj; /* the experts' input: n2, or in training with router_jitter_noise n2 times the noise (zt__jitter) */
     zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
     float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
@@ -4061,13 +4066,8 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     zt_dtype A = ctx->act;
     int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
     zt_tensor logits = zt_block_temp(ctx, A, zt_shape2(N, E)), counts = zt_block_temp(ctx, ZT_I32, zt_shape1(E));
-    sv->nj = sv->n2;
-    if (ctx->training && c->router_jitter > 0) { /* Mixtral's, in place on the normed input: router and experts see it */
-        sv->nj = zt_block_keep(ctx, A, zt_shape2(N, C));
-        zt_copy(s, sv->nj, sv->n2);
-        zt__jitter(ctx, sv->nj);
-    }
-    zt_matmul_forward(s, logits, sv->nj, ctx->param[zt__moe_slot(c)], NULL);
+    if (ctx->training && c->router_jitter > 0) zt__jitter(ctx, sv->n2); /* Mixtral's, in place: router and experts */
+    zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)], NULL);
     sv->probs = zt_block_keep(ctx, ZT_F32, zt_shape2(N, E));
     sv->idx = zt_block_keep(ctx, ZT_I32, zt_shape2(N, k)), sv->rw = zt_block_keep(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_route_forward(s, sv->idx, sv->rw, sv->probs, logits, c->norm_topk);
@@ -4082,7 +4082,7 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
         zt_copy(s, zt_tensor_make(zt__tally_probs(c, ctx->batch, ctx->index - 1), ZT_F32, ZT_HOST, zt_shape1(E)), sums);
     }
     sv->xs = zt_block_keep(ctx, A, zt_shape2(N * k, C));
-    zt_moe_gather_forward(s, sv->xs, sv->nj, sv->order);
+    zt_moe_gather_forward(s, sv->xs, sv->n2, sv->order);
     sv->h = zt_block_keep(ctx, A, zt_shape2(N * k, 2 * EI));
     sv->a = zt_block_keep(ctx, A, zt_shape2(N * k, EI));
     sv->ys = zt_block_keep(ctx, A, zt_shape2(N * k, C));
@@ -4106,15 +4106,15 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
         wgu = zt_tensor_make(wgu.data, wgu.dtype, wgu.place, zt_shape2(2 * SI, C));
         sv->sh = zt_block_keep(ctx, A, zt_shape2(N, 2 * SI)), sv->sa = zt_block_keep(ctx, A, zt_shape2(N, SI));
         sv->sy = zt_block_keep(ctx, A, zt_shape2(N, C)), sv->sg = zt_block_keep(ctx, A, zt_shape2(N, 1));
-        zt_matmul_forward(s, sv->sh, sv->nj, wgu, NULL);
+        zt_matmul_forward(s, sv->sh, sv->n2, wgu, NULL);
         zt_swiglu_forward(s, sv->sa, sv->sh);
         zt_matmul_forward(s, sv->sy, sv->sa, ctx->param[at + 2], NULL);
-        zt_matmul_forward(s, sv->sg, sv->nj, ctx->param[at + 3], NULL);
+        zt_matmul_forward(s, sv->sg, sv->n2, ctx->param[at + 3], NULL);
         zt_gated_add_forward(s, out, sv->sy, sv->sg);
     }
 }
 
-/* dn (N,C) += the gradient through the experts and the router of dout (N,C), with respect to their input nj */
+/* dn (N,C) += the gradient through the experts and the router of dout (N,C), with respect to their input n2 */
 static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
@@ -4128,11 +4128,11 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         if (zt__present(ggu)) ggu = zt_tensor_make(ggu.data, ggu.dtype, ggu.place, zt_shape2(2 * SI, C));
         zt_tensor dsy = zt__temp0(ctx, A, zt_shape2(N, C)), dsg = zt__temp0(ctx, A, zt_shape2(N, 1));
         zt_gated_add_backward(s, dsy, dsg, dout, sv->sy, sv->sg);
-        zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->nj, ctx->param[at + 3]);
+        zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->n2, ctx->param[at + 3]);
         zt_tensor dsa = zt__temp0(ctx, A, zt_shape2(N, SI)), dsh = zt__temp0(ctx, A, zt_shape2(N, 2 * SI));
         zt_matmul_backward(s, &dsa, zt__maybe(&ctx->grad[at + 2]), NULL, dsy, sv->sa, ctx->param[at + 2]);
         zt_swiglu_backward(s, dsh, dsa, sv->sh);
-        zt_matmul_backward(s, &dn, zt__maybe(&ggu), NULL, dsh, sv->nj, wgu);
+        zt_matmul_backward(s, &dn, zt__maybe(&ggu), NULL, dsh, sv->n2, wgu);
     }
     zt_tensor dys = zt__temp0(ctx, A, zt_shape2(N * k, C)), drw = zt__temp0(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_combine_backward(s, dys, drw, dout, sv->ys, sv->rw, sv->where);
@@ -4168,7 +4168,7 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         zt_copy(s, g, zt_tensor_make(sv->dbalance, ZT_F32, ZT_HOST, zt_shape1(E)));
         zt_moe_balance_backward(s, dlogits, sv->probs, g);
     }
-    zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->nj, ctx->param[zt__moe_slot(c)]);
+    zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
 }
 
 static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
@@ -4283,7 +4283,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_tensor dn = zt__temp0(ctx, A, zt_shape2(N, C));
     if (zt__layer_sparse(c, ctx->index - 1)) {
         zt__moe_backward(ctx, dn, dm);
-        if (c->router_jitter > 0) zt__jitter(ctx, dn); /* dn held the jittered input's gradient alone: now n2's */
+        if (c->router_jitter > 0) zt__jitter(ctx, dn); /* dn held the jittered n2's gradient alone: now the norm's */
     } else {
         zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
         zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
@@ -5594,15 +5594,19 @@ static int zt__tcp_rank(zt_comm **comm, const char *ip, int port, uint64_t token
 static pid_t zt__launched[ZT__COMM_MAX_RANKS];
 static volatile sig_atomic_t zt__launched_n, zt__launch_term;
 static void zt__launch_on_term(int sig) {
+    int saved = errno;
     zt__launch_term = 1;
     for (int r = 0; r < zt__launched_n; r++)
         if (zt__launched[r] > 0) kill(zt__launched[r], sig);
+    errno = saved;
 }
 
-/* a rank's end after the launcher passed SIGTERM on: stopped by it, or exited 0 or 143 (a rank that saved) */
-static int zt__terminated_cleanly(int status) {
-    return (WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) ||
-           (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 128 + SIGTERM));
+/* a rank that stopped on SIGTERM: exited 143 (128 + SIGTERM) after saving, as zt_train --enable_jit_checkpoint does,
+   whoever sent it the signal (this launcher, or a scheduler to it or to another machine's ranks); or, after this
+   launcher passed one on, killed by it */
+static int zt__stopped_by_term(int status) {
+    return (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) ||
+           (zt__launch_term && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
 }
 
 /* a rank: the segment's fd in its environment, its rank and world */
@@ -5732,11 +5736,15 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         if (head != MAP_FAILED) __atomic_store_n(&head->pids[first + r], (int32_t)pids[r], __ATOMIC_RELEASE);
         zt__launched_n = r + 1;
         sigprocmask(SIG_SETMASK, &unblocked, NULL); /* a SIGTERM held meanwhile reaches this rank too */
+        if (zt__launch_term) { /* the ranks started are told; start no more */
+            n = r + 1;
+            break;
+        }
     }
     if (head != MAP_FAILED) munmap(head, 4096);
     if (fd >= 0) close(fd);
     /* wait; the first rank to fail ends the others (they would stop by themselves within seconds) */
-    int left = n, failed = -1, told = 0;
+    int left = n, failed = -1, told = 0, stopped = 0;
     while (left > 0) {
         int status = 0;
         pid_t pid = waitpid(-1, &status, 0);
@@ -5751,7 +5759,10 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         if (r == n) continue;
         pids[r] = 0;
         left--;
-        if (zt__launch_term && zt__terminated_cleanly(status)) continue;
+        if (zt__stopped_by_term(status)) {
+            stopped = 1;
+            continue;
+        }
         if (status != 0 && failed < 0) {
             char how[96];
             zt__describe_exit(status, how, sizeof how);
@@ -5764,7 +5775,7 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     }
     zt__launched_n = 0;
     sigaction(SIGTERM, &old_term, NULL);
-    if (zt__launch_term && failed < 0) *exit_code = 128 + SIGTERM;
+    if ((zt__launch_term || stopped) && failed < 0) *exit_code = 128 + SIGTERM;
     return 1;
 }
 
@@ -9110,6 +9121,9 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
                    "out, as the Trainer leaves it out (its LabelSmoother reads the logits alone)");
         e->cfg.router_aux_coef = 0.0f;
     }
+    if (!builtin && e->opt.neftune_alpha > 0 && !e->planning && (e->opt.comm == NULL || zt_comm_rank(e->opt.comm) == 0))
+        zt_log(ZT_LOG_INFO, "neftune_noise_alpha: the built-in models' embedding adds the noise; a block of one's own "
+               "adds it where it reads zt_batch.neftune_alpha (zt_add_uniform_noise)");
     if (builtin) {
         e->has_cfg = 1;
         n_blocks = (int)e->cfg.n_layer + 2;

@@ -162,7 +162,7 @@ static const flag FLAGS[] = {
     FLAG("debug", F_STR, debug, "", "tpu_metrics_debug is taken; underflow_overflow is refused (zt does not stop at the first inf)"),
     FLAG("do_predict", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --sample)"),
     FLAG("optim_args", F_STR, script_value, "", "taken: AdamW takes its settings from --adam_beta1 and the like"),
-    FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "on SIGTERM: save a checkpoint at the end of the step, then exit 143"),
+    FLAG("enable_jit_checkpoint", F_BOOL, jit_ckpt, "false", "on SIGTERM: save at the end of the step, exit 143"),
     FLAG("fsdp", F_STR, fsdp, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
     FLAG("fsdp_config", F_STR, fsdp_config, "", "refused: zt shards with ZeRO (a DeepSpeed config; stage 3 is FSDP's full shard)"),
     FLAG("accelerator_config", F_STR, accel_config, "", "refused: zt does not read it (--config_file takes Accelerate's YAML)"),
@@ -608,6 +608,7 @@ static double evaluate(zt_engine *e, zt_data *data, eval_buf *buf) {
     int64_t B = o->micro_batch, T = o->seq_len;
     int32_t *tok = buf->rows, *win = tok + B * T, *next = win + B * T;
     double sum = 0, count = 0;
+    int64_t mine_rows = 0; /* ZT_TRAIN_TEST_EVAL_ROWS: the split's check */
     zt_data_seek(data, 0, 0);
     for (;;) {
         int64_t epoch, index;
@@ -625,7 +626,9 @@ static double evaluate(zt_engine *e, zt_data *data, eval_buf *buf) {
         zt_gather_values(e, mine, 2, buf->sums);
         for (int r = 0; r < world; r++)
             if (buf->sums[2 * r + 1] > 0) sum += buf->sums[2 * r], count += buf->sums[2 * r + 1];
+        mine_rows += rows;
     }
+    if (getenv("ZT_TRAIN_TEST_EVAL_ROWS")) fprintf(stderr, "rank %d evaluated %lld rows\n", rank, (long long)mine_rows);
     return count > 0 ? sum / count : 0.0;
 }
 
@@ -640,7 +643,7 @@ static double epochs_read(const zt_data *data) {
 static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs) {
     double v = evaluate(e, val, buf); /* every rank's: the best model's and schedule's decisions agree */
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
-    int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.9g, \"epoch\": %.4f}\n", (long long)step, v,
+    int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.17g, \"epoch\": %.4f}\n", (long long)step, v,
                      epochs);
     if (rank == 0) write_file(a->output_dir, "metrics.jsonl", line, (size_t)n, 1);
     if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)step, val_curve[n_val++][1] = (float)v;
@@ -649,7 +652,7 @@ static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *b
 
 /* --enable_jit_checkpoint: a SIGTERM (from the scheduler, or the launcher passing its own on) asks for a
    checkpoint at the end of the step */
-static volatile sig_atomic_t terminated;
+static volatile sig_atomic_t terminated; /* in the training loop only (zt_train --eval or --export stop at once) */
 static void on_sigterm(int sig) { terminated = sig; }
 
 /* whether any rank got SIGTERM: every rank calls it at the end of each step, so that they stop together */
@@ -784,14 +787,6 @@ int main(int argc, char **argv) {
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
     if (!trainer_flags(&a)) return 2;
-    if (a.jit_ckpt) { /* installed before the model loads: a signal from here on is a checkpoint at the step's end */
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_sigterm;
-        sa.sa_flags = SA_RESTART; /* reads, writes and collectives carry on */
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-    }
     if (log_max != ZT_LOG_INFO) zt_set_log(log_filtered, NULL);
     if (strcmp(a.report_to, "none") != 0)
         fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
@@ -944,6 +939,12 @@ int main(int argc, char **argv) {
         if (getenv("ZT_TRAIN_TEST_KILL")) sscanf(getenv("ZT_TRAIN_TEST_KILL"), "%d:%ld", &kill_rank, &kill_step);
         if (a.eval_on_start) /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
             report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data));
+        struct sigaction on_term, old_term; /* --enable_jit_checkpoint: during training, as the Trainer's callback */
+        memset(&on_term, 0, sizeof on_term);
+        on_term.sa_handler = on_sigterm;
+        on_term.sa_flags = SA_RESTART; /* reads, writes and collectives carry on */
+        sigemptyset(&on_term.sa_mask);
+        if (a.jit_ckpt) sigaction(SIGTERM, &on_term, &old_term);
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
@@ -979,14 +980,6 @@ int main(int argc, char **argv) {
                 fflush(stdout);
             }
             if (s.step == 1 && rank == 0) zt_memory_report(e, "after the first step"); /* rank 0 holds the most */
-            if (a.jit_ckpt && stop_requested(e, evalbuf.sums)) { /* before an evaluation: the grace period is short */
-                if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-                if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved)) return 1;
-                printf("SIGTERM: saved %s/global_step%lld; --resume %s continues the run\n", a.output_dir,
-                       (long long)s.step, a.output_dir);
-                stopped = 1;
-                break;
-            }
             int eval = strcmp(a.eval_strategy, "epoch") == 0 ? epoch_end && a.eval_delay <= epochs
                      : strcmp(a.eval_strategy, "steps") == 0 && a.eval_delay <= (double)s.step &&
                            (s.step % a.eval_steps == 0 || s.step >= o.max_steps); /* the last step too, as the Trainer */
@@ -1005,13 +998,28 @@ int main(int argc, char **argv) {
                 if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved)) return 1;
                 if (rank == 0) write_svg(a.output_dir);
             }
+            /* after the step's evaluation (it moves the best model and the plateau schedules), so that --resume
+               goes on as the run would have */
+            if (a.jit_ckpt && stop_requested(e, evalbuf.sums)) {
+                stopped = 1;
+                break;
+            }
         }
-        /* the last step, unless it was just saved ("best" saves only its best) */
-        int saving = strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0 && !stopped;
+        if (a.jit_ckpt) { /* the handler goes, as the Trainer's at the end of training; a signal since the last
+                             step's look is that step's checkpoint */
+            sigaction(SIGTERM, &old_term, NULL);
+            stopped = stopped || stop_requested(e, evalbuf.sums);
+        }
+        /* the last step, unless it was just saved ("best" saves only its best); after a SIGTERM whatever the
+           strategy */
+        int saving = stopped || (strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0);
         if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
             if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved)) return 1;
         }
+        if (stopped)
+            printf("SIGTERM: saved %s/global_step%lld; --resume %s continues the run\n", a.output_dir,
+                   (long long)zt_engine_step(e), a.output_dir);
         if (rank == 0) write_svg(a.output_dir);
         if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
         else if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */

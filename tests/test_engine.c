@@ -462,7 +462,19 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"layer_types\": [\"full_attention\", "
                  "\"chunked_attention\"], \"sliding_window\": 8, \"use_sliding_window\": true}",
                  "layer_types[1] is \"chunked_attention\"");
-    /* MoE: no router noise; a coefficient of 0 or more; sizes within what the kernels take */
+    /* MoE: router noise below 1 (Mixtral's: the Qwens' configs carry the key unused, as transformers leaves it); a
+       coefficient of 0 or more; sizes within what the kernels take */
+    zt_model_config moe;
+    char jittery[512];
+    for (int qwen = 0; qwen < 2; qwen++) {
+        snprintf(jittery, sizeof jittery, "{\"model_type\": \"%s\", \"num_hidden_layers\": 1, "
+                 "\"num_attention_heads\": 2, \"hidden_size\": 8, \"intermediate_size\": 8, "
+                 "\"moe_intermediate_size\": 8, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
+                 "\"max_position_embeddings\": 8, \"vocab_size\": 8, \"router_jitter_noise\": 0.01}",
+                 qwen ? "qwen3_moe" : "mixtral");
+        CHECK_MSG(zt_model_config_parse(&moe, jittery, strlen(jittery), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_MSG(moe.router_jitter == (qwen ? 0.0f : 0.01f), "%s: router_jitter %g", jittery, (double)moe.router_jitter);
+    }
     config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
                  "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");
     config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 1.5}", "\"router_jitter_noise\" must be 0 (none) or more, below 1");

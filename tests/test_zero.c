@@ -252,8 +252,8 @@ TEST(zero_stages_are_bitwise_stage_0_gqa_llama_bf16_communication) {
 }
 
 /* NEFTune's noise is drawn by global row (zt_batch.first_row): at 2 and 4 ranks, stages 0 and 3, the run is one
-   process's at the whole batch as closely as without noise (6e-8 measured; noise drawn by each rank's own rows
-   would differ by far more), and it does change the run */
+   process's at the whole batch within 1e-5 (measured: 2.4e-6 at 2 ranks, 1.8e-8 at 4; noise drawn by each rank's
+   own rows differs by 2.2e-2), and the noise does change the run */
 TEST(zero_neftune_noise_follows_the_global_row) {
     knobs_reset();
     result *r = shared_results(3);
