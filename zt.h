@@ -991,8 +991,9 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    --main_process_port). With N > 1 this process becomes the launcher: it starts N ranks of the same
    program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
    MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
-   and returns 1 with *exit_code to exit with. A SIGTERM to the launcher goes on to its ranks, and it waits
-   for them (they may save a checkpoint first, as zt_train --enable_jit_checkpoint does): then
+   and returns 1 with *exit_code to exit with (ranks still there ZT_KILL_GRACE seconds, default 30, after it
+   ended them are killed). A SIGTERM to the launcher goes on to its ranks, and it waits for them (they may
+   save a checkpoint first, as zt_train --enable_jit_checkpoint does): then
    *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0 or 143, else 1. Ranks that exit 143
    without it (the signal went to them, or to another machine's) are not a failure either: the launcher waits for
    the others and exits 143. In a rank, or with N <= 1, it returns 0 and *comm is the
@@ -5592,7 +5593,15 @@ static int zt__tcp_rank(zt_comm **comm, const char *ip, int port, uint64_t token
 
 /* the launcher's ranks, for its SIGTERM handler, which passes the signal on (kill is async-signal-safe) */
 static pid_t zt__launched[ZT__COMM_MAX_RANKS];
-static volatile sig_atomic_t zt__launched_n, zt__launch_term;
+static volatile sig_atomic_t zt__launched_n, zt__launch_term, zt__launch_late;
+/* the grace after ending the ranks is over: those still there are killed */
+static void zt__launch_on_alarm(int sig) {
+    int saved = errno;
+    zt__launch_late = sig;
+    for (int r = 0; r < zt__launched_n; r++)
+        if (zt__launched[r] > 0) kill(zt__launched[r], SIGKILL);
+    errno = saved;
+}
 static void zt__launch_on_term(int sig) {
     int saved = errno;
     zt__launch_term = 1;
@@ -5743,14 +5752,29 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     }
     if (head != MAP_FAILED) munmap(head, 4096);
     if (fd >= 0) close(fd);
-    /* wait; the first rank to fail ends the others (they would stop by themselves within seconds) */
+    /* wait; the first rank to fail ends the others (they would stop by themselves within seconds), and those
+       that take ZT_KILL_GRACE seconds more (default 30: a rank that saves on SIGTERM, away from any collective)
+       are killed */
     int left = n, failed = -1, told = 0, stopped = 0;
+    struct sigaction alarm_on, old_alarm;
+    memset(&alarm_on, 0, sizeof alarm_on);
+    alarm_on.sa_handler = zt__launch_on_alarm; /* no SA_RESTART: the wait returns */
+    sigemptyset(&alarm_on.sa_mask);
+    sigaction(SIGALRM, &alarm_on, &old_alarm);
+    zt__launch_late = 0;
     while (left > 0) {
         int status = 0;
         pid_t pid = waitpid(-1, &status, 0);
         if (zt__launch_term && !told) {
             fprintf(stderr, "zt: SIGTERM passed on to the ranks; waiting for them to stop\n");
             told = 1;
+        }
+        if (zt__launch_late == SIGALRM) { /* the handler killed them */
+            zt__launch_late = -1;
+            for (int k = 0; k < n; k++)
+                if (pids[k] > 0 && pids[k] != pid)
+                    fprintf(stderr, "zt: rank %d (pid %d) did not stop within ZT_KILL_GRACE seconds of SIGTERM; killed\n",
+                            first + k, (int)pids[k]);
         }
         if (pid < 0 && errno == EINTR) continue;
         if (pid < 0) break;
@@ -5771,8 +5795,12 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
             *exit_code = 1;
             for (int k = 0; k < n; k++)
                 if (pids[k] > 0) kill(pids[k], SIGTERM);
+            const char *grace = getenv("ZT_KILL_GRACE");
+            alarm(grace && atoi(grace) > 0 ? (unsigned)atoi(grace) : 30u);
         }
     }
+    alarm(0);
+    sigaction(SIGALRM, &old_alarm, NULL);
     zt__launched_n = 0;
     sigaction(SIGTERM, &old_term, NULL);
     if ((zt__launch_term || stopped) && failed < 0) *exit_code = 128 + SIGTERM;

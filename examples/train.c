@@ -937,6 +937,9 @@ int main(int argc, char **argv) {
         int kill_rank = -1;
         long kill_step = -1;
         if (getenv("ZT_TRAIN_TEST_KILL")) sscanf(getenv("ZT_TRAIN_TEST_KILL"), "%d:%ld", &kill_rank, &kill_step);
+        int hang_rank = -1; /* ZT_TRAIN_TEST_HANG=RANK:STEP: that rank stops there, deaf to SIGTERM */
+        long hang_step = -1;
+        if (getenv("ZT_TRAIN_TEST_HANG")) sscanf(getenv("ZT_TRAIN_TEST_HANG"), "%d:%ld", &hang_rank, &hang_step);
         if (a.eval_on_start) /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
             report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data));
         struct sigaction on_term, old_term; /* --enable_jit_checkpoint: during training, as the Trainer's callback */
@@ -957,6 +960,10 @@ int main(int argc, char **argv) {
                 zt_forward_backward(e, tok, targets, NULL, rows);
             }
             if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
+            if (hang_rank == rank && hang_step == zt_engine_step(e) + 1) { /* the launcher's ZT_KILL_GRACE test */
+                signal(SIGTERM, SIG_IGN);
+                for (;;) pause();
+            }
             zt_step_info s = zt_step(e);
             double ms = (double)(zt_time_ns() - t0) / 1e6;
             zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
