@@ -433,12 +433,16 @@ ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, z
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
    transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
-   "llama3" rope_type adjusts inv_freq by wavelength as transformers does, and the "linear" type divides it by
-   the factor). Backward adds the rotated-back dout into dinp, so dinp must not alias dout. scaling NULL (or
-   factor 0): none. */
+   "llama3" rope_type adjusts inv_freq by wavelength as transformers does, the "linear" type divides it by
+   the factor, and "yarn" blends the two by a ramp over the pairs and scales cos and sin by its attention factor).
+   Backward adds the rotated-back dout into dinp, so dinp must not alias dout. scaling NULL (or factor 0): none. */
 typedef struct zt_rope_scaling {
     float factor, low_freq_factor, high_freq_factor, original_max_positions;
     int linear; /* rope_type "linear" (Gemma 3's global layers): only factor counts */
+    int yarn;   /* rope_type "yarn" (Qwen2.5's long context): factor, original_max_positions and these count */
+    float beta_fast, beta_slow; /* the ramp's ends in rotations (transformers' defaults 32 and 1) */
+    int truncate;               /* the ramp's ends rounded out to whole pairs (transformers' default) */
+    float attention_factor;     /* cos and sin times this (0: 1) */
 } zt_rope_scaling;
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
                             const zt_rope_scaling *scaling);
@@ -541,7 +545,7 @@ typedef struct zt_model_config {
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
     float norm_eps, rope_theta, init_std;
-    zt_rope_scaling rope_scaling; /* rope_type "llama3" (LLaMA-3.1); factor 0: none */
+    zt_rope_scaling rope_scaling; /* rope_type "llama3" (LLaMA-3.1), "linear" or "yarn"; factor 0: none */
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
@@ -2577,10 +2581,25 @@ static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor
 }
 /* the frequency of rotary pair i of HD dimensions, in f32 as transformers computes it; every backend
    takes it from here (the CUDA kernels as a table), so the angles are the same bits everywhere */
+/* YaRN's pair for num_rotations rotations over the original context (transformers' find_correction_dim) */
+static double zt__yarn_dim(double rotations, int64_t HD, double theta, double original) {
+    return (double)HD * log(original / (rotations * 2 * 3.14159265358979323846)) / (2 * log(theta));
+}
+
 static float zt__rope_inv_freq(float theta, int64_t i, int64_t HD, const zt_rope_scaling *sc) {
     float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)HD);
     if (sc->factor > 0 && sc->linear) {
         inv_freq /= sc->factor;
+    } else if (sc->factor > 0 && sc->yarn) { /* interpolated below the ramp's start, extrapolated past its end */
+        double lo = zt__yarn_dim(sc->beta_fast, HD, theta, sc->original_max_positions);
+        double hi = zt__yarn_dim(sc->beta_slow, HD, theta, sc->original_max_positions);
+        if (sc->truncate) lo = floor(lo), hi = ceil(hi);
+        lo = ZT__MAX(lo, 0.0), hi = ZT__MIN(hi, (double)(HD - 1));
+        if (lo == hi) hi += 0.001;
+        float ramp = ((float)i - (float)lo) / (float)(hi - lo);
+        float extrapolated = 1.0f - ZT__MIN(ZT__MAX(ramp, 0.0f), 1.0f);
+        float pos_freq = powf(theta, (float)(2 * i) / (float)HD);
+        inv_freq = 1.0f / (sc->factor * pos_freq) * (1.0f - extrapolated) + 1.0f / pos_freq * extrapolated;
     } else if (sc->factor > 0) { /* "llama3": long wavelengths slowed by factor, the middle band blended */
         float wavelen = 6.2831853f / inv_freq, old = sc->original_max_positions;
         float scaled = wavelen > old / sc->low_freq_factor ? inv_freq / sc->factor : inv_freq;
@@ -2591,6 +2610,11 @@ static float zt__rope_inv_freq(float theta, int64_t i, int64_t HD, const zt_rope
         inv_freq = scaled;
     }
     return inv_freq;
+}
+
+/* what cos and sin are multiplied by: YaRN's attention factor, else 1 */
+static float zt__rope_mscale(const zt_rope_scaling *sc) {
+    return sc->factor > 0 && sc->attention_factor > 0 ? sc->attention_factor : 1.0f;
 }
 
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
@@ -3372,7 +3396,7 @@ static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
     return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
 
-/* One rope section, t (absent or null: nothing): its type (default, llama3 or linear) into *sc, and its
+/* One rope section, t (absent or null: nothing): its type (default, llama3, linear or yarn) into *sc, and its
    rope_theta (where theta is given) and partial_rotary_factor. */
 static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, const char *where, double *theta,
                                  zt_rope_scaling *sc, double *partial) {
@@ -3404,9 +3428,33 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         sc->factor = (float)v[0], sc->low_freq_factor = (float)v[1];
         sc->high_freq_factor = (float)v[2], sc->original_max_positions = (float)v[3];
         sc->linear = linear;
+    } else if (strcmp(type, "yarn") == 0) { /* transformers' _compute_yarn_parameters, with its defaults */
+        double factor = 0, original = 0, attention = 0, fast = 0, slow = 0, mscale = 0, mscale_all = 0;
+        int truncate = 1;
+        const char *keys[7] = {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
+                               "beta_slow", "mscale", "mscale_all_dim"};
+        double *vals[7] = {&factor, &original, &attention, &fast, &slow, &mscale, &mscale_all};
+        for (int k = 0; k < 7; k++) {
+            int vt = zt__json_get(j, t, keys[k]);
+            if (k < 2 && vt < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type yarn needs \"%s\"", j->file, where, keys[k]);
+            if (vt >= 0 && !zt__json_is_null(j, vt) && (r = zt__json_number(j, vt, keys[k], vals[k]))) return r;
+        }
+        if ((r = zt__json_bool(j, zt__json_get(j, t, "truncate"), "truncate", &truncate))) return r;
+        if (!(factor > 0 && isfinite(factor) && original >= 1 && original < 1e9 && attention >= 0 && fast >= 0 &&
+              slow >= 0 && isfinite(attention) && isfinite(fast) && isfinite(slow)))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s of type yarn needs factor > 0, original_max_position_embeddings >= 1 "
+                           "and attention_factor, beta_fast, beta_slow >= 0", j->file, where);
+        if (attention == 0) { /* yarn_get_mscale: 0.1 m ln(factor) + 1 (1 up to factor 1); DeepSeek's ratio of two */
+            double ln = factor > 1 ? log(factor) : 0;
+            attention = mscale > 0 && mscale_all > 0 ? (0.1 * mscale * ln + 1) / (0.1 * mscale_all * ln + 1) : 0.1 * ln + 1;
+        }
+        memset(sc, 0, sizeof *sc);
+        sc->factor = (float)factor, sc->original_max_positions = (float)original, sc->yarn = 1;
+        sc->beta_fast = fast > 0 ? (float)fast : 32.0f, sc->beta_slow = slow > 0 ? (float)slow : 1.0f;
+        sc->truncate = truncate, sc->attention_factor = (float)attention;
     } else if (strcmp(type, "default") != 0) {
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default, llama3 and "
-                       "linear are)", j->file, where, type);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default, llama3, "
+                       "linear and yarn are)", j->file, where, type);
     }
     return ZT_OK;
 }
@@ -4021,7 +4069,7 @@ static zt_tensor zt__heads(zt_tensor x) {
 
 /* layer `layer`'s rope theta and scaling: Gemma 3's windowed layers have a theta of their own, unscaled */
 static float zt__layer_rope(const zt_model_config *c, int64_t layer, const zt_rope_scaling **scaling) {
-    static const zt_rope_scaling none = {0, 0, 0, 0, 0};
+    static const zt_rope_scaling none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     int local = c->local_rope_theta > 0 && zt__layer_windowed(c, layer);
     *scaling = local ? &none : &c->rope_scaling;
     return local ? c->local_rope_theta : c->rope_theta;
@@ -17134,8 +17182,8 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
     for (int64_t t = task * job->per_task; t < ZT__MIN(BT, (task + 1) * job->per_task); t++) {
         for (int64_t i = 0; i < half; i++) {
             float angle = (float)pos[t] * zt__rope_inv_freq(a->theta, i, HD, &a->scaling);
-            cs[i] = cosf(angle);
-            sn[i] = sinf(angle);
+            cs[i] = cosf(angle) * zt__rope_mscale(&a->scaling);
+            sn[i] = sinf(angle) * zt__rope_mscale(&a->scaling);
         }
         for (int64_t h = 0; h < H; h++) {
             int64_t off = (t * H + h) * HD;

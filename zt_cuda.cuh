@@ -272,11 +272,11 @@ __global__ void zt__cu_glu(int fwd, int gelu, zt__cu_t out, zt__cu_t inp, zt__cu
 typedef struct zt__cu_freqs { float f[ZT__CU_ROPE_PAIRS]; } zt__cu_freqs;
 
 __global__ void zt__cu_rope(int fwd, zt__cu_t out, zt__cu_t inp, const int32_t *pos, int64_t BT, int64_t H,
-                            int64_t HD, zt__cu_freqs freqs) {
+                            int64_t HD, zt__cu_freqs freqs, float mscale) {
     int64_t half = HD / 2, total = BT * H * half;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % half, th = e / half, t = th / H;
-        float angle = (float)pos[t] * freqs.f[i], cs = cosf(angle), sn = sinf(angle);
+        float angle = (float)pos[t] * freqs.f[i], cs = cosf(angle) * mscale, sn = sinf(angle) * mscale;
         int64_t a = th * HD + i, b = a + half;
         float x0 = zt__cu_ld(inp.p, inp.t, a), x1 = zt__cu_ld(inp.p, inp.t, b);
         if (fwd) {
@@ -2249,7 +2249,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         for (int64_t i = 0; i < HD / 2; i++) freqs.f[i] = zt__rope_inv_freq(a->theta, i, HD, &a->scaling);
         zt__cu_rope<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(
             op->kind == ZT__OP_ROPE_FWD, zt__cu_of(a->out), zt__cu_of(a->inp), (const int32_t *)a->pos.data, BT, H, HD,
-            freqs);
+            freqs, zt__rope_mscale(&a->scaling));
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -502,10 +502,15 @@ static void case_pointwise(zt_dtype dt) {
 
 /* B = 3 rows of positions: 0..T-1; restarting at a document boundary (t = 200); 7000 + t, far out, where an
    inverse frequency one ulp off (a device powf instead of the host's) moves an angle by ~4e-4 and fails 1e-5 */
-static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, float theta, int llama3) {
-    zt_rope_scaling sc = {8.0f, 1.0f, 4.0f, 8192.0f, 0}; /* LLaMA-3.1's */
+/* scaling 1: LLaMA-3.1's llama3; 2: Qwen2.5's YaRN (4 x 32768, attention factor 0.1 ln 4 + 1) */
+static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, float theta, int scaling) {
+    zt_rope_scaling sc;
+    memset(&sc, 0, sizeof sc);
+    if (scaling == 1) sc.factor = 8.0f, sc.low_freq_factor = 1.0f, sc.high_freq_factor = 4.0f, sc.original_max_positions = 8192.0f;
+    if (scaling == 2) sc.factor = 4.0f, sc.original_max_positions = 32768.0f, sc.yarn = 1, sc.beta_fast = 32.0f,
+                      sc.beta_slow = 1.0f, sc.truncate = 1, sc.attention_factor = 1.1386294f;
     if (!case_begin("rope", dt, "x (%lld, %lld, %lld, %lld) theta %g%s", (long long)B, (long long)T, (long long)H,
-                    (long long)HD, (double)theta, llama3 ? " llama3 scaling" : ""))
+                    (long long)HD, (double)theta, scaling == 1 ? " llama3 scaling" : scaling == 2 ? " yarn scaling" : ""))
         return;
     int32_t *pos = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++)
@@ -513,7 +518,7 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
             pos[b * T + t] = (int32_t)(b % 3 == 0 ? t : b % 3 == 1 ? (t < 200 ? t : t - 200) : 7000 + t);
     zt_shape sh = zt_shape4(B, T, H, HD);
     pair p = pids(zt_shape2(B, T), pos), x = prand(dt, sh, -2, 2), out = pnew(dt, sh), inplace = pnew(dt, sh);
-    const zt_rope_scaling *s = llama3 ? &sc : NULL;
+    const zt_rope_scaling *s = scaling ? &sc : NULL;
     BOTH {
         zt_rope_forward(sd[i].s, out.t[i], x.t[i], p.t[i], theta, s);
         zt_copy(sd[i].s, inplace.t[i], x.t[i]);
@@ -785,6 +790,7 @@ int main(int argc, char **argv) {
         case_pointwise(dt);
         case_rope(dt, 3, 512, 32, 128, 500000.0f, 1);
         case_rope(dt, 3, 384, 12, 64, 10000.0f, 0);
+        case_rope(dt, 3, 384, 28, 128, 1000000.0f, 2);
     }
     case_pointwise(ZT_F16);
     for (int a = 0; a < 2; a++) {

@@ -2,7 +2,7 @@
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
-with router_jitter_noise: mixtral_jitter) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
@@ -68,7 +68,16 @@ CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_
 VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
             "qwen3_moe_balance": ("qwen3_moe", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
             "gpt2_neftune": ("gpt2", {}), "gemma_neftune": ("gemma", {}),
-            "mixtral_jitter": ("mixtral", dict(router_jitter_noise=0.1))}
+            "mixtral_jitter": ("mixtral", dict(router_jitter_noise=0.1)),
+            # YaRN from an original context of 8 positions to the 32 of max_position_embeddings (T is 16): of the
+            # head's 4 pairs the first is extrapolated (kept), the others interpolated (divided by the factor)
+            "qwen2_yarn": ("qwen2", dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                                                          "original_max_position_embeddings": 8})),
+            # ... and with its other keys: a ramp from pair 0 to 1.4, not rounded out (pair 1 is 71% interpolated)
+            "qwen2_yarn_keys": ("qwen2", dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
+                                                               "original_max_position_embeddings": 8, "beta_fast": 16,
+                                                               "beta_slow": 0.01, "truncate": False,
+                                                               "attention_factor": 1.3}))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
@@ -280,6 +289,9 @@ def make(fixture, seed):
         setattr(config, key, value)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     model = model.to(torch.float32)
+    if "rope_parameters" in settings:  # the rope the settings ask for is the one the model built
+        rotary = model.model.rotary_emb
+        assert rotary.rope_type == settings["rope_parameters"]["rope_type"] and rotary.attention_scaling != 1.0
     model.train()  # every dropout is 0: train mode changes nothing but is what training uses
     randomize(model, gen)
     params = list(model.named_parameters())  # tied weights appear once, under the embedding's name
@@ -360,7 +372,8 @@ def main():
     only = sys.argv[1:]
     for i, fixture in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
                                  "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
-                                 "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter"]):
+                                 "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
+                                 "qwen2_yarn", "qwen2_yarn_keys"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
