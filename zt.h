@@ -434,7 +434,8 @@ ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, z
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
    transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
    "llama3" rope_type adjusts inv_freq by wavelength as transformers does, the "linear" type divides it by
-   the factor, and "yarn" blends the two by a ramp over the pairs and scales cos and sin by its attention factor).
+   the factor, "yarn" blends the two by a ramp over the pairs and "longrope" divides each pair's by its factor,
+   both also scaling cos and sin by their attention factor).
    Backward adds the rotated-back dout into dinp, so dinp must not alias dout. scaling NULL (or factor 0): none. */
 typedef struct zt_rope_scaling {
     float factor, low_freq_factor, high_freq_factor, original_max_positions;
@@ -443,7 +444,10 @@ typedef struct zt_rope_scaling {
     float beta_fast, beta_slow; /* the ramp's ends in rotations (transformers' defaults 32 and 1) */
     int truncate;               /* the ramp's ends rounded out to whole pairs (transformers' default) */
     float attention_factor;     /* cos and sin times this (0: 1) */
+    const float *pair_factors;  /* rope_type "longrope" (Phi-3's long context): inv_freq / pair_factors[i], the
+                                   short or the long factors as the batch's positions reach (zt_model_config) */
 } zt_rope_scaling;
+#define ZT_ROPE_MAX_PAIRS 256 /* head dims up to 512 */
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
                             const zt_rope_scaling *scaling);
 ZT_API void zt_rope_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor pos, float theta,
@@ -545,7 +549,10 @@ typedef struct zt_model_config {
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
     float norm_eps, rope_theta, init_std;
-    zt_rope_scaling rope_scaling; /* rope_type "llama3" (LLaMA-3.1), "linear" or "yarn"; factor 0: none */
+    zt_rope_scaling rope_scaling; /* rope_type "llama3" (LLaMA-3.1), "linear", "yarn" or "longrope"; factor 0: none */
+    int longrope;               /* rope_type "longrope": these factors per pair, the long ones for a batch whose
+                                   positions pass original_max_positions (transformers' seq_len) */
+    float rope_short[ZT_ROPE_MAX_PAIRS], rope_long[ZT_ROPE_MAX_PAIRS];
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
@@ -616,6 +623,7 @@ typedef struct zt_batch {
     int64_t first_row;     /* this rank's first row among every rank's rows of the micro-batch: randomness by
                               (seed, global row) is the same whatever the number of ranks */
     int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
+    int64_t positions;  /* the largest position + 1 in the rows given (transformers' seq_len: longrope's choice) */
     /* A block may set *aux to an auxiliary loss of the micro-batch (the MoE routers' balance); it counts once per
        counted token, so d(total loss) / d(*aux) = dloss * counted. The engine sets it to 0 before the forward. */
     float *aux;
@@ -2590,6 +2598,8 @@ static float zt__rope_inv_freq(float theta, int64_t i, int64_t HD, const zt_rope
     float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)HD);
     if (sc->factor > 0 && sc->linear) {
         inv_freq /= sc->factor;
+    } else if (sc->factor > 0 && sc->pair_factors) { /* longrope */
+        inv_freq = 1.0f / (sc->pair_factors[i] * powf(theta, (float)(2 * i) / (float)HD));
     } else if (sc->factor > 0 && sc->yarn) { /* interpolated below the ramp's start, extrapolated past its end */
         double lo = zt__yarn_dim(sc->beta_fast, HD, theta, sc->original_max_positions);
         double hi = zt__yarn_dim(sc->beta_slow, HD, theta, sc->original_max_positions);
@@ -3396,11 +3406,45 @@ static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
     return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
 
-/* One rope section, t (absent or null: nothing): its type (default, llama3, linear or yarn) into *sc, and its
+/* transformers' original_max_position_embeddings for yarn and longrope: the config's own (Phi-3 keeps it there)
+   before the rope section's, else max_position_embeddings */
+static zt_result zt__rope_original(const zt_model_config *c, const zt__json *j, int t, double *out) {
+    zt_result r;
+    int top = zt__json_get(j, 0, "original_max_position_embeddings");
+    *out = (double)c->max_positions;
+    if ((r = zt__json_number(j, zt__json_get(j, t, "original_max_position_embeddings"), "original_max_position_embeddings",
+                             out)))
+        return r;
+    if (top >= 0 && !zt__json_is_null(j, top) &&
+        (r = zt__json_number(j, top, "original_max_position_embeddings", out)))
+        return r;
+    if (!(*out >= 1 && *out < 1e9))
+        return zt_fail(ZT_ERROR_INVALID, "%s: original_max_position_embeddings must be 1 or more, found %g", j->file, *out);
+    return ZT_OK;
+}
+
+/* longrope's short_factor or long_factor: one positive number for each of the head's pairs */
+static zt_result zt__rope_pair_factors(const zt__json *j, int t, const char *where, const char *key, int64_t pairs,
+                                       float *out) {
+    int a = zt__json_get(j, t, key);
+    if (a < 0 || j->tok[a].type != JSMN_ARRAY || j->tok[a].size != pairs || pairs > ZT_ROPE_MAX_PAIRS)
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s of type longrope needs \"%s\", a list of %lld numbers (one for each "
+                       "pair of the head's dimensions; at most %d)", j->file, where, key, (long long)pairs, ZT_ROPE_MAX_PAIRS);
+    zt_result r;
+    for (int k = 0, it = a + 1; k < pairs; k++, it = zt__json_skip(j, it)) {
+        double v = 0;
+        if ((r = zt__json_number(j, it, key, &v))) return r;
+        if (!(v > 0 && isfinite(v)))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s.%s[%d] must be a positive number, found %g", j->file, where, key, k, v);
+        out[k] = (float)v;
+    }
+    return ZT_OK;
+}
+
+/* One rope section, t (absent or null: nothing): its type (default, llama3, linear, yarn or longrope) into *sc, and its
    rope_theta (where theta is given) and partial_rotary_factor. */
 static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, const char *where, double *theta,
                                  zt_rope_scaling *sc, double *partial) {
-    (void)c;
     zt_result r = ZT_OK;
     if (t < 0 || zt__json_is_null(j, t)) return ZT_OK;
     char type[32] = "default", key[96];
@@ -3410,6 +3454,8 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
     snprintf(key, sizeof key, "%s.rope_theta", where);
     if (theta && (r = zt__json_number(j, zt__json_get(j, t, "rope_theta"), key, theta))) return r;
     if ((r = zt__json_number(j, zt__json_get(j, t, "partial_rotary_factor"), "partial_rotary_factor", partial))) return r;
+    if (strcmp(c->model_type, "phi3") == 0 && (strcmp(type, "su") == 0 || strcmp(type, "yarn") == 0))
+        strcpy(type, "longrope"); /* Phi-3's old names for it, as its transformers config maps them */
     int llama3 = strcmp(type, "llama3") == 0, linear = strcmp(type, "linear") == 0;
     if (llama3 || linear) {
         double v[4] = {0, 0, 0, 0};
@@ -3431,14 +3477,14 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
     } else if (strcmp(type, "yarn") == 0) { /* transformers' _compute_yarn_parameters, with its defaults */
         double factor = 0, original = 0, attention = 0, fast = 0, slow = 0, mscale = 0, mscale_all = 0;
         int truncate = 1;
-        const char *keys[7] = {"factor", "original_max_position_embeddings", "attention_factor", "beta_fast",
-                               "beta_slow", "mscale", "mscale_all_dim"};
-        double *vals[7] = {&factor, &original, &attention, &fast, &slow, &mscale, &mscale_all};
-        for (int k = 0; k < 7; k++) {
+        const char *keys[6] = {"factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"};
+        double *vals[6] = {&factor, &attention, &fast, &slow, &mscale, &mscale_all};
+        for (int k = 0; k < 6; k++) {
             int vt = zt__json_get(j, t, keys[k]);
-            if (k < 2 && vt < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type yarn needs \"%s\"", j->file, where, keys[k]);
             if (vt >= 0 && !zt__json_is_null(j, vt) && (r = zt__json_number(j, vt, keys[k], vals[k]))) return r;
         }
+        if ((r = zt__rope_original(c, j, t, &original))) return r;
+        if (factor == 0) factor = (double)c->max_positions / original; /* as transformers infers it */
         if ((r = zt__json_bool(j, zt__json_get(j, t, "truncate"), "truncate", &truncate))) return r;
         if (!(factor > 0 && isfinite(factor) && original >= 1 && original < 1e9 && attention >= 0 && fast >= 0 &&
               slow >= 0 && isfinite(attention) && isfinite(fast) && isfinite(slow)))
@@ -3452,9 +3498,27 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         sc->factor = (float)factor, sc->original_max_positions = (float)original, sc->yarn = 1;
         sc->beta_fast = fast > 0 ? (float)fast : 32.0f, sc->beta_slow = slow > 0 ? (float)slow : 1.0f;
         sc->truncate = truncate, sc->attention_factor = (float)attention;
+    } else if (strcmp(type, "longrope") == 0) { /* transformers' _compute_longrope_parameters */
+        double factor = 0, original = 0, attention = 0;
+        int64_t pairs = (c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0) / 2;
+        int ft = zt__json_get(j, t, "factor"), at = zt__json_get(j, t, "attention_factor");
+        if ((ft >= 0 && !zt__json_is_null(j, ft) && (r = zt__json_number(j, ft, "factor", &factor))) ||
+            (at >= 0 && !zt__json_is_null(j, at) && (r = zt__json_number(j, at, "attention_factor", &attention))) ||
+            (r = zt__rope_original(c, j, t, &original)) ||
+            (r = zt__rope_pair_factors(j, t, where, "short_factor", pairs, c->rope_short)) ||
+            (r = zt__rope_pair_factors(j, t, where, "long_factor", pairs, c->rope_long)))
+            return r;
+        if (factor == 0) factor = (double)c->max_positions / original;
+        if (!(factor > 0 && isfinite(factor) && attention >= 0 && isfinite(attention)))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s of type longrope needs factor > 0 and attention_factor >= 0",
+                           j->file, where);
+        if (attention == 0) attention = factor <= 1 ? 1.0 : sqrt(1 + log(factor) / log(original));
+        memset(sc, 0, sizeof *sc);
+        sc->factor = (float)factor, sc->original_max_positions = (float)original, sc->attention_factor = (float)attention;
+        c->longrope = 1;
     } else if (strcmp(type, "default") != 0) {
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default, llama3, "
-                       "linear and yarn are)", j->file, where, type);
+                       "linear, yarn and longrope are)", j->file, where, type);
     }
     return ZT_OK;
 }
@@ -4068,10 +4132,12 @@ static zt_tensor zt__heads(zt_tensor x) {
 }
 
 /* layer `layer`'s rope theta and scaling: Gemma 3's windowed layers have a theta of their own, unscaled */
-static float zt__layer_rope(const zt_model_config *c, int64_t layer, const zt_rope_scaling **scaling) {
-    static const zt_rope_scaling none = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+static float zt__layer_rope(const zt_model_config *c, const zt_batch *b, int64_t layer, zt_rope_scaling *sc) {
     int local = c->local_rope_theta > 0 && zt__layer_windowed(c, layer);
-    *scaling = local ? &none : &c->rope_scaling;
+    memset(sc, 0, sizeof *sc);
+    if (!local) *sc = c->rope_scaling;
+    if (!local && c->longrope) /* the long factors once the batch's positions pass the original context */
+        sc->pair_factors = (double)b->positions > (double)sc->original_max_positions ? c->rope_long : c->rope_short;
     return local ? c->local_rope_theta : c->rope_theta;
 }
 
@@ -4258,10 +4324,10 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
     if (!gpt2) { /* rotary positions, in place: backward rotates the gradients back */
-        const zt_rope_scaling *rs;
-        float theta = zt__layer_rope(c, ctx->index - 1, &rs);
-        zt_rope_forward(s, sv->q, sv->q, b->pos, theta, rs);
-        zt_rope_forward(s, sv->k, sv->k, b->pos, theta, rs);
+        zt_rope_scaling rs;
+        float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
+        zt_rope_forward(s, sv->q, sv->q, b->pos, theta, &rs);
+        zt_rope_forward(s, sv->k, sv->k, b->pos, theta, &rs);
     }
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
@@ -4365,12 +4431,12 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
     if (!gpt2) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        const zt_rope_scaling *rs;
-        float theta = zt__layer_rope(c, ctx->index - 1, &rs);
-        zt_rope_backward(s, t, dq, b->pos, theta, rs);
+        zt_rope_scaling rs;
+        float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
+        zt_rope_backward(s, t, dq, b->pos, theta, &rs);
         dq = t;
         t = zt__temp0(ctx, A, dk.shape);
-        zt_rope_backward(s, t, dk, b->pos, theta, rs);
+        zt_rope_backward(s, t, dk, b->pos, theta, &rs);
         dk = t;
     }
     if (c->qk_norm) { /* through each head's norm, to q and k as the projections made them */
@@ -8709,7 +8775,7 @@ static zt_batch zt__batch_view(zt_engine *e, int64_t B, int64_t T) {
 static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
                               int64_t n_rows, int64_t B, int64_t T) {
     ZT_ASSERT(n_rows >= 0 && n_rows <= B);
-    int64_t valid = 0;
+    int64_t valid = 0, positions = 1;
     int32_t eot = e->opt.eot_token;
     for (int64_t r = 0; r < B; r++) {
         int32_t doc = 0; /* where the current document began */
@@ -8734,10 +8800,12 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
             e->h_starts[i] = doc;
             if (eot >= 0 && tok == eot) doc = (int32_t)t + 1;
             valid += tgt != e->opt.ignore_index;
+            if (r < n_rows) positions = ZT__MAX(positions, (int64_t)e->h_pos[i] + 1);
         }
     }
     e->batch = zt__batch_view(e, B, T);
     e->batch.counted = valid;
+    e->batch.positions = positions;
     zt_shape s = zt_shape2(B, T);
     zt_copy(e->s, e->batch.tokens, zt_tensor_make(e->h_tokens, ZT_I32, ZT_HOST, s));
     zt_copy(e->s, e->batch.targets, zt_tensor_make(e->h_targets, ZT_I32, ZT_HOST, s));

@@ -448,12 +448,18 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"gpt2\", \"scale_attn_by_inverse_layer_idx\": true}", "scale_attn_by_inverse_layer_idx");
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}",
                  "rope_scaling of type llama3 needs \"low_freq_factor\"");
-    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0}}",
-                 "rope_scaling of type yarn needs \"original_max_position_embeddings\"");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0, "
+                 "\"original_max_position_embeddings\": 0}}", "original_max_position_embeddings must be 1 or more, found 0");
+    config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 8, \"max_position_embeddings\": 64, "
+                 "\"rope_scaling\": {\"type\": \"su\", \"short_factor\": [1, 1], \"long_factor\": [1, 2, 3]}}",
+                 "of type longrope needs \"long_factor\", a list of 2 numbers");
+    config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 8, \"max_position_embeddings\": 64, "
+                 "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 0], \"long_factor\": [1, 2]}}",
+                 "rope_scaling.short_factor[1] must be a positive number, found 0");
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0, "
                  "\"original_max_position_embeddings\": 4096, \"beta_fast\": -1}}", "of type yarn needs factor > 0");
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 8.0}}",
-                 "\"rope_scaling\" of type \"dynamic\" is not implemented in zt (default, llama3, linear and yarn are)");
+                 "\"rope_scaling\" of type \"dynamic\" is not implemented in zt (default, llama3, linear, yarn and longrope are)");
     config_error("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\"}", "\"hidden_act\" is \"gelu\"");
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "

@@ -318,6 +318,14 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(!alpha == !strstr(type, "_neftune") && !eval_loss == !noisy, "%s: neftune_alpha (NEFTune) or eval_loss "
               "(any noise) missing, or where they do not belong", path);
     if (strstr(type, "_jitter")) CHECK_MSG(cfg.router_jitter == 0.1f, "%s: router_jitter %g", path, (double)cfg.router_jitter);
+    if (strstr(type, "_longrope")) { /* factor and attention factor from the two context lengths, as transformers */
+        int sh = strstr(type, "_short") != NULL;
+        CHECK_MSG(cfg.longrope && cfg.rope_scaling.original_max_positions == (sh ? 16.0f : 8.0f) &&
+                  cfg.rope_scaling.factor == (sh ? 2.0f : 4.0f) && cfg.rope_long[3] == 6.0f && cfg.rope_short[2] == 1.5f &&
+                  fabsf(cfg.rope_scaling.attention_factor - (sh ? 1.1180340f : 1.2909944f)) < 1e-6f,
+                  "%s: not the longrope of the fixture (factor %g, attention factor %g)", path,
+                  (double)cfg.rope_scaling.factor, (double)cfg.rope_scaling.attention_factor);
+    }
     if (strstr(type, "_yarn")) { /* qwen2_yarn with transformers' defaults; qwen2_yarn_keys with the other keys */
         const zt_rope_scaling *y = &cfg.rope_scaling;
         int keys = strstr(type, "_keys") != NULL;
@@ -496,6 +504,8 @@ TEST(models_qwen3_moe_balance_fp32) { model_test("qwen3_moe_balance", ZT_PRECISI
 TEST(models_mixtral_jitter_fp32) { model_test("mixtral_jitter", ZT_PRECISION_FP32); }
 TEST(models_qwen2_yarn_fp32) { model_test("qwen2_yarn", ZT_PRECISION_FP32); }
 TEST(models_qwen2_yarn_keys_fp32) { model_test("qwen2_yarn_keys", ZT_PRECISION_FP32); } /* bf16: qwen2_yarn's */
+TEST(models_phi3_longrope_fp32) { model_test("phi3_longrope", ZT_PRECISION_FP32); }
+TEST(models_phi3_longrope_short_fp32) { model_test("phi3_longrope_short", ZT_PRECISION_FP32); }
 TEST(models_gpt2_neftune_fp32) { model_test("gpt2_neftune", ZT_PRECISION_FP32); }
 TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
@@ -516,3 +526,4 @@ TEST(models_gpt2_neftune_bf16) { model_test("gpt2_neftune", ZT_PRECISION_BF16); 
 TEST(models_gemma_neftune_bf16) { model_test("gemma_neftune", ZT_PRECISION_BF16); }
 TEST(models_mixtral_jitter_bf16) { model_test("mixtral_jitter", ZT_PRECISION_BF16); }
 TEST(models_qwen2_yarn_bf16) { model_test("qwen2_yarn", ZT_PRECISION_BF16); }
+TEST(models_phi3_longrope_bf16) { model_test("phi3_longrope", ZT_PRECISION_BF16); }

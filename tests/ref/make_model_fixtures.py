@@ -2,7 +2,7 @@
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
-with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
@@ -77,7 +77,15 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             "qwen2_yarn_keys": ("qwen2", dict(rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0,
                                                                "original_max_position_embeddings": 8, "beta_fast": 16,
                                                                "beta_slow": 0.01, "truncate": False,
-                                                               "attention_factor": 1.3}))}
+                                                               "attention_factor": 1.3})),
+            # Phi-3's longrope (its 128k models), original_max_position_embeddings beside the rope as Phi-3 keeps it:
+            # past an original context of 8 positions the long factors (T is 16), within one of 16 the short ones
+            "phi3_longrope": ("phi3", dict(original_max_position_embeddings=8, rope_parameters={
+                "rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 8, "partial_rotary_factor": 1.0,
+                "short_factor": [1.0, 1.1, 1.5, 2.5], "long_factor": [1.0, 1.7, 3.5, 6.0]})),
+            "phi3_longrope_short": ("phi3", dict(original_max_position_embeddings=16, rope_parameters={
+                "rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 16, "partial_rotary_factor": 1.0,
+                "short_factor": [1.0, 1.1, 1.5, 2.5], "long_factor": [1.0, 1.7, 3.5, 6.0]}))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
@@ -373,7 +381,8 @@ def main():
     for i, fixture in enumerate(["gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2",
                                  "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
-                                 "qwen2_yarn", "qwen2_yarn_keys"]):
+                                 "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
+                                 "phi3_longrope_short"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
