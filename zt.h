@@ -441,11 +441,12 @@ typedef struct zt_rope_scaling {
     float factor, low_freq_factor, high_freq_factor, original_max_positions;
     int linear; /* rope_type "linear" (Gemma 3's global layers): only factor counts */
     int yarn;   /* rope_type "yarn" (Qwen2.5's long context): factor, original_max_positions and these count */
-    float beta_fast, beta_slow; /* the ramp's ends in rotations (transformers' defaults 32 and 1) */
+    double beta_fast, beta_slow; /* the ramp's ends in rotations (transformers' defaults 32 and 1), doubles as its */
     int truncate;               /* the ramp's ends rounded out to whole pairs (transformers' default) */
     float attention_factor;     /* cos and sin times this (0: 1) */
     const float *pair_factors;  /* rope_type "longrope" (Phi-3's long context): inv_freq / pair_factors[i], the
-                                   short or the long factors as the batch's positions reach (zt_model_config) */
+                                   short or the long factors as the batch's positions reach (zt_model_config); read
+                                   when the op runs, so it must outlive the queued op (the engine's are its config's) */
 } zt_rope_scaling;
 #define ZT_ROPE_MAX_PAIRS 256 /* head dims up to 512 */
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
@@ -3406,14 +3407,15 @@ static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
     return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
 
-/* transformers' original_max_position_embeddings for yarn and longrope: the config's own (Phi-3 keeps it there)
-   before the rope section's, else max_position_embeddings */
+/* transformers' original_max_position_embeddings for yarn and longrope: the config's own before the rope section's,
+   else max_position_embeddings; Phi-3's config always has its own (4096 unless given), which wins */
 static zt_result zt__rope_original(const zt_model_config *c, const zt__json *j, int t, double *out) {
     zt_result r;
     int top = zt__json_get(j, 0, "original_max_position_embeddings");
     *out = (double)c->max_positions;
-    if ((r = zt__json_number(j, zt__json_get(j, t, "original_max_position_embeddings"), "original_max_position_embeddings",
-                             out)))
+    if (strcmp(c->model_type, "phi3") == 0) *out = 4096;
+    else if ((r = zt__json_number(j, zt__json_get(j, t, "original_max_position_embeddings"),
+                                  "original_max_position_embeddings", out)))
         return r;
     if (top >= 0 && !zt__json_is_null(j, top) &&
         (r = zt__json_number(j, top, "original_max_position_embeddings", out)))
@@ -3456,6 +3458,9 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
     if ((r = zt__json_number(j, zt__json_get(j, t, "partial_rotary_factor"), "partial_rotary_factor", partial))) return r;
     if (strcmp(c->model_type, "phi3") == 0 && (strcmp(type, "su") == 0 || strcmp(type, "yarn") == 0))
         strcpy(type, "longrope"); /* Phi-3's old names for it, as its transformers config maps them */
+    if (strcmp(c->model_type, "phi3") == 0 && strcmp(type, "default") != 0 && strcmp(type, "longrope") != 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s of type \"%s\": Phi-3 takes default and longrope (as transformers' "
+                       "Phi3Config)", j->file, where, type);
     int llama3 = strcmp(type, "llama3") == 0, linear = strcmp(type, "linear") == 0;
     if (llama3 || linear) {
         double v[4] = {0, 0, 0, 0};
@@ -3476,16 +3481,19 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         sc->linear = linear;
     } else if (strcmp(type, "yarn") == 0) { /* transformers' _compute_yarn_parameters, with its defaults */
         double factor = 0, original = 0, attention = 0, fast = 0, slow = 0, mscale = 0, mscale_all = 0;
-        int truncate = 1;
+        int truncate = 1, tt = zt__json_get(j, t, "truncate");
         const char *keys[6] = {"factor", "attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"};
         double *vals[6] = {&factor, &attention, &fast, &slow, &mscale, &mscale_all};
+        if (zt__json_get(j, t, "factor") < 0) /* transformers reads it (a null: inferred below) */
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s of type yarn needs \"factor\"", j->file, where);
         for (int k = 0; k < 6; k++) {
             int vt = zt__json_get(j, t, keys[k]);
             if (vt >= 0 && !zt__json_is_null(j, vt) && (r = zt__json_number(j, vt, keys[k], vals[k]))) return r;
         }
         if ((r = zt__rope_original(c, j, t, &original))) return r;
         if (factor == 0) factor = (double)c->max_positions / original; /* as transformers infers it */
-        if ((r = zt__json_bool(j, zt__json_get(j, t, "truncate"), "truncate", &truncate))) return r;
+        if (tt >= 0 && zt__json_is_null(j, tt)) truncate = 0; /* a null is false to transformers' "if truncate" */
+        else if ((r = zt__json_bool(j, tt, "truncate", &truncate))) return r;
         if (!(factor > 0 && isfinite(factor) && original >= 1 && original < 1e9 && attention >= 0 && fast >= 0 &&
               slow >= 0 && isfinite(attention) && isfinite(fast) && isfinite(slow)))
             return zt_fail(ZT_ERROR_INVALID, "%s: %s of type yarn needs factor > 0, original_max_position_embeddings >= 1 "
@@ -3496,11 +3504,12 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         }
         memset(sc, 0, sizeof *sc);
         sc->factor = (float)factor, sc->original_max_positions = (float)original, sc->yarn = 1;
-        sc->beta_fast = fast > 0 ? (float)fast : 32.0f, sc->beta_slow = slow > 0 ? (float)slow : 1.0f;
+        sc->beta_fast = fast > 0 ? fast : 32.0, sc->beta_slow = slow > 0 ? slow : 1.0;
         sc->truncate = truncate, sc->attention_factor = (float)attention;
     } else if (strcmp(type, "longrope") == 0) { /* transformers' _compute_longrope_parameters */
         double factor = 0, original = 0, attention = 0;
-        int64_t pairs = (c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0) / 2;
+        int64_t pairs = (int64_t)((double)(c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0) *
+                                  *partial) / 2; /* the rotated part's (a partial rotation is refused later, by name) */
         int ft = zt__json_get(j, t, "factor"), at = zt__json_get(j, t, "attention_factor");
         if ((ft >= 0 && !zt__json_is_null(j, ft) && (r = zt__json_number(j, ft, "factor", &factor))) ||
             (at >= 0 && !zt__json_is_null(j, at) && (r = zt__json_number(j, at, "attention_factor", &attention))) ||

@@ -453,6 +453,10 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 8, \"max_position_embeddings\": 64, "
                  "\"rope_scaling\": {\"type\": \"su\", \"short_factor\": [1, 1], \"long_factor\": [1, 2, 3]}}",
                  "of type longrope needs \"long_factor\", a list of 2 numbers");
+    config_error("{\"model_type\": \"phi3\", \"rope_scaling\": {\"rope_type\": \"llama3\"}}",
+                 "of type \"llama3\": Phi-3 takes default and longrope");
+    config_error("{\"model_type\": \"qwen2\", \"rope_scaling\": {\"rope_type\": \"yarn\"}}",
+                 "rope_scaling of type yarn needs \"factor\"");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 8, \"max_position_embeddings\": 64, "
                  "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 0], \"long_factor\": [1, 2]}}",
                  "rope_scaling.short_factor[1] must be a positive number, found 0");
@@ -484,6 +488,16 @@ TEST(model_config_errors_name_the_key) {
                  qwen ? "qwen3_moe" : "mixtral");
         CHECK_MSG(zt_model_config_parse(&moe, jittery, strlen(jittery), "config.json") == ZT_OK, "%s", zt_last_error());
         CHECK_MSG(moe.router_jitter == (qwen ? 0.0f : 0.01f), "%s: router_jitter %g", jittery, (double)moe.router_jitter);
+    }
+    /* Phi-3's original_max_position_embeddings is its config's own (4096 unless given), whatever its rope says */
+    for (int top = 0; top < 2; top++) {
+        snprintf(jittery, sizeof jittery, "{\"model_type\": \"phi3\", \"num_hidden_layers\": 1, \"num_attention_heads\": "
+                 "2, \"hidden_size\": 8, \"intermediate_size\": 8, \"max_position_embeddings\": 131072, \"vocab_size\": 8, "
+                 "%s\"rope_scaling\": {\"type\": \"longrope\", \"original_max_position_embeddings\": 8192, "
+                 "\"short_factor\": [1, 1], \"long_factor\": [1, 2]}}", top ? "\"original_max_position_embeddings\": 2048, " : "");
+        CHECK_MSG(zt_model_config_parse(&moe, jittery, strlen(jittery), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_MSG(moe.rope_scaling.original_max_positions == (top ? 2048.0f : 4096.0f), "%s: original %g", jittery,
+                  (double)moe.rope_scaling.original_max_positions);
     }
     config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
                  "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");

@@ -330,7 +330,7 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
         const zt_rope_scaling *y = &cfg.rope_scaling;
         int keys = strstr(type, "_keys") != NULL;
         CHECK_MSG(y->yarn && y->factor == 4.0f && fabsf(y->attention_factor - (keys ? 1.3f : 1.1386294f)) < 1e-6f &&
-                  y->beta_fast == (keys ? 16.0f : 32.0f) && y->beta_slow == (keys ? 0.01f : 1.0f) && y->truncate == !keys,
+                  y->beta_fast == (keys ? 16.0 : 32.0) && y->beta_slow == (keys ? 0.01 : 1.0) && y->truncate == !keys,
                   "%s: not the YaRN of the fixture (attention factor %g, betas %g %g, truncate %d)", path,
                   (double)y->attention_factor, (double)y->beta_fast, (double)y->beta_slow, y->truncate);
     }
