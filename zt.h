@@ -441,7 +441,7 @@ typedef struct zt_rope_scaling {
     float factor, low_freq_factor, high_freq_factor, original_max_positions;
     int linear; /* rope_type "linear" (Gemma 3's global layers): only factor counts */
     int yarn;   /* rope_type "yarn" (Qwen2.5's long context): factor, original_max_positions and these count */
-    double beta_fast, beta_slow; /* the ramp's ends in rotations (transformers' defaults 32 and 1), doubles as its */
+    double beta_fast, beta_slow; /* the ramp's ends in rotations (transformers' defaults 32 and 1; doubles, as its maths) */
     int truncate;               /* the ramp's ends rounded out to whole pairs (transformers' default) */
     float attention_factor;     /* cos and sin times this (0: 1) */
     const float *pair_factors;  /* rope_type "longrope" (Phi-3's long context): inv_freq / pair_factors[i], the
