@@ -482,6 +482,44 @@ static void smoothing_test(const char *type) {
     }
     fx_free(&r.fx);
 }
+/* longrope picks its factors by the batch's largest position (transformers' seq_len), which packed documents keep
+   short: rows of two 8-token documents (positions 0-7) stay within phi3_longrope's original 8 and take the short
+   factors, the same bits as an engine whose long factors are the short ones; rows of one document (positions 0-15)
+   take the long factors, which differ */
+TEST(models_longrope_follows_the_batch_positions) {
+    model_run r;
+    memset(&r, 0, sizeof r);
+    char err[512];
+    CHECK_MSG(fx_load(&r.fx, "tests/ref/phi3_longrope/fixture.bin", err, sizeof err), "%s", err);
+    zt_model_config cfg, short_only;
+    CHECK_MSG(zt_model_config_read(&cfg, "tests/ref/phi3_longrope/config.json") == ZT_OK, "%s", zt_last_error());
+    short_only = cfg;
+    memcpy(short_only.rope_long, short_only.rope_short, sizeof short_only.rope_long);
+    const int32_t eot = 3;
+    int32_t packed[MB * SEQ], whole[MB * SEQ];
+    for (int i = 0; i < MB * SEQ; i++) {
+        int32_t v = (int32_t)((i * 7 + i / SEQ * 11 + 5) % 61);
+        whole[i] = v == eot ? 4 : v;
+        packed[i] = i % SEQ == SEQ / 2 - 1 || i % SEQ == SEQ - 1 ? eot : whole[i];
+    }
+    zt_options o = model_options(ZT_PRECISION_FP32);
+    o.eot_token = eot;
+    float loss[2][2] = {{0}}; /* [engine][batch] */
+    for (int k = 0; k < 2 && !zt_test_failed(); k++) {
+        r.e = model_engine_with(&r, "phi3_longrope", k ? &short_only : &cfg, o);
+        if (!r.e) break;
+        loss[k][0] = zt_eval(r.e, packed, NULL, NULL, MB, NULL, NULL);
+        loss[k][1] = zt_eval(r.e, whole, NULL, NULL, MB, NULL, NULL);
+        zt_shutdown(r.e);
+        r.e = NULL;
+    }
+    CHECK_MSG(loss[0][0] == loss[1][0], "packed documents within the original context: %.9g with the long factors "
+              "at hand, %.9g with only the short", (double)loss[0][0], (double)loss[1][0]);
+    CHECK_MSG(fabsf(loss[0][1] - loss[1][1]) > 1e-4f, "whole rows past the original context take the long factors: "
+              "%.9g, and %.9g with only the short", (double)loss[0][1], (double)loss[1][1]);
+    fx_free(&r.fx);
+}
+
 TEST(models_label_smoothing_gemma2) { smoothing_test("gemma2"); }
 TEST(models_label_smoothing_llama) { smoothing_test("llama"); }
 /* the Trainer's LabelSmoother reads the logits alone: with it, Mixtral's balance loss is not added */
