@@ -478,26 +478,28 @@ TEST(model_config_errors_name_the_key) {
                  "layer_types[1] is \"chunked_attention\"");
     /* MoE: router noise below 1 (Mixtral's: the Qwens' configs carry the key unused, as transformers leaves it); a
        coefficient of 0 or more; sizes within what the kernels take */
-    zt_model_config moe;
-    char jittery[512];
     for (int qwen = 0; qwen < 2; qwen++) {
-        snprintf(jittery, sizeof jittery, "{\"model_type\": \"%s\", \"num_hidden_layers\": 1, "
+        char json[512];
+        zt_model_config moe;
+        snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"num_hidden_layers\": 1, "
                  "\"num_attention_heads\": 2, \"hidden_size\": 8, \"intermediate_size\": 8, "
                  "\"moe_intermediate_size\": 8, \"num_experts\": 4, \"num_experts_per_tok\": 2, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8, \"router_jitter_noise\": 0.01}",
                  qwen ? "qwen3_moe" : "mixtral");
-        CHECK_MSG(zt_model_config_parse(&moe, jittery, strlen(jittery), "config.json") == ZT_OK, "%s", zt_last_error());
-        CHECK_MSG(moe.router_jitter == (qwen ? 0.0f : 0.01f), "%s: router_jitter %g", jittery, (double)moe.router_jitter);
+        CHECK_MSG(zt_model_config_parse(&moe, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_MSG(moe.router_jitter == (qwen ? 0.0f : 0.01f), "%s: router_jitter %g", json, (double)moe.router_jitter);
     }
     /* Phi-3's original_max_position_embeddings is its config's own (4096 unless given), whatever its rope says */
     for (int top = 0; top < 2; top++) {
-        snprintf(jittery, sizeof jittery, "{\"model_type\": \"phi3\", \"num_hidden_layers\": 1, \"num_attention_heads\": "
+        char json[512];
+        zt_model_config phi3;
+        snprintf(json, sizeof json, "{\"model_type\": \"phi3\", \"num_hidden_layers\": 1, \"num_attention_heads\": "
                  "2, \"hidden_size\": 8, \"intermediate_size\": 8, \"max_position_embeddings\": 131072, \"vocab_size\": 8, "
                  "%s\"rope_scaling\": {\"type\": \"longrope\", \"original_max_position_embeddings\": 8192, "
                  "\"short_factor\": [1, 1], \"long_factor\": [1, 2]}}", top ? "\"original_max_position_embeddings\": 2048, " : "");
-        CHECK_MSG(zt_model_config_parse(&moe, jittery, strlen(jittery), "config.json") == ZT_OK, "%s", zt_last_error());
-        CHECK_MSG(moe.rope_scaling.original_max_positions == (top ? 2048.0f : 4096.0f), "%s: original %g", jittery,
-                  (double)moe.rope_scaling.original_max_positions);
+        CHECK_MSG(zt_model_config_parse(&phi3, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_MSG(phi3.rope_scaling.original_max_positions == (top ? 2048.0f : 4096.0f), "%s: original %g", json,
+                  (double)phi3.rope_scaling.original_max_positions);
     }
     config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
                  "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");

@@ -143,9 +143,10 @@ static const model_tol tol_bf16_moe = {5e-3, 1.5e-1, 1.2e-1, 5e-3, 4e-2};
 static const model_tol tol_bf16_balance = {5e-3, 1.5e-1, 1.2e-1, 2e-2, 4e-2};
 /* qwen2_yarn: YaRN's attention factor (1.14 on q and k alike) sharpens the softmax; zt's bf16 gradient norm of
    step 9 is off by 2.3e-2, its other steps by at most 6e-3 (torch's autocast: 5e-3), and its loss, gradients and
-   step losses are within tol_bf16 (on a GPU within tol_bf16_gpu's 1e-1 for the worst element, below). The f32 test
-   checks the rope itself to 1e-7. */
-static const model_tol tol_bf16_yarn = {5e-3, 1e-1, 6e-2, 5e-3, 3e-2};
+   step losses are within tol_bf16 (on a GPU, tol_bf16_gpu's, below, with the same 3e-2 on the norms). The f32
+   test checks the rope itself to 1e-7. */
+static const model_tol tol_bf16_yarn = {5e-3, 8e-2, 6e-2, 5e-3, 3e-2};
+static const model_tol tol_bf16_yarn_gpu = {5e-3, 1e-1, 6e-2, 5e-3, 3e-2};
 /* mixtral_jitter takes those too: from its second step zt's bf16 routes a token or two to other experts than f32
    does (counted in 6 of the 10 steps: once the weights differ, the ties differ), which moves the step losses by up
    to 5.7e-3; torch's autocast, rounding elsewhere, is off by 2.9e-3. Its gradient batch has no such near tie (the
@@ -425,7 +426,7 @@ static void model_test(const char *type, zt_precision prec) {
     int gpu = strcmp(test_backend(), "cpu") != 0;
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0;
     const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") ? &tol_bf16_balance
-                          : strstr(type, "_yarn") ? &tol_bf16_yarn : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
+                          : strstr(type, "_yarn") ? (gpu ? &tol_bf16_yarn_gpu : &tol_bf16_yarn) : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
     model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? bf16 : gpu ? &tol_fp32_gpu : &tol_fp32);
     if (getenv("ZT_TEST_VERBOSE"))
         printf("     %-7s %s: loss %.1e, eval %.1e, grad %.1e at %s, grad L2 %.1e in %s, step losses %.1e, "
