@@ -17254,13 +17254,15 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
     int fwd = job->op->kind == ZT__OP_ROPE_FWD;
     int64_t BT = a->inp.shape.d[0] * a->inp.shape.d[1], H = a->inp.shape.d[2], HD = a->inp.shape.d[3];
     int64_t half = HD / 2;
-    float *cs = job->cpu->scratch[thread], *sn = cs + half, *x = sn + half, *y = x + HD;
+    float *cs = job->cpu->scratch[thread], *sn = cs + half, *x = sn + half, *y = x + HD, *freq = y + HD;
     const int32_t *pos = (const int32_t *)a->pos.data;
+    float mscale = zt__rope_mscale(&a->scaling);
+    for (int64_t i = 0; i < half; i++) freq[i] = zt__rope_inv_freq(a->theta, i, HD, &a->scaling); /* once a task */
     for (int64_t t = task * job->per_task; t < ZT__MIN(BT, (task + 1) * job->per_task); t++) {
         for (int64_t i = 0; i < half; i++) {
-            float angle = (float)pos[t] * zt__rope_inv_freq(a->theta, i, HD, &a->scaling);
-            cs[i] = cosf(angle) * zt__rope_mscale(&a->scaling);
-            sn[i] = sinf(angle) * zt__rope_mscale(&a->scaling);
+            float angle = (float)pos[t] * freq[i];
+            cs[i] = cosf(angle) * mscale;
+            sn[i] = sinf(angle) * mscale;
         }
         for (int64_t h = 0; h < H; h++) {
             int64_t off = (t * H + h) * HD;
@@ -17560,7 +17562,7 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_SWIGLU_BWD:
     case ZT__OP_GEGLU_BWD: return 5 * zt_cols(op->unary_bwd.inp) / 2;
     case ZT__OP_ROPE_FWD:
-    case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp);
+    case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp) + zt_cols(op->rope.inp) / 2;
     case ZT__OP_CROSSENTROPY: return zt_cols(op->crossentropy.logits);
     case ZT__OP_MOE_ROUTE_FWD: return zt_cols(op->moe.inp);
     case ZT__OP_MOE_ROUTE_BWD:
