@@ -333,12 +333,19 @@ ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uin
 /* t[i] *= (1 - jitter) + 2 jitter u, u as zt_add_uniform_noise draws it: uniform in [1 - jitter, 1 + jitter], as
    Mixtral's router_jitter_noise; the same call on the gradient is its backward */
 ZT_API void zt_mul_uniform_noise(zt_stream *s, zt_tensor t, float jitter, uint64_t seed, int64_t offset);
+/* Dropout, in place: t[i] = u >= p ? t[i] * (1 / (1 - p)) : 0, u as zt_add_uniform_noise draws it (torch's
+   nn.Dropout with these draws); 0 <= p < 1. The same call on the gradient is its backward. */
+ZT_API void zt_dropout(zt_stream *s, zt_tensor t, float p, uint64_t seed, int64_t offset);
 /* the u of zt_add_uniform_noise: 24 random bits, an f32 in [0, 1) */
 static inline ZT_HOST_DEVICE float zt_noise_uniform(uint64_t seed, int64_t i) {
     uint64_t z = seed + ((uint64_t)i + 1) * 0x9e3779b97f4a7c15ull; /* splitmix64 at position i */
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return (float)((z ^ (z >> 31)) >> 40) * (1.0f / 16777216.0f);
+}
+/* what dropout multiplies element i by: 0 (dropped) or scale = 1 / (1 - p) */
+static inline ZT_HOST_DEVICE float zt_dropout_factor(uint64_t seed, int64_t i, float p, float scale) {
+    return zt_noise_uniform(seed, i) >= p ? scale : 0.0f;
 }
 
 /* General matrix product: c (M,N) = alpha * op(a) @ op(b) + beta * c + bias, op(x) = x or x^T.
@@ -470,6 +477,11 @@ typedef struct zt_attention_opts {
                        attn_logit_softcapping); lse is of the capped scores */
     int64_t window; /* > 0: query t also sees no key before t - window + 1 (a sliding window, as transformers'
                        sliding_window: the window keys up to and including t) */
+    float dropout;  /* > 0: attention dropout (attn_pdrop, attention_dropout): probability (b, h, i, j) times
+                       zt_dropout_factor(dropout_seed, dropout_offset + ((b NH + h) T + i) T + j, ...) before it
+                       weighs v (lse is of the probabilities before it); the backward takes the same options */
+    uint64_t dropout_seed;
+    int64_t dropout_offset; /* where batch row 0 begins in the draws (a rank's rows: its first row NH T T) */
 } zt_attention_opts;
 ZT_API void zt_attention_ex_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
                                     zt_tensor v, const zt_tensor *starts, const zt_attention_opts *opts);
@@ -581,11 +593,17 @@ typedef struct zt_model_config {
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
                                    experts alike) is multiplied by noise uniform in [1 - j, 1 + j] */
+    /* dropout in training, where transformers has it (0: none; each in [0, 1)) */
+    float embd_dropout;         /* GPT-2's embd_pdrop: on the embeddings' sum (tokens and positions) */
+    float resid_dropout;        /* resid_pdrop (GPT-2, Phi-3): on the attention's and the MLP's outputs before
+                                   each residual add */
+    float attn_dropout;         /* attn_pdrop (GPT-2), attention_dropout (the others): on the attention's
+                                   probabilities (zt_attention_opts.dropout) */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
 
 /* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
-   are not implemented are refused by name; dropout is ignored with one warning. */
+   are not implemented are refused by name. Keys left out take transformers' defaults (GPT-2's dropouts: 0.1). */
 ZT_API zt_result zt_model_config_read(zt_model_config *c, const char *path);
 ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *json, size_t len, const char *name);
 ZT_API int64_t zt_model_config_params(const zt_model_config *c); /* parameters, real vocabulary */
@@ -619,10 +637,10 @@ typedef struct zt_batch {
     int ignore_index;
     float label_smoothing; /* the Trainer's label_smoothing_factor, for the output layer's loss (zt_loss_params) */
     float neftune_alpha;   /* zt_options.neftune_alpha, for the token embeddings in training */
-    uint64_t seed;         /* this micro-batch's randomness: a function of the run's seed, the step and the micro-batch
-                              alone (the same on every rank, and when a block is recomputed) */
-    int64_t first_row;     /* this rank's first row among every rank's rows of the micro-batch: randomness by
-                              (seed, global row) is the same whatever the number of ranks */
+    uint64_t seed;         /* the step's randomness: a function of the run's seed and the step alone (the same on every
+                              rank and micro-batch, and when a block is recomputed) */
+    int64_t first_row;     /* this rank's first row among all the step's rows (micro-batch m of rank r: (m world + r) B):
+                              randomness by (seed, that row) is the same at any number of ranks and micro-batches */
     int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
     int64_t positions;  /* the largest position + 1 in the rows given (transformers' seq_len: longrope's choice) */
     /* A block may set *aux to an auxiliary loss of the micro-batch (the MoE routers' balance); it counts once per
@@ -1882,10 +1900,12 @@ typedef enum zt__op_kind {
 typedef struct zt__args_unary { zt_tensor out, inp; } zt__args_unary; /* copy cast sum_rows sumsq, fwd */
 typedef struct zt__args_unary_bwd { zt_tensor dinp, dout, inp; } zt__args_unary_bwd;
 typedef struct zt__args_fill { zt_tensor t; float value; } zt__args_fill; /* fill, scale */
+enum { ZT__NOISE_ADD, ZT__NOISE_MUL, ZT__NOISE_DROP };
 typedef struct zt__args_noise {
     zt_tensor t;
-    float magnitude; /* add: t + (2u - 1) magnitude; multiply: t ((1 - magnitude) + 2 magnitude u) */
-    int multiply;
+    float magnitude; /* add: t + (2u - 1) magnitude; mul: t ((1 - magnitude) + 2 magnitude u); drop: p */
+    float scale;     /* drop: 1 / (1 - p) */
+    int mode;        /* ZT__NOISE_* */
     uint64_t seed;
     int64_t offset;
 } zt__args_noise;
@@ -1909,6 +1929,9 @@ typedef struct zt__args_attention {
     zt_tensor dq, dk, dv, dout; /* backward only */
     float scale, softcap;       /* scale: never 0 here (the caller's 0 becomes 1/sqrt(HD)); softcap 0: none */
     int64_t window;             /* 0: none */
+    float dropout, dscale;      /* dropout 0: none; dscale 1 / (1 - dropout) */
+    uint64_t dseed;
+    int64_t doffset;
 } zt__args_attention;
 typedef struct zt__args_crossentropy {
     zt_tensor losses, dlogits, logits, targets;
@@ -2169,25 +2192,31 @@ ZT_API void zt_scale(zt_stream *s, zt_tensor t, float alpha) {
     zt__fill_op(s, ZT__OP_SCALE, "zt_scale", t, alpha);
 }
 
-static void zt__noise_op(zt_stream *s, const char *name, zt_tensor t, float magnitude, int multiply, uint64_t seed,
+static void zt__noise_op(zt_stream *s, const char *name, zt_tensor t, float magnitude, int mode, uint64_t seed,
                          int64_t offset) {
     zt__need_tensor(name, "t", t, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need(isfinite(magnitude) && offset >= 0, name, "magnitude %g must be finite, offset %lld >= 0",
              (double)magnitude, (long long)offset);
+    zt__need(mode != ZT__NOISE_DROP || (magnitude >= 0 && magnitude < 1), name, "p must be in [0, 1), got %g",
+             (double)magnitude);
     zt__op op;
     op.kind = ZT__OP_NOISE;
     op.noise.t = t;
     op.noise.magnitude = magnitude;
-    op.noise.multiply = multiply;
+    op.noise.scale = mode == ZT__NOISE_DROP ? 1.0f / (1.0f - magnitude) : 0.0f;
+    op.noise.mode = mode;
     op.noise.seed = seed;
     op.noise.offset = offset;
     zt__launch(s, &op);
 }
 ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uint64_t seed, int64_t offset) {
-    zt__noise_op(s, "zt_add_uniform_noise", t, magnitude, 0, seed, offset);
+    zt__noise_op(s, "zt_add_uniform_noise", t, magnitude, ZT__NOISE_ADD, seed, offset);
 }
 ZT_API void zt_mul_uniform_noise(zt_stream *s, zt_tensor t, float jitter, uint64_t seed, int64_t offset) {
-    zt__noise_op(s, "zt_mul_uniform_noise", t, jitter, 1, seed, offset);
+    zt__noise_op(s, "zt_mul_uniform_noise", t, jitter, ZT__NOISE_MUL, seed, offset);
+}
+ZT_API void zt_dropout(zt_stream *s, zt_tensor t, float p, uint64_t seed, int64_t offset) {
+    zt__noise_op(s, "zt_dropout", t, p, ZT__NOISE_DROP, seed, offset);
 }
 
 ZT_API void zt_add(zt_stream *s, zt_tensor out, zt_tensor a, zt_tensor b) {
@@ -2666,9 +2695,16 @@ static void zt__attention_opts(const char *name, zt__args_attention *a, const zt
     if (opts) o = *opts;
     zt__need_capping(name, o.scale, o.softcap);
     zt__need(o.window >= 0, name, "window must be >= 0, got %lld", (long long)o.window);
+    zt__need(o.dropout >= 0 && o.dropout < 1 && o.dropout_offset >= 0, name,
+             "dropout must be in [0, 1) and dropout_offset >= 0, got %g and %lld", (double)o.dropout,
+             (long long)o.dropout_offset);
     a->scale = o.scale > 0 ? o.scale : 1.0f / sqrtf((float)a->q.shape.d[3]);
     a->softcap = o.softcap;
     a->window = o.window;
+    a->dropout = o.dropout;
+    a->dscale = 1.0f / (1.0f - o.dropout);
+    a->dseed = o.dropout_seed;
+    a->doffset = o.dropout_offset;
 }
 
 ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
@@ -3685,6 +3721,27 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
 static zt_result zt__model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name,
                                         zt_arena *tokens);
 
+/* The dropouts each model has in transformers, with its config's defaults: GPT-2's on the embeddings, the
+   residual branches and the attention (0.1 each); Phi-3's on the residual branches and the attention; the
+   others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. */
+static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0, phi3 = strcmp(c->model_type, "phi3") == 0;
+    struct { const char *key; float *out; double value; } keys[] = {
+        {gpt2 ? "embd_pdrop" : NULL, &c->embd_dropout, 0.1},
+        {gpt2 || phi3 ? "resid_pdrop" : NULL, &c->resid_dropout, gpt2 ? 0.1 : 0.0},
+        {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 ? 0.1 : 0.0}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (!keys[i].key) continue;
+        zt_result r = zt__json_number(j, zt__json_get(j, 0, keys[i].key), keys[i].key, &keys[i].value);
+        if (r != ZT_OK) return r;
+        if (!(keys[i].value >= 0 && keys[i].value < 1))
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be a probability in [0, 1), found %g", j->file,
+                           keys[i].key, keys[i].value);
+        *keys[i].out = (float)keys[i].value;
+    }
+    return ZT_OK;
+}
+
 ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name) {
     zt_arena a;
     void *mem = zt__setup_arena(&a, "config.json tokens", zt__json_token_bytes(len));
@@ -3755,16 +3812,7 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     if (c->has_pad_token && (c->pad_token_id < 0 || c->pad_token_id >= c->vocab))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"pad_token_id\" %lld is not a token of the vocabulary of %lld (transformers "
                        "would refuse it as the embedding's padding_idx)", name, (long long)c->pad_token_id, (long long)c->vocab);
-    static const char *dropouts[] = {"resid_pdrop", "embd_pdrop", "attn_pdrop", "attention_dropout", "hidden_dropout"};
-    for (size_t i = 0; i < sizeof dropouts / sizeof dropouts[0]; i++) {
-        double p = 0;
-        if (zt__json_number(&j, zt__json_get(&j, 0, dropouts[i]), dropouts[i], &p) == ZT_OK && p != 0.0) {
-            zt_log(ZT_LOG_WARN, "%s: dropout (%s = %g and any others) is ignored: zt trains without dropout", name,
-                   dropouts[i], p);
-            break;
-        }
-    }
-    return ZT_OK;
+    return zt__config_dropout(c, &j);
 }
 
 ZT_API zt_result zt_model_config_read(zt_model_config *c, const char *path) {
@@ -3834,6 +3882,28 @@ static void zt__gpt2_embedding_declare(zt_block_def *def, const void *config) {
                        ZT_INIT_NORMAL, c->init_std);
 }
 
+/* Where dropout falls, each site of each block with its own draws: a function of the micro-batch's seed, the
+   site and the block (router jitter's seeds have no site bits), then of the element by global row, so that any
+   number of ranks, and a recomputed forward, draws the same masks. */
+enum { ZT__DROP_ATTN = 1, ZT__DROP_RESID_ATTN, ZT__DROP_RESID_MLP, ZT__DROP_EMBD };
+static uint64_t zt__drop_seed(const zt_block_ctx *ctx, int site) {
+    return zt__mix(ctx->batch->seed ^ ((uint64_t)site << 56) ^ (uint64_t)ctx->index);
+}
+
+/* dropout p on x, this rank's rows of the micro-batch: in the forward, and on the gradient in the backward */
+static void zt__drop_rows(const zt_block_ctx *ctx, zt_tensor x, float p, int site) {
+    const zt_batch *b = ctx->batch;
+    zt_dropout(ctx->stream, x, p, zt__drop_seed(ctx, site), b->first_row * (zt_numel(x) / b->B));
+}
+
+/* x's gradient dout through dropout p: a copy, with the forward's mask */
+static zt_tensor zt__drop_grad(zt_block_ctx *ctx, zt_tensor dout, zt_shape shape, float p, int site) {
+    zt_tensor d = zt_block_temp(ctx, dout.dtype, shape);
+    zt_copy(ctx->stream, d, zt_view(dout, 0, shape));
+    zt__drop_rows(ctx, d, p, site);
+    return d;
+}
+
 /* Gemma's embedding scale, rounded to the weights' dtype as transformers rounds it */
 static float zt__embed_scale(const zt_model_config *c, zt_dtype weights) {
     if (weights == ZT_BF16) return zt_bf16_to_f32(zt_f32_to_bf16(c->embed_scale));
@@ -3852,6 +3922,7 @@ static void zt__embedding_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor in
         zt_add_uniform_noise(ctx->stream, out, b->neftune_alpha / sqrtf((float)per_row), b->seed, b->first_row * per_row);
     }
     if (strcmp(c->model_type, "gpt2") == 0) zt_embedding_forward(ctx->stream, out, b->pos, ctx->param[ZT__EMB_WPE], 1);
+    if (ctx->training && c->embd_dropout > 0) zt__drop_rows(ctx, out, c->embd_dropout, ZT__DROP_EMBD); /* GPT-2's drop */
 }
 
 static void zt__embedding_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
@@ -3860,6 +3931,7 @@ static void zt__embedding_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor 
     const zt_batch *b = ctx->batch;
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt_tensor dwte = ctx->grad[ZT__EMB_WTE];
+    if (c->embd_dropout > 0) dout = zt__drop_grad(ctx, dout, dout.shape, c->embd_dropout, ZT__DROP_EMBD);
     if (zt__present(dwte) && c->embed_scale > 0) { /* through the scale, in f32 */
         zt_tensor scaled = zt_block_temp(ctx, ZT_F32, dout.shape);
         zt_cast(ctx->stream, scaled, dout);
@@ -4150,12 +4222,20 @@ static float zt__layer_rope(const zt_model_config *c, const zt_batch *b, int64_t
     return local ? c->local_rope_theta : c->rope_theta;
 }
 
-/* layer `layer`'s attention: its scale, cap and window */
-static zt_attention_opts zt__layer_attention(const zt_model_config *c, int64_t layer) {
+/* this layer's attention: its scale, cap and window, and its dropout in training */
+static zt_attention_opts zt__layer_attention(const zt_block_ctx *ctx) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    int64_t layer = ctx->index - 1;
     zt_attention_opts o;
     memset(&o, 0, sizeof o);
     o.scale = c->attn_scale, o.softcap = c->attn_softcap;
     o.window = zt__layer_windowed(c, layer) ? c->sliding_window : 0;
+    if (ctx->training && c->attn_dropout > 0) {
+        o.dropout = c->attn_dropout;
+        o.dropout_seed = zt__drop_seed(ctx, ZT__DROP_ATTN);
+        o.dropout_offset = b->first_row * c->n_head * b->T * b->T;
+    }
     return o;
 }
 
@@ -4340,7 +4420,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     }
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
-    zt_attention_opts ao = zt__layer_attention(c, ctx->index - 1);
+    zt_attention_opts ao = zt__layer_attention(ctx);
     zt_attention_ex_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts, &ao);
     int sandwich = c->sandwich_norms;
     zt_tensor proj = sandwich ? (sv->pa = zt_block_keep(ctx, A, zt_shape2(N, C))) : zt_block_temp(ctx, A, zt_shape2(N, C));
@@ -4350,6 +4430,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         proj = zt_block_temp(ctx, A, zt_shape2(N, C));
         zt_rmsnorm_offset_forward(s, proj, sv->rstd_pa, sv->pa, ctx->param[ZT__L_POST_ATTN_W], c->norm_offset, c->norm_eps);
     }
+    if (ctx->training && c->resid_dropout > 0) zt__drop_rows(ctx, proj, c->resid_dropout, ZT__DROP_RESID_ATTN);
     sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_add(s, sv->x2, inp, proj);
 
@@ -4379,6 +4460,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         proj = zt_block_temp(ctx, A, zt_shape2(N, C));
         zt_rmsnorm_offset_forward(s, proj, sv->rstd_pm, sv->pm, ctx->param[ZT__L_POST_MLP_W], c->norm_offset, c->norm_eps);
     }
+    if (ctx->training && c->resid_dropout > 0) zt__drop_rows(ctx, proj, c->resid_dropout, ZT__DROP_RESID_MLP);
     zt_add(s, out, sv->x2, proj);
 }
 
@@ -4397,11 +4479,13 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     int ob = w.has_out_bias && gpt2;
 
     float off = c->norm_offset;
-    /* MLP: out = x2 + act(n2 @ Wup^T) @ Wdown^T (Gemma 2: that product normed) */
+    /* MLP: out = x2 + dropout(act(n2 @ Wup^T) @ Wdown^T) (Gemma 2: that product normed) */
     zt_tensor dm = dout;
+    if (c->resid_dropout > 0) dm = zt__drop_grad(ctx, dout, zt_shape2(N, C), c->resid_dropout, ZT__DROP_RESID_MLP);
     if (c->sandwich_norms) {
+        zt_tensor dd = dm;
         dm = zt__temp0(ctx, A, zt_shape2(N, C));
-        zt_rmsnorm_offset_backward(s, dm, ctx->grad[ZT__L_POST_MLP_W], dout, sv->pm, ctx->param[ZT__L_POST_MLP_W], off,
+        zt_rmsnorm_offset_backward(s, dm, ctx->grad[ZT__L_POST_MLP_W], dd, sv->pm, ctx->param[ZT__L_POST_MLP_W], off,
                                    sv->rstd_pm);
     }
     zt_tensor dn = zt__temp0(ctx, A, zt_shape2(N, C));
@@ -4425,18 +4509,20 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     else
         zt_rmsnorm_offset_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], dn, sv->x2, ctx->param[ZT__L_NORM2_W], off, sv->rstd2);
 
-    /* attention: x2 = inp + attention(n1) @ Wo^T (Gemma 2: that product normed) */
+    /* attention: x2 = inp + dropout(attention(n1) @ Wo^T) (Gemma 2: that product normed) */
     zt_add(s, dinp, dinp, dx2);
     zt_tensor dpa = dx2;
+    if (c->resid_dropout > 0) dpa = zt__drop_grad(ctx, dx2, dx2.shape, c->resid_dropout, ZT__DROP_RESID_ATTN);
     if (c->sandwich_norms) {
+        zt_tensor dd = dpa;
         dpa = zt__temp0(ctx, A, zt_shape2(N, C));
-        zt_rmsnorm_offset_backward(s, dpa, ctx->grad[ZT__L_POST_ATTN_W], dx2, sv->pa, ctx->param[ZT__L_POST_ATTN_W], off,
+        zt_rmsnorm_offset_backward(s, dpa, ctx->grad[ZT__L_POST_ATTN_W], dd, sv->pa, ctx->param[ZT__L_POST_ATTN_W], off,
                                    sv->rstd_pa);
     }
     zt_tensor datt = zt__temp0(ctx, A, sv->att.shape), datt2 = zt__flat(datt);
     zt_matmul_backward(s, &datt2, zt__maybe(&g.wo), w.has_out_bias ? zt__maybe(&g.bo) : NULL, dpa, zt__flat(sv->att), w.wo);
     zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
-    zt_attention_opts ao = zt__layer_attention(c, ctx->index - 1);
+    zt_attention_opts ao = zt__layer_attention(ctx);
     zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
     if (!gpt2) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
@@ -9634,7 +9720,10 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
                                  int64_t n_rows) {
     int64_t valid = zt__load_batch(e, tokens, targets, mask, n_rows, e->B, e->T);
     e->batch.dloss = e->scaler.scale / (float)(e->B * e->T);
-    e->batch.seed = zt__mix(e->opt.seed ^ zt__mix((uint64_t)e->step << 20 ^ (uint64_t)e->micro ^ 0x6e6f697365ull));
+    /* the step's randomness, drawn by the row's place among all the step's rows: every split of them into ranks and
+       micro-batches draws the same */
+    e->batch.seed = zt__mix(e->opt.seed ^ zt__mix((uint64_t)e->step << 20 ^ 0x6e6f697365ull));
+    e->batch.first_row = ((int64_t)e->micro * e->world + e->rank) * e->B;
     zt__run(e, 1);
     e->micro++;
     double sum = zt__loss_sum(e, e->B * e->T) + (double)e->aux * (double)valid;
@@ -16846,8 +16935,12 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
         float m = a->magnitude, lo = 1.0f - m, width = 2.0f * m;
         zt__to_f32(s0, a->t.data, a->t.dtype, i0, n);
         for (int64_t i = 0; i < n; i++) {
+            if (a->mode == ZT__NOISE_DROP) {
+                s0[i] *= zt_dropout_factor(a->seed, a->offset + i0 + i, m, a->scale);
+                continue;
+            }
             float u = zt_noise_uniform(a->seed, a->offset + i0 + i);
-            if (a->multiply) {
+            if (a->mode == ZT__NOISE_MUL) {
                 float factor = u * width;
                 factor += lo;
                 s0[i] *= factor;
@@ -17289,7 +17382,12 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
 #define ZT__ATT_QB 32 /* queries per task */
 #define ZT__ATT_KB 64 /* keys per tile */
 
-typedef struct zt__att_dims { int64_t B, T, NH, NKV, HD, group; float scale, cap; } zt__att_dims;
+typedef struct zt__att_dims {
+    int64_t B, T, NH, NKV, HD, group;
+    float scale, cap, drop, dscale;
+    uint64_t dseed;
+    int64_t doffset;
+} zt__att_dims;
 
 static zt__att_dims zt__att_dims_of(const zt__args_attention *a) {
     zt__att_dims d;
@@ -17301,7 +17399,14 @@ static zt__att_dims zt__att_dims_of(const zt__args_attention *a) {
     d.group = d.NH / d.NKV;
     d.scale = a->scale;
     d.cap = a->softcap;
+    d.drop = a->dropout, d.dscale = a->dscale, d.dseed = a->dseed, d.doffset = a->doffset;
     return d;
+}
+
+/* what attention dropout multiplies probability (b, h, i, j) by: 1 without dropout */
+static float zt__att_drop(const zt__att_dims *d, int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (d->drop <= 0) return 1.0f;
+    return zt_dropout_factor(d->dseed, d->doffset + ((b * d->NH + h) * d->T + i) * d->T + j, d->drop, d->dscale);
 }
 
 /* a score as the softmax sees it: scaled, and capped where the model caps it */
@@ -17370,7 +17475,7 @@ static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
             for (int64_t j = j0; j < j1; j++) {
                 float p = expf(s[j - k0] - m);
                 sum += p;
-                zt__axpy(o, p, v + (j - k0) * HD, HD);
+                zt__axpy(o, p * zt__att_drop(&d, b, h, t0 + i, j), v + (j - k0) * HD, HD); /* after the sum: lse's */
             }
             l[i] = l[i] * corr + sum;
             mx[i] = m;
@@ -17384,7 +17489,8 @@ static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
     }
 }
 
-/* dq for a block of queries of one head: dq_i += scale * sum_j p_ij (dO_i.v_j - D_i) k_j */
+/* dq for a block of queries of one head: dq_i += scale * sum_j p_ij (z_ij dO_i.v_j - D_i) k_j, z_ij the dropout
+   factor (1 without); D_i = dO_i.O_i holds sum_j p_ij z_ij dO_i.v_j all the same */
 static void zt__att_dq_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_attention *a = &job->op->attention;
@@ -17415,7 +17521,8 @@ static void zt__att_dq_task(void *ctx, int64_t task, int thread) {
             for (int64_t j = j0; j < j1; j++) {
                 const float *kj = k + (j - k0) * HD;
                 float sc = zt__att_score(&d, zt__dot(q + i * HD, kj, HD)), p = expf(sc - lse[i]);
-                float ds = p * (zt__dot(dO + i * HD, v + (j - k0) * HD, HD) - D[i]) * zt__att_cap_grad(&d, sc);
+                float z = zt__att_drop(&d, b, h, t0 + i, j);
+                float ds = p * (z * zt__dot(dO + i * HD, v + (j - k0) * HD, HD) - D[i]) * zt__att_cap_grad(&d, sc);
                 zt__axpy(dq + i * HD, ds * d.scale, kj, HD);
             }
         }
@@ -17449,8 +17556,9 @@ static void zt__att_dkv_task(void *ctx, int64_t task, int thread) {
             float Di = zt__dot(dO, o, HD), lse = ((const float *)a->lse.data)[(b * d.NH + h) * d.T + i];
             for (int64_t j = j0; j < j1; j++) {
                 float sc = zt__att_score(&d, zt__dot(q, k + (j - k0) * HD, HD)), p = expf(sc - lse);
-                float ds = p * (zt__dot(dO, v + (j - k0) * HD, HD) - Di) * zt__att_cap_grad(&d, sc);
-                zt__axpy(dv + (j - k0) * HD, p, dO, HD);
+                float z = zt__att_drop(&d, b, h, i, j);
+                float ds = p * (z * zt__dot(dO, v + (j - k0) * HD, HD) - Di) * zt__att_cap_grad(&d, sc);
+                zt__axpy(dv + (j - k0) * HD, p * z, dO, HD);
                 zt__axpy(dk + (j - k0) * HD, ds * d.scale, q, HD);
             }
         }

@@ -228,12 +228,14 @@ __global__ void zt__cu_elementwise(zt__cu_ew e) {
     }
 }
 
-/* zt_add_uniform_noise and zt_mul_uniform_noise: each step rounded apart, as on the CPU (no fused multiply-add) */
-__global__ void zt__cu_noise(zt__cu_t t, int64_t n, float m, int multiply, uint64_t seed, int64_t offset) {
+/* zt_add_uniform_noise, zt_mul_uniform_noise and zt_dropout: each step rounded apart, as on the CPU (no fused
+   multiply-add) */
+__global__ void zt__cu_noise(zt__cu_t t, int64_t n, float m, float scale, int mode, uint64_t seed, int64_t offset) {
     float lo = 1.0f - m, width = 2.0f * m;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         float u = zt_noise_uniform(seed, offset + i), x = zt__cu_ld(t.p, t.t, i);
-        if (multiply) x = __fmul_rn(x, __fadd_rn(__fmul_rn(u, width), lo));
+        if (mode == ZT__NOISE_DROP) x = __fmul_rn(x, u >= m ? scale : 0.0f); /* zt_dropout_factor */
+        else if (mode == ZT__NOISE_MUL) x = __fmul_rn(x, __fadd_rn(__fmul_rn(u, width), lo));
         else x = __fadd_rn(x, __fmul_rn(2.0f * u - 1.0f, m));
         zt__cu_st(t.p, t.t, i, x);
     }
@@ -1055,6 +1057,9 @@ typedef struct zt__cuatt_p {
     int T, NH, NKV, HD, group;
     float scale, cap;      /* cap > 0: scores capped as cap * tanh(score / cap) (simt path only) */
     int window;            /* > 0: query t sees no key before t - window + 1 */
+    float drop, dscale;    /* drop > 0: attention dropout, the kept probabilities times dscale */
+    uint64_t dseed;
+    int64_t doffset;
 } zt__cuatt_p;
 
 typedef void (*zt__cuatt_kernel)(zt__cuatt_p);
@@ -1068,6 +1073,12 @@ static __device__ __forceinline__ float zt__cuatt_cap_grad(const zt__cuatt_p &p,
     if (p.cap <= 0.0f) return 1.0f;
     const float t = capped / p.cap;
     return 1.0f - t * t;
+}
+
+/* what dropout multiplies probability (b, h, i, j) by (the CPU's zt__att_drop): 1 without dropout */
+static __device__ __forceinline__ float zt__cuatt_drop(const zt__cuatt_p &p, int b, int h, int i, int j) {
+    if (p.drop <= 0.0f) return 1.0f;
+    return zt_dropout_factor(p.dseed, p.doffset + (((int64_t)b * p.NH + h) * p.T + i) * p.T + j, p.drop, p.dscale);
 }
 
 /* element offset of row (b, t) of head h in a (B,T,H,HD) tensor */
@@ -1190,6 +1201,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_simt(zt__cuat
             const float corr = expf(m[r] - muse);
             s[r] = expf(x - muse);
             l[r] = l[r] * corr + s[r];
+            s[r] *= zt__cuatt_drop(p, b, h, t0 + warp * ZT__CUATT_GR + r, j); /* after the sum: lse's */
             m[r] = mnew;
 #pragma unroll
             for (int cc = 0; cc < NC; cc++) o[r][cc] *= corr;
@@ -1283,7 +1295,8 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_simt(zt__cuatt
         for (int r = 0; r < ZT__CUATT_GR; r++) {
             const float sc = zt__cuatt_cap(p, s[r]);
             const float pr = j >= lo[r] && j <= hi[r] ? expf(sc - lse[r]) : 0.0f;
-            s[r] = pr * (dp[r] - D[r]) * zt__cuatt_cap_grad(p, sc) * p.scale; /* ds * scale, by key */
+            const float z = zt__cuatt_drop(p, b, h, hi[r], j);
+            s[r] = pr * (z * dp[r] - D[r]) * zt__cuatt_cap_grad(p, sc) * p.scale; /* ds * scale, by key */
         }
         const int jn = min(ZT__CUATT_GK, tlast + 1 - k0);
         for (int jj = 0; jj < jn; jj++) {
@@ -1378,9 +1391,9 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_simt(zt__cuat
             for (int r = 0; r < ZT__CUATT_GR; r++) {
                 const int j = k0 + warp * ZT__CUATT_GR + r;
                 const float sc = zt__cuatt_cap(p, s[r]);
-                const float pr = j >= lo && j <= i ? expf(sc - lse) : 0.0f;
-                s[r] = pr;                                                   /* p, by query */
-                dp[r] = pr * (dp[r] - Di) * zt__cuatt_cap_grad(p, sc) * p.scale; /* ds * scale, by query */
+                const float pr = j >= lo && j <= i ? expf(sc - lse) : 0.0f, z = zt__cuatt_drop(p, b, h, i, j);
+                s[r] = pr * z;                                                   /* p z, by query */
+                dp[r] = pr * (z * dp[r] - Di) * zt__cuatt_cap_grad(p, sc) * p.scale; /* ds * scale, by query */
             }
             /* queries before the key tile or past T contribute nothing */
             const int ibeg = max(0, k0 - i0), iend = min(ZT__CUATT_GK, T - i0);
@@ -1678,6 +1691,10 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_wmma(zt__cuat
             s[e] = exp2f(s[e] - muse);
             ls += s[e];
         }
+        if (p.drop > 0.0f) { /* after the sum: lse's */
+#pragma unroll
+            for (int e = 0; e < 32; e++) s[e] *= zt__cuatt_drop(p, b, h, qi, k0 + 8 * (e >> 2) + 4 * hh + (e & 3));
+        }
         l = l * corr + ls;
         m = mnew;
         __syncwarp(); /* every lane has read its scores before P overwrites them */
@@ -1779,7 +1796,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_wmma(zt__cuatt
         __syncwarp();
         zt__cuatt_read32(x, sS);
 #pragma unroll
-        for (int e = 0; e < 32; e++) x[e] = pr[e] * (x[e] - Dr);
+        for (int e = 0; e < 32; e++) x[e] = pr[e] * (x[e] * zt__cuatt_drop(p, b, h, qi, k0 + 8 * (e >> 2) + 4 * hh + (e & 3)) - Dr);
         __syncwarp();
         zt__cuatt_write32<E>(sDS, x);
         __syncwarp();
@@ -1857,13 +1874,27 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_wmma(zt__cuat
             zt__cuatt_abt<E, NB>(sS, sV + 16 * warp * LD, sdO);
             __syncwarp();
             zt__cuatt_read32(x, sS);
+            if (p.drop > 0.0f) { /* dS^T = P^T (Z dP^T - D); P^T Z for dv */
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                const float4 d = *(const float4 *)(sD + c0 + 8 * i);
-                x[4 * i] = pr[4 * i] * (x[4 * i] - d.x);
-                x[4 * i + 1] = pr[4 * i + 1] * (x[4 * i + 1] - d.y);
-                x[4 * i + 2] = pr[4 * i + 2] * (x[4 * i + 2] - d.z);
-                x[4 * i + 3] = pr[4 * i + 3] * (x[4 * i + 3] - d.w);
+                for (int i = 0; i < 8; i++) {
+                    const float4 d = *(const float4 *)(sD + c0 + 8 * i);
+                    const float d4[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const float z = zt__cuatt_drop(p, b, h, i0 + c0 + 8 * i + e, kj);
+                        x[4 * i + e] = pr[4 * i + e] * (x[4 * i + e] * z - d4[e]);
+                        pr[4 * i + e] *= z;
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    const float4 d = *(const float4 *)(sD + c0 + 8 * i);
+                    x[4 * i] = pr[4 * i] * (x[4 * i] - d.x);
+                    x[4 * i + 1] = pr[4 * i + 1] * (x[4 * i + 1] - d.y);
+                    x[4 * i + 2] = pr[4 * i + 2] * (x[4 * i + 2] - d.z);
+                    x[4 * i + 3] = pr[4 * i + 3] * (x[4 * i + 3] - d.w);
+                }
             }
             __syncwarp();
             zt__cuatt_write32<E>(sPT, pr);
@@ -1920,6 +1951,7 @@ static zt__cuatt_p zt__cuatt_params(const zt__args_attention *a, int bwd, int64_
     p.scale = a->scale, p.cap = a->softcap;
     if (a->window > (1 << 30)) zt_fatal("attention (CUDA): a window of %lld keys is beyond the kernels' 2^30", (long long)a->window);
     p.window = (int)a->window;
+    p.drop = a->dropout, p.dscale = a->dscale, p.dseed = a->dseed, p.doffset = a->doffset;
     return p;
 }
 
@@ -2155,7 +2187,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         int64_t n = zt_numel(a->t);
         if (n == 0) return;
         zt__cu_noise<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(zt__cu_of(a->t), n, a->magnitude,
-                                                                                  a->multiply, a->seed, a->offset);
+                                                                                  a->scale, a->mode, a->seed, a->offset);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

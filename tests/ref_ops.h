@@ -380,11 +380,12 @@ REF int64_t ref_attn_first(const int32_t *starts, int64_t b, int64_t t, int64_t 
 
 /* q (B,T,NH,HD), k, v (B,T,NKV,HD), starts (B,T) or NULL -> out (B,T,NH,HD), lse (B,NH,T) (may be
    NULL). Query head h reads key/value head h / (NH/NKV); query t sees keys [starts[t], t]; scores
-   are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. */
-REF void ref_attention_ex_forward(double *out, double *lse, const double *q, const double *k,
-                                      const double *v, const int32_t *starts, int64_t B, int64_t T,
-                                      int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
-                                      int64_t window) {
+   are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. z (B,NH,T,T) or NULL:
+   dropout's factors, probability (b, h, t, j) times z[((b NH + h) T + t) T + j] before it weighs v. */
+REF void ref_attention_drop_forward(double *out, double *lse, const double *q, const double *k,
+                                    const double *v, const int32_t *starts, int64_t B, int64_t T,
+                                    int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
+                                    int64_t window, const double *z) {
     if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     for (int64_t b = 0; b < B; b++)
@@ -410,11 +411,18 @@ REF void ref_attention_ex_forward(double *out, double *lse, const double *q, con
                     for (int64_t d = 0; d < HD; d++) sc += qr[d] * kr[d];
                     double p = exp(ref_attn_score(sc, scale, cap) - mx);
                     sum += p;
+                    if (z) p *= z[((b * NH + h) * T + t) * T + j];
                     for (int64_t d = 0; d < HD; d++) o[d] += p * vr[d];
                 }
                 for (int64_t d = 0; d < HD; d++) o[d] /= sum;
                 if (lse) lse[(b * NH + h) * T + t] = mx + log(sum);
             }
+}
+REF void ref_attention_ex_forward(double *out, double *lse, const double *q, const double *k,
+                                  const double *v, const int32_t *starts, int64_t B, int64_t T,
+                                  int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
+                                  int64_t window) {
+    ref_attention_drop_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window, NULL);
 }
 REF void ref_attention_forward(double *out, double *lse, const double *q, const double *k,
                                const double *v, const int32_t *starts, int64_t B, int64_t T,
@@ -423,10 +431,11 @@ REF void ref_attention_forward(double *out, double *lse, const double *q, const 
 }
 
 /* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. */
-REF void ref_attention_ex_backward(double *dq, double *dk, double *dv, const double *dout,
-                                       const double *q, const double *k, const double *v,
-                                       const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                                       int64_t NKV, int64_t HD, double scale, double cap, int64_t window) {
+REF void ref_attention_drop_backward(double *dq, double *dk, double *dv, const double *dout,
+                                     const double *q, const double *k, const double *v,
+                                     const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                     int64_t NKV, int64_t HD, double scale, double cap, int64_t window,
+                                     const double *z) {
     if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     double *p = (double *)malloc(sizeof(double) * (size_t)T);
@@ -448,16 +457,18 @@ REF void ref_attention_ex_backward(double *dq, double *dk, double *dv, const dou
                     if (p[j] > mx) mx = p[j];
                 }
                 for (int64_t j = j0; j <= t; j++) sum += (p[j] = exp(p[j] - mx));
+                const double *zr = z ? z + ((b * NH + h) * T + t) * T : NULL;
                 for (int64_t j = j0; j <= t; j++) {
                     const double *vr = v + ((b * T + j) * NKV + kh) * HD;
                     p[j] /= sum;
                     dp[j] = 0;
                     for (int64_t d = 0; d < HD; d++) dp[j] += dy[d] * vr[d];
+                    if (zr) dp[j] *= zr[j]; /* d out / d p_j: z_j v_j */
                     dsum += p[j] * dp[j];
                 }
                 /* softmax backward: dscore_j = p_j (dp_j - sum_i p_i dp_i) */
                 for (int64_t j = j0; j <= t; j++) {
-                    double ds = p[j] * (dp[j] - dsum) * dc[j] * scale;
+                    double ds = p[j] * (dp[j] - dsum) * dc[j] * scale, pz = zr ? p[j] * zr[j] : p[j];
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
                     double *dkr = dk + ((b * T + j) * NKV + kh) * HD;
                     double *dvr = dv + ((b * T + j) * NKV + kh) * HD;
@@ -465,13 +476,19 @@ REF void ref_attention_ex_backward(double *dq, double *dk, double *dv, const dou
                     for (int64_t d = 0; d < HD; d++) {
                         dqr[d] += ds * kr[d];
                         dkr[d] += ds * qr[d];
-                        dvr[d] += p[j] * dy[d];
+                        dvr[d] += pz * dy[d];
                     }
                 }
             }
     free(p);
     free(dp);
     free(dc);
+}
+REF void ref_attention_ex_backward(double *dq, double *dk, double *dv, const double *dout,
+                                   const double *q, const double *k, const double *v,
+                                   const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                   int64_t NKV, int64_t HD, double scale, double cap, int64_t window) {
+    ref_attention_drop_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window, NULL);
 }
 REF void ref_attention_backward(double *dq, double *dk, double *dv, const double *dout,
                                 const double *q, const double *k, const double *v,

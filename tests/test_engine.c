@@ -2,9 +2,19 @@
    gradients against finite differences, a custom block, learning, and errors in configs and flags. */
 #include "test.h"
 
+/* GPT-2 with transformers' default dropouts (0.1 on the embeddings, the residual branches and the attention) */
 static const char *GPT2_JSON =
     "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 32,"
-    " \"vocab_size\": 61, \"resid_pdrop\": 0.0}";
+    " \"vocab_size\": 61}";
+/* ... and without: zt_eval's loss is then training's (finite differences) */
+static const char *GPT2_NODROP_JSON =
+    "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 32, \"n_positions\": 32,"
+    " \"vocab_size\": 61, \"resid_pdrop\": 0.0, \"embd_pdrop\": 0, \"attn_pdrop\": 0.0}";
+/* Phi-3 with dropout on the residual branches and the attention (grouped heads) */
+static const char *PHI3_DROP_JSON =
+    "{\"model_type\": \"phi3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
+    " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 48, \"max_position_embeddings\": 32,"
+    " \"vocab_size\": 61, \"resid_pdrop\": 0.2, \"attention_dropout\": 0.3, \"embd_pdrop\": 0.5}";
 static const char *LLAMA_JSON =
     "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4,"
     " \"num_key_value_heads\": 2, \"hidden_size\": 32, \"intermediate_size\": 48,"
@@ -128,6 +138,7 @@ static void checkpointing_is_bitwise(const char *json, zt_precision prec) {
 }
 
 TEST(engine_checkpointing_is_bitwise_gpt2) { checkpointing_is_bitwise(GPT2_JSON, ZT_PRECISION_FP32); }
+TEST(engine_checkpointing_is_bitwise_phi3_dropout_bf16) { checkpointing_is_bitwise(PHI3_DROP_JSON, ZT_PRECISION_BF16); }
 TEST(engine_checkpointing_is_bitwise_llama_bf16) { checkpointing_is_bitwise(LLAMA_JSON, ZT_PRECISION_BF16); }
 TEST(engine_checkpointing_is_bitwise_moe_bf16) { checkpointing_is_bitwise(MOE_JSON, ZT_PRECISION_BF16); }
 TEST(engine_checkpointing_is_bitwise_moe_balance) { checkpointing_is_bitwise(MOE_BALANCE_JSON, ZT_PRECISION_FP32); }
@@ -179,7 +190,7 @@ static void gradients_match_differences(const char *json) {
     CHECK(checked > 20);
 }
 
-TEST(engine_gradients_match_finite_differences_gpt2) { gradients_match_differences(GPT2_JSON); }
+TEST(engine_gradients_match_finite_differences_gpt2) { gradients_match_differences(GPT2_NODROP_JSON); }
 TEST(engine_gradients_match_finite_differences_llama) { gradients_match_differences(LLAMA_JSON); }
 /* (no such test for an MoE model: a step of 1e-2 moves tokens between experts, where the loss jumps; its gradients
    are checked against transformers' in tests/test_models.c, and the routing's by differences in tests/test_ops.c) */
@@ -544,6 +555,66 @@ TEST(model_config_errors_name_the_key) {
     }
     config_error("{\"model_type\": \"gemma2\", \"num_hidden_layers\": 3, \"layer_types\": [\"full_attention\"]}",
                  "\"layer_types\" names 1 layers; num_hidden_layers is 3");
+}
+
+/* dropout: each model's keys with transformers' defaults (GPT-2: 0.1 each; Phi-3's embd_pdrop unread, as its model
+   leaves it), probabilities in [0, 1) */
+TEST(dropout_configs_take_transformers_defaults) {
+    zt_model_config c = config_of(GPT2_JSON);
+    CHECK(c.embd_dropout == 0.1f && c.resid_dropout == 0.1f && c.attn_dropout == 0.1f);
+    c = config_of(GPT2_NODROP_JSON);
+    CHECK(c.embd_dropout == 0 && c.resid_dropout == 0 && c.attn_dropout == 0);
+    c = config_of(PHI3_DROP_JSON);
+    CHECK(c.embd_dropout == 0 && c.resid_dropout == 0.2f && c.attn_dropout == 0.3f);
+    c = config_of(LLAMA_JSON);
+    CHECK(c.embd_dropout == 0 && c.resid_dropout == 0 && c.attn_dropout == 0);
+    const char *llama = "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                        "\"hidden_size\": 16, \"intermediate_size\": 8, \"max_position_embeddings\": 16, "
+                        "\"vocab_size\": 8, \"attention_dropout\": 0.25, \"resid_pdrop\": 0.5}";
+    c = config_of(llama);
+    CHECK(c.attn_dropout == 0.25f && c.resid_dropout == 0); /* LLaMA has no residual dropout */
+    char json[512];
+    snprintf(json, sizeof json, "%.*s, \"attn_pdrop\": 1}", (int)strlen(GPT2_JSON) - 1, GPT2_JSON);
+    config_error(json, "\"attn_pdrop\" must be a probability in [0, 1), found 1");
+    snprintf(json, sizeof json, "%.*s, \"embd_pdrop\": -0.1}", (int)strlen(GPT2_JSON) - 1, GPT2_JSON);
+    config_error(json, "\"embd_pdrop\" must be a probability in [0, 1), found -0.1");
+    snprintf(json, sizeof json, "%.*s, \"attention_dropout\": \"0.1\"}", (int)strlen(LLAMA_JSON) - 1, LLAMA_JSON);
+    config_error(json, "\"attention_dropout\" must be a number, found \"0.1\"");
+}
+
+/* dropout is training's alone: zt_eval's loss is the model's without it, zt_forward_backward's is not; the masks
+   are the seed's (the same run twice gives the same bits, another seed other numbers) and the step's */
+TEST(engine_dropout_in_training_only) {
+    enum { T = 16, B = 2 };
+    int32_t tok[B * T];
+    fill_tokens(tok, B * T, 5, 61);
+    zt_model_config drop = config_of(GPT2_JSON), none = config_of(GPT2_NODROP_JSON);
+    zt_options o = small_options(B, T), o2 = o;
+    o2.seed = 43;
+    zt_engine *a = engine_for(&drop, &o), *b = engine_for(&drop, &o), *c = engine_for(&drop, &o2);
+    zt_engine *d = engine_for(&none, &o);
+    float ea = zt_eval(a, tok, NULL, NULL, B, NULL, NULL), ed = zt_eval(d, tok, NULL, NULL, B, NULL, NULL);
+    float la = zt_forward_backward(a, tok, NULL, NULL, B), lb = zt_forward_backward(b, tok, NULL, NULL, B);
+    float lc = zt_forward_backward(c, tok, NULL, NULL, B), ld = zt_forward_backward(d, tok, NULL, NULL, B);
+    CHECK_MSG(ea == ed, "zt_eval with dropout %.7g, without %.7g: evaluation has no dropout", (double)ea, (double)ed);
+    CHECK_MSG(ld == ed, "without dropout, training's loss %.7g and evaluation's %.7g", (double)ld, (double)ed);
+    CHECK_MSG(fabsf(la - ea) > 1e-4f, "training's loss %.7g with dropout is evaluation's %.7g", (double)la, (double)ea);
+    CHECK_MSG(memcmp(&la, &lb, 4) == 0, "the same run twice: losses %.9g and %.9g", (double)la, (double)lb);
+    CHECK_MSG(la != lc, "seeds 42 and 43 drop the same (loss %.9g)", (double)la);
+    /* at a learning rate of 0 the weights stay: the second step's loss on the same rows differs by its masks alone */
+    zt_options still = o;
+    still.lr = 0.0f, still.weight_decay = 0.0f;
+    zt_engine *e = engine_for(&drop, &still);
+    float first = zt_forward_backward(e, tok, NULL, NULL, B);
+    zt_step(e);
+    float second = zt_forward_backward(e, tok, NULL, NULL, B);
+    CHECK_MSG(memcmp(&first, &la, 4) == 0 && first != second, "steps 1 and 2 at learning rate 0: losses %.9g and %.9g",
+              (double)first, (double)second);
+    zt_shutdown(e);
+    zt_shutdown(a);
+    zt_shutdown(b);
+    zt_shutdown(c);
+    zt_shutdown(d);
 }
 
 TEST(gemma_configs_take_transformers_defaults) {

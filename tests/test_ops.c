@@ -268,27 +268,38 @@ typedef struct {
     int64_t B, T, NH, NKV, HD;
     double scale, cap;
     int64_t window;
+    const double *z;
 } fd_attn_ctx;
 static void fd_attn_fwd(void *p, double *out) {
     fd_attn_ctx *c = (fd_attn_ctx *)p;
-    ref_attention_ex_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
-                             c->cap, c->window);
+    ref_attention_drop_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
+                               c->cap, c->window, c->z);
 }
-/* scale 0: 1/sqrt(HD); cap 0: none; window 0: none */
-static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH,
-                              int64_t NKV, int64_t HD, double scale, double cap, int64_t window) {
-    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap, window};
+/* scale 0: 1/sqrt(HD); cap 0: none; window 0: none; z: dropout's factors (B,NH,T,T), or NULL */
+static void fd_attention_drop_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH, int64_t NKV,
+                                   int64_t HD, double scale, double cap, int64_t window, const double *z) {
+    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap, window, z};
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     c.q = drand(r, nq, -1.5, 1.5), c.k = drand(r, nk, -1.5, 1.5), c.v = drand(r, nk, -1, 1);
     fd_fn f = fd_make(fd_attn_fwd, &c, nq, r);
     double *dq = dbuf(nq), *dk = dbuf(nk), *dv = dbuf(nk);
-    ref_attention_ex_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap, window);
-    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g window %lld", (long long)B,
+    ref_attention_drop_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap, window, z);
+    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g window %lld%s", (long long)B,
                             (long long)T, (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "", scale, cap,
-                            (long long)window);
+                            (long long)window, z ? " dropout" : "");
     FD_CHECK(label("%s dq", cfg), &f, c.q, nq, dq);
     FD_CHECK(label("%s dk", cfg), &f, c.k, nk, dk);
     FD_CHECK(label("%s dv", cfg), &f, c.v, nk, dv);
+}
+static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH, int64_t NKV,
+                              int64_t HD, double scale, double cap, int64_t window) {
+    fd_attention_drop_case(r, starts, B, T, NH, NKV, HD, scale, cap, window, NULL);
+}
+/* attention dropout's factors of every probability (B,NH,T,T), as zt_attention_opts documents them */
+static double *drop_factors(int64_t B, int64_t NH, int64_t T, float p, uint64_t seed, int64_t offset) {
+    double *z = dbuf(B * NH * T * T);
+    for (int64_t i = 0; i < B * NH * T * T; i++) z[i] = zt_dropout_factor(seed, offset + i, p, 1.0f / (1.0f - p));
+    return z;
 }
 TEST(ref_fd_attention) {
     rng r = {17};
@@ -297,6 +308,9 @@ TEST(ref_fd_attention) {
     fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0, 0, 0);
     fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0.9, 1.2, 0); /* Gemma 2: its own scale, scores capped */
     fd_attention_case(&r, starts, 2, 6, 4, 2, 5, 0, 0, 2);     /* a sliding window of 2 keys, and documents */
+    /* dropout after the softmax: a third of the probabilities dropped, the rest times 1.5 */
+    fd_attention_drop_case(&r, NULL, 2, 5, 8, 2, 3, 0, 0, 0, drop_factors(2, 8, 5, 1.0f / 3, 99, 0));
+    fd_attention_drop_case(&r, starts, 2, 6, 4, 2, 5, 0.9, 1.2, 2, drop_factors(2, 4, 6, 0.5f, 7, 1000));
     /* the first query sees one key: its output is that value, whatever q and k are */
     double q[4] = {1, 2, 3, 4}, k[4] = {-1, 0.5, 2, 0}, v[4] = {0.25, -3, 7, 1}, out[4], lse[1];
     ref_attention_forward(out, lse, q, k, v, NULL, 1, 1, 1, 1, 4);
@@ -883,7 +897,7 @@ static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *st
     const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s scale %g cap %g window %lld",
                             dt_name(dt), (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
                             starts ? " with starts" : "", scale, cap, (long long)window);
-    zt_attention_opts ao = {scale, cap, window};
+    zt_attention_opts ao = {scale, cap, window, 0.0f, 0, 0};
     int ex = scale != 0 || cap != 0 || window != 0;
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
@@ -910,6 +924,36 @@ static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *st
     EXPECT_CLOSE(label("%s backward: dq = prefill + grad", cfg), download(d, Dq), dq, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dk = prefill + grad", cfg), download(d, Dk), dk, nk, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dv = prefill + grad", cfg), download(d, Dv), dv, nk, tol_for(dt));
+}
+/* attention dropout (p, seed, offset) against the reference with zt_dropout_factor's factors */
+static void attention_drop_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                                int64_t NH, int64_t NKV, int64_t HD, float cap, int64_t window, float p, int64_t offset) {
+    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s cap %g window %lld dropout %g", dt_name(dt),
+                            (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
+                            starts ? " with starts" : "", cap, (long long)window, p);
+    const uint64_t seed = 0xd409;
+    zt_attention_opts ao;
+    memset(&ao, 0, sizeof ao);
+    ao.softcap = cap, ao.window = window, ao.dropout = p, ao.dropout_seed = seed, ao.dropout_offset = offset;
+    double *z = drop_factors(B, NH, T, p, seed, offset);
+    int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
+    double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
+    zt_shape qs = zt_shape4(B, T, NH, HD), ks = zt_shape4(B, T, NKV, HD);
+    zt_tensor Q = to_dev(d, dt, qs, q), K = to_dev(d, dt, ks, k), V = to_dev(d, dt, ks, v);
+    zt_tensor Starts = starts ? ids_to_dev(d, zt_shape2(B, T), starts) : zt_tensor_make(NULL, ZT_I32, ZT_DEVICE, zt_shape1(0));
+    zt_tensor Out = dev_new(d, dt, qs), Lse = dev_new(d, ZT_F32, zt_shape3(B, NH, T));
+    zt_attention_ex_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL, &ao);
+    double *out = dbuf(nq), *lse = dbuf(B * NH * T);
+    ref_attention_drop_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, 0, cap, window, z);
+    EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, nq, tol_for(dt));
+    EXPECT_CLOSE(label("%s: lse (f32, before the dropout)", cfg), download(d, Lse), lse, B * NH * T, TOL_F32);
+    double *dout = drand(r, nq, -1, 1), *dq = drand(r, nq, -1, 1), *dk = drand(r, nk, -1, 1), *dv = drand(r, nk, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, qs, dout), Dq = to_dev(d, dt, qs, dq), Dk = to_dev(d, dt, ks, dk), Dv = to_dev(d, dt, ks, dv);
+    zt_attention_ex_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL, &ao);
+    ref_attention_drop_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, 0, cap, window, z);
+    EXPECT_CLOSE(label("%s backward: dq", cfg), download(d, Dq), dq, nq, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dk", cfg), download(d, Dk), dk, nk, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dv", cfg), download(d, Dv), dv, nk, tol_for(dt));
 }
 static void attention_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
                            int64_t NH, int64_t NKV, int64_t HD) {
@@ -939,6 +983,11 @@ static void check_attention(zt_dtype dt) {
     attention_ex_case(&d, &r, dt, NULL, 1, 150, 4, 2, 8, 0.0f, 0.0f, 40);
     attention_ex_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.0f, 0.0f, 7);
     attention_ex_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.5f, 2.0f, 1); /* each query sees itself only */
+    /* dropout: grouped heads, documents across the 32-query blocks and 64-key tiles, a cap and a window, and draws
+       from an offset (a rank's rows) */
+    attention_drop_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.0f, 0, 0.1f, 0);
+    attention_drop_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 1.5f, 0, 0.4f, 3 * 4 * 70 * 70);
+    attention_drop_case(&d, &r, dt, NULL, 1, 150, 4, 2, 8, 0.0f, 40, 0.25f, 12345);
     cpu_close(&d);
     bufs_free();
 }
@@ -1327,6 +1376,28 @@ static void check_noise(zt_dtype dt) {
     }
     EXPECT_EXACT(label("jitter %s: t", dt_name(dt)), download(&d, jittered), want, n);
     CHECK_MSG(flo >= 0.9f && fhi < 1.1f && flo < 0.901 && fhi > 1.099, "jitter factors in [%g, %g]", flo, fhi);
+    /* zt_dropout: t times 0 or 1 / (1 - p), in one piece or two at their offsets; a fraction p dropped (within 4
+       standard errors); p = 0 changes nothing */
+    const float p = 0.3f, keep = 1.0f / (1.0f - p);
+    zt_tensor dropped = to_dev(&d, dt, zt_shape1(n), dcopy(x, n)), split = to_dev(&d, dt, zt_shape1(n), dcopy(x, n));
+    zt_dropout(d.s, dropped, p, seed, 11);
+    zt_dropout(d.s, zt_view(split, 0, zt_shape1(half)), p, seed, 11);
+    zt_dropout(d.s, zt_view(split, half, zt_shape1(n - half)), p, seed, 11 + half);
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < n; i++) {
+        float f = zt_noise_uniform(seed, 11 + i) >= p ? keep : 0.0f;
+        want[i] = round_to(dt, (double)((float)x[i] * f));
+        zeros += f == 0.0f;
+    }
+    EXPECT_EXACT(label("dropout %s: t", dt_name(dt)), download(&d, dropped), want, n);
+    EXPECT_EXACT(label("dropout %s in two parts: t", dt_name(dt)), download(&d, split), want, n);
+    double dse = sqrt(p * (1 - p) / n);
+    CHECK_MSG(fabs((double)zeros / n - p) < 4 * dse, "dropout dropped %g of the elements, p is %g (standard error %g)",
+              (double)zeros / n, (double)p, dse);
+    zt_tensor kept = to_dev(&d, dt, zt_shape1(n), dcopy(x, n));
+    zt_dropout(d.s, kept, 0.0f, seed, 0);
+    for (int64_t i = 0; i < n; i++) want[i] = round_to(dt, x[i]);
+    EXPECT_EXACT(label("dropout %s with p = 0: t", dt_name(dt)), download(&d, kept), want, n);
     double var = (double)m * m / 3, mean_se = sqrt(var / n), var_se = sqrt(4.0 / 45.0 * pow(m, 4) / n);
     CHECK_MSG(lo >= -m && hi < m, "noise in [%g, %g], outside [-%g, %g)", lo, hi, (double)m, (double)m);
     CHECK_MSG(fabs(sum / n) < 4 * mean_se, "noise mean %g (standard error %g)", sum / n, mean_se);

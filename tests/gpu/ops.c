@@ -318,12 +318,15 @@ static void case_fill_scale_add(zt_dtype dt) {
         check("t", a, TOL_EXACT);
         case_end();
     }
-    if (case_begin("uniform noise", dt, "n %lld, magnitude 0.3, offset 12345; then jitter 0.1", (long long)n)) {
+    if (case_begin("uniform noise", dt, "n %lld, magnitude 0.3, offset 12345; then jitter 0.1, dropout 0.1",
+                   (long long)n)) {
         pair a = prand(dt, zt_shape1(n), -3, 3);
         BOTH zt_add_uniform_noise(sd[i].s, a.t[i], 0.3f, 0x5eedull, 12345);
         check("t", a, TOL_EXACT);
         BOTH zt_mul_uniform_noise(sd[i].s, a.t[i], 0.1f, 0x5eedull, 99);
         check("t jittered", a, TOL_EXACT);
+        BOTH zt_dropout(sd[i].s, a.t[i], 0.1f, 0x5eedull, 7);
+        check("t dropped", a, TOL_EXACT);
         case_end();
     }
     if (case_begin("add", dt, "n %lld; out apart, aliasing a, aliasing b", (long long)n)) {
@@ -536,14 +539,16 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
 /* ---- attention -------------------------------------------------------------------------------- */
 
 /* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles; the options'
-   zeros are the defaults (scale 1/sqrt(HD), no cap, no window) */
-static void case_attention_ex(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
-                              float scale, float cap, int64_t window) {
-    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s%s", (long long)B, (long long)T,
+   zeros are the defaults (scale 1/sqrt(HD), no cap, no window, no dropout) */
+static void case_attention_drop(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
+                                float scale, float cap, int64_t window, float dropout) {
+    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s%s%s", (long long)B, (long long)T,
                     (long long)NH, (long long)NKV, (long long)HD, docs ? " documents (starts)" : "",
-                    scale || cap ? " own scale, capped scores" : "", window ? " sliding window" : ""))
+                    scale || cap ? " own scale, capped scores" : "", window ? " sliding window" : "",
+                    dropout > 0 ? " dropout" : ""))
         return;
-    zt_attention_opts ao = {scale, cap, window};
+    /* dropout: the draws from a rank's offset, the second row's */
+    zt_attention_opts ao = {scale, cap, window, dropout, 0xd409ull, dropout > 0 ? NH * T * T : 0};
     int32_t *st = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++) {
         int64_t cut1 = b == 0 ? 100 : 37, cut2 = b == 0 ? T : 300 < T ? 300 : T;
@@ -566,6 +571,10 @@ static void case_attention_ex(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int
     check("dv +=", dv, tol_of(dt, TOL_F32_SUM));
     free(st);
     case_end();
+}
+static void case_attention_ex(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
+                              float scale, float cap, int64_t window) {
+    case_attention_drop(dt, B, T, NH, NKV, HD, docs, scale, cap, window, 0.0f);
 }
 static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs) {
     case_attention_ex(dt, B, T, NH, NKV, HD, docs, 0.0f, 0.0f, 0);
@@ -813,6 +822,12 @@ int main(int argc, char **argv) {
     case_attention_ex(ZT_BF16, 2, 500, 32, 8, 128, 1, 0.0f, 0.0f, 100);
     case_attention_ex(ZT_BF16, 1, 512, 8, 4, 256, 0, 1.0f / 16, 50.0f, 37);
     case_attention_ex(ZT_F32, 1, 300, 12, 12, 64, 0, 0.0f, 0.0f, 37);
+    /* attention dropout (GPT-2's 0.1, and more): tensor cores (GPT-2's heads of 64, LLaMA's 128 with grouped heads
+       and documents) and simt (f32, and heads of 256 with a cap and a window) */
+    case_attention_drop(ZT_BF16, 2, 512, 12, 12, 64, 0, 0.0f, 0.0f, 0, 0.1f);
+    case_attention_drop(ZT_F16, 2, 500, 32, 8, 128, 1, 0.0f, 0.0f, 0, 0.3f);
+    case_attention_drop(ZT_F32, 1, 300, 12, 12, 64, 1, 0.0f, 0.0f, 0, 0.1f);
+    case_attention_drop(ZT_BF16, 1, 512, 8, 4, 256, 1, 1.0f / 16, 50.0f, 37, 0.2f);
     case_moe(ZT_BF16, 4096, 8, 2, 4096, 1);  /* Mixtral 8x7B */
     case_moe(ZT_BF16, 2048, 128, 8, 2048, 1); /* Qwen3-30B-A3B */
     case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */

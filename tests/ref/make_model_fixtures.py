@@ -101,9 +101,9 @@ def zt_mix(x):
     return x ^ (x >> 31)
 
 
-def zt_batch_seed(step, micro=0, seed=42):
+def zt_batch_seed(step, seed=42):
     """zt_batch.seed as zt_forward_backward sets it"""
-    return zt_mix(seed ^ zt_mix((step << 20) ^ micro ^ 0x6E6F697365))
+    return zt_mix(seed ^ zt_mix((step << 20) ^ 0x6E6F697365))
 
 
 def zt_uniform(seed, shape):
