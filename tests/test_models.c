@@ -312,13 +312,17 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(ids && loss && logits && step_ids && step_loss && step_norm, "%s: a tensor is missing or misshaped",
               path);
 
-    /* the *_neftune and *_jitter fixtures: NEFTune's noise or the router's jitter in training (zt's, which their
-       hooks add), none in evaluation */
+    /* the *_neftune, *_jitter and *_dropout fixtures: NEFTune's noise, the router's jitter or dropout in training
+       (zt's, which their hooks add), none in evaluation */
     const fx_tensor *alpha = fx_need(&r->fx, "neftune_alpha", 0, 1), *eval_loss = fx_need(&r->fx, "eval_loss", 0, 1);
-    int noisy = strstr(type, "_neftune") || strstr(type, "_jitter");
+    int noisy = strstr(type, "_neftune") || strstr(type, "_jitter") || strstr(type, "_dropout");
     CHECK_MSG(!alpha == !strstr(type, "_neftune") && !eval_loss == !noisy, "%s: neftune_alpha (NEFTune) or eval_loss "
               "(any noise) missing, or where they do not belong", path);
     if (strstr(type, "_jitter")) CHECK_MSG(cfg.router_jitter == 0.1f, "%s: router_jitter %g", path, (double)cfg.router_jitter);
+    if (strstr(type, "_dropout")) /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread) */
+        CHECK_MSG(cfg.embd_dropout == (type[0] == 'g' ? 0.2f : 0.0f) && cfg.resid_dropout == 0.2f && cfg.attn_dropout == 0.2f,
+                  "%s: dropouts %g %g %g", path, (double)cfg.embd_dropout, (double)cfg.resid_dropout,
+                  (double)cfg.attn_dropout);
     if (strstr(type, "_longrope")) { /* factor and attention factor from the two context lengths, as transformers */
         int sh = strstr(type, "_short") != NULL;
         CHECK_MSG(cfg.longrope && cfg.rope_scaling.original_max_positions == (sh ? 16.0f : 8.0f) &&
@@ -547,6 +551,8 @@ TEST(models_phi3_longrope_fp32) { model_test("phi3_longrope", ZT_PRECISION_FP32)
 TEST(models_phi3_longrope_short_fp32) { model_test("phi3_longrope_short", ZT_PRECISION_FP32); }
 TEST(models_gpt2_neftune_fp32) { model_test("gpt2_neftune", ZT_PRECISION_FP32); }
 TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32); }
+TEST(models_gpt2_dropout_fp32) { model_test("gpt2_dropout", ZT_PRECISION_FP32); }
+TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
 TEST(models_mistral_bf16) { model_test("mistral", ZT_PRECISION_BF16); }
@@ -566,3 +572,5 @@ TEST(models_gemma_neftune_bf16) { model_test("gemma_neftune", ZT_PRECISION_BF16)
 TEST(models_mixtral_jitter_bf16) { model_test("mixtral_jitter", ZT_PRECISION_BF16); }
 TEST(models_qwen2_yarn_bf16) { model_test("qwen2_yarn", ZT_PRECISION_BF16); }
 TEST(models_phi3_longrope_bf16) { model_test("phi3_longrope", ZT_PRECISION_BF16); }
+TEST(models_gpt2_dropout_bf16) { model_test("gpt2_dropout", ZT_PRECISION_BF16); }
+TEST(models_phi3_dropout_bf16) { model_test("phi3_dropout", ZT_PRECISION_BF16); }

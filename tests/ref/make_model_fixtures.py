@@ -2,7 +2,9 @@
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
-with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*) built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
+GPT-2 and Phi-3 with dropout: the *_dropout fixtures) built with transformers, their loss, every parameter gradient and
+the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
@@ -30,7 +32,8 @@ Tensors:
     steps.loss         f32 (S)         the loss of each step's batch, before that step's update
     steps.grad_norm    f32 (S)         the global gradient norm before clipping
     neftune_alpha      f32 (1)         *_neftune only: NEFTune's alpha; loss, gradients and steps are with its noise
-    eval_loss          f32 (1)         *_neftune and mixtral_jitter only: the loss in eval mode, without the noise
+    eval_loss          f32 (1)         *_neftune, mixtral_jitter and *_dropout only: the loss in eval mode, without the
+                                       noise
 
 NEFTune: transformers' hook on the token embedding module (integrations/neftune.py) adds uniform noise of
 magnitude alpha / sqrt(T * hidden) to its output in training; here the hook adds zt's noise instead of torch's
@@ -39,6 +42,10 @@ micro-batch: zt_options' default seed 42, optimizer step k, micro-batch 0), so t
 numbers and the test can ask for the same loss and gradients. router_jitter_noise (mixtral_jitter) likewise:
 Mixtral's sparse block multiplies its input by uniform noise in [1 - j, 1 + j) in training; a pre-hook multiplies
 by zt's (zt_mul_uniform_noise, seeded by the micro-batch's seed and the layer) and the block's own draw is off.
+Dropout (*_dropout) likewise: every torch dropout (nn.Dropout's and the eager attention's alike go through
+torch.nn.functional.dropout) multiplies by zt's factors instead of torch's draws (zt_dropout and zt_attention_opts'
+dropout: 0 or 1 / (1 - p) by zt_noise_uniform >= p), seeded as zt seeds each site (the step's seed, the site, the
+block) and drawn by the element's place in the (B, T, C) activations or the (B, heads, T, T) probabilities.
 
 zt's layout: transformers' state_dict names; every weight (out, in) as in nn.Linear, so GPT-2's
 Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) are transposed; no buffers
@@ -85,7 +92,11 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                 "short_factor": [1.0, 1.1, 1.5, 2.5], "long_factor": [1.0, 1.7, 3.5, 6.0]})),
             "phi3_longrope_short": ("phi3", dict(original_max_position_embeddings=16, rope_parameters={
                 "rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 16, "partial_rotary_factor": 1.0,
-                "short_factor": [1.0, 1.1, 1.5, 2.5], "long_factor": [1.0, 1.7, 3.5, 6.0]}))}
+                "short_factor": [1.0, 1.1, 1.5, 2.5], "long_factor": [1.0, 1.7, 3.5, 6.0]})),
+            # dropout at 0.2 (GPT-2's default is 0.1): GPT-2's on the embeddings, the residual branches and the
+            # attention; Phi-3's on the residual branches and the attention (its embd_pdrop is never read)
+            "gpt2_dropout": ("gpt2", dict(embd_pdrop=0.2, resid_pdrop=0.2, attn_pdrop=0.2)),
+            "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
@@ -148,6 +159,33 @@ class ZtJitter:
         x = args[0]
         seed = zt_mix(zt_batch_seed(self.clock.step) ^ (self.layer + 1))  # zt's block index: the embedding is 0
         return ((x * zt_jitter(seed, tuple(x.shape), self.jitter)).to(x.dtype),) + tuple(args[1:])  # zt: f32, rounded
+
+
+# zt's dropout sites (zt.h's ZT__DROP_*) and the seed of one in a block (zt__drop_seed)
+DROP_ATTN, DROP_RESID_ATTN, DROP_RESID_MLP, DROP_EMBD = 1, 2, 3, 4
+
+
+class ZtDropout:
+    """torch.nn.functional.dropout with zt's factors: forward pre-hooks name the site that drops next"""
+
+    def __init__(self, clock):
+        self.clock, self.site, self.block = clock, None, None
+        self.torch_dropout = torch.nn.functional.dropout
+
+    def at(self, module, site, block):
+        def hook(_module, _args):
+            self.site, self.block = site, block
+        module.register_forward_pre_hook(hook)
+
+    def __call__(self, input, p=0.5, training=True, inplace=False):
+        if not training or p == 0:
+            return input
+        assert self.site is not None and not inplace, "a dropout no hook names"
+        seed = zt_mix(zt_batch_seed(self.clock.step) ^ (self.site << 56) ^ self.block)
+        p32 = torch.tensor(p, dtype=torch.float32)
+        scale = torch.tensor(1.0, dtype=torch.float32) / (1.0 - p32)  # zt: 1.0f / (1.0f - p)
+        z = torch.where(zt_uniform(seed, tuple(input.shape)) >= p32, scale, torch.zeros((), dtype=torch.float32))
+        return input * z
 
 
 class ZtNeftune:
@@ -300,7 +338,7 @@ def make(fixture, seed):
     if "rope_parameters" in settings:  # the rope the settings ask for is the one the model built
         rotary = model.model.rotary_emb
         assert rotary.rope_type == settings["rope_parameters"]["rope_type"] and rotary.attention_scaling != 1.0
-    model.train()  # every dropout is 0: train mode changes nothing but is what training uses
+    model.train()  # every dropout is 0 but the *_dropout fixtures': train mode is what training uses
     randomize(model, gen)
     params = list(model.named_parameters())  # tied weights appear once, under the embedding's name
     names = [n for n, _ in params]
@@ -321,6 +359,20 @@ def make(fixture, seed):
     for layer, block in enumerate(model.model.layers if jitter else []):
         block.mlp.jitter_noise = 0.0  # transformers' own draw off; the hook multiplies by zt's
         block.mlp.register_forward_pre_hook(ZtJitter(jitter, layer, clock))
+    dropout = ZtDropout(clock) if fixture.endswith("_dropout") else None
+    if dropout and model_type == "gpt2":
+        dropout.at(model.transformer.drop, DROP_EMBD, 0)
+        for layer, block in enumerate(model.transformer.h):
+            dropout.at(block.attn, DROP_ATTN, layer + 1)
+            dropout.at(block.attn.resid_dropout, DROP_RESID_ATTN, layer + 1)
+            dropout.at(block.mlp.dropout, DROP_RESID_MLP, layer + 1)
+    elif dropout:
+        for layer, block in enumerate(model.model.layers):
+            dropout.at(block.self_attn, DROP_ATTN, layer + 1)
+            dropout.at(block.resid_attn_dropout, DROP_RESID_ATTN, layer + 1)
+            dropout.at(block.resid_mlp_dropout, DROP_RESID_MLP, layer + 1)
+    if dropout:
+        torch.nn.functional.dropout = dropout
     for name, p in params:
         out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p))]
 
@@ -331,7 +383,7 @@ def make(fixture, seed):
     out.append(("loss", res.loss.detach().reshape(1)))
     for name, p in params:
         out += [("grad." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p.grad))]
-    if neftune or jitter:  # evaluation: no noise
+    if neftune or jitter or dropout:  # evaluation: no noise
         model.eval()
         with torch.no_grad():
             out.append(("eval_loss", model(input_ids=input_ids, labels=input_ids).loss.detach().reshape(1)))
@@ -368,6 +420,8 @@ def make(fixture, seed):
         mine = dict(t for name, p in model.named_parameters() for t in experts_by_name(model_type, name, p.detach()))
         assert sorted(mine) == sorted(k for k in saved if k != "lm_head.weight" or not tied), (sorted(mine), sorted(saved))
         assert all(torch.equal(mine[k], saved[k]) for k in mine)
+    if dropout:
+        torch.nn.functional.dropout = dropout.torch_dropout
     write_fixture(os.path.join(d, "fixture.bin"), out)
     print(f"{fixture}: loss {res.loss.item():.6f}, step losses {losses[0]:.6f} .. {losses[-1]:.6f}, "
           f"{os.path.getsize(os.path.join(d, 'fixture.bin'))} bytes")
@@ -382,7 +436,7 @@ def main():
                                  "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
-                                 "phi3_longrope_short"]):
+                                 "phi3_longrope_short", "gpt2_dropout", "phi3_dropout"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
