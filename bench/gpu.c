@@ -24,9 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* without dropout, as llm.c and nanoGPT pretrain and as tests/gpu/torch_gpt2.py's yardstick runs */
 static const char *GPT2_124M =
     "{\"model_type\": \"gpt2\", \"n_layer\": 12, \"n_head\": 12, \"n_embd\": 768, \"n_positions\": 1024,"
-    " \"vocab_size\": 50257}";
+    " \"vocab_size\": 50257, \"embd_pdrop\": 0, \"resid_pdrop\": 0, \"attn_pdrop\": 0}";
 
 static int smoke;
 

@@ -6,15 +6,19 @@
    2. Mixture of experts: a Mixtral shape (4 layers, width 256, 8 experts of 512, 2 per token) against the LLaMA
       shape of the same work per token (one MLP of 1024), fp32, as the ratio of their tokens/s: what routing,
       gathering, combining and the experts' smaller products cost. Goal ratio >= 0.8.
-   One JSON line each. */
+   3. Dropout: the small GPT-2 shape with transformers' default dropouts (0.1 on the embeddings, the residual branches
+      and the attention's probabilities) against the same without, fp32, as the ratio of their tokens/s: what drawing
+      the masks costs (each probability's hash, in the forward and again in the backward). Goal ratio >= 0.85.
+   One JSON line each. (1 and 2 train without dropout, as llm.c and nanoGPT pretrain.) */
 #include "peak.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *SMALL =
-    "{\"model_type\": \"gpt2\", \"n_layer\": 4, \"n_head\": 4, \"n_embd\": 256, \"n_positions\": 256,"
-    " \"vocab_size\": 50257}";
+#define SMALL_SHAPE "\"model_type\": \"gpt2\", \"n_layer\": 4, \"n_head\": 4, \"n_embd\": 256, \"n_positions\": 256," \
+                    " \"vocab_size\": 50257"
+static const char *SMALL = "{" SMALL_SHAPE ", \"embd_pdrop\": 0, \"resid_pdrop\": 0, \"attn_pdrop\": 0}";
+static const char *SMALL_DROPOUT = "{" SMALL_SHAPE "}"; /* transformers' defaults: 0.1 */
 #define SHAPE "\"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 4, \"hidden_size\": 256," \
               " \"max_position_embeddings\": 256, \"vocab_size\": 4096"
 static const char *DENSE = "{\"model_type\": \"llama\", " SHAPE ", \"intermediate_size\": 1024}";
@@ -87,5 +91,11 @@ int main(int argc, char **argv) {
     printf("{\"bench\":\"train_moe\",\"model\":\"mixtral-shape 8x512 top-2\",\"dtype\":\"f32\",\"params\":%.0f,"
            "\"tokens_per_s\":%.0f,\"anchor\":\"llama-shape 1024\",\"anchor_params\":%.0f,\"anchor_tokens_per_s\":%.0f,"
            "\"ratio\":%.3f}\n", nm, tm, nd, td, tm / td);
+    fflush(stdout);
+    zt_model_config dropout = config_of(SMALL_DROPOUT);
+    double n0 = 0, n1 = 0, t0 = tokens_per_s(&c, ZT_PRECISION_FP32, B, T, steps, &n0);
+    double t1 = tokens_per_s(&dropout, ZT_PRECISION_FP32, B, T, steps, &n1);
+    printf("{\"bench\":\"train_dropout\",\"model\":\"gpt2-small-shape, dropout 0.1\",\"dtype\":\"f32\",\"tokens_per_s\":%.0f,"
+           "\"anchor\":\"the same without dropout\",\"anchor_tokens_per_s\":%.0f,\"ratio\":%.3f}\n", t1, t0, t1 / t0);
     return 0;
 }
