@@ -955,15 +955,14 @@ int main(int argc, char **argv) {
             if (a.num_train_epochs > 0 && (double)epoch * windows + (double)index >= a.num_train_epochs * windows) break;
             uint64_t t0 = zt_time_ns();
             int64_t pass = epoch + (index >= zt_data_windows(data)); /* the pass this step reads first */
+            int hang = hang_rank == rank && hang_step == zt_engine_step(e) + 1;
+            if (hang) signal(SIGTERM, SIG_IGN); /* deaf from the step's start: a SIGTERM mid-step finds it so too */
             for (int64_t m = 0; m < o.grad_accum; m++) {
                 int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);
                 zt_forward_backward(e, tok, targets, NULL, rows);
             }
             if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
-            if (hang_rank == rank && hang_step == zt_engine_step(e) + 1) { /* the launcher's ZT_KILL_GRACE test */
-                signal(SIGTERM, SIG_IGN);
-                for (;;) pause();
-            }
+            while (hang) pause(); /* the launcher's ZT_KILL_GRACE test */
             zt_step_info s = zt_step(e);
             double ms = (double)(zt_time_ns() - t0) / 1e6;
             zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
