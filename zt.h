@@ -334,7 +334,7 @@ ZT_API void zt_add_uniform_noise(zt_stream *s, zt_tensor t, float magnitude, uin
    Mixtral's router_jitter_noise; the same call on the gradient is its backward */
 ZT_API void zt_mul_uniform_noise(zt_stream *s, zt_tensor t, float jitter, uint64_t seed, int64_t offset);
 /* Dropout, in place: t[i] = u >= p ? t[i] * (1 / (1 - p)) : 0, u as zt_add_uniform_noise draws it (torch's
-   nn.Dropout with these draws); 0 <= p < 1. The same call on the gradient is its backward. */
+   nn.Dropout with these draws); 0 <= p <= 1 (1: every element 0). The same call on the gradient is its backward. */
 ZT_API void zt_dropout(zt_stream *s, zt_tensor t, float p, uint64_t seed, int64_t offset);
 /* the u of zt_add_uniform_noise: 24 random bits, an f32 in [0, 1) */
 static inline ZT_HOST_DEVICE float zt_noise_uniform(uint64_t seed, int64_t i) {
@@ -343,7 +343,7 @@ static inline ZT_HOST_DEVICE float zt_noise_uniform(uint64_t seed, int64_t i) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return (float)((z ^ (z >> 31)) >> 40) * (1.0f / 16777216.0f);
 }
-/* what dropout multiplies element i by: 0 (dropped) or scale = 1 / (1 - p) */
+/* what dropout multiplies element i by: 0 (dropped) or scale = 1 / (1 - p) (u < 1: p = 1 drops every element) */
 static inline ZT_HOST_DEVICE float zt_dropout_factor(uint64_t seed, int64_t i, float p, float scale) {
     return zt_noise_uniform(seed, i) >= p ? scale : 0.0f;
 }
@@ -593,7 +593,7 @@ typedef struct zt_model_config {
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
                                    experts alike) is multiplied by noise uniform in [1 - j, 1 + j] */
-    /* dropout in training, where transformers has it (0: none; each in [0, 1)) */
+    /* dropout in training, where transformers has it (0: none; each in [0, 1]) */
     float embd_dropout;         /* GPT-2's embd_pdrop: on the embeddings' sum (tokens and positions) */
     float resid_dropout;        /* resid_pdrop (GPT-2, Phi-3): on the attention's and the MLP's outputs before
                                    each residual add */
@@ -638,7 +638,8 @@ typedef struct zt_batch {
     float label_smoothing; /* the Trainer's label_smoothing_factor, for the output layer's loss (zt_loss_params) */
     float neftune_alpha;   /* zt_options.neftune_alpha, for the token embeddings in training */
     uint64_t seed;         /* the step's randomness: a function of the run's seed and the step alone (the same on every
-                              rank and micro-batch, and when a block is recomputed) */
+                              rank and micro-batch, and when a block is recomputed): a block of one's own draws by
+                              (seed, place among the step's rows), its offsets from first_row */
     int64_t first_row;     /* this rank's first row among all the step's rows (micro-batch m of rank r: (m world + r) B):
                               randomness by (seed, that row) is the same at any number of ranks and micro-batches */
     int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
@@ -2192,18 +2193,21 @@ ZT_API void zt_scale(zt_stream *s, zt_tensor t, float alpha) {
     zt__fill_op(s, ZT__OP_SCALE, "zt_scale", t, alpha);
 }
 
+/* what dropout p keeps times: 1 / (1 - p), rounded once (0 at p = 1, where nothing is kept) */
+static float zt__dropout_scale(float p) { return p < 1 ? 1.0f / (1.0f - p) : 0.0f; }
+
 static void zt__noise_op(zt_stream *s, const char *name, zt_tensor t, float magnitude, int mode, uint64_t seed,
                          int64_t offset) {
     zt__need_tensor(name, "t", t, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need(isfinite(magnitude) && offset >= 0, name, "magnitude %g must be finite, offset %lld >= 0",
              (double)magnitude, (long long)offset);
-    zt__need(mode != ZT__NOISE_DROP || (magnitude >= 0 && magnitude < 1), name, "p must be in [0, 1), got %g",
+    zt__need(mode != ZT__NOISE_DROP || (magnitude >= 0 && magnitude <= 1), name, "p must be in [0, 1], got %g",
              (double)magnitude);
     zt__op op;
     op.kind = ZT__OP_NOISE;
     op.noise.t = t;
     op.noise.magnitude = magnitude;
-    op.noise.scale = mode == ZT__NOISE_DROP ? 1.0f / (1.0f - magnitude) : 0.0f;
+    op.noise.scale = mode == ZT__NOISE_DROP ? zt__dropout_scale(magnitude) : 0.0f;
     op.noise.mode = mode;
     op.noise.seed = seed;
     op.noise.offset = offset;
@@ -2695,14 +2699,14 @@ static void zt__attention_opts(const char *name, zt__args_attention *a, const zt
     if (opts) o = *opts;
     zt__need_capping(name, o.scale, o.softcap);
     zt__need(o.window >= 0, name, "window must be >= 0, got %lld", (long long)o.window);
-    zt__need(o.dropout >= 0 && o.dropout < 1 && o.dropout_offset >= 0, name,
-             "dropout must be in [0, 1) and dropout_offset >= 0, got %g and %lld", (double)o.dropout,
+    zt__need(o.dropout >= 0 && o.dropout <= 1 && o.dropout_offset >= 0, name,
+             "dropout must be in [0, 1] and dropout_offset >= 0, got %g and %lld", (double)o.dropout,
              (long long)o.dropout_offset);
     a->scale = o.scale > 0 ? o.scale : 1.0f / sqrtf((float)a->q.shape.d[3]);
     a->softcap = o.softcap;
     a->window = o.window;
     a->dropout = o.dropout;
-    a->dscale = 1.0f / (1.0f - o.dropout);
+    a->dscale = zt__dropout_scale(o.dropout);
     a->dseed = o.dropout_seed;
     a->doffset = o.dropout_offset;
 }
@@ -3723,7 +3727,8 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
 
 /* The dropouts each model has in transformers, with its config's defaults: GPT-2's on the embeddings, the
    residual branches and the attention (0.1 each); Phi-3's on the residual branches and the attention; the
-   others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. */
+   others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. 1 drops
+   everything, as torch's. */
 static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0, phi3 = strcmp(c->model_type, "phi3") == 0;
     struct { const char *key; float *out; double value; } keys[] = {
@@ -3732,10 +3737,11 @@ static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
         {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 ? 0.1 : 0.0}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].key) continue;
-        zt_result r = zt__json_number(j, zt__json_get(j, 0, keys[i].key), keys[i].key, &keys[i].value);
+        int t = zt__json_get(j, 0, keys[i].key); /* null: the default (transformers' configs type it Optional) */
+        zt_result r = zt__json_is_null(j, t) ? ZT_OK : zt__json_number(j, t, keys[i].key, &keys[i].value);
         if (r != ZT_OK) return r;
-        if (!(keys[i].value >= 0 && keys[i].value < 1))
-            return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be a probability in [0, 1), found %g", j->file,
+        if (!(keys[i].value >= 0 && keys[i].value <= 1))
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be a probability in [0, 1], found %g", j->file,
                            keys[i].key, keys[i].value);
         *keys[i].out = (float)keys[i].value;
     }

@@ -1238,7 +1238,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_simt(zt__cuat
     }
 }
 
-/* dq, simt: as the forward, with dq_i += scale * sum_j p_ij (dO_i.v_j - D_i) k_j */
+/* dq, simt: as the forward, with dq_i += scale * sum_j p_ij (z_ij dO_i.v_j - D_i) k_j (z_ij: dropout's factor) */
 template <int NC>
 __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_simt(zt__cuatt_p p) {
     const int T = p.T, HD = p.HD, ld = zt__cuatt_gld(HD), n4 = (HD + 3) / 4;
@@ -1329,7 +1329,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_simt(zt__cuatt
 
 /* dk and dv, simt. Block (key tile, kv head, batch); warp w owns keys k0 + 4w + r and walks, for each
    query head of the group and each 32-query tile from the key tile's on, the queries one per lane:
-   dv_j += sum_i p_ij dO_i, dk_j += scale * sum_i ds_ij q_i. */
+   dv_j += sum_i p_ij z_ij dO_i, dk_j += scale * sum_i ds_ij q_i (z_ij: dropout's factor). */
 template <int NC>
 __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_simt(zt__cuatt_p p) {
     const int T = p.T, HD = p.HD, ld = zt__cuatt_gld(HD), n4 = (HD + 3) / 4;
@@ -1745,7 +1745,8 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_wmma(zt__cuat
 }
 
 /* dq, wmma. Block as the forward. Per 64-key tile: S = Q_w K^T -> p = exp2(s log2e scale - lse log2e),
-   dP = dO_w V^T -> dS = p (dP - D) (16-bit) -> dq_acc += dS K; dq += scale * dq_acc at the end. */
+   dP = dO_w V^T -> dS = p (z dP - D) (16-bit; z: dropout's factor) -> dq_acc += dS K; dq += scale * dq_acc at
+   the end. */
 template <typename E, int NB>
 __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_wmma(zt__cuatt_p p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -1811,7 +1812,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dq_wmma(zt__cuatt
 
 /* dk and dv, wmma. Block (64-key tile, kv head, batch); warp w owns keys k0 + 16w + r. For each query
    head of the group and each 64-query tile from k0 on (skipped when no row sees the key tile):
-   S^T = K_w Q^T -> P^T, dP^T = V_w dO^T -> dS^T = P^T (dP^T - D), both 16-bit; dv_acc += P^T dO,
+   S^T = K_w Q^T -> P^T, dP^T = V_w dO^T -> dS^T = P^T (Z dP^T - D), both 16-bit; dv_acc += (P^T Z) dO,
    dk_acc += dS^T Q. Accumulators stay in fragments across the whole walk (fixed order). */
 template <typename E, int NB>
 __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_wmma(zt__cuatt_p p) {

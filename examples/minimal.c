@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     /* the model: a built-in one from its config.json, or the built-in embedding and head around ours */
     zt_model_config cfg;
     const char *json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 1, \"n_embd\": 64, "
-                       "\"n_positions\": 64, \"vocab_size\": 256}";
+                       "\"n_positions\": 64, \"vocab_size\": 256, \"embd_pdrop\": 0}"; /* GPT-2's default: 0.1 */
     if (zt_model_config_parse(&cfg, json, strlen(json), "minimal") != ZT_OK) return puts(zt_last_error()), 1;
     mlp m = {64, 256};
     const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &MLP, &MLP, zt_gpt2_head_block()};

@@ -242,7 +242,7 @@ static void mlp_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_t
 static const zt_block_type mlp_block = {"test.mlp", sizeof(mlp_saved), mlp_declare, mlp_forward, mlp_backward};
 
 TEST(engine_trains_a_custom_block) {
-    zt_model_config c = config_of(GPT2_JSON);
+    zt_model_config c = config_of(GPT2_NODROP_JSON);
     mlp_config mc = {32, 64};
     const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &mlp_block, &mlp_block, zt_gpt2_head_block()};
     const void *configs[4] = {&c, &mc, &mc, &c};
@@ -320,7 +320,7 @@ static zt_model_spec spec_of(const zt_block_type **blocks, const void **configs)
 }
 
 TEST(engine_takes_blocks_of_many_parameters) {
-    zt_model_config c = config_of(GPT2_JSON);
+    zt_model_config c = config_of(GPT2_NODROP_JSON);
     const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &many_block, &many_block, zt_gpt2_head_block()};
     const void *configs[4] = {&c, NULL, NULL, &c};
     zt_model_spec spec = spec_of(blocks, configs);
@@ -370,7 +370,7 @@ static void penalty_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, 
 static const zt_block_type penalty_block = {"test.penalty", 0, penalty_declare, penalty_forward, penalty_backward};
 
 TEST(engine_takes_an_auxiliary_loss_from_a_block) {
-    zt_model_config c = config_of(GPT2_JSON);
+    zt_model_config c = config_of(GPT2_NODROP_JSON);
     const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &many_block, &penalty_block, zt_gpt2_head_block()};
     const void *configs[4] = {&c, NULL, NULL, &c};
     zt_model_spec spec = spec_of(blocks, configs);
@@ -574,12 +574,29 @@ TEST(dropout_configs_take_transformers_defaults) {
     c = config_of(llama);
     CHECK(c.attn_dropout == 0.25f && c.resid_dropout == 0); /* LLaMA has no residual dropout */
     char json[512];
-    snprintf(json, sizeof json, "%.*s, \"attn_pdrop\": 1}", (int)strlen(GPT2_JSON) - 1, GPT2_JSON);
-    config_error(json, "\"attn_pdrop\" must be a probability in [0, 1), found 1");
+    snprintf(json, sizeof json, "%.*s, \"attn_pdrop\": 1.5}", (int)strlen(GPT2_JSON) - 1, GPT2_JSON);
+    config_error(json, "\"attn_pdrop\" must be a probability in [0, 1], found 1.5");
     snprintf(json, sizeof json, "%.*s, \"embd_pdrop\": -0.1}", (int)strlen(GPT2_JSON) - 1, GPT2_JSON);
-    config_error(json, "\"embd_pdrop\" must be a probability in [0, 1), found -0.1");
+    config_error(json, "\"embd_pdrop\" must be a probability in [0, 1], found -0.1");
+    snprintf(json, sizeof json, "%.*s, \"resid_pdrop\": 1, \"attn_pdrop\": null}", (int)strlen(GPT2_JSON) - 1, GPT2_JSON);
+    c = config_of(json); /* 1 drops everything, as torch's; null is the default */
+    CHECK(c.resid_dropout == 1.0f && c.attn_dropout == 0.1f && c.embd_dropout == 0.1f);
     snprintf(json, sizeof json, "%.*s, \"attention_dropout\": \"0.1\"}", (int)strlen(LLAMA_JSON) - 1, LLAMA_JSON);
     config_error(json, "\"attention_dropout\" must be a number, found \"0.1\"");
+}
+
+/* dst's parameters = src's (engines of one model) */
+static void copy_params(zt_engine *dst, zt_engine *src) {
+    for (int i = 0; i < zt_param_count(src); i++) {
+        zt_shape s;
+        const char *name = zt_param_name(src, i, &s);
+        if (!name) continue;
+        int64_t k = 1;
+        for (int d = 0; d < s.ndim; d++) k *= s.d[d];
+        float *w = (float *)malloc((size_t)k * 4);
+        CHECK(zt_param_get(src, name, w, k, 0) == ZT_OK && zt_param_set(dst, name, w, k) == ZT_OK);
+        free(w);
+    }
 }
 
 /* dropout is training's alone: zt_eval's loss is the model's without it, zt_forward_backward's is not; the masks
@@ -593,6 +610,8 @@ TEST(engine_dropout_in_training_only) {
     o2.seed = 43;
     zt_engine *a = engine_for(&drop, &o), *b = engine_for(&drop, &o), *c = engine_for(&drop, &o2);
     zt_engine *d = engine_for(&none, &o);
+    copy_params(c, a); /* the seed draws the weights too: the same ones, so that only the masks differ */
+    copy_params(d, a);
     float ea = zt_eval(a, tok, NULL, NULL, B, NULL, NULL), ed = zt_eval(d, tok, NULL, NULL, B, NULL, NULL);
     float la = zt_forward_backward(a, tok, NULL, NULL, B), lb = zt_forward_backward(b, tok, NULL, NULL, B);
     float lc = zt_forward_backward(c, tok, NULL, NULL, B), ld = zt_forward_backward(d, tok, NULL, NULL, B);
@@ -766,7 +785,7 @@ static const zt_block_type frozen_block = {"test.frozen", sizeof(mlp_saved), fro
                                            mlp_backward};
 
 TEST(engine_frozen_parameters_stay_put) {
-    zt_model_config c = config_of(GPT2_JSON);
+    zt_model_config c = config_of(GPT2_NODROP_JSON);
     mlp_config mc = {32, 48};
     const zt_block_type *blocks[3] = {zt_gpt2_embedding_block(), &frozen_block, zt_gpt2_head_block()};
     const void *configs[3] = {&c, &mc, &c};
@@ -809,7 +828,7 @@ static const zt_block_type all_frozen_block = {"test.all_frozen", sizeof(mlp_sav
                                                mlp_backward};
 
 TEST(engine_frozen_groups_hold_no_optimizer_state) {
-    zt_model_config c = config_of(GPT2_JSON);
+    zt_model_config c = config_of(GPT2_NODROP_JSON);
     mlp_config mc = {32, 48};
     const zt_block_type *frozen[3] = {zt_gpt2_embedding_block(), &all_frozen_block, zt_gpt2_head_block()};
     const zt_block_type *trained[3] = {zt_gpt2_embedding_block(), &mlp_block, zt_gpt2_head_block()};

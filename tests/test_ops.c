@@ -298,7 +298,7 @@ static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t 
 /* attention dropout's factors of every probability (B,NH,T,T), as zt_attention_opts documents them */
 static double *drop_factors(int64_t B, int64_t NH, int64_t T, float p, uint64_t seed, int64_t offset) {
     double *z = dbuf(B * NH * T * T);
-    for (int64_t i = 0; i < B * NH * T * T; i++) z[i] = zt_dropout_factor(seed, offset + i, p, 1.0f / (1.0f - p));
+    for (int64_t i = 0; i < B * NH * T * T; i++) z[i] = zt_dropout_factor(seed, offset + i, p, p < 1 ? 1.0f / (1.0f - p) : 0);
     return z;
 }
 TEST(ref_fd_attention) {
@@ -1398,6 +1398,9 @@ static void check_noise(zt_dtype dt) {
     zt_dropout(d.s, kept, 0.0f, seed, 0);
     for (int64_t i = 0; i < n; i++) want[i] = round_to(dt, x[i]);
     EXPECT_EXACT(label("dropout %s with p = 0: t", dt_name(dt)), download(&d, kept), want, n);
+    zt_dropout(d.s, kept, 1.0f, seed, 0); /* p = 1: every element dropped, as torch's */
+    for (int64_t i = 0; i < n; i++) want[i] = 0;
+    EXPECT_EXACT(label("dropout %s with p = 1: t", dt_name(dt)), download(&d, kept), want, n);
     double var = (double)m * m / 3, mean_se = sqrt(var / n), var_se = sqrt(4.0 / 45.0 * pow(m, 4) / n);
     CHECK_MSG(lo >= -m && hi < m, "noise in [%g, %g], outside [-%g, %g)", lo, hi, (double)m, (double)m);
     CHECK_MSG(fabs(sum / n) < 4 * mean_se, "noise mean %g (standard error %g)", sum / n, mean_se);

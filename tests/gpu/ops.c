@@ -828,6 +828,7 @@ int main(int argc, char **argv) {
     case_attention_drop(ZT_F16, 2, 500, 32, 8, 128, 1, 0.0f, 0.0f, 0, 0.3f);
     case_attention_drop(ZT_F32, 1, 300, 12, 12, 64, 1, 0.0f, 0.0f, 0, 0.1f);
     case_attention_drop(ZT_BF16, 1, 512, 8, 4, 256, 1, 1.0f / 16, 50.0f, 37, 0.2f);
+    case_attention_drop(ZT_BF16, 2, 500, 32, 8, 128, 1, 0.0f, 0.0f, 100, 0.1f); /* Mistral's window, tensor cores */
     case_moe(ZT_BF16, 4096, 8, 2, 4096, 1);  /* Mixtral 8x7B */
     case_moe(ZT_BF16, 2048, 128, 8, 2048, 1); /* Qwen3-30B-A3B */
     case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */

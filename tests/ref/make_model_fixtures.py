@@ -94,9 +94,9 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                 "rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 16, "partial_rotary_factor": 1.0,
                 "short_factor": [1.0, 1.1, 1.5, 2.5], "long_factor": [1.0, 1.7, 3.5, 6.0]})),
             # dropout at 0.2 (GPT-2's default is 0.1): GPT-2's on the embeddings, the residual branches and the
-            # attention; Phi-3's on the residual branches and the attention (its embd_pdrop is never read)
+            # attention; Phi-3's on the residual branches and the attention (its embd_pdrop, 0.2 here too, is never read)
             "gpt2_dropout": ("gpt2", dict(embd_pdrop=0.2, resid_pdrop=0.2, attn_pdrop=0.2)),
-            "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2))}
+            "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2, embd_pdrop=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
