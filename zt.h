@@ -3483,7 +3483,7 @@ static zt_result zt__rope_pair_factors(const zt__json *j, int t, const char *whe
     return ZT_OK;
 }
 
-/* One rope section, t (absent or null: nothing): its type (default, llama3, linear, yarn or longrope) into *sc, and its
+/* One rope section, t (absent or null: nothing): its type (default, llama3, linear, dynamic, yarn or longrope) into *sc, and its
    rope_theta (where theta is given) and partial_rotary_factor. */
 static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, const char *where, double *theta,
                                  zt_rope_scaling *sc, double *partial) {
@@ -3565,9 +3565,20 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         memset(sc, 0, sizeof *sc);
         sc->factor = (float)factor, sc->original_max_positions = (float)original, sc->attention_factor = (float)attention;
         c->longrope = 1;
+    } else if (strcmp(type, "dynamic") == 0) {
+        /* transformers' dynamic NTK rope: theta times ((factor s / max_position_embeddings) - (factor - 1))^(d/(d-2))
+           at a batch of s > max_position_embeddings positions, theta itself up to there. zt's rows never pass
+           max_position_embeddings (zt_init refuses longer ones), so it is the plain rope; factor is checked alone. */
+        double factor = 0;
+        int ft = zt__json_get(j, t, "factor");
+        if (ft < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type dynamic needs \"factor\"", j->file, where);
+        if ((r = zt__json_number(j, ft, "factor", &factor))) return r;
+        if (!(factor > 0 && isfinite(factor)))
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s of type dynamic needs factor > 0, found %g", j->file, where, factor);
+        memset(sc, 0, sizeof *sc);
     } else if (strcmp(type, "default") != 0) {
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" of type \"%s\" is not implemented in zt (default, llama3, "
-                       "linear, yarn and longrope are)", j->file, where, type);
+                       "linear, dynamic, yarn and longrope are)", j->file, where, type);
     }
     return ZT_OK;
 }

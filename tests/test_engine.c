@@ -473,8 +473,13 @@ TEST(model_config_errors_name_the_key) {
                  "rope_scaling.short_factor[1] must be a positive number, found 0");
     config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8.0, "
                  "\"original_max_position_embeddings\": 4096, \"beta_fast\": -1}}", "of type yarn needs factor > 0");
-    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 8.0}}",
-                 "\"rope_scaling\" of type \"dynamic\" is not implemented in zt (default, llama3, linear, yarn and longrope are)");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"proportional\", \"factor\": 8.0}}",
+                 "\"rope_scaling\" of type \"proportional\" is not implemented in zt (default, llama3, linear, dynamic, yarn "
+                 "and longrope are)");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"rope_type\": \"dynamic\"}}",
+                 "rope_scaling of type dynamic needs \"factor\"");
+    config_error("{\"model_type\": \"llama\", \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": \"2\"}}",
+                 "\"factor\" must be a number, found \"2\"");
     config_error("{\"model_type\": \"llama\", \"hidden_act\": \"gelu\"}", "\"hidden_act\" is \"gelu\"");
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "

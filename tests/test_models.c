@@ -319,6 +319,9 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(!alpha == !strstr(type, "_neftune") && !eval_loss == !noisy, "%s: neftune_alpha (NEFTune) or eval_loss "
               "(any noise) missing, or where they do not belong", path);
     if (strstr(type, "_jitter")) CHECK_MSG(cfg.router_jitter == 0.1f, "%s: router_jitter %g", path, (double)cfg.router_jitter);
+    if (strstr(type, "_dynamic")) /* the dynamic NTK rope within max_position_embeddings: the plain one */
+        CHECK_MSG(cfg.rope_scaling.factor == 0 && !cfg.longrope, "%s: a scaled rope (factor %g)", path,
+                  (double)cfg.rope_scaling.factor);
     if (strstr(type, "_dropout")) /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread) */
         CHECK_MSG(cfg.embd_dropout == (type[0] == 'g' ? 0.2f : 0.0f) && cfg.resid_dropout == 0.2f && cfg.attn_dropout == 0.2f,
                   "%s: dropouts %g %g %g", path, (double)cfg.embd_dropout, (double)cfg.resid_dropout,
@@ -552,6 +555,7 @@ TEST(models_phi3_longrope_short_fp32) { model_test("phi3_longrope_short", ZT_PRE
 TEST(models_gpt2_neftune_fp32) { model_test("gpt2_neftune", ZT_PRECISION_FP32); }
 TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32); }
 TEST(models_gpt2_dropout_fp32) { model_test("gpt2_dropout", ZT_PRECISION_FP32); }
+TEST(models_llama_dynamic_fp32) { model_test("llama_dynamic", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }

@@ -3,6 +3,7 @@
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
 with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
+LLaMA with the dynamic NTK rope: llama_dynamic;
 GPT-2 and Phi-3 with dropout: the *_dropout fixtures) built with transformers, their loss, every parameter gradient and
 the losses of 10 AdamW steps, in float32.
 
@@ -96,6 +97,8 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             # dropout at 0.2 (GPT-2's default is 0.1): GPT-2's on the embeddings, the residual branches and the
             # attention; Phi-3's on the residual branches and the attention (its embd_pdrop, 0.2 here too, is never read)
             "gpt2_dropout": ("gpt2", dict(embd_pdrop=0.2, resid_pdrop=0.2, attn_pdrop=0.2)),
+            # the dynamic NTK rope: scaled only past max_position_embeddings (32; T is 16), as zt's rows never are
+            "llama_dynamic": ("llama", dict(rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0})),
             "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2, embd_pdrop=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
@@ -337,7 +340,8 @@ def make(fixture, seed):
     model = model.to(torch.float32)
     if "rope_parameters" in settings:  # the rope the settings ask for is the one the model built
         rotary = model.model.rotary_emb
-        assert rotary.rope_type == settings["rope_parameters"]["rope_type"] and rotary.attention_scaling != 1.0
+        assert rotary.rope_type == settings["rope_parameters"]["rope_type"]
+        assert rotary.attention_scaling != 1.0 or rotary.rope_type == "dynamic"
     model.train()  # every dropout is 0 but the *_dropout fixtures': train mode is what training uses
     randomize(model, gen)
     params = list(model.named_parameters())  # tied weights appear once, under the embedding's name
@@ -436,7 +440,7 @@ def main():
                                  "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
-                                 "phi3_longrope_short", "gpt2_dropout", "phi3_dropout"]):
+                                 "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
