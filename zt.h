@@ -454,6 +454,9 @@ typedef struct zt_rope_scaling {
     const float *pair_factors;  /* rope_type "longrope" (Phi-3's long context): inv_freq / pair_factors[i], the
                                    short or the long factors as the batch's positions reach (zt_model_config); read
                                    when the op runs, so it must outlive the queued op (the engine's are its config's) */
+    int64_t rotary_dim;         /* > 0: only a head's first rotary_dim dimensions rotate (pairs i and i + rotary_dim/2,
+                                   the frequencies of a head of rotary_dim; Phi-3's partial_rotary_factor), the rest
+                                   pass as they are; 0: the whole head. Even, at most HD; read whatever the factor. */
 } zt_rope_scaling;
 #define ZT_ROPE_MAX_PAIRS 256 /* head dims up to 512 */
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
@@ -575,6 +578,8 @@ typedef struct zt_model_config {
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
+    int64_t rotary_dim;         /* > 0: a head's first rotary_dim dimensions rotate, the rest pass (Phi-3's
+                                   partial_rotary_factor; zt_rope_scaling.rotary_dim); 0: the whole head */
     /* Gemma's choices (0 elsewhere) */
     float embed_scale;          /* token embeddings times this, rounded to the weights' dtype (sqrt(hidden)) */
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
@@ -2618,7 +2623,11 @@ static void zt__rope(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor
     op.rope.pos = pos;
     op.rope.theta = theta;
     memset(&op.rope.scaling, 0, sizeof op.rope.scaling);
-    if (scaling && scaling->factor > 0) op.rope.scaling = *scaling;
+    if (scaling) op.rope.scaling = *scaling; /* the kernels read a scaling's fields only where factor > 0 */
+    int64_t rd = op.rope.scaling.rotary_dim;
+    zt__need(rd >= 0 && rd <= zt_cols(inp) && rd % 2 == 0, name, "rotary_dim must be even and in [0, HD = %lld], got %lld",
+             (long long)zt_cols(inp), (long long)rd);
+    if (rd == 0) op.rope.scaling.rotary_dim = zt_cols(inp);
     zt__launch(s, &op);
 }
 /* the frequency of rotary pair i of HD dimensions, in f32 as transformers computes it; every backend
@@ -3549,7 +3558,7 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
     } else if (strcmp(type, "longrope") == 0) { /* transformers' _compute_longrope_parameters */
         double factor = 0, original = 0, attention = 0;
         int64_t pairs = (int64_t)((double)(c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0) *
-                                  *partial) / 2; /* the rotated part's (a partial rotation is refused later, by name) */
+                                  *partial) / 2; /* the rotated part's */
         int ft = zt__json_get(j, t, "factor"), at = zt__json_get(j, t, "attention_factor");
         if ((ft >= 0 && !zt__json_is_null(j, ft) && (r = zt__json_number(j, ft, "factor", &factor))) ||
             (at >= 0 && !zt__json_is_null(j, at) && (r = zt__json_number(j, at, "attention_factor", &attention))) ||
@@ -3676,7 +3685,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (!every && !is_qwen2 && !is_qwen3 && !is_gemma) c->sliding_window = 0;
     if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3: one such per layer
-       type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq */
+       type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq.
+       A top-level partial_rotary_factor is the rope's unless the rope has its own (Phi3Config's setdefault). */
+    if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
     int per_type = is_gemma3 && rp >= 0 && j->tok[rp].type == JSMN_OBJECT && zt__json_get(j, rp, "full_attention") >= 0;
     if (per_type) {
@@ -3705,16 +3716,23 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_gemma3 && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
-    if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
-    if (partial != 1.0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates the whole head (1.0)", j->file,
-                       partial);
+    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; transformers' %s rotates the whole head "
+                       "(Phi-3's alone rotates a part), and so does zt", j->file, partial, c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
+    if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
+        double rd = floor((double)c->head_dim * partial);
+        if (!(partial > 0 && partial <= 1 && rd >= 2 && fmod(rd, 2) == 0))
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"partial_rotary_factor\" %g of a head of %lld rotates %g dimensions; "
+                           "zt takes a factor in (0, 1] that rotates an even number of them, at least 2", j->file, partial,
+                           (long long)c->head_dim, rd);
+        c->rotary_dim = (int64_t)rd == c->head_dim ? 0 : (int64_t)rd;
+    }
     c->norm_eps = (float)eps;
     c->rope_theta = (float)theta;
     c->init_std = (float)std;
@@ -4236,6 +4254,7 @@ static float zt__layer_rope(const zt_model_config *c, const zt_batch *b, int64_t
     if (!local) *sc = c->rope_scaling;
     if (!local && c->longrope) /* the long factors once the batch's positions pass the original context */
         sc->pair_factors = (double)b->positions > (double)sc->original_max_positions ? c->rope_long : c->rope_short;
+    sc->rotary_dim = c->rotary_dim;
     return local ? c->local_rope_theta : c->rope_theta;
 }
 
@@ -17363,11 +17382,11 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
     const zt__args_rope *a = &job->op->rope;
     int fwd = job->op->kind == ZT__OP_ROPE_FWD;
     int64_t BT = a->inp.shape.d[0] * a->inp.shape.d[1], H = a->inp.shape.d[2], HD = a->inp.shape.d[3];
-    int64_t half = HD / 2;
-    float *cs = job->cpu->scratch[thread], *sn = cs + half, *x = sn + half, *y = x + HD, *freq = y + HD;
+    int64_t RD = a->scaling.rotary_dim, half = RD / 2; /* dimensions RD.. pass */
+    float *cs = job->cpu->scratch[thread], *sn = cs + HD / 2, *x = sn + HD / 2, *y = x + HD, *freq = y + HD;
     const int32_t *pos = (const int32_t *)a->pos.data;
     float mscale = zt__rope_mscale(&a->scaling);
-    for (int64_t i = 0; i < half; i++) freq[i] = zt__rope_inv_freq(a->theta, i, HD, &a->scaling); /* once a task */
+    for (int64_t i = 0; i < half; i++) freq[i] = zt__rope_inv_freq(a->theta, i, RD, &a->scaling); /* once a task */
     for (int64_t t = task * job->per_task; t < ZT__MIN(BT, (task + 1) * job->per_task); t++) {
         for (int64_t i = 0; i < half; i++) {
             float angle = (float)pos[t] * freq[i];
@@ -17382,12 +17401,14 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
                     y[i] = x[i] * cs[i] - x[half + i] * sn[i];
                     y[half + i] = x[half + i] * cs[i] + x[i] * sn[i];
                 }
+                for (int64_t c = RD; c < HD; c++) y[c] = x[c];
             } else { /* the transpose of the rotation, accumulated into dinp (= out) */
                 zt__to_f32(y, a->out.data, a->out.dtype, off, HD);
                 for (int64_t i = 0; i < half; i++) {
                     y[i] += x[i] * cs[i] + x[half + i] * sn[i];
                     y[half + i] += x[half + i] * cs[i] - x[i] * sn[i];
                 }
+                for (int64_t c = RD; c < HD; c++) y[c] += x[c];
             }
             zt__from_f32(a->out.data, a->out.dtype, off, y, HD);
         }

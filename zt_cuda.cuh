@@ -266,18 +266,25 @@ __global__ void zt__cu_glu(int fwd, int gelu, zt__cu_t out, zt__cu_t inp, zt__cu
     }
 }
 
-/* Rotary embedding, one thread per (token, head, i < HD/2): pairs i and i + HD/2, angles as the CPU
-   computes them. Forward may run in place (each thread reads its pair before writing it); backward
-   adds the inverse rotation of dout (inp) into dinp (out). */
+/* Rotary embedding, one thread per (token, head, i < RD/2): pairs i and i + RD/2 of the first RD dimensions
+   (RD = rotary_dim, HD unless partial), angles as the CPU computes them, and one per passing dimension RD..HD.
+   Forward may run in place (each thread reads what it writes first); backward adds the inverse rotation of
+   dout (inp) into dinp (out). */
 /* the frequencies of a head's pairs, computed on the host by zt__rope_inv_freq and passed by value */
 #define ZT__CU_ROPE_PAIRS 256
 typedef struct zt__cu_freqs { float f[ZT__CU_ROPE_PAIRS]; } zt__cu_freqs;
 
 __global__ void zt__cu_rope(int fwd, zt__cu_t out, zt__cu_t inp, const int32_t *pos, int64_t BT, int64_t H,
-                            int64_t HD, zt__cu_freqs freqs, float mscale) {
-    int64_t half = HD / 2, total = BT * H * half;
+                            int64_t HD, int64_t RD, zt__cu_freqs freqs, float mscale) {
+    int64_t half = RD / 2, each = half + (HD - RD), total = BT * H * each;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i = e % half, th = e / half, t = th / H;
+        int64_t i = e % each, th = e / each, t = th / H;
+        if (i >= half) { /* a dimension that passes */
+            int64_t c = th * HD + RD + (i - half);
+            float x = zt__cu_ld(inp.p, inp.t, c);
+            zt__cu_st(out.p, out.t, c, fwd ? x : zt__cu_ld(out.p, out.t, c) + x);
+            continue;
+        }
         float angle = (float)pos[t] * freqs.f[i], cs = cosf(angle) * mscale, sn = sinf(angle) * mscale;
         int64_t a = th * HD + i, b = a + half;
         float x0 = zt__cu_ld(inp.p, inp.t, a), x1 = zt__cu_ld(inp.p, inp.t, b);
@@ -2274,15 +2281,15 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
     case ZT__OP_ROPE_BWD: {
         const zt__args_rope *a = &op->rope;
         int64_t BT = a->inp.shape.d[0] * a->inp.shape.d[1], H = a->inp.shape.d[2], HD = a->inp.shape.d[3];
-        int64_t n = BT * H * (HD / 2);
-        if (HD / 2 > ZT__CU_ROPE_PAIRS)
-            zt_fatal("zt_rope: head dimension %lld is more than the CUDA kernel's %d", (long long)HD, 2 * ZT__CU_ROPE_PAIRS);
+        int64_t RD = a->scaling.rotary_dim, n = BT * H * (RD / 2 + HD - RD);
+        if (RD / 2 > ZT__CU_ROPE_PAIRS)
+            zt_fatal("zt_rope: rotating %lld dimensions is more than the CUDA kernel's %d", (long long)RD, 2 * ZT__CU_ROPE_PAIRS);
         if (n == 0) return;
         zt__cu_freqs freqs;
-        for (int64_t i = 0; i < HD / 2; i++) freqs.f[i] = zt__rope_inv_freq(a->theta, i, HD, &a->scaling);
+        for (int64_t i = 0; i < RD / 2; i++) freqs.f[i] = zt__rope_inv_freq(a->theta, i, RD, &a->scaling);
         zt__cu_rope<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(
             op->kind == ZT__OP_ROPE_FWD, zt__cu_of(a->out), zt__cu_of(a->inp), (const int32_t *)a->pos.data, BT, H, HD,
-            freqs, zt__rope_mscale(&a->scaling));
+            RD, freqs, zt__rope_mscale(&a->scaling));
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -214,12 +214,16 @@ REF double ref_rope_angle(int32_t pos, int64_t i, int64_t HD, float theta) {
 
 /* x (R,H,HD) with R = B*T rows, pos (R) -> out (R,H,HD), rotate-half: for i < HD/2,
    out[i] = x[i] cos - x[i+HD/2] sin, out[i+HD/2] = x[i+HD/2] cos + x[i] sin. out may alias inp. */
-REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
-                          int64_t HD, float theta) {
-    int64_t half = HD / 2;
-    for (int64_t r = 0; r < R; r++)
+/* rd: only the first rd dimensions of each head rotate (pairs i and i + rd/2, the angles of a head of rd), the
+   rest pass as they are (Phi-3's partial_rotary_factor); rd = HD: the whole head */
+REF void ref_rope_part_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
+                               int64_t HD, int64_t rd, float theta) {
+    int64_t half = rd / 2;
+    for (int64_t r = 0; r < R; r++) {
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t c = rd; c < HD; c++) out[(r * H + h) * HD + c] = inp[(r * H + h) * HD + c];
         for (int64_t i = 0; i < half; i++) {
-            double a = ref_rope_angle(pos[r], i, HD, theta), c = cos(a), s = sin(a);
+            double a = ref_rope_angle(pos[r], i, rd, theta), c = cos(a), s = sin(a);
             for (int64_t h = 0; h < H; h++) {
                 const double *x = inp + (r * H + h) * HD;
                 double x0 = x[i], x1 = x[i + half];
@@ -227,21 +231,33 @@ REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, in
                 out[(r * H + h) * HD + i + half] = x1 * c + x0 * s;
             }
         }
+    }
+}
+REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
+                          int64_t HD, float theta) {
+    ref_rope_part_forward(out, inp, pos, R, H, HD, HD, theta);
 }
 
-/* dinp += R^T dout (the rotation by -angle) */
-REF void ref_rope_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
-                           int64_t H, int64_t HD, float theta) {
-    int64_t half = HD / 2;
-    for (int64_t r = 0; r < R; r++)
+/* dinp += R^T dout (the rotation by -angle; the passing dimensions' gradients pass) */
+REF void ref_rope_part_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
+                                int64_t H, int64_t HD, int64_t rd, float theta) {
+    int64_t half = rd / 2;
+    for (int64_t r = 0; r < R; r++) {
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t c = rd; c < HD; c++) dinp[(r * H + h) * HD + c] += dout[(r * H + h) * HD + c];
         for (int64_t i = 0; i < half; i++) {
-            double a = ref_rope_angle(pos[r], i, HD, theta), c = cos(a), s = sin(a);
+            double a = ref_rope_angle(pos[r], i, rd, theta), c = cos(a), s = sin(a);
             for (int64_t h = 0; h < H; h++) {
                 const double *dy = dout + (r * H + h) * HD;
                 dinp[(r * H + h) * HD + i] += dy[i] * c + dy[i + half] * s;
                 dinp[(r * H + h) * HD + i + half] += dy[i + half] * c - dy[i] * s;
             }
         }
+    }
+}
+REF void ref_rope_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
+                           int64_t H, int64_t HD, float theta) {
+    ref_rope_part_backward(dinp, dout, pos, R, H, HD, HD, theta);
 }
 
 /* inp (N,2H) rows [gate | up] -> out (N,H) = gelu(gate) * up (the tanh GELU) */

@@ -484,8 +484,11 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 6, "
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
-    config_error("{\"model_type\": \"phi3\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; zt rotates the whole head (1.0)");
+    config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
+                 "\"partial_rotary_factor\" is 0.75; transformers' llama rotates the whole head (Phi-3's alone rotates a part)");
+    config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
+                 "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
+                 "rotates an even number of them, at least 2");
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"hidden_size\": 8, "
                  "\"intermediate_size\": 8, \"max_position_embeddings\": 8, \"vocab_size\": 8, \"pad_token_id\": 8}",
                  "\"pad_token_id\" 8 is not a token of the vocabulary of 8");
@@ -639,6 +642,29 @@ TEST(engine_dropout_in_training_only) {
     zt_shutdown(b);
     zt_shutdown(c);
     zt_shutdown(d);
+}
+
+/* Phi-4-mini's config: a top-level partial_rotary_factor, the rope's own where it has one (Phi3Config's setdefault);
+   longrope's factors for the rotated pairs only */
+TEST(phi3_partial_rotation_configs) {
+    const char *base = "{\"model_type\": \"phi3\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                       "\"hidden_size\": 32, \"intermediate_size\": 8, \"max_position_embeddings\": 64, \"vocab_size\": 8%s}";
+    char json[512];
+    snprintf(json, sizeof json, base, ", \"partial_rotary_factor\": 0.75, \"original_max_position_embeddings\": 16, "
+             "\"rope_scaling\": {\"type\": \"longrope\", \"short_factor\": [1, 1, 1, 1, 1, 1], "
+             "\"long_factor\": [1, 2, 3, 4, 5, 6]}");
+    zt_model_config c = config_of(json);
+    CHECK(c.rotary_dim == 12 && c.head_dim == 16 && c.longrope && c.rope_long[5] == 6.0f && c.rope_scaling.factor == 4.0f);
+    snprintf(json, sizeof json, base, ", \"partial_rotary_factor\": 0.75, \"rope_parameters\": {\"rope_type\": \"default\", "
+             "\"partial_rotary_factor\": 0.5}");
+    c = config_of(json);
+    CHECK_EQ_INT(c.rotary_dim, 8); /* the rope's own */
+    snprintf(json, sizeof json, base, ", \"partial_rotary_factor\": 1.0");
+    c = config_of(json);
+    CHECK_EQ_INT(c.rotary_dim, 0); /* the whole head */
+    snprintf(json, sizeof json, base, ", \"partial_rotary_factor\": 0.75, \"rope_scaling\": {\"type\": \"longrope\", "
+             "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [1, 2, 3, 4, 5, 6, 7, 8]}");
+    config_error(json, "of type longrope needs \"short_factor\", a list of 6 numbers");
 }
 
 TEST(gemma_configs_take_transformers_defaults) {

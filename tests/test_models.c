@@ -319,6 +319,9 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(!alpha == !strstr(type, "_neftune") && !eval_loss == !noisy, "%s: neftune_alpha (NEFTune) or eval_loss "
               "(any noise) missing, or where they do not belong", path);
     if (strstr(type, "_jitter")) CHECK_MSG(cfg.router_jitter == 0.1f, "%s: router_jitter %g", path, (double)cfg.router_jitter);
+    if (strstr(type, "_partial")) /* Phi-4-mini's rope: 6 of the head's 8 dimensions rotate, longrope's 3 pairs */
+        CHECK_MSG(cfg.rotary_dim == 6 && cfg.longrope && cfg.rope_long[2] == 5.0f && cfg.rope_scaling.factor == 4.0f,
+                  "%s: rotary_dim %lld, longrope %d", path, (long long)cfg.rotary_dim, cfg.longrope);
     if (strstr(type, "_dynamic")) /* the dynamic NTK rope within max_position_embeddings: the plain one */
         CHECK_MSG(cfg.rope_scaling.factor == 0 && !cfg.longrope, "%s: a scaled rope (factor %g)", path,
                   (double)cfg.rope_scaling.factor);
@@ -556,6 +559,7 @@ TEST(models_gpt2_neftune_fp32) { model_test("gpt2_neftune", ZT_PRECISION_FP32); 
 TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32); }
 TEST(models_gpt2_dropout_fp32) { model_test("gpt2_dropout", ZT_PRECISION_FP32); }
 TEST(models_llama_dynamic_fp32) { model_test("llama_dynamic", ZT_PRECISION_FP32); }
+TEST(models_phi3_partial_fp32) { model_test("phi3_partial", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -578,3 +582,4 @@ TEST(models_qwen2_yarn_bf16) { model_test("qwen2_yarn", ZT_PRECISION_BF16); }
 TEST(models_phi3_longrope_bf16) { model_test("phi3_longrope", ZT_PRECISION_BF16); }
 TEST(models_gpt2_dropout_bf16) { model_test("gpt2_dropout", ZT_PRECISION_BF16); }
 TEST(models_phi3_dropout_bf16) { model_test("phi3_dropout", ZT_PRECISION_BF16); }
+TEST(models_phi3_partial_bf16) { model_test("phi3_partial", ZT_PRECISION_BF16); }

@@ -241,20 +241,25 @@ TEST(ref_fd_moe) {
     bufs_free();
 }
 
-typedef struct { double *inp; const int32_t *pos; int64_t R, H, HD; float theta; } fd_rope_ctx;
+typedef struct { double *inp; const int32_t *pos; int64_t R, H, HD, rd; float theta; } fd_rope_ctx;
 static void fd_rope_fwd(void *p, double *out) {
     fd_rope_ctx *c = (fd_rope_ctx *)p;
-    ref_rope_forward(out, c->inp, c->pos, c->R, c->H, c->HD, c->theta);
+    ref_rope_part_forward(out, c->inp, c->pos, c->R, c->H, c->HD, c->rd, c->theta);
 }
 TEST(ref_fd_rope) {
     rng r = {16};
     static const int32_t pos[3] = {0, 5, 9000};
-    fd_rope_ctx c = {NULL, pos, 3, 2, 8, 10000.0f};
+    fd_rope_ctx c = {NULL, pos, 3, 2, 8, 8, 10000.0f};
     c.inp = drand(&r, c.R * c.H * c.HD, -1, 1);
     fd_fn f = fd_make(fd_rope_fwd, &c, c.R * c.H * c.HD, &r);
     double *d = dbuf(c.R * c.H * c.HD);
     ref_rope_backward(d, f.w, pos, c.R, c.H, c.HD, c.theta);
     FD_CHECK("rope dinp", &f, c.inp, c.R * c.H * c.HD, d);
+    c.rd = 6; /* a partial rotation: 3 pairs of 4, two dimensions pass */
+    f = fd_make(fd_rope_fwd, &c, c.R * c.H * c.HD, &r);
+    double *dp = dbuf(c.R * c.H * c.HD);
+    ref_rope_part_backward(dp, f.w, pos, c.R, c.H, c.HD, c.rd, c.theta);
+    FD_CHECK("rope dinp, 6 of 8 dimensions rotated", &f, c.inp, c.R * c.H * c.HD, dp);
     /* position 0 is the identity */
     double *out = dbuf(c.R * c.H * c.HD);
     ref_rope_forward(out, c.inp, pos, c.R, c.H, c.HD, c.theta);
@@ -883,6 +888,22 @@ static void check_rope(zt_dtype dt) {
             ref_rope_backward(dx, dout, pos, B * T, H, HD, theta);
             EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(&d, Dx), dx, n,
                          tol_for(dt));
+            /* a partial rotation (Phi-4-mini's 0.75 of the head), in place and backward */
+            zt_rope_scaling part;
+            memset(&part, 0, sizeof part);
+            part.rotary_dim = HD * 3 / 4;
+            zt_tensor Xp = to_dev(&d, dt, sh, x);
+            ref_rope_part_forward(out, x, pos, B * T, H, HD, part.rotary_dim, theta);
+            zt_rope_forward(d.s, Out, Xp, Pos, theta, &part); /* Out held the whole head's rotation */
+            EXPECT_CLOSE(label("%s, %lld dimensions rotated: out", cfg, (long long)part.rotary_dim), download(&d, Out),
+                         out, n, tol_for(dt));
+            zt_rope_forward(d.s, Xp, Xp, Pos, theta, &part);
+            EXPECT_CLOSE(label("%s, %lld dimensions rotated, in place: out", cfg, (long long)part.rotary_dim),
+                         download(&d, Xp), out, n, tol_for(dt));
+            zt_rope_backward(d.s, Dx, Dout, Pos, theta, &part);
+            ref_rope_part_backward(dx, dout, pos, B * T, H, HD, part.rotary_dim, theta);
+            EXPECT_CLOSE(label("%s, %lld dimensions rotated, backward: dinp += grad", cfg, (long long)part.rotary_dim),
+                         download(&d, Dx), dx, n, tol_for(dt));
         }
     cpu_close(&d);
     bufs_free();

@@ -512,8 +512,10 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
     if (scaling == 1) sc.factor = 8.0f, sc.low_freq_factor = 1.0f, sc.high_freq_factor = 4.0f, sc.original_max_positions = 8192.0f;
     if (scaling == 2) sc.factor = 4.0f, sc.original_max_positions = 32768.0f, sc.yarn = 1, sc.beta_fast = 32.0f,
                       sc.beta_slow = 1.0f, sc.truncate = 1, sc.attention_factor = 1.1386294f;
+    if (scaling == 3) sc.rotary_dim = HD * 3 / 4; /* Phi-4-mini's partial rotation */
     if (!case_begin("rope", dt, "x (%lld, %lld, %lld, %lld) theta %g%s", (long long)B, (long long)T, (long long)H,
-                    (long long)HD, (double)theta, scaling == 1 ? " llama3 scaling" : scaling == 2 ? " yarn scaling" : ""))
+                    (long long)HD, (double)theta, scaling == 1 ? " llama3 scaling" : scaling == 2 ? " yarn scaling" :
+                    scaling == 3 ? " 3/4 of the head rotated" : ""))
         return;
     int32_t *pos = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++)
@@ -800,6 +802,7 @@ int main(int argc, char **argv) {
         case_rope(dt, 3, 512, 32, 128, 500000.0f, 1);
         case_rope(dt, 3, 384, 12, 64, 10000.0f, 0);
         case_rope(dt, 3, 384, 28, 128, 1000000.0f, 2);
+        case_rope(dt, 3, 384, 24, 128, 10000.0f, 3);
     }
     case_pointwise(ZT_F16);
     for (int a = 0; a < 2; a++) {

@@ -3,7 +3,7 @@
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
 with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
-LLaMA with the dynamic NTK rope: llama_dynamic;
+LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial;
 GPT-2 and Phi-3 with dropout: the *_dropout fixtures) built with transformers, their loss, every parameter gradient and
 the losses of 10 AdamW steps, in float32.
 
@@ -97,6 +97,10 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             # dropout at 0.2 (GPT-2's default is 0.1): GPT-2's on the embeddings, the residual branches and the
             # attention; Phi-3's on the residual branches and the attention (its embd_pdrop, 0.2 here too, is never read)
             "gpt2_dropout": ("gpt2", dict(embd_pdrop=0.2, resid_pdrop=0.2, attn_pdrop=0.2)),
+            # Phi-4-mini's rope: longrope on a partial rotation (0.75: 6 of the head's 8 dimensions, 3 pairs)
+            "phi3_partial": ("phi3", dict(original_max_position_embeddings=8, rope_parameters={
+                "rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 8,
+                "partial_rotary_factor": 0.75, "short_factor": [1.0, 1.2, 2.0], "long_factor": [1.0, 2.5, 5.0]})),
             # the dynamic NTK rope: scaled only past max_position_embeddings (32; T is 16), as zt's rows never are
             "llama_dynamic": ("llama", dict(rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0})),
             "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2, embd_pdrop=0.2))}
@@ -440,7 +444,8 @@ def main():
                                  "gemma3_text", "mixtral", "qwen3_moe", "qwen2_moe", "mixtral_balance",
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
-                                 "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic"]):
+                                 "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
+                                 "phi3_partial"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
