@@ -554,13 +554,14 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma 1-3) are written with this same interface. A block
-   declares its parameters; the engine owns them (flat groups, one per block), their gradients and
-   optimizer state, the activation memory, recomputation, and later sharding and offload. */
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3; Mixtral and the Qwen MoEs) are
+   written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
+   per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
+   and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-                                   "phi3", "gemma", "gemma2", "gemma3_text" */
+                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -578,6 +579,7 @@ typedef struct zt_model_config {
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
+    uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
     int64_t rotary_dim;         /* > 0: a head's first rotary_dim dimensions rotate, the rest pass (Phi-3's
                                    partial_rotary_factor; zt_rope_scaling.rotary_dim); 0: the whole head */
     /* Gemma's choices (0 elsewhere) */
@@ -3455,6 +3457,43 @@ static float zt__balance_loss(const zt_model_config *c, const zt_batch *b) {
 static int zt__layer_windowed(const zt_model_config *c, int64_t layer) {
     return c->sliding_window > 0 && layer >= 0 && layer < 64 * 64 && (c->windowed[layer / 64] >> (layer % 64) & 1);
 }
+static int zt__layer_nope(const zt_model_config *c, int64_t layer) {
+    return layer >= 0 && layer < 64 * 64 && (c->nope[layer / 64] >> (layer % 64) & 1);
+}
+
+/* SmolLM3's NoPE layers: no_rope_layers (1: the layer rotates, 0: it does not), else every no_rope_layer_interval-th
+   layer without; its windows, with use_sliding_window, on the layers layer_types names or else on the NoPE ones */
+static zt_result zt__config_nope(zt_model_config *c, const zt__json *j, int use_window) {
+    int64_t layers = c->n_layer, every = 4;
+    zt_result r = ZT_OK;
+    if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
+    int t = zt__json_get(j, 0, "no_rope_layers");
+    if (t >= 0 && !zt__json_is_null(j, t)) {
+        if (j->tok[t].type != JSMN_ARRAY || j->tok[t].size != layers)
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"no_rope_layers\" must be a list of %lld 0s and 1s (one a layer)",
+                           j->file, (long long)layers);
+        for (int64_t l = 0, it = t + 1; l < layers; l++, it = zt__json_skip(j, (int)it)) {
+            int64_t v = -1;
+            if ((r = zt__json_int(j, (int)it, "no_rope_layers", &v))) return r;
+            if (v != 0 && v != 1)
+                return zt_fail(ZT_ERROR_INVALID, "%s: no_rope_layers[%lld] is %lld; 1 rotates, 0 does not", j->file,
+                               (long long)l, (long long)v);
+            if (!v) c->nope[l / 64] |= (uint64_t)1 << (l % 64);
+        }
+    } else {
+        if ((r = zt__json_int(j, zt__json_get(j, 0, "no_rope_layer_interval"), "no_rope_layer_interval", &every))) return r;
+        if (every < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"no_rope_layer_interval\" must be at least 1", j->file);
+        for (int64_t l = 0; l < layers; l++)
+            if ((l + 1) % every == 0) c->nope[l / 64] |= (uint64_t)1 << (l % 64);
+    }
+    if (use_window && c->sliding_window > 0 && zt__json_get(j, 0, "layer_types") < 0) {
+        memcpy(c->windowed, c->nope, sizeof c->windowed);
+        uint64_t any = 0;
+        for (int w = 0; w < 64; w++) any |= c->windowed[w];
+        if (!any) c->sliding_window = 0;
+    }
+    return ZT_OK;
+}
 
 /* transformers' original_max_position_embeddings for yarn and longrope: the config's own before the rope section's,
    else max_position_embeddings; Phi-3's config always has its own (4096 unless given), which wins */
@@ -3644,10 +3683,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
     int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
+    int is_smollm3 = strcmp(c->model_type, "smollm3") == 0;
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
     if (is_gemma3) theta = 1000000.0;
+    if (is_smollm3) theta = 2000000.0; /* SmolLM3Config's default_theta */
     c->n_kv_head = 0;
     c->head_dim = 0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
@@ -3682,7 +3723,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma) c->sliding_window = 0;
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3) c->sliding_window = 0;
     if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3: one such per layer
        type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq.
@@ -3746,8 +3787,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
+    if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
+    if (is_smollm3 && (r = zt__config_nope(c, j, use_window))) return r;
     return ZT_OK;
 }
 
@@ -3802,11 +3845,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
                        "the text model alone, model_type \"gemma3_text\" (Gemma 3 1B, or a text_config saved by itself)", name);
     if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
         strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen2_moe") &&
-        strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3"))
+        strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3") &&
+        strcmp(c->model_type, "smollm3"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
-                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, gemma, gemma2 and gemma3_text", name,
+                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2 and gemma3_text", name,
                        c->model_type[0] ? c->model_type : "(missing)");
-    c->tied_embeddings = gpt2 || gemma; /* the transformers defaults */
+    c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {
@@ -4448,7 +4492,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
     }
     zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
-    if (!gpt2) { /* rotary positions, in place: backward rotates the gradients back */
+    if (!gpt2 && !zt__layer_nope(c, ctx->index - 1)) { /* rotary positions, in place: backward rotates them back */
         zt_rope_scaling rs;
         float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
         zt_rope_forward(s, sv->q, sv->q, b->pos, theta, &rs);
@@ -4560,7 +4604,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
     zt_attention_opts ao = zt__layer_attention(ctx);
     zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
-    if (!gpt2) { /* rotate the gradients of the rotated q and k back */
+    if (!gpt2 && !zt__layer_nope(c, ctx->index - 1)) { /* rotate the gradients of the rotated q and k back */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
         zt_rope_scaling rs;
         float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);

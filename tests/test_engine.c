@@ -667,6 +667,35 @@ TEST(phi3_partial_rotation_configs) {
     config_error(json, "of type longrope needs \"short_factor\", a list of 6 numbers");
 }
 
+/* SmolLM3: a NoPE layer every no_rope_layer_interval (4 by default) or as no_rope_layers says; with
+   use_sliding_window, windows on the layers layer_types names, else on the NoPE ones; SmolLM3Config's defaults */
+TEST(smollm3_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"smollm3\", \"num_hidden_layers\": 8, \"num_attention_heads\": 2, "
+                       "\"hidden_size\": 16, \"intermediate_size\": 8, \"max_position_embeddings\": 64, \"vocab_size\": 8%s}";
+    char json[512];
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 1");
+    zt_model_config c = config_of(json);
+    CHECK(c.nope[0] == 0x88 && c.sliding_window == 0 && c.rope_theta == 2e6f && c.tied_embeddings && c.pad_token_id == 1);
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": null, \"use_sliding_window\": true, \"sliding_window\": 16, "
+             "\"no_rope_layers\": [1, 0, 1, 1, 0, 1, 1, 1]");
+    c = config_of(json);
+    CHECK(c.nope[0] == 0x12 && c.windowed[0] == 0x12 && c.sliding_window == 16 && !c.has_pad_token);
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 0, \"use_sliding_window\": true, \"sliding_window\": 16, "
+             "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"full_attention\", \"full_attention\", "
+             "\"full_attention\", \"full_attention\", \"full_attention\", \"full_attention\"]");
+    c = config_of(json);
+    CHECK(c.nope[0] == 0x88 && c.windowed[0] == 1);
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 0, \"sliding_window\": 16");
+    c = config_of(json);
+    CHECK_EQ_INT(c.sliding_window, 0); /* without use_sliding_window: none */
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 0, \"no_rope_layers\": [1, 0]");
+    config_error(json, "\"no_rope_layers\" must be a list of 8 0s and 1s (one a layer)");
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 0, \"no_rope_layers\": [1, 0, 1, 1, 2, 1, 1, 1]");
+    config_error(json, "no_rope_layers[4] is 2; 1 rotates, 0 does not");
+    snprintf(json, sizeof json, base, "");
+    config_error(json, "\"pad_token_id\" 128004 is not a token of the vocabulary of 8");
+}
+
 TEST(gemma_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                        "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";

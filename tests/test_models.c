@@ -319,6 +319,10 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     CHECK_MSG(!alpha == !strstr(type, "_neftune") && !eval_loss == !noisy, "%s: neftune_alpha (NEFTune) or eval_loss "
               "(any noise) missing, or where they do not belong", path);
     if (strstr(type, "_jitter")) CHECK_MSG(cfg.router_jitter == 0.1f, "%s: router_jitter %g", path, (double)cfg.router_jitter);
+    if (strcmp(type, "smollm3") == 0) /* layer 1 without a rope (NoPE) and windowed to 6 keys */
+        CHECK_MSG(cfg.nope[0] == 2 && cfg.windowed[0] == 2 && cfg.sliding_window == 6 && cfg.rope_theta == 2e6f &&
+                  cfg.tied_embeddings && cfg.has_pad_token, "%s: nope %llx, windowed %llx, window %lld", path,
+                  (unsigned long long)cfg.nope[0], (unsigned long long)cfg.windowed[0], (long long)cfg.sliding_window);
     if (strstr(type, "_partial")) /* Phi-4-mini's rope: 6 of the head's 8 dimensions rotate, longrope's 3 pairs */
         CHECK_MSG(cfg.rotary_dim == 6 && cfg.longrope && cfg.rope_long[2] == 5.0f && cfg.rope_scaling.factor == 4.0f,
                   "%s: rotary_dim %lld, longrope %d", path, (long long)cfg.rotary_dim, cfg.longrope);
@@ -560,6 +564,7 @@ TEST(models_gemma_neftune_fp32) { model_test("gemma_neftune", ZT_PRECISION_FP32)
 TEST(models_gpt2_dropout_fp32) { model_test("gpt2_dropout", ZT_PRECISION_FP32); }
 TEST(models_llama_dynamic_fp32) { model_test("llama_dynamic", ZT_PRECISION_FP32); }
 TEST(models_phi3_partial_fp32) { model_test("phi3_partial", ZT_PRECISION_FP32); }
+TEST(models_smollm3_fp32) { model_test("smollm3", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -583,3 +588,4 @@ TEST(models_phi3_longrope_bf16) { model_test("phi3_longrope", ZT_PRECISION_BF16)
 TEST(models_gpt2_dropout_bf16) { model_test("gpt2_dropout", ZT_PRECISION_BF16); }
 TEST(models_phi3_dropout_bf16) { model_test("phi3_dropout", ZT_PRECISION_BF16); }
 TEST(models_phi3_partial_bf16) { model_test("phi3_partial", ZT_PRECISION_BF16); }
+TEST(models_smollm3_bf16) { model_test("smollm3", ZT_PRECISION_BF16); }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2,
+"""Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
 Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
 with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
@@ -232,6 +232,10 @@ def make_config(model_type):
     if model_type == "phi3":  # untied; q, k and v in one qkv_proj, gate and up in one gate_up_proj; a pad token
         return transformers.Phi3Config(**common_llama, tie_word_embeddings=False, pad_token_id=0,
                                        resid_pdrop=0.0, embd_pdrop=0.0)
+    if model_type == "smollm3":  # tied; LLaMA's layer without a rope on every second layer (NoPE; SmolLM3-3B: every
+        # fourth), those layers windowed, well below T; SmolLM3's rope theta of 2e6; a pad token
+        return transformers.SmolLM3Config(**common_llama, tie_word_embeddings=True, pad_token_id=0,
+                                          no_rope_layer_interval=2, use_sliding_window=True, sliding_window=6)
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -445,7 +449,7 @@ def main():
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
-                                 "phi3_partial"]):
+                                 "phi3_partial", "smollm3"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
