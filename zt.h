@@ -437,13 +437,15 @@ ZT_API void zt_gated_add_forward(zt_stream *s, zt_tensor out, zt_tensor y, zt_te
 ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, zt_tensor dout, zt_tensor y,
                                   zt_tensor gate);
 
-/* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2.
+/* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2 (i + rotary_dim/2
+   where only a part of the head rotates, below).
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
    transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
    "llama3" rope_type adjusts inv_freq by wavelength as transformers does, the "linear" type divides it by
    the factor, "yarn" blends the two by a ramp over the pairs and "longrope" divides each pair's by its factor,
    both also scaling cos and sin by their attention factor).
-   Backward adds the rotated-back dout into dinp, so dinp must not alias dout. scaling NULL (or factor 0): none. */
+   Backward adds the rotated-back dout into dinp, so dinp must not alias dout. scaling NULL: the plain rope of the
+   whole head; factor 0: no frequency scaling (rotary_dim still read). */
 typedef struct zt_rope_scaling {
     float factor, low_freq_factor, high_freq_factor, original_max_positions;
     int linear; /* rope_type "linear" (Gemma 3's global layers): only factor counts */
@@ -3461,17 +3463,18 @@ static int zt__layer_nope(const zt_model_config *c, int64_t layer) {
     return layer >= 0 && layer < 64 * 64 && (c->nope[layer / 64] >> (layer % 64) & 1);
 }
 
-/* SmolLM3's NoPE layers: no_rope_layers (1: the layer rotates, 0: it does not), else every no_rope_layer_interval-th
-   layer without; its windows, with use_sliding_window, on the layers layer_types names or else on the NoPE ones */
+/* SmolLM3's NoPE layers: no_rope_layers (1: the layer rotates, 0: it does not; a longer list's first entries, as
+   transformers indexes it), else every no_rope_layer_interval-th layer without; its windows, with use_sliding_window,
+   on the layers layer_types names or, where that is absent or null, on the NoPE ones (max_window_layers unread) */
 static zt_result zt__config_nope(zt_model_config *c, const zt__json *j, int use_window) {
     int64_t layers = c->n_layer, every = 4;
     zt_result r = ZT_OK;
     if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
     int t = zt__json_get(j, 0, "no_rope_layers");
     if (t >= 0 && !zt__json_is_null(j, t)) {
-        if (j->tok[t].type != JSMN_ARRAY || j->tok[t].size != layers)
-            return zt_fail(ZT_ERROR_INVALID, "%s: \"no_rope_layers\" must be a list of %lld 0s and 1s (one a layer)",
-                           j->file, (long long)layers);
+        if (j->tok[t].type != JSMN_ARRAY || j->tok[t].size < layers)
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"no_rope_layers\" must be a list of at least %lld 0s and 1s (one a "
+                           "layer)", j->file, (long long)layers);
         for (int64_t l = 0, it = t + 1; l < layers; l++, it = zt__json_skip(j, (int)it)) {
             int64_t v = -1;
             if ((r = zt__json_int(j, (int)it, "no_rope_layers", &v))) return r;
@@ -3486,7 +3489,17 @@ static zt_result zt__config_nope(zt_model_config *c, const zt__json *j, int use_
         for (int64_t l = 0; l < layers; l++)
             if ((l + 1) % every == 0) c->nope[l / 64] |= (uint64_t)1 << (l % 64);
     }
-    if (use_window && c->sliding_window > 0 && zt__json_get(j, 0, "layer_types") < 0) {
+    int lt = zt__json_get(j, 0, "layer_types"), sw = zt__json_get(j, 0, "sliding_window");
+    if (!use_window && lt >= 0 && j->tok[lt].type == JSMN_ARRAY && sw >= 0 && !zt__json_is_null(j, sw)) {
+        /* transformers' eager and sdpa attention follow layer_types' masks, its flash attention use_sliding_window */
+        for (int k = 0, it = lt + 1; k < j->tok[lt].size; k++, it = zt__json_skip(j, it))
+            if (j->tok[it].type == JSMN_STRING && zt__json_eq(j, it, "sliding_attention"))
+                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: layer_types[%d] is \"sliding_attention\" and "
+                               "use_sliding_window is false; transformers windows that layer in its eager and sdpa "
+                               "attention but not in its flash attention, so zt takes neither: set one to agree",
+                               j->file, k);
+    }
+    if (use_window && c->sliding_window > 0 && (lt < 0 || j->tok[lt].type != JSMN_ARRAY)) {
         memcpy(c->windowed, c->nope, sizeof c->windowed);
         uint64_t any = 0;
         for (int w = 0; w < 64; w++) any |= c->windowed[w];
@@ -3706,7 +3719,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_bool(j, zt__json_get(j, 0, "use_sliding_window"), "use_sliding_window", &use_window)) ||
         (r = zt__json_string(j, zt__json_get(j, 0, "hidden_act"), "hidden_act", act, sizeof act)))
         return r;
-    int t = zt__json_get(j, 0, "num_key_value_heads");
+    int t = zt__json_get(j, 0, "num_key_value_heads"); /* null: as many as the heads */
+    if (is_smollm3 && t < 0) c->n_kv_head = 4;          /* SmolLM3Config's default */
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
     t = zt__json_get(j, 0, "head_dim");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
@@ -3758,8 +3772,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
     if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; transformers' %s rotates the whole head "
-                       "(Phi-3's alone rotates a part), and so does zt", j->file, partial, c->model_type);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi3 only, "
+                       "as transformers does (its %s rotates whole heads)", j->file, partial, c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);

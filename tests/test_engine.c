@@ -485,7 +485,8 @@ TEST(model_config_errors_name_the_key) {
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
     config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; transformers' llama rotates the whole head (Phi-3's alone rotates a part)");
+                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi3 only, as transformers does "
+                 "(its llama rotates whole heads)");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
                  "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
                  "rotates an even number of them, at least 2");
@@ -670,12 +671,24 @@ TEST(phi3_partial_rotation_configs) {
 /* SmolLM3: a NoPE layer every no_rope_layer_interval (4 by default) or as no_rope_layers says; with
    use_sliding_window, windows on the layers layer_types names, else on the NoPE ones; SmolLM3Config's defaults */
 TEST(smollm3_configs_take_transformers_defaults) {
-    const char *base = "{\"model_type\": \"smollm3\", \"num_hidden_layers\": 8, \"num_attention_heads\": 2, "
-                       "\"hidden_size\": 16, \"intermediate_size\": 8, \"max_position_embeddings\": 64, \"vocab_size\": 8%s}";
-    char json[512];
+    const char *base = "{\"model_type\": \"smollm3\", \"num_hidden_layers\": 8, \"num_attention_heads\": 8, "
+                       "\"hidden_size\": 32, \"intermediate_size\": 8, \"max_position_embeddings\": 64, \"vocab_size\": 8%s}";
+    char json[768];
     snprintf(json, sizeof json, base, ", \"pad_token_id\": 1");
     zt_model_config c = config_of(json);
     CHECK(c.nope[0] == 0x88 && c.sliding_window == 0 && c.rope_theta == 2e6f && c.tied_embeddings && c.pad_token_id == 1);
+    CHECK_EQ_INT(c.n_kv_head, 4); /* absent: SmolLM3Config's 4; null: one a head */
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 1, \"num_key_value_heads\": null");
+    CHECK_EQ_INT(config_of(json).n_kv_head, 8);
+    /* null layer_types: windows on the NoPE layers, whatever max_window_layers says; a longer no_rope_layers' first 8 */
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 1, \"use_sliding_window\": true, \"sliding_window\": 16, "
+             "\"layer_types\": null, \"max_window_layers\": 2, \"no_rope_layers\": [1, 1, 1, 1, 1, 0, 1, 1, 0, 0]");
+    c = config_of(json);
+    CHECK(c.nope[0] == 0x20 && c.windowed[0] == 0x20 && c.sliding_window == 16);
+    snprintf(json, sizeof json, base, ", \"pad_token_id\": 1, \"sliding_window\": 16, \"layer_types\": [\"full_attention\", "
+             "\"full_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\", \"full_attention\", "
+             "\"full_attention\", \"full_attention\"]");
+    config_error(json, "layer_types[3] is \"sliding_attention\" and use_sliding_window is false; transformers windows");
     snprintf(json, sizeof json, base, ", \"pad_token_id\": null, \"use_sliding_window\": true, \"sliding_window\": 16, "
              "\"no_rope_layers\": [1, 0, 1, 1, 0, 1, 1, 1]");
     c = config_of(json);
@@ -689,7 +702,7 @@ TEST(smollm3_configs_take_transformers_defaults) {
     c = config_of(json);
     CHECK_EQ_INT(c.sliding_window, 0); /* without use_sliding_window: none */
     snprintf(json, sizeof json, base, ", \"pad_token_id\": 0, \"no_rope_layers\": [1, 0]");
-    config_error(json, "\"no_rope_layers\" must be a list of 8 0s and 1s (one a layer)");
+    config_error(json, "\"no_rope_layers\" must be a list of at least 8 0s and 1s (one a layer)");
     snprintf(json, sizeof json, base, ", \"pad_token_id\": 0, \"no_rope_layers\": [1, 0, 1, 1, 2, 1, 1, 1]");
     config_error(json, "no_rope_layers[4] is 2; 1 rotates, 0 does not");
     snprintf(json, sizeof json, base, "");
