@@ -556,14 +556,14 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3; Mixtral and the Qwen MoEs) are
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3; Mixtral and the Qwen MoEs) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text" */
+                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -575,7 +575,8 @@ typedef struct zt_model_config {
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
-    int qk_norm;                /* an RMSNorm over each head of q and k before the rotation (Qwen3, Gemma 3) */
+    int qk_norm;                /* 1: an RMSNorm over each head of q and k before the rotation (Qwen3, Gemma 3);
+                                   2: one over all of q's heads at once and one over k's (OLMo 2 and 3) */
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
@@ -589,6 +590,7 @@ typedef struct zt_model_config {
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
     int geglu;                  /* the MLP's gate through the tanh GELU, not SiLU */
     int sandwich_norms;         /* Gemma 2 and 3: RMSNorms on the attention's and the MLP's outputs too */
+    int post_norms_only;        /* with sandwich_norms, those alone: none before the attention or the MLP (OLMo 2, 3) */
     float attn_scale;           /* the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2: query_pre_attn_scalar^-1/2) */
     float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
     float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
@@ -3508,6 +3510,18 @@ static zt_result zt__config_nope(zt_model_config *c, const zt__json *j, int use_
     return ZT_OK;
 }
 
+/* OLMo 3 without a window: refused where its layers would have one (transformers cannot build those either) */
+static zt_result zt__config_olmo3_window(const zt__json *j) {
+    int lt = zt__json_get(j, 0, "layer_types");
+    int sliding = !(lt >= 0 && j->tok[lt].type == JSMN_ARRAY); /* Olmo3Config's: all but every fourth layer */
+    for (int k = 0, it = lt + 1; !sliding && k < j->tok[lt].size; k++, it = zt__json_skip(j, it))
+        sliding = j->tok[it].type == JSMN_STRING && zt__json_eq(j, it, "sliding_attention");
+    if (!sliding) return ZT_OK;
+    return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window\" is null or 0 while layers are sliding_attention (by "
+                   "layer_types, or Olmo3Config's default of all but every fourth); give the window, or name every "
+                   "layer full_attention", j->file);
+}
+
 /* transformers' original_max_position_embeddings for yarn and longrope: the config's own before the rope section's,
    else max_position_embeddings; Phi-3's config always has its own (4096 unless given), which wins */
 static zt_result zt__rope_original(const zt_model_config *c, const zt__json *j, int t, double *out) {
@@ -3696,12 +3710,15 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
     int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
-    int is_smollm3 = strcmp(c->model_type, "smollm3") == 0;
+    int is_smollm3 = strcmp(c->model_type, "smollm3") == 0, is_olmo3 = strcmp(c->model_type, "olmo3") == 0;
+    int is_olmo = is_olmo3 || strcmp(c->model_type, "olmo2") == 0;
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
     if (is_gemma3) theta = 1000000.0;
     if (is_smollm3) theta = 2000000.0; /* SmolLM3Config's default_theta */
+    if (is_olmo) eps = 1e-5;           /* Olmo2Config's and Olmo3Config's */
+    if (is_olmo3) theta = 500000.0, c->sliding_window = 4096;
     c->n_kv_head = 0;
     c->head_dim = 0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
@@ -3731,22 +3748,23 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
        Gemma 3 all but every sixth (its old configs' sliding_window_pattern) */
     int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "mixtral") == 0 ||
                 strcmp(c->model_type, "phi3") == 0;
-    int64_t pattern = is_gemma2 ? 2 : 0;
+    int64_t pattern = is_gemma2 ? 2 : is_olmo3 ? 4 : 0; /* OLMo 3: all but every fourth, as Olmo3Config */
     if (is_gemma3) {
         pattern = 6;
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3) c->sliding_window = 0;
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3) c->sliding_window = 0;
+    if (is_olmo3 && c->sliding_window <= 0 && (r = zt__config_olmo3_window(j))) return r;
     if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
-    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3: one such per layer
-       type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq.
+    /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3, OLMo 3: one such per
+       layer type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq.
        A top-level partial_rotary_factor is the rope's unless the rope has its own (Phi3Config's setdefault). */
     if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
-    int per_type = is_gemma3 && rp >= 0 && j->tok[rp].type == JSMN_OBJECT && zt__json_get(j, rp, "full_attention") >= 0;
+    int per_type = (is_gemma3 || is_olmo3) && rp >= 0 && j->tok[rp].type == JSMN_OBJECT && zt__json_get(j, rp, "full_attention") >= 0;
     if (per_type) {
-        double local = 10000.0;
+        double local = is_olmo3 ? 500000.0 : 10000.0;
         zt_rope_scaling none;
         memset(&none, 0, sizeof none);
         if ((r = zt__config_rope(c, j, zt__json_get(j, rp, "full_attention"), "rope_parameters.full_attention", &theta,
@@ -3756,7 +3774,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
             return r;
         if (none.factor > 0)
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: rope_parameters.sliding_attention is scaled; zt scales the full "
-                           "attention layers' rope only (as Gemma 3 does)", j->file);
+                           "attention layers' rope only (as Gemma 3 and OLMo 3 do)", j->file);
         c->local_rope_theta = (float)local;
     } else {
         if ((r = zt__config_rope(c, j, rp, "rope_parameters", &theta, &c->rope_scaling, &partial)) ||
@@ -3767,8 +3785,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
             if ((r = zt__json_number(j, zt__json_get(j, 0, "rope_local_base_freq"), "rope_local_base_freq", &local))) return r;
             c->local_rope_theta = (float)local;
         }
+        /* OLMo 3's older files: rope_scaling and rope_theta are the full attention's, as Olmo3Config takes them;
+           the sliding layers keep its default theta and no scaling */
+        if (is_olmo3) c->local_rope_theta = 500000.0f;
     }
-    if (is_gemma3 && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
+    if ((is_gemma3 || is_olmo3) && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
     if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0)
@@ -3796,11 +3817,13 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = attention_bias;
-    c->qk_norm = is_qwen3 || is_gemma3;
+    c->qk_norm = is_olmo ? 2 : is_qwen3 || is_gemma3;
+    c->sandwich_norms |= is_olmo, c->post_norms_only = is_olmo;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
+    if (is_olmo && t < 0) c->has_pad_token = 1, c->pad_token_id = 1;  /* Olmo2Config's and Olmo3Config's */
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
@@ -3860,9 +3883,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
         strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen2_moe") &&
         strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3") &&
-        strcmp(c->model_type, "smollm3"))
+        strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
-                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2 and gemma3_text", name,
+                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2 and olmo3",
+                       name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
@@ -3933,7 +3957,8 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
-    int64_t norms = gpt2 ? 4 * C : 2 * C + (c->qk_norm ? 2 * c->head_dim : 0) + (c->sandwich_norms ? 2 * C : 0);
+    int64_t qk = c->qk_norm == 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
+    int64_t norms = gpt2 ? 4 * C : (c->post_norms_only ? 0 : 2 * C) + qk + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
     int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
     return embed + c->n_layer * (attn + norms) + (c->n_layer - sparse) * mlp + sparse * experts + head;
@@ -4197,7 +4222,8 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     } else {
         zt_init_kind ones = c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES; /* Gemma stores weight - 1 */
-        zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ones, 0);
+        int pre = !c->post_norms_only; /* OLMo: no norm before the attention or the MLP */
+        zt_block_param(def, pre ? ZT__P("input_layernorm.weight") : NULL, zt_shape1(pre ? C : 0), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
@@ -4208,8 +4234,9 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, c->out_bias ? ZT__P("self_attn.o_proj.bias") : NULL, zt_shape1(c->out_bias ? C : 0), 0, ZT_INIT_ZEROS, 0);
         /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name */
-        zt_block_param(def, c->sandwich_norms ? ZT__P("pre_feedforward_layernorm.weight") : ZT__P("post_attention_layernorm.weight"),
-                       zt_shape1(C), 0, ones, 0);
+        zt_block_param(def, !pre ? NULL : c->sandwich_norms ? ZT__P("pre_feedforward_layernorm.weight")
+                                                             : ZT__P("post_attention_layernorm.weight"),
+                       zt_shape1(pre ? C : 0), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
         int sparse = zt__layer_sparse(c, layer);
@@ -4221,8 +4248,8 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                        proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
-            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(HD), 0, ones, 0);
-            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), zt_shape1(HD), 0, ones, 0);
+            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(c->qk_norm == 2 ? q : HD), 0, ones, 0);
+            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), zt_shape1(c->qk_norm == 2 ? kv : HD), 0, ones, 0);
         } else if (c->sandwich_norms) {
             for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         }
@@ -4300,9 +4327,11 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
     return w;
 }
 
-/* (B, T, H, HD) as (B*T*H, HD): one row per head, for the per-head norms */
-static zt_tensor zt__heads(zt_tensor x) {
-    return zt_tensor_make(x.data, x.dtype, x.place, zt_shape2(zt_numel(x) / x.shape.d[3], x.shape.d[3]));
+/* (B, T, H, HD) as the rows q's and k's norms run over: (B*T*H, HD), one a head (qk_norm 1), or (B*T, H*HD),
+   each token's heads together (2: OLMo) */
+static zt_tensor zt__qk_rows(const zt_model_config *c, zt_tensor x) {
+    int64_t n = c->qk_norm == 2 ? x.shape.d[2] * x.shape.d[3] : x.shape.d[3];
+    return zt_tensor_make(x.data, x.dtype, x.place, zt_shape2(zt_numel(x) / n, n));
 }
 
 /* layer `layer`'s rope theta and scaling: Gemma 3's windowed layers have a theta of their own, unscaled */
@@ -4481,25 +4510,30 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
     zt_dtype A = ctx->act;
 
-    sv->n1 = zt_block_keep(ctx, A, zt_shape2(N, C));
-    sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+    int pre = !c->post_norms_only; /* OLMo: the attention and the MLP read the residual stream as it is */
+    sv->n1 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : inp;
     if (gpt2) {
         sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], ctx->param[ZT__L_NORM1_B], c->norm_eps);
-    } else {
+    } else if (pre) {
+        sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
     }
     sv->q = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
     sv->v = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
-    if (c->qk_norm) { /* Qwen3: each head of q and k normalised (RMSNorm over its HD) before the rotation */
+    if (c->qk_norm) { /* Qwen3: each head of q and k normalised (RMSNorm over its HD) before the rotation; OLMo:
+                         all of q's heads at once, and k's */
+        int whole = c->qk_norm == 2;
         sv->q0 = zt_block_keep(ctx, A, sv->q.shape), sv->k0 = zt_block_keep(ctx, A, sv->k.shape);
-        sv->qrstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N * NH)), sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N * NKV));
+        sv->qrstd = zt_block_keep(ctx, ZT_F32, zt_shape1(whole ? N : N * NH));
+        sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(whole ? N : N * NKV));
         zt_matmul_forward(s, zt__flat(sv->q0), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k0), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
-        zt_rmsnorm_offset_forward(s, zt__heads(sv->q), sv->qrstd, zt__heads(sv->q0), ctx->param[ZT__L_QNORM_W],
+        zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->q), sv->qrstd, zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W],
                                   c->norm_offset, c->norm_eps);
-        zt_rmsnorm_offset_forward(s, zt__heads(sv->k), sv->krstd, zt__heads(sv->k0), ctx->param[ZT__L_KNORM_W],
+        zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->k), sv->krstd, zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W],
                                   c->norm_offset, c->norm_eps);
     } else {
         zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
@@ -4528,12 +4562,13 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_add(s, sv->x2, inp, proj);
 
-    sv->n2 = zt_block_keep(ctx, A, zt_shape2(N, C));
-    sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+    sv->n2 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : sv->x2;
     if (gpt2) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], ctx->param[ZT__L_NORM2_B], c->norm_eps);
-    } else {
+    } else if (pre) {
+        sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
     }
     if (sandwich) proj = sv->pm = zt_block_keep(ctx, A, zt_shape2(N, C));
@@ -4600,6 +4635,8 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     if (gpt2)
         zt_layernorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], ctx->grad[ZT__L_NORM2_B], dn, sv->x2,
                               ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
+    else if (c->post_norms_only)
+        zt_add(s, dx2, dx2, dn);
     else
         zt_rmsnorm_offset_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], dn, sv->x2, ctx->param[ZT__L_NORM2_W], off, sv->rstd2);
 
@@ -4628,14 +4665,14 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_rope_backward(s, t, dk, b->pos, theta, &rs);
         dk = t;
     }
-    if (c->qk_norm) { /* through each head's norm, to q and k as the projections made them */
+    if (c->qk_norm) { /* through each head's norm (OLMo: q's and k's), to q and k as the projections made them */
         zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rmsnorm_offset_backward(s, zt__heads(t), ctx->grad[ZT__L_QNORM_W], zt__heads(dq), zt__heads(sv->q0),
-                                   ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
+        zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__qk_rows(c, dq),
+                                   zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
         dq = t;
         t = zt__temp0(ctx, A, dk.shape);
-        zt_rmsnorm_offset_backward(s, zt__heads(t), ctx->grad[ZT__L_KNORM_W], zt__heads(dk), zt__heads(sv->k0),
-                                   ctx->param[ZT__L_KNORM_W], off, sv->krstd);
+        zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_KNORM_W], zt__qk_rows(c, dk),
+                                   zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
         dk = t;
     }
     zt_fill(s, dn, 0.0f);
@@ -4654,7 +4691,8 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_matmul_backward(s, &dn, zt__maybe(&g.wq), qb ? zt__maybe(&g.bq) : NULL, dq, sv->n1, w.wq);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wk), qb ? zt__maybe(&g.bk) : NULL, dk, sv->n1, w.wk);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
-        zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
+        if (c->post_norms_only) zt_add(s, dinp, dinp, dn);
+        else zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
     }
 }
 

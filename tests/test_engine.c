@@ -709,6 +709,38 @@ TEST(smollm3_configs_take_transformers_defaults) {
     config_error(json, "\"pad_token_id\" 128004 is not a token of the vocabulary of 8");
 }
 
+/* OLMo 2 and 3: Olmo2Config's and Olmo3Config's defaults; OLMo 3's windows on all but every fourth layer, its
+   older files' rope_theta and rope_scaling for the full attention layers alone (the sliding ones keep 5e5); the
+   parameter counts transformers gives OLMo-2-7B and OLMo-3-7B */
+TEST(olmo_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                       "\"hidden_size\": 4096, \"intermediate_size\": 11008, \"max_position_embeddings\": 4096, "
+                       "\"vocab_size\": %d%s}";
+    char json[768];
+    snprintf(json, sizeof json, base, "olmo2", 32, 100352, ", \"rope_theta\": 500000");
+    zt_model_config c = config_of(json);
+    CHECK(c.post_norms_only && c.sandwich_norms && c.qk_norm == 2 && !c.tied_embeddings && c.sliding_window == 0);
+    CHECK(c.norm_eps == 1e-5f && c.has_pad_token && c.pad_token_id == 1 && c.rope_theta == 5e5f && c.n_kv_head == 32);
+    CHECK_EQ_INT(zt_model_config_params(&c), 7298617344);
+    snprintf(json, sizeof json, base, "olmo3", 32, 100278, "");
+    c = config_of(json);
+    CHECK_EQ_INT(zt_model_config_params(&c), 7298011136);
+    CHECK(c.sliding_window == 4096 && c.windowed[0] == 0x77777777u && c.rope_theta == 5e5f && c.local_rope_theta == 5e5f);
+    snprintf(json, sizeof json, base, "olmo3", 4, 64, ", \"rope_theta\": 10000, \"rope_scaling\": {\"rope_type\": "
+             "\"linear\", \"factor\": 2}");
+    c = config_of(json);
+    CHECK(c.rope_theta == 1e4f && c.local_rope_theta == 5e5f && c.rope_scaling.factor == 2.0f && c.windowed[0] == 7);
+    snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"sliding_window\": null");
+    config_error(json, "\"sliding_window\" is null or 0 while layers are sliding_attention");
+    snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"sliding_window\": null, \"layer_types\": [\"full_attention\", "
+             "\"full_attention\"]");
+    c = config_of(json);
+    CHECK(c.sliding_window == 0 && c.windowed[0] == 0);
+    snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
+             "\"default\"}, \"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2}}");
+    config_error(json, "rope_parameters.sliding_attention is scaled");
+}
+
 TEST(gemma_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                        "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";

@@ -323,6 +323,15 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
         CHECK_MSG(cfg.nope[0] == 2 && cfg.windowed[0] == 2 && cfg.sliding_window == 6 && cfg.rope_theta == 2e6f &&
                   cfg.tied_embeddings && cfg.has_pad_token, "%s: nope %llx, windowed %llx, window %lld", path,
                   (unsigned long long)cfg.nope[0], (unsigned long long)cfg.windowed[0], (long long)cfg.sliding_window);
+    if (strncmp(type, "olmo", 4) == 0) /* norms after the attention and the MLP alone; q's and k's norm over all heads */
+        CHECK_MSG(cfg.post_norms_only && cfg.sandwich_norms && cfg.qk_norm == 2 && cfg.has_pad_token &&
+                  cfg.tied_embeddings == (type[4] == '3'), "%s: post_norms_only %d, qk_norm %d", path,
+                  cfg.post_norms_only, cfg.qk_norm);
+    if (strcmp(type, "olmo3") == 0) /* layer 0 windowed to 6 keys with a rope of theta 1e4; layer 1's YaRN of 5e5 */
+        CHECK_MSG(cfg.windowed[0] == 1 && cfg.sliding_window == 6 && cfg.local_rope_theta == 1e4f &&
+                  cfg.rope_theta == 5e5f && cfg.rope_scaling.yarn && cfg.rope_scaling.factor == 4.0f,
+                  "%s: windowed %llx, window %lld, thetas %g %g", path, (unsigned long long)cfg.windowed[0],
+                  (long long)cfg.sliding_window, (double)cfg.local_rope_theta, (double)cfg.rope_theta);
     if (strstr(type, "_partial")) /* Phi-4-mini's rope: 6 of the head's 8 dimensions rotate, longrope's 3 pairs */
         CHECK_MSG(cfg.rotary_dim == 6 && cfg.longrope && cfg.rope_long[2] == 5.0f && cfg.rope_scaling.factor == 4.0f,
                   "%s: rotary_dim %lld, longrope %d", path, (long long)cfg.rotary_dim, cfg.longrope);
@@ -565,6 +574,8 @@ TEST(models_gpt2_dropout_fp32) { model_test("gpt2_dropout", ZT_PRECISION_FP32); 
 TEST(models_llama_dynamic_fp32) { model_test("llama_dynamic", ZT_PRECISION_FP32); }
 TEST(models_phi3_partial_fp32) { model_test("phi3_partial", ZT_PRECISION_FP32); }
 TEST(models_smollm3_fp32) { model_test("smollm3", ZT_PRECISION_FP32); }
+TEST(models_olmo2_fp32) { model_test("olmo2", ZT_PRECISION_FP32); }
+TEST(models_olmo3_fp32) { model_test("olmo3", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -589,3 +600,5 @@ TEST(models_gpt2_dropout_bf16) { model_test("gpt2_dropout", ZT_PRECISION_BF16); 
 TEST(models_phi3_dropout_bf16) { model_test("phi3_dropout", ZT_PRECISION_BF16); }
 TEST(models_phi3_partial_bf16) { model_test("phi3_partial", ZT_PRECISION_BF16); }
 TEST(models_smollm3_bf16) { model_test("smollm3", ZT_PRECISION_BF16); }
+TEST(models_olmo2_bf16) { model_test("olmo2", ZT_PRECISION_BF16); }
+TEST(models_olmo3_bf16) { model_test("olmo3", ZT_PRECISION_BF16); }

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
-Gemma 3 (text), Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
+Gemma 3 (text), OLMo 2, OLMo 3, Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
 with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
 LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial;
 GPT-2 and Phi-3 with dropout: the *_dropout fixtures) built with transformers, their loss, every parameter gradient and
 the losses of 10 AdamW steps, in float32.
 
-    python3 tests/ref/make_model_fixtures.py        (from the repository root; rerunning gives the same files)
+    python3 tests/ref/make_model_fixtures.py        (from the repository root; rerun with the same torch, the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
 
 For each fixture it writes tests/ref/<name>/config.json (what transformers writes) and
@@ -236,6 +236,16 @@ def make_config(model_type):
         # fourth), those layers windowed, well below T; SmolLM3's rope theta of 2e6; a pad token
         return transformers.SmolLM3Config(**common_llama, tie_word_embeddings=True, pad_token_id=0,
                                           no_rope_layer_interval=2, use_sliding_window=True, sliding_window=6)
+    if model_type == "olmo2":  # untied; norms on the attention's and the MLP's outputs only, none before them; an
+        # RMSNorm over all of q's heads at once and one over k's; a pad token
+        return transformers.Olmo2Config(**common_llama, tie_word_embeddings=False, pad_token_id=0)
+    if model_type == "olmo3":  # tied; OLMo 2's layer, layer 0 windowed, well below T, with a rope of its own theta,
+        # layer 1's rope YaRN-scaled (as OLMo 3's long-context models have it on their full attention layers)
+        rope = {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8,
+                                   "rope_theta": 500000.0}}
+        return transformers.Olmo3Config(**common_llama, tie_word_embeddings=True, pad_token_id=0, sliding_window=6,
+                                        layer_types=["sliding_attention", "full_attention"], rope_parameters=rope)
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -449,7 +459,7 @@ def main():
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
-                                 "phi3_partial", "smollm3"]):
+                                 "phi3_partial", "smollm3", "olmo2", "olmo3"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
