@@ -556,14 +556,15 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3; Mixtral and the Qwen MoEs) are
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3; Mixtral, the Qwen MoEs and
+   OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3" */
+                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -576,7 +577,7 @@ typedef struct zt_model_config {
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
     int qk_norm;                /* 1: an RMSNorm over each head of q and k before the rotation (Qwen3, Gemma 3);
-                                   2: one over all of q's heads at once and one over k's (OLMo 2 and 3) */
+                                   2: one over all of q's heads at once and one over k's (OLMo 2, 3, OLMoE) */
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
@@ -3348,20 +3349,21 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
     return ZT_OK;
 }
 
-/* Mixtral, Qwen2-MoE and Qwen3-MoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and which
-   layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers builds
-   them). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
+/* Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and
+   which layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers
+   builds them; the others: all). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
    training does; Mixtral's router_jitter_noise multiplies the sparse layers' inputs by noise in training (the
    Qwens' configs carry the key, which their models do not read). */
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
+    int olmoe = strcmp(c->model_type, "olmoe") == 0, qwen = !mixtral && !olmoe;
     int64_t step = 1, layers = c->n_layer;
     int logits_out = 0;
-    double jitter = 0, coef = 0.001;
+    double jitter = 0, coef = olmoe ? 0.01 : 0.001;
     zt_result r = ZT_OK;
-    /* the transformers configs' defaults */
-    c->n_experts = mixtral ? 8 : qwen2 ? 60 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
-    c->expert_intermediate = mixtral ? c->intermediate : qwen2 ? 1408 : 768, c->norm_topk = mixtral;
+    /* the transformers configs' defaults (Mixtral's and OLMoE's experts are of intermediate_size) */
+    c->n_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
+    c->expert_intermediate = !qwen ? c->intermediate : qwen2 ? 1408 : 768, c->norm_topk = mixtral;
     c->shared_intermediate = qwen2 ? 5632 : 0;
     if (qwen2 && (r = zt__json_int(j, zt__json_get(j, 0, "shared_expert_intermediate_size"),
                                    "shared_expert_intermediate_size", &c->shared_intermediate)))
@@ -3373,10 +3375,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
     if ((r = zt__json_int(j, t, "num_local_experts", &c->n_experts)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
-        (!mixtral && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
-                                       &c->expert_intermediate))) ||
+        (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
+                                   &c->expert_intermediate))) ||
         (!mixtral && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob", &c->norm_topk))) ||
-        (!mixtral && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
+        (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
         return r;
     t = zt__json_get(j, 0, "router_jitter_noise"); /* read by transformers' Mixtral alone (the Qwens keep it unused) */
@@ -3407,7 +3409,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
                                  (long long)step);
     memset(c->sparse, 0, sizeof c->sparse);
     t = zt__json_get(j, 0, "mlp_only_layers");
-    int dense = !mixtral && t >= 0 && !zt__json_is_null(j, t);
+    int dense = qwen && t >= 0 && !zt__json_is_null(j, t);
     if (dense && j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_only_layers", "a list of layer numbers");
     if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
     for (int64_t l = 0; l < layers; l++)
@@ -3705,8 +3707,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int attention_bias = 0, mlp_bias = 0, use_window = 0;
     int is_qwen2 = strcmp(c->model_type, "qwen2") == 0 || strcmp(c->model_type, "qwen2_moe") == 0;
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
+    int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
     int is_moe = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
-                 strcmp(c->model_type, "qwen3_moe") == 0;
+                 strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
     int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
@@ -3717,7 +3720,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
     if (is_gemma3) theta = 1000000.0;
     if (is_smollm3) theta = 2000000.0; /* SmolLM3Config's default_theta */
-    if (is_olmo) eps = 1e-5;           /* Olmo2Config's and Olmo3Config's */
+    if (is_olmo || is_olmoe) eps = 1e-5; /* Olmo2Config's, Olmo3Config's and OlmoeConfig's */
     if (is_olmo3) theta = 500000.0, c->sliding_window = 4096;
     c->n_kv_head = 0;
     c->head_dim = 0;
@@ -3799,6 +3802,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
+    t = zt__json_get(j, 0, "clip_qkv"); /* OLMoE's: q, k and v clamped after their projections */
+    if (is_olmoe && t >= 0 && !zt__json_is_null(j, t)) return zt__config_refuse(j, "clip_qkv", "is set");
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -3817,13 +3822,13 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = attention_bias;
-    c->qk_norm = is_olmo ? 2 : is_qwen3 || is_gemma3;
+    c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3;
     c->sandwich_norms |= is_olmo, c->post_norms_only = is_olmo;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
-    if (is_olmo && t < 0) c->has_pad_token = 1, c->pad_token_id = 1;  /* Olmo2Config's and Olmo3Config's */
+    if ((is_olmo || is_olmoe) && t < 0) c->has_pad_token = 1, c->pad_token_id = 1; /* the OLMo configs' */
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
@@ -3883,10 +3888,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     if (!gpt2 && !gemma && strcmp(c->model_type, "llama") && strcmp(c->model_type, "mistral") &&
         strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen2_moe") &&
         strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3") &&
-        strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3"))
+        strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
+        strcmp(c->model_type, "olmoe"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
-                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2 and olmo3",
-                       name,
+                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3 and "
+                       "olmoe", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);

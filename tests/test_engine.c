@@ -709,9 +709,9 @@ TEST(smollm3_configs_take_transformers_defaults) {
     config_error(json, "\"pad_token_id\" 128004 is not a token of the vocabulary of 8");
 }
 
-/* OLMo 2 and 3: Olmo2Config's and Olmo3Config's defaults; OLMo 3's windows on all but every fourth layer, its
+/* OLMo 2, 3 and OLMoE: Olmo2Config's, Olmo3Config's and OlmoeConfig's defaults; OLMo 3's windows on all but every fourth layer, its
    older files' rope_theta and rope_scaling for the full attention layers alone (the sliding ones keep 5e5); the
-   parameter counts transformers gives OLMo-2-7B and OLMo-3-7B */
+   parameter counts transformers gives OLMo-2-7B, OLMo-3-7B and OLMoE-1B-7B */
 TEST(olmo_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
                        "\"hidden_size\": 4096, \"intermediate_size\": 11008, \"max_position_embeddings\": 4096, "
@@ -739,6 +739,17 @@ TEST(olmo_configs_take_transformers_defaults) {
     snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
              "\"default\"}, \"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2}}");
     config_error(json, "rope_parameters.sliding_attention is scaled");
+    /* OLMoE-1B-7B: 64 experts of intermediate_size, 8 a token, unnormalized; the balance loss's coefficient 0.01 */
+    snprintf(json, sizeof json, "{\"model_type\": \"olmoe\", \"num_hidden_layers\": 16, \"num_attention_heads\": 16, "
+             "\"hidden_size\": 2048, \"intermediate_size\": 1024, \"max_position_embeddings\": 4096, \"vocab_size\": "
+             "50304, \"output_router_logits\": true, \"moe_intermediate_size\": 7, \"decoder_sparse_step\": 2}");
+    c = config_of(json);
+    CHECK(c.n_experts == 64 && c.experts_per_token == 8 && c.expert_intermediate == 1024 && !c.norm_topk);
+    CHECK(c.router_aux_coef == 0.01f && c.qk_norm == 2 && !c.post_norms_only && c.norm_eps == 1e-5f && c.pad_token_id == 1);
+    CHECK_EQ_INT((int64_t)c.sparse[0], 0xffff); /* every layer: the Qwens' keys are not OLMoE's */
+    CHECK_EQ_INT(zt_model_config_params(&c), 6919161856);
+    snprintf(json, sizeof json, "{\"model_type\": \"olmoe\", \"clip_qkv\": 8}");
+    config_error(json, "\"clip_qkv\"");
 }
 
 TEST(gemma_configs_take_transformers_defaults) {

@@ -323,10 +323,16 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
         CHECK_MSG(cfg.nope[0] == 2 && cfg.windowed[0] == 2 && cfg.sliding_window == 6 && cfg.rope_theta == 2e6f &&
                   cfg.tied_embeddings && cfg.has_pad_token, "%s: nope %llx, windowed %llx, window %lld", path,
                   (unsigned long long)cfg.nope[0], (unsigned long long)cfg.windowed[0], (long long)cfg.sliding_window);
-    if (strncmp(type, "olmo", 4) == 0) /* norms after the attention and the MLP alone; q's and k's norm over all heads */
+    if (strncmp(type, "olmo", 4) == 0 && strcmp(type, "olmoe")) /* norms after the attention and the MLP alone; q's
+                                                                   and k's norm over all heads */
         CHECK_MSG(cfg.post_norms_only && cfg.sandwich_norms && cfg.qk_norm == 2 && cfg.has_pad_token &&
                   cfg.tied_embeddings == (type[4] == '3'), "%s: post_norms_only %d, qk_norm %d", path,
                   cfg.post_norms_only, cfg.qk_norm);
+    if (strcmp(type, "olmoe") == 0) /* LLaMA's norms, OLMo's q and k norms; 4 experts of intermediate_size, 2 a token */
+        CHECK_MSG(!cfg.post_norms_only && !cfg.sandwich_norms && cfg.qk_norm == 2 && cfg.n_experts == 4 &&
+                  cfg.experts_per_token == 2 && cfg.expert_intermediate == 24 && !cfg.norm_topk && cfg.sparse[0] == 3,
+                  "%s: experts %lld of %lld, %lld a token", path, (long long)cfg.n_experts,
+                  (long long)cfg.expert_intermediate, (long long)cfg.experts_per_token);
     if (strcmp(type, "olmo3") == 0) /* layer 0 windowed to 6 keys with a rope of theta 1e4; layer 1's YaRN of 5e5 */
         CHECK_MSG(cfg.windowed[0] == 1 && cfg.sliding_window == 6 && cfg.local_rope_theta == 1e4f &&
                   cfg.rope_theta == 5e5f && cfg.rope_scaling.yarn && cfg.rope_scaling.factor == 4.0f,
@@ -447,7 +453,8 @@ static void model_test(const char *type, zt_precision prec) {
     model_run r;
     memset(&r, 0, sizeof r);
     int gpu = strcmp(test_backend(), "cpu") != 0;
-    int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0;
+    int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0 ||
+              strcmp(type, "olmoe") == 0;
     const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") ? &tol_bf16_balance
                           : strstr(type, "_yarn") ? (gpu ? &tol_bf16_yarn_gpu : &tol_bf16_yarn) : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
     model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? bf16 : gpu ? &tol_fp32_gpu : &tol_fp32);
@@ -576,6 +583,7 @@ TEST(models_phi3_partial_fp32) { model_test("phi3_partial", ZT_PRECISION_FP32); 
 TEST(models_smollm3_fp32) { model_test("smollm3", ZT_PRECISION_FP32); }
 TEST(models_olmo2_fp32) { model_test("olmo2", ZT_PRECISION_FP32); }
 TEST(models_olmo3_fp32) { model_test("olmo3", ZT_PRECISION_FP32); }
+TEST(models_olmoe_fp32) { model_test("olmoe", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -602,3 +610,4 @@ TEST(models_phi3_partial_bf16) { model_test("phi3_partial", ZT_PRECISION_BF16); 
 TEST(models_smollm3_bf16) { model_test("smollm3", ZT_PRECISION_BF16); }
 TEST(models_olmo2_bf16) { model_test("olmo2", ZT_PRECISION_BF16); }
 TEST(models_olmo3_bf16) { model_test("olmo3", ZT_PRECISION_BF16); }
+TEST(models_olmoe_bf16) { model_test("olmoe", ZT_PRECISION_BF16); }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
-Gemma 3 (text), OLMo 2, OLMo 3, Mixtral, Qwen3-MoE and Qwen2-MoE models (and Mixtral and Qwen3-MoE with the routers'
+Gemma 3 (text), OLMo 2, OLMo 3, Mixtral, Qwen3-MoE, Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
 with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
 LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial;
@@ -271,6 +271,10 @@ def make_config(model_type):
         return transformers.Qwen3MoeConfig(**common_llama, head_dim=16, tie_word_embeddings=True, rope_theta=1e6,
                                            use_sliding_window=False, num_experts=6, num_experts_per_tok=3,
                                            moe_intermediate_size=24, norm_topk_prob=False, mlp_only_layers=[1])
+    if model_type == "olmoe":  # untied; OLMo's norm over all of q's heads (and k's) after LLaMA's pre-norms; 4
+        # experts of intermediate_size, 2 per token, weights not normalized (the default)
+        return transformers.OlmoeConfig(**dict(common_llama, intermediate_size=24), tie_word_embeddings=False,
+                                        pad_token_id=0, num_experts=4, num_experts_per_tok=2)
     if model_type == "qwen2_moe":  # tied; Qwen2's attention with q/k/v biases, 4 experts of 24, 2 per token,
         # normalized, beside a shared expert of 40 under a sigmoid gate; layer 0 keeps a dense MLP
         return transformers.Qwen2MoeConfig(**common_llama, tie_word_embeddings=True, rope_theta=1e6,
@@ -433,7 +437,7 @@ def make(fixture, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
-    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe"):  # the split above is what save_pretrained writes
+    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):  # the split above is what save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
         with tempfile.TemporaryDirectory() as tmp:
@@ -459,7 +463,7 @@ def main():
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
-                                 "phi3_partial", "smollm3", "olmo2", "olmo3"]):
+                                 "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
