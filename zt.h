@@ -518,11 +518,14 @@ ZT_API void zt_output_loss_capped(zt_stream *s, zt_tensor losses, const zt_tenso
                                   float dloss, float softcap);
 /* The general form of the two, with the Trainer's label smoothing (label_smoothing_factor e, transformers 5's
    LabelSmoother per token): a row's loss is (1 - e) (lse - x_t) + e (lse - the mean of its vocab logits), and
-   dlogits (softmax - (1 - e) onehot - e / vocab) dloss, of the capped logits where softcap > 0. */
+   dlogits (softmax - (1 - e) onehot - e / vocab) dloss, of the capped logits where softcap > 0. Initialise the
+   parameters with designated fields or memset: more may be added. */
 typedef struct zt_loss_params {
     int64_t vocab;
     int ignore_index;
     float dloss, softcap, label_smoothing; /* softcap 0: none; label_smoothing in [0, 1] */
+    float scale; /* zt_output_loss_with: the logits are scale * hidden . weight (0: 1; Granite's 1 / logits_scaling),
+                    and its gradients through that; zt_crossentropy_with takes its logits as they are */
 } zt_loss_params;
 ZT_API void zt_crossentropy_with(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
                                  zt_tensor targets, zt_loss_params p);
@@ -556,15 +559,16 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3; Mixtral, the Qwen MoEs and
-   OLMoE) are
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite; Mixtral, the Qwen
+   MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe" */
+                                   "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
+                                   "granite" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -588,6 +592,7 @@ typedef struct zt_model_config {
                                    partial_rotary_factor; zt_rope_scaling.rotary_dim); 0: the whole head */
     /* Gemma's choices (0 elsewhere) */
     float embed_scale;          /* token embeddings times this, rounded to the weights' dtype (sqrt(hidden)) */
+    int embed_scale_exact;      /* ... not rounded first (Granite's embedding_multiplier, a number, not a tensor) */
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
     int geglu;                  /* the MLP's gate through the tanh GELU, not SiLU */
     int sandwich_norms;         /* Gemma 2 and 3: RMSNorms on the attention's and the MLP's outputs too */
@@ -596,6 +601,10 @@ typedef struct zt_model_config {
     float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
     float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
     float local_rope_theta;     /* > 0: the windowed layers' rope theta, without rope_scaling (Gemma 3) */
+    float residual_scale;       /* the attention's and the MLP's outputs times this before each residual add; 0: 1
+                                   (Granite's residual_multiplier) */
+    float logit_scale;          /* the logits times this, before the cap, the loss and sampling; 0: 1 (Granite: 1 /
+                                   logits_scaling) */
     /* mixture of experts (Mixtral, Qwen3-MoE; 0 experts elsewhere): the sparse layers' MLP is n_experts
        SwiGLU MLPs of expert_intermediate, each token through the experts_per_token a router picks */
     int64_t n_experts, experts_per_token, expert_intermediate;
@@ -2787,6 +2796,7 @@ ZT_API void zt_crossentropy(zt_stream *s, zt_tensor losses, const zt_tensor *dlo
 static zt_loss_params zt__loss_params(int64_t vocab, int ignore_index, float dloss, float softcap) {
     zt_loss_params p;
     p.vocab = vocab, p.ignore_index = ignore_index, p.dloss = dloss, p.softcap = softcap, p.label_smoothing = 0.0f;
+    p.scale = 0.0f;
     return p;
 }
 
@@ -2849,6 +2859,7 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
              (long long)Vp, (long long)zt_cols(weight), (long long)zt_cols(logits_buf));
     zt_tensor h2 = zt_view(hidden, 0, zt_shape2(N, C));
     int backward = dhidden || dweight;
+    float alpha = p.scale != 0.0f ? p.scale : 1.0f;
     /* With 16-bit weights and wider logits, the logits' gradient is written in the weights' dtype (as
        PyTorch's autocast has it), after the logits in the same buffer: the backward products then take
        two operands of one dtype, which a GPU's tensor cores need. Fewer rows fit per chunk for that. */
@@ -2864,13 +2875,13 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
         if (narrow)
             dlogits = zt_tensor_make((uint8_t *)logits_buf.data + (size_t)(n * Vp) * lsize, weight.dtype, ZT_DEVICE,
                                      zt_shape2(n, Vp));
-        zt_gemm(s, logits, h, weight, 0, 1, 1.0f, 0.0f, NULL);
+        zt_gemm(s, logits, h, weight, 0, 1, alpha, 0.0f, NULL);
         zt_crossentropy_with(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits, zt_slice(targets, r0, n), p);
         if (dhidden) {
             zt_tensor dh = zt_slice(zt_view(*dhidden, 0, zt_shape2(N, C)), r0, n);
-            zt_gemm(s, dh, dlogits, weight, 0, 0, 1.0f, 1.0f, NULL);
+            zt_gemm(s, dh, dlogits, weight, 0, 0, alpha, 1.0f, NULL);
         }
-        if (dweight) zt_gemm(s, *dweight, dlogits, h, 1, 0, 1.0f, 1.0f, NULL);
+        if (dweight) zt_gemm(s, *dweight, dlogits, h, 1, 0, alpha, 1.0f, NULL);
     }
 }
 
@@ -3512,6 +3523,23 @@ static zt_result zt__config_nope(zt_model_config *c, const zt__json *j, int use_
     return ZT_OK;
 }
 
+/* Granite's four multipliers, GraniteConfig's defaults 1: the embeddings' (a number, not rounded to the weights'
+   dtype), the scores' scale (in place of 1/sqrt(head_dim)), the attention's and the MLP's outputs' before each residual
+   add, and the logits divided by logits_scaling */
+static zt_result zt__config_granite(zt_model_config *c, const zt__json *j) {
+    double v[4] = {1, 1, 1, 1};
+    static const char *keys[4] = {"embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"};
+    for (int k = 0; k < 4; k++) {
+        zt_result r = zt__json_number(j, zt__json_get(j, 0, keys[k]), keys[k], &v[k]);
+        if (r) return r;
+        if (!(v[k] > 0 && v[k] < 1e30))
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"%s\" must be a positive number, found %g", j->file, keys[k], v[k]);
+    }
+    c->embed_scale = v[0] == 1 ? 0.0f : (float)v[0], c->embed_scale_exact = 1, c->attn_scale = (float)v[1];
+    c->residual_scale = (float)v[2], c->logit_scale = (float)(1.0 / v[3]);
+    return ZT_OK;
+}
+
 /* OLMo 3 without a window: refused where its layers would have one (transformers cannot build those either) */
 static zt_result zt__config_olmo3_window(const zt__json *j) {
     int lt = zt__json_get(j, 0, "layer_types");
@@ -3804,6 +3832,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
     t = zt__json_get(j, 0, "clip_qkv"); /* OLMoE's: q, k and v clamped after their projections */
     if (is_olmoe && t >= 0 && !zt__json_is_null(j, t)) return zt__config_refuse(j, "clip_qkv", "is set");
+    if (strcmp(c->model_type, "granite") == 0 && (r = zt__config_granite(c, j))) return r;
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -3889,10 +3918,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen2_moe") &&
         strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3") &&
         strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
-        strcmp(c->model_type, "olmoe"))
+        strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
-                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3 and "
-                       "olmoe", name,
+                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
+                       "olmoe and granite", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
@@ -4028,8 +4057,22 @@ static zt_tensor zt__drop_grad(zt_block_ctx *ctx, zt_tensor dout, zt_shape shape
     return d;
 }
 
-/* Gemma's embedding scale, rounded to the weights' dtype as transformers rounds it */
+/* the gradient of an attention's or MLP's output from that of the residual sum: through Granite's
+   residual_multiplier and the residual dropout (dout itself where neither is) */
+static zt_tensor zt__resid_grad(zt_block_ctx *ctx, zt_tensor dout, zt_shape shape, int site) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    int scaled = c->residual_scale != 0.0f && c->residual_scale != 1.0f;
+    if (!scaled && c->resid_dropout <= 0) return dout;
+    zt_tensor d = zt_block_temp(ctx, dout.dtype, shape);
+    zt_copy(ctx->stream, d, zt_view(dout, 0, shape));
+    if (scaled) zt_scale(ctx->stream, d, c->residual_scale);
+    if (c->resid_dropout > 0) zt__drop_rows(ctx, d, c->resid_dropout, site);
+    return d;
+}
+
+/* Gemma's embedding scale, rounded to the weights' dtype as transformers rounds it (Granite's as it is) */
 static float zt__embed_scale(const zt_model_config *c, zt_dtype weights) {
+    if (c->embed_scale_exact) return c->embed_scale;
     if (weights == ZT_BF16) return zt_bf16_to_f32(zt_f32_to_bf16(c->embed_scale));
     if (weights == ZT_F16) return zt_f16_to_f32(zt_f32_to_f16(c->embed_scale));
     return c->embed_scale;
@@ -4129,12 +4172,13 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     zt_loss_params lp;
     lp.vocab = c->vocab, lp.ignore_index = b->ignore_index, lp.dloss = b->dloss, lp.softcap = c->logit_softcap;
     lp.label_smoothing = b->label_smoothing; /* the evaluation's loss too, as the Trainer's compute_loss has it */
+    lp.scale = c->logit_scale;
     if (!ctx->training) {
         lp.dloss = 0.0f;
         zt_output_loss_with(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, lp);
         if (b->logits_at >= 0) /* for sampling: one row's logits (capped where the model caps them, by the sampler) */
             zt_gemm(ctx->stream, zt_view(b->logits, 0, zt_shape2(1, Vp)), zt_slice(sv->x, b->logits_at, 1),
-                    ctx->param[ZT__HEAD_OUT], 0, 1, 1.0f, 0.0f, NULL);
+                    ctx->param[ZT__HEAD_OUT], 0, 1, c->logit_scale != 0.0f ? c->logit_scale : 1.0f, 0.0f, NULL);
         return;
     }
     sv->dx = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
@@ -4565,6 +4609,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         zt_rmsnorm_offset_forward(s, proj, sv->rstd_pa, sv->pa, ctx->param[ZT__L_POST_ATTN_W], c->norm_offset, c->norm_eps);
     }
     if (ctx->training && c->resid_dropout > 0) zt__drop_rows(ctx, proj, c->resid_dropout, ZT__DROP_RESID_ATTN);
+    if (c->residual_scale != 0.0f && c->residual_scale != 1.0f) zt_scale(s, proj, c->residual_scale); /* Granite's */
     sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_add(s, sv->x2, inp, proj);
 
@@ -4596,6 +4641,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         zt_rmsnorm_offset_forward(s, proj, sv->rstd_pm, sv->pm, ctx->param[ZT__L_POST_MLP_W], c->norm_offset, c->norm_eps);
     }
     if (ctx->training && c->resid_dropout > 0) zt__drop_rows(ctx, proj, c->resid_dropout, ZT__DROP_RESID_MLP);
+    if (c->residual_scale != 0.0f && c->residual_scale != 1.0f) zt_scale(s, proj, c->residual_scale);
     zt_add(s, out, sv->x2, proj);
 }
 
@@ -4616,7 +4662,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     float off = c->norm_offset;
     /* MLP: out = x2 + dropout(act(n2 @ Wup^T) @ Wdown^T) (Gemma 2: that product normed) */
     zt_tensor dm = dout;
-    if (c->resid_dropout > 0) dm = zt__drop_grad(ctx, dout, zt_shape2(N, C), c->resid_dropout, ZT__DROP_RESID_MLP);
+    dm = zt__resid_grad(ctx, dout, zt_shape2(N, C), ZT__DROP_RESID_MLP);
     if (c->sandwich_norms) {
         zt_tensor dd = dm;
         dm = zt__temp0(ctx, A, zt_shape2(N, C));
@@ -4649,7 +4695,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     /* attention: x2 = inp + dropout(attention(n1) @ Wo^T) (Gemma 2: that product normed) */
     zt_add(s, dinp, dinp, dx2);
     zt_tensor dpa = dx2;
-    if (c->resid_dropout > 0) dpa = zt__drop_grad(ctx, dx2, dx2.shape, c->resid_dropout, ZT__DROP_RESID_ATTN);
+    dpa = zt__resid_grad(ctx, dx2, dx2.shape, ZT__DROP_RESID_ATTN);
     if (c->sandwich_norms) {
         zt_tensor dd = dpa;
         dpa = zt__temp0(ctx, A, zt_shape2(N, C));

@@ -752,6 +752,29 @@ TEST(olmo_configs_take_transformers_defaults) {
     config_error(json, "\"clip_qkv\"");
 }
 
+/* Granite: GraniteConfig's multipliers of 1 (the scores' scale 1 too, not 1/sqrt(head_dim)); Granite-3.1-8B's shape
+   and the parameter count transformers gives it */
+TEST(granite_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"granite\", \"num_hidden_layers\": 40, \"num_attention_heads\": 32, "
+                       "\"num_key_value_heads\": 8, \"hidden_size\": 4096, \"intermediate_size\": 12800, "
+                       "\"max_position_embeddings\": 131072, \"vocab_size\": 49155%s}";
+    char json[768];
+    snprintf(json, sizeof json, base, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.attn_scale == 1.0f && c.embed_scale == 0 && c.residual_scale == 1.0f && c.logit_scale == 1.0f);
+    CHECK(!c.tied_embeddings && !c.has_pad_token && c.norm_eps == 1e-6f);
+    snprintf(json, sizeof json, base, ", \"tie_word_embeddings\": true, \"embedding_multiplier\": 12, "
+             "\"attention_multiplier\": 0.0078125, \"residual_multiplier\": 0.22, \"logits_scaling\": 16");
+    c = config_of(json);
+    CHECK(c.embed_scale == 12.0f && c.embed_scale_exact && c.attn_scale == 0.0078125f && c.residual_scale == 0.22f);
+    CHECK(c.logit_scale == 0.0625f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 8170848256);
+    snprintf(json, sizeof json, base, ", \"logits_scaling\": 0");
+    config_error(json, "\"logits_scaling\" must be a positive number, found 0");
+    snprintf(json, sizeof json, base, ", \"residual_multiplier\": null");
+    config_error(json, "residual_multiplier");
+}
+
 TEST(gemma_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                        "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";

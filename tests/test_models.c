@@ -338,6 +338,10 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.rope_theta == 5e5f && cfg.rope_scaling.yarn && cfg.rope_scaling.factor == 4.0f,
                   "%s: windowed %llx, window %lld, thetas %g %g", path, (unsigned long long)cfg.windowed[0],
                   (long long)cfg.sliding_window, (double)cfg.local_rope_theta, (double)cfg.rope_theta);
+    if (strcmp(type, "granite") == 0) /* the four multipliers: embeddings, scores, residual branches, logits */
+        CHECK_MSG(cfg.embed_scale == 1.7f && cfg.embed_scale_exact && cfg.attn_scale == 0.3f && cfg.residual_scale == 0.6f &&
+                  cfg.logit_scale == (float)(1.0 / 2.5), "%s: multipliers %g %g %g %g", path, (double)cfg.embed_scale,
+                  (double)cfg.attn_scale, (double)cfg.residual_scale, (double)cfg.logit_scale);
     if (strstr(type, "_partial")) /* Phi-4-mini's rope: 6 of the head's 8 dimensions rotate, longrope's 3 pairs */
         CHECK_MSG(cfg.rotary_dim == 6 && cfg.longrope && cfg.rope_long[2] == 5.0f && cfg.rope_scaling.factor == 4.0f,
                   "%s: rotary_dim %lld, longrope %d", path, (long long)cfg.rotary_dim, cfg.longrope);
@@ -584,6 +588,7 @@ TEST(models_smollm3_fp32) { model_test("smollm3", ZT_PRECISION_FP32); }
 TEST(models_olmo2_fp32) { model_test("olmo2", ZT_PRECISION_FP32); }
 TEST(models_olmo3_fp32) { model_test("olmo3", ZT_PRECISION_FP32); }
 TEST(models_olmoe_fp32) { model_test("olmoe", ZT_PRECISION_FP32); }
+TEST(models_granite_fp32) { model_test("granite", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -611,3 +616,4 @@ TEST(models_smollm3_bf16) { model_test("smollm3", ZT_PRECISION_BF16); }
 TEST(models_olmo2_bf16) { model_test("olmo2", ZT_PRECISION_BF16); }
 TEST(models_olmo3_bf16) { model_test("olmo3", ZT_PRECISION_BF16); }
 TEST(models_olmoe_bf16) { model_test("olmoe", ZT_PRECISION_BF16); }
+TEST(models_granite_bf16) { model_test("granite", ZT_PRECISION_BF16); }

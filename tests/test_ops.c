@@ -1100,7 +1100,7 @@ static void check_crossentropy(zt_dtype dt) {
 
     /* label smoothing (the Trainer's label_smoothing_factor), capped and not, in place */
     for (int capped = 0; capped < 2; capped++) {
-        zt_loss_params p = {CE_VOCAB, CE_IGNORE, (float)dl1, capped ? cap : 0.0f, 0.1f};
+        zt_loss_params p = {CE_VOCAB, CE_IGNORE, (float)dl1, capped ? cap : 0.0f, 0.1f, 0.0f};
         ref_crossentropy_smoothed(losses, dlogits, logits, targets, dloss, CE_N, CE_VP, CE_VOCAB, CE_IGNORE, p.softcap,
                                   (double)p.label_smoothing);
         upload(&d, Alias, logits);
@@ -1144,7 +1144,7 @@ TEST(ops_crossentropy_label_smoothing_matches_transformers) {
         for (int i = 0; i < n * v; i++) CHECK(fscanf(f, "%lf", &grad[i]) == 1);
         zt_tensor Logits = to_dev(&d, ZT_F32, zt_shape2(n, v), logits), Dl = dev_new(&d, ZT_F32, zt_shape2(n, v));
         zt_tensor Targets = ids_to_dev(&d, zt_shape1(n), targets), Losses = dev_new(&d, ZT_F32, zt_shape1(n));
-        zt_loss_params p = {v, -100, (float)(1.0 / counted), 0.0f, (float)eps};
+        zt_loss_params p = {v, -100, (float)(1.0 / counted), 0.0f, (float)eps, 0.0f};
         zt_crossentropy_with(d.s, Losses, &Dl, Logits, Targets, p);
         double *losses = download(&d, Losses), mean = 0;
         for (int r = 0; r < n; r++) mean += losses[r] / counted;
@@ -1222,6 +1222,22 @@ static void check_output_loss(zt_dtype dt) {
     upload(&d, Dw, dcopy(dw0, Vp * C));
     zt_output_loss_capped(d.s, Losses, &Dh, &Dw, Hidden, W, Targets, Buf, vocab, CE_IGNORE, (float)dl1, cap);
     const char *cfg = label("output_loss %s capped at %g", dt_name(dt), cap);
+    EXPECT_CLOSE(label("%s: losses", cfg), download(&d, Losses), losses, N, tol);
+    EXPECT_CLOSE(label("%s: dhidden = prefill + grad", cfg), download(&d, Dh), dh, N * C, tol);
+    EXPECT_CLOSE(label("%s: dweight = prefill + grad", cfg), download(&d, Dw), dw, Vp * C, tol);
+    /* scaled logits (Granite's 1 / logits_scaling), then capped: the reference's weights times the scale give its
+       logits and dhidden; its dweight is the scale times the scaled weights' */
+    const float scale = 0.4f;
+    double *ws = dcopy(w, Vp * C), *dwg = dbuf(Vp * C);
+    for (int64_t i = 0; i < Vp * C; i++) ws[i] *= scale;
+    dh = dcopy(dh0, N * C), dw = dcopy(dw0, Vp * C);
+    ref_output_loss_capped(losses, dh, dwg, hidden, ws, targets, dloss, N, C, Vp, vocab, CE_IGNORE, cap);
+    for (int64_t i = 0; i < Vp * C; i++) dw[i] += scale * dwg[i];
+    upload(&d, Dh, dcopy(dh0, N * C));
+    upload(&d, Dw, dcopy(dw0, Vp * C));
+    zt_loss_params p = {vocab, CE_IGNORE, (float)dl1, cap, 0.0f, scale};
+    zt_output_loss_with(d.s, Losses, &Dh, &Dw, Hidden, W, Targets, Buf, p);
+    cfg = label("output_loss %s scaled by %g, capped at %g", dt_name(dt), scale, cap);
     EXPECT_CLOSE(label("%s: losses", cfg), download(&d, Losses), losses, N, tol);
     EXPECT_CLOSE(label("%s: dhidden = prefill + grad", cfg), download(&d, Dh), dh, N * C, tol);
     EXPECT_CLOSE(label("%s: dweight = prefill + grad", cfg), download(&d, Dw), dw, Vp * C, tol);
