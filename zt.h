@@ -3808,8 +3808,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
                            "attention layers' rope only (as Gemma 3 and OLMo 3 do)", j->file);
         c->local_rope_theta = (float)local;
     } else {
-        if ((r = zt__config_rope(c, j, rp, "rope_parameters", &theta, &c->rope_scaling, &partial)) ||
-            (r = zt__config_rope(c, j, rs, "rope_scaling", NULL, &c->rope_scaling, &partial)))
+        /* a rope_scaling (not null or {}) replaces rope_parameters whole, its theta and factor too, as
+           transformers' convert_rope_params_to_dict takes it; Gemma 3 and OLMo 3 add it to the full layers' */
+        int replaced = !is_gemma3 && !is_olmo3 && rs >= 0 && !zt__json_is_null(j, rs) &&
+                       !(j->tok[rs].type == JSMN_OBJECT && j->tok[rs].size == 0);
+        if ((r = zt__config_rope(c, j, replaced ? -1 : rp, "rope_parameters", &theta, &c->rope_scaling, &partial)) ||
+            (r = zt__config_rope(c, j, rs, "rope_scaling", replaced ? &theta : NULL, &c->rope_scaling, &partial)))
             return r;
         if (is_gemma3) {
             double local = 10000.0;

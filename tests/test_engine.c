@@ -645,6 +645,25 @@ TEST(engine_dropout_in_training_only) {
     zt_shutdown(d);
 }
 
+/* an older file's rope_scaling, where given, replaces a rope_parameters beside it whole (its theta too), as
+   transformers' convert_rope_params_to_dict takes them; an empty one does not */
+TEST(rope_scaling_replaces_rope_parameters) {
+    const char *base = "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                       "\"hidden_size\": 32, \"intermediate_size\": 8, \"max_position_embeddings\": 64, \"vocab_size\": 8, "
+                       "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 5000}%s}";
+    char json[512];
+    snprintf(json, sizeof json, base, ", \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2}");
+    zt_model_config c = config_of(json);
+    CHECK(c.rope_theta == 10000.0f && c.rope_scaling.factor == 2.0f && c.rope_scaling.linear);
+    snprintf(json, sizeof json, base, ", \"rope_theta\": 7000, \"rope_scaling\": {\"type\": \"linear\", \"factor\": 2}");
+    CHECK(config_of(json).rope_theta == 7000.0f);
+    snprintf(json, sizeof json, base, ", \"rope_scaling\": {}");
+    c = config_of(json);
+    CHECK(c.rope_theta == 5000.0f && c.rope_scaling.factor == 0);
+    snprintf(json, sizeof json, base, ", \"rope_scaling\": null");
+    CHECK(config_of(json).rope_theta == 5000.0f);
+}
+
 /* Phi-4-mini's config: a top-level partial_rotary_factor, the rope's own where it has one (Phi3Config's setdefault);
    longrope's factors for the rotated pairs only */
 TEST(phi3_partial_rotation_configs) {
