@@ -438,7 +438,7 @@ ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, z
                                   zt_tensor gate);
 
 /* Rotary position embedding, Hugging Face rotate-half convention: dimension i pairs with i + HD/2 (i + rotary_dim/2
-   where only a part of the head rotates, below).
+   where only a part of the head rotates, below; 2i with 2i + 1 where interleaved, GLM's).
    x (B,T,H,HD), pos (B,T) i32 -> out (B,T,H,HD); out may alias inp. Angles are computed in f32 as
    transformers computes them (inv_freq = 1 / theta^(2i/HD), angle = pos * inv_freq; with scaling, LLaMA-3.1's
    "llama3" rope_type adjusts inv_freq by wavelength as transformers does, the "linear" type divides it by
@@ -459,6 +459,8 @@ typedef struct zt_rope_scaling {
     int64_t rotary_dim;         /* > 0: only a head's first rotary_dim dimensions rotate (pairs i and i + rotary_dim/2,
                                    the frequencies of a head of rotary_dim; Phi-3's partial_rotary_factor), the rest
                                    pass as they are; 0: the whole head. Even, at most HD; read whatever the factor. */
+    int interleaved;            /* 1: pair i is dimensions 2i and 2i + 1 (GPT-J's and GLM's rotation), not i and
+                                   i + rotary_dim/2; its frequency the same. Read whatever the factor. */
 } zt_rope_scaling;
 #define ZT_ROPE_MAX_PAIRS 256 /* head dims up to 512 */
 ZT_API void zt_rope_forward(zt_stream *s, zt_tensor out, zt_tensor inp, zt_tensor pos, float theta,
@@ -559,8 +561,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite; Mixtral, the Qwen
-   MoEs and OLMoE) are
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM-4; Mixtral, the
+   Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
@@ -568,7 +570,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
-                                   "granite" */
+                                   "granite", "glm", "glm4" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -585,6 +587,8 @@ typedef struct zt_model_config {
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
+    int fused_mlp;              /* gate and up in one gate_up_proj, q, k and v apart (GLM) */
+    int rope_interleaved;       /* the rope's pairs are 2i and 2i + 1 (GLM; zt_rope_scaling.interleaved) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
     uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
@@ -3743,6 +3747,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_gemma = is_gemma2 || is_gemma3 || strcmp(c->model_type, "gemma") == 0;
     int is_smollm3 = strcmp(c->model_type, "smollm3") == 0, is_olmo3 = strcmp(c->model_type, "olmo3") == 0;
     int is_olmo = is_olmo3 || strcmp(c->model_type, "olmo2") == 0;
+    int is_glm4 = strcmp(c->model_type, "glm4") == 0, is_glm = is_glm4 || strcmp(c->model_type, "glm") == 0;
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
@@ -3752,6 +3757,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_olmo3) theta = 500000.0, c->sliding_window = 4096;
     c->n_kv_head = 0;
     c->head_dim = 0;
+    if (is_glm) eps = 1.5625e-7, partial = 0.5, attention_bias = 1, c->n_kv_head = 2, c->head_dim = 128; /* GlmConfig's */
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3827,9 +3833,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_gemma3 || is_olmo3) && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
-    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi3 only, "
-                       "as transformers does (its %s rotates whole heads)", j->file, partial, c->model_type);
+    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi3, "
+                       "glm and glm4 only, as transformers does (its %s rotates whole heads)", j->file, partial,
+                       c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
@@ -3854,14 +3861,16 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_bool(j, zt__json_get(j, 0, "qkv_bias"), "qkv_bias", &qkv_bias)))
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
-    c->out_bias = attention_bias;
+    c->out_bias = attention_bias && !is_glm; /* GLM's o_proj has none */
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3;
     c->sandwich_norms |= is_olmo, c->post_norms_only = is_olmo;
     c->fused = strcmp(c->model_type, "phi3") == 0;
+    c->fused_mlp = is_glm, c->rope_interleaved = is_glm, c->sandwich_norms |= is_glm4;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
     if ((is_olmo || is_olmoe) && t < 0) c->has_pad_token = 1, c->pad_token_id = 1; /* the OLMo configs' */
+    if (is_glm && t < 0) c->has_pad_token = 1, c->pad_token_id = 151329;          /* GlmConfig's */
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
@@ -3922,10 +3931,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "mixtral") && strcmp(c->model_type, "qwen2") && strcmp(c->model_type, "qwen2_moe") &&
         strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3") &&
         strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
-        strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite"))
+        strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
+        strcmp(c->model_type, "glm4"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe and granite", name,
+                       "olmoe, granite, glm and glm4", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0; /* the transformers defaults */
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
@@ -4287,17 +4297,25 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.v_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, c->out_bias ? ZT__P("self_attn.o_proj.bias") : NULL, zt_shape1(c->out_bias ? C : 0), 0, ZT_INIT_ZEROS, 0);
-        /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name */
-        zt_block_param(def, !pre ? NULL : c->sandwich_norms ? ZT__P("pre_feedforward_layernorm.weight")
-                                                             : ZT__P("post_attention_layernorm.weight"),
+        /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name (GLM-4
+           keeps LLaMA's, its norms after the attention and the MLP have their own) */
+        int glm4 = strcmp(c->model_type, "glm4") == 0;
+        zt_block_param(def, !pre ? NULL : c->sandwich_norms && !glm4 ? ZT__P("pre_feedforward_layernorm.weight")
+                                                                      : ZT__P("post_attention_layernorm.weight"),
                        zt_shape1(pre ? C : 0), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
         int sparse = zt__layer_sparse(c, layer);
         if (sparse) I = 0; /* the experts' MLPs come after the norms */
-        zt_block_param(def, sparse ? NULL : ZT__P("mlp.gate_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
-        zt_block_param(def, sparse ? NULL : ZT__P("mlp.up_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY | ZT_PARAM_JOIN,
-                       ZT_INIT_NORMAL, std);
+        if (c->fused_mlp) { /* GLM: [gate | up] as the checkpoint's one gate_up_proj */
+            zt_block_param(def, ZT__P("mlp.gate_up_proj.weight"), zt_shape2(2 * I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        } else {
+            zt_block_param(def, sparse ? NULL : ZT__P("mlp.gate_proj.weight"), zt_shape2(I, C), ZT_PARAM_DECAY,
+                           ZT_INIT_NORMAL, std);
+            zt_block_param(def, sparse ? NULL : ZT__P("mlp.up_proj.weight"), zt_shape2(I, C),
+                           ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
+        }
         zt_block_param(def, sparse ? NULL : ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL,
                        proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
@@ -4308,8 +4326,10 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
             for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         }
         if (c->sandwich_norms) {
-            zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ones, 0);
-            zt_block_param(def, ZT__P("post_feedforward_layernorm.weight"), zt_shape1(C), 0, ones, 0);
+            zt_block_param(def, glm4 ? ZT__P("post_self_attn_layernorm.weight") : ZT__P("post_attention_layernorm.weight"),
+                           zt_shape1(C), 0, ones, 0);
+            zt_block_param(def, glm4 ? ZT__P("post_mlp_layernorm.weight") : ZT__P("post_feedforward_layernorm.weight"),
+                           zt_shape1(C), 0, ones, 0);
         }
         if (sparse) { /* at zt__moe_slot: the router, then each expert's gate and up (joined) and down, by the
                          checkpoints' names (Mixtral's w1, w3 and w2) */
@@ -4395,7 +4415,7 @@ static float zt__layer_rope(const zt_model_config *c, const zt_batch *b, int64_t
     if (!local) *sc = c->rope_scaling;
     if (!local && c->longrope) /* the long factors once the batch's positions pass the original context */
         sc->pair_factors = (double)b->positions > (double)sc->original_max_positions ? c->rope_long : c->rope_short;
-    sc->rotary_dim = c->rotary_dim;
+    sc->rotary_dim = c->rotary_dim, sc->interleaved = c->rope_interleaved;
     return local ? c->local_rope_theta : c->rope_theta;
 }
 
@@ -17535,6 +17555,7 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
     int fwd = job->op->kind == ZT__OP_ROPE_FWD;
     int64_t BT = a->inp.shape.d[0] * a->inp.shape.d[1], H = a->inp.shape.d[2], HD = a->inp.shape.d[3];
     int64_t RD = a->scaling.rotary_dim, half = RD / 2; /* dimensions RD.. pass */
+    int64_t step = a->scaling.interleaved ? 2 : 1, other = a->scaling.interleaved ? 1 : half;
     float *cs = job->cpu->scratch[thread], *sn = cs + HD / 2, *x = sn + HD / 2, *y = x + HD, *freq = y + HD;
     const int32_t *pos = (const int32_t *)a->pos.data;
     float mscale = zt__rope_mscale(&a->scaling);
@@ -17550,15 +17571,17 @@ static void zt__rope_task(void *ctx, int64_t task, int thread) {
             zt__to_f32(x, a->inp.data, a->inp.dtype, off, HD);
             if (fwd) {
                 for (int64_t i = 0; i < half; i++) {
-                    y[i] = x[i] * cs[i] - x[half + i] * sn[i];
-                    y[half + i] = x[half + i] * cs[i] + x[i] * sn[i];
+                    int64_t p = i * step, q = p + other; /* the pair: i and half + i, or 2i and 2i + 1 */
+                    y[p] = x[p] * cs[i] - x[q] * sn[i];
+                    y[q] = x[q] * cs[i] + x[p] * sn[i];
                 }
                 for (int64_t c = RD; c < HD; c++) y[c] = x[c];
             } else { /* the transpose of the rotation, accumulated into dinp (= out) */
                 zt__to_f32(y, a->out.data, a->out.dtype, off, HD);
                 for (int64_t i = 0; i < half; i++) {
-                    y[i] += x[i] * cs[i] + x[half + i] * sn[i];
-                    y[half + i] += x[half + i] * cs[i] - x[i] * sn[i];
+                    int64_t p = i * step, q = p + other;
+                    y[p] += x[p] * cs[i] + x[q] * sn[i];
+                    y[q] += x[q] * cs[i] - x[p] * sn[i];
                 }
                 for (int64_t c = RD; c < HD; c++) y[c] += x[c];
             }

@@ -266,8 +266,8 @@ __global__ void zt__cu_glu(int fwd, int gelu, zt__cu_t out, zt__cu_t inp, zt__cu
     }
 }
 
-/* Rotary embedding, one thread per (token, head, i < RD/2): pairs i and i + RD/2 of the first RD dimensions
-   (RD = rotary_dim, HD unless partial), angles as the CPU computes them, and one per passing dimension RD..HD.
+/* Rotary embedding, one thread per (token, head, i < RD/2): pairs i and i + RD/2 (interleaved: 2i and 2i + 1) of
+   the first RD dimensions (RD = rotary_dim, HD unless partial), angles as the CPU computes them, and one per passing dimension RD..HD.
    Forward may run in place (each thread reads what it writes first); backward adds the inverse rotation of
    dout (inp) into dinp (out). */
 /* the frequencies of a head's pairs, computed on the host by zt__rope_inv_freq and passed by value */
@@ -275,7 +275,7 @@ __global__ void zt__cu_glu(int fwd, int gelu, zt__cu_t out, zt__cu_t inp, zt__cu
 typedef struct zt__cu_freqs { float f[ZT__CU_ROPE_PAIRS]; } zt__cu_freqs;
 
 __global__ void zt__cu_rope(int fwd, zt__cu_t out, zt__cu_t inp, const int32_t *pos, int64_t BT, int64_t H,
-                            int64_t HD, int64_t RD, zt__cu_freqs freqs, float mscale) {
+                            int64_t HD, int64_t RD, int interleaved, zt__cu_freqs freqs, float mscale) {
     int64_t half = RD / 2, each = half + (HD - RD), total = BT * H * each;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
         int64_t i = e % each, th = e / each, t = th / H;
@@ -286,7 +286,7 @@ __global__ void zt__cu_rope(int fwd, zt__cu_t out, zt__cu_t inp, const int32_t *
             continue;
         }
         float angle = (float)pos[t] * freqs.f[i], cs = cosf(angle) * mscale, sn = sinf(angle) * mscale;
-        int64_t a = th * HD + i, b = a + half;
+        int64_t a = th * HD + (interleaved ? 2 * i : i), b = a + (interleaved ? 1 : half); /* pair i's dimensions */
         float x0 = zt__cu_ld(inp.p, inp.t, a), x1 = zt__cu_ld(inp.p, inp.t, b);
         if (fwd) {
             zt__cu_st(out.p, out.t, a, x0 * cs - x1 * sn);
@@ -2289,7 +2289,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         for (int64_t i = 0; i < RD / 2; i++) freqs.f[i] = zt__rope_inv_freq(a->theta, i, RD, &a->scaling);
         zt__cu_rope<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(
             op->kind == ZT__OP_ROPE_FWD, zt__cu_of(a->out), zt__cu_of(a->inp), (const int32_t *)a->pos.data, BT, H, HD,
-            RD, freqs, zt__rope_mscale(&a->scaling));
+            RD, a->scaling.interleaved, freqs, zt__rope_mscale(&a->scaling));
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -215,23 +215,29 @@ REF double ref_rope_angle(int32_t pos, int64_t i, int64_t HD, float theta) {
 /* x (R,H,HD) with R = B*T rows, pos (R) -> out (R,H,HD), rotate-half: for i < HD/2,
    out[i] = x[i] cos - x[i+HD/2] sin, out[i+HD/2] = x[i+HD/2] cos + x[i] sin. out may alias inp. */
 /* rd: only the first rd dimensions of each head rotate (pairs i and i + rd/2, the angles of a head of rd), the
-   rest pass as they are (Phi-3's partial_rotary_factor); rd = HD: the whole head */
-REF void ref_rope_part_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
-                               int64_t HD, int64_t rd, float theta) {
+   rest pass as they are (Phi-3's partial_rotary_factor); rd = HD: the whole head. il: the pairs are 2i and 2i + 1
+   instead (interleaved: GLM's) */
+REF void ref_rope_il_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H, int64_t HD,
+                             int64_t rd, int il, float theta) {
     int64_t half = rd / 2;
     for (int64_t r = 0; r < R; r++) {
         for (int64_t h = 0; h < H; h++)
             for (int64_t c = rd; c < HD; c++) out[(r * H + h) * HD + c] = inp[(r * H + h) * HD + c];
         for (int64_t i = 0; i < half; i++) {
             double a = ref_rope_angle(pos[r], i, rd, theta), c = cos(a), s = sin(a);
+            int64_t p0 = il ? 2 * i : i, p1 = il ? 2 * i + 1 : i + half;
             for (int64_t h = 0; h < H; h++) {
                 const double *x = inp + (r * H + h) * HD;
-                double x0 = x[i], x1 = x[i + half];
-                out[(r * H + h) * HD + i] = x0 * c - x1 * s;
-                out[(r * H + h) * HD + i + half] = x1 * c + x0 * s;
+                double x0 = x[p0], x1 = x[p1];
+                out[(r * H + h) * HD + p0] = x0 * c - x1 * s;
+                out[(r * H + h) * HD + p1] = x1 * c + x0 * s;
             }
         }
     }
+}
+REF void ref_rope_part_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
+                               int64_t HD, int64_t rd, float theta) {
+    ref_rope_il_forward(out, inp, pos, R, H, HD, rd, 0, theta);
 }
 REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, int64_t R, int64_t H,
                           int64_t HD, float theta) {
@@ -239,21 +245,26 @@ REF void ref_rope_forward(double *out, const double *inp, const int32_t *pos, in
 }
 
 /* dinp += R^T dout (the rotation by -angle; the passing dimensions' gradients pass) */
-REF void ref_rope_part_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
-                                int64_t H, int64_t HD, int64_t rd, float theta) {
+REF void ref_rope_il_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R, int64_t H, int64_t HD,
+                              int64_t rd, int il, float theta) {
     int64_t half = rd / 2;
     for (int64_t r = 0; r < R; r++) {
         for (int64_t h = 0; h < H; h++)
             for (int64_t c = rd; c < HD; c++) dinp[(r * H + h) * HD + c] += dout[(r * H + h) * HD + c];
         for (int64_t i = 0; i < half; i++) {
             double a = ref_rope_angle(pos[r], i, rd, theta), c = cos(a), s = sin(a);
+            int64_t p0 = il ? 2 * i : i, p1 = il ? 2 * i + 1 : i + half;
             for (int64_t h = 0; h < H; h++) {
                 const double *dy = dout + (r * H + h) * HD;
-                dinp[(r * H + h) * HD + i] += dy[i] * c + dy[i + half] * s;
-                dinp[(r * H + h) * HD + i + half] += dy[i + half] * c - dy[i] * s;
+                dinp[(r * H + h) * HD + p0] += dy[p0] * c + dy[p1] * s;
+                dinp[(r * H + h) * HD + p1] += dy[p1] * c - dy[p0] * s;
             }
         }
     }
+}
+REF void ref_rope_part_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
+                                int64_t H, int64_t HD, int64_t rd, float theta) {
+    ref_rope_il_backward(dinp, dout, pos, R, H, HD, rd, 0, theta);
 }
 REF void ref_rope_backward(double *dinp, const double *dout, const int32_t *pos, int64_t R,
                            int64_t H, int64_t HD, float theta) {

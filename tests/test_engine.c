@@ -794,6 +794,27 @@ TEST(granite_configs_take_transformers_defaults) {
     config_error(json, "residual_multiplier");
 }
 
+/* GLM and GLM-4: GlmConfig's defaults (2 kv heads of 128, half of each head rotated in interleaved pairs, q, k and v
+   biases, pad token 151329) and the parameter counts transformers gives GLM-4-9B */
+TEST(glm_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 40, \"num_attention_heads\": 32, "
+                       "\"hidden_size\": 4096, \"intermediate_size\": 13696, \"max_position_embeddings\": 131072, "
+                       "\"vocab_size\": 151552%s}";
+    char json[768];
+    snprintf(json, sizeof json, base, "glm", "");
+    zt_model_config c = config_of(json);
+    CHECK(c.n_kv_head == 2 && c.head_dim == 128 && c.rotary_dim == 64 && c.rope_interleaved && c.fused_mlp && !c.fused);
+    CHECK(c.qkv_bias && !c.out_bias && !c.sandwich_norms && c.pad_token_id == 151329 && c.norm_eps == 1.5625e-7f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 9399951360);
+    snprintf(json, sizeof json, base, "glm4", "");
+    c = config_of(json);
+    CHECK(c.sandwich_norms && !c.post_norms_only && c.rope_interleaved);
+    CHECK_EQ_INT(zt_model_config_params(&c), 9400279040);
+    snprintf(json, sizeof json, base, "glm4", ", \"attention_bias\": false, \"partial_rotary_factor\": 1.0");
+    c = config_of(json);
+    CHECK(!c.qkv_bias && c.rotary_dim == 0);
+}
+
 TEST(gemma_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                        "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";

@@ -342,6 +342,11 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
         CHECK_MSG(cfg.embed_scale == 1.7f && cfg.embed_scale_exact && cfg.attn_scale == 0.3f && cfg.residual_scale == 0.6f &&
                   cfg.logit_scale == (float)(1.0 / 2.5), "%s: multipliers %g %g %g %g", path, (double)cfg.embed_scale,
                   (double)cfg.attn_scale, (double)cfg.residual_scale, (double)cfg.logit_scale);
+    if (strncmp(type, "glm", 3) == 0) /* half of each head rotated in interleaved pairs; [gate | up] as one; GLM-4's
+                                         norms on the outputs */
+        CHECK_MSG(cfg.rotary_dim == 8 && cfg.rope_interleaved && cfg.fused_mlp && !cfg.fused && cfg.qkv_bias &&
+                  !cfg.out_bias && cfg.sandwich_norms == (type[3] == '4'), "%s: rotary_dim %lld, interleaved %d", path,
+                  (long long)cfg.rotary_dim, cfg.rope_interleaved);
     if (strstr(type, "_partial")) /* Phi-4-mini's rope: 6 of the head's 8 dimensions rotate, longrope's 3 pairs */
         CHECK_MSG(cfg.rotary_dim == 6 && cfg.longrope && cfg.rope_long[2] == 5.0f && cfg.rope_scaling.factor == 4.0f,
                   "%s: rotary_dim %lld, longrope %d", path, (long long)cfg.rotary_dim, cfg.longrope);
@@ -589,6 +594,8 @@ TEST(models_olmo2_fp32) { model_test("olmo2", ZT_PRECISION_FP32); }
 TEST(models_olmo3_fp32) { model_test("olmo3", ZT_PRECISION_FP32); }
 TEST(models_olmoe_fp32) { model_test("olmoe", ZT_PRECISION_FP32); }
 TEST(models_granite_fp32) { model_test("granite", ZT_PRECISION_FP32); }
+TEST(models_glm_fp32) { model_test("glm", ZT_PRECISION_FP32); }
+TEST(models_glm4_fp32) { model_test("glm4", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -617,3 +624,5 @@ TEST(models_olmo2_bf16) { model_test("olmo2", ZT_PRECISION_BF16); }
 TEST(models_olmo3_bf16) { model_test("olmo3", ZT_PRECISION_BF16); }
 TEST(models_olmoe_bf16) { model_test("olmoe", ZT_PRECISION_BF16); }
 TEST(models_granite_bf16) { model_test("granite", ZT_PRECISION_BF16); }
+TEST(models_glm_bf16) { model_test("glm", ZT_PRECISION_BF16); }
+TEST(models_glm4_bf16) { model_test("glm4", ZT_PRECISION_BF16); }

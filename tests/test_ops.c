@@ -241,15 +241,15 @@ TEST(ref_fd_moe) {
     bufs_free();
 }
 
-typedef struct { double *inp; const int32_t *pos; int64_t R, H, HD, rd; float theta; } fd_rope_ctx;
+typedef struct { double *inp; const int32_t *pos; int64_t R, H, HD, rd; float theta; int il; } fd_rope_ctx;
 static void fd_rope_fwd(void *p, double *out) {
     fd_rope_ctx *c = (fd_rope_ctx *)p;
-    ref_rope_part_forward(out, c->inp, c->pos, c->R, c->H, c->HD, c->rd, c->theta);
+    ref_rope_il_forward(out, c->inp, c->pos, c->R, c->H, c->HD, c->rd, c->il, c->theta);
 }
 TEST(ref_fd_rope) {
     rng r = {16};
     static const int32_t pos[3] = {0, 5, 9000};
-    fd_rope_ctx c = {NULL, pos, 3, 2, 8, 8, 10000.0f};
+    fd_rope_ctx c = {NULL, pos, 3, 2, 8, 8, 10000.0f, 0};
     c.inp = drand(&r, c.R * c.H * c.HD, -1, 1);
     fd_fn f = fd_make(fd_rope_fwd, &c, c.R * c.H * c.HD, &r);
     double *d = dbuf(c.R * c.H * c.HD);
@@ -260,6 +260,11 @@ TEST(ref_fd_rope) {
     double *dp = dbuf(c.R * c.H * c.HD);
     ref_rope_part_backward(dp, f.w, pos, c.R, c.H, c.HD, c.rd, c.theta);
     FD_CHECK("rope dinp, 6 of 8 dimensions rotated", &f, c.inp, c.R * c.H * c.HD, dp);
+    c.rd = 4, c.il = 1; /* GLM's: half the head, in interleaved pairs */
+    f = fd_make(fd_rope_fwd, &c, c.R * c.H * c.HD, &r);
+    double *di = dbuf(c.R * c.H * c.HD);
+    ref_rope_il_backward(di, f.w, pos, c.R, c.H, c.HD, c.rd, 1, c.theta);
+    FD_CHECK("rope dinp, 4 of 8 dimensions rotated in interleaved pairs", &f, c.inp, c.R * c.H * c.HD, di);
     /* position 0 is the identity */
     double *out = dbuf(c.R * c.H * c.HD);
     ref_rope_forward(out, c.inp, pos, c.R, c.H, c.HD, c.theta);
@@ -904,6 +909,17 @@ static void check_rope(zt_dtype dt) {
             ref_rope_part_backward(dx, dout, pos, B * T, H, HD, part.rotary_dim, theta);
             EXPECT_CLOSE(label("%s, %lld dimensions rotated, backward: dinp += grad", cfg, (long long)part.rotary_dim),
                          download(&d, Dx), dx, n, tol_for(dt));
+            /* GLM's: half the head in interleaved pairs (2i, 2i + 1), in place and backward */
+            part.rotary_dim = HD / 2, part.interleaved = 1;
+            zt_tensor Xi = to_dev(&d, dt, sh, x);
+            ref_rope_il_forward(out, x, pos, B * T, H, HD, part.rotary_dim, 1, theta);
+            zt_rope_forward(d.s, Xi, Xi, Pos, theta, &part);
+            EXPECT_CLOSE(label("%s, %lld dimensions rotated interleaved, in place: out", cfg, (long long)part.rotary_dim),
+                         download(&d, Xi), out, n, tol_for(dt));
+            zt_rope_backward(d.s, Dx, Dout, Pos, theta, &part);
+            ref_rope_il_backward(dx, dout, pos, B * T, H, HD, part.rotary_dim, 1, theta);
+            EXPECT_CLOSE(label("%s, %lld dimensions rotated interleaved, backward: dinp += grad", cfg,
+                               (long long)part.rotary_dim), download(&d, Dx), dx, n, tol_for(dt));
         }
     cpu_close(&d);
     bufs_free();

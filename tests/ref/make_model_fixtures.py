@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
-Gemma 3 (text), OLMo 2, OLMo 3, Granite, Mixtral, Qwen3-MoE, Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers'
+Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Mixtral, Qwen3-MoE, Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers'
 load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
 with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
 LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial;
@@ -250,6 +250,11 @@ def make_config(model_type):
         # scale, the outputs' before each residual add, and the logits divided by logits_scaling
         return transformers.GraniteConfig(**common_llama, tie_word_embeddings=True, embedding_multiplier=1.7,
                                           attention_multiplier=0.3, residual_multiplier=0.6, logits_scaling=2.5)
+    if model_type in ("glm", "glm4"):  # untied; q, k and v biases (GlmConfig's attention_bias), gate and up in one
+        # gate_up_proj, a rope on half of each head in interleaved pairs; GLM-4: norms on the attention's and the
+        # MLP's outputs too; heads wider than hidden / heads
+        cls = transformers.GlmConfig if model_type == "glm" else transformers.Glm4Config
+        return cls(**common_llama, head_dim=16, tie_word_embeddings=False, pad_token_id=0)
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -467,7 +472,7 @@ def main():
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
-                                 "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite"]):
+                                 "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
