@@ -561,8 +561,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM-4; Mixtral, the
-   Qwen MoEs and OLMoE) are
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM-4, Seed-OSS,
+   InternLM3, ERNIE 4.5; Mixtral, the Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
@@ -570,7 +570,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
-                                   "granite", "glm", "glm4" */
+                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -3748,6 +3748,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_smollm3 = strcmp(c->model_type, "smollm3") == 0, is_olmo3 = strcmp(c->model_type, "olmo3") == 0;
     int is_olmo = is_olmo3 || strcmp(c->model_type, "olmo2") == 0;
     int is_glm4 = strcmp(c->model_type, "glm4") == 0, is_glm = is_glm4 || strcmp(c->model_type, "glm") == 0;
+    int is_seed = strcmp(c->model_type, "seed_oss") == 0, is_internlm3 = strcmp(c->model_type, "internlm3") == 0;
+    int is_ernie = strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
@@ -3758,6 +3760,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->n_kv_head = 0;
     c->head_dim = 0;
     if (is_glm) eps = 1.5625e-7, partial = 0.5, attention_bias = 1, c->n_kv_head = 2, c->head_dim = 128; /* GlmConfig's */
+    if (is_seed) attention_bias = 1, c->n_kv_head = 8, c->head_dim = 128;                   /* SeedOssConfig's */
+    if (is_internlm3 || is_ernie) eps = 1e-5, c->n_kv_head = 2, c->head_dim = 128;        /* theirs */
+    if (is_ernie) theta = 500000.0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3840,6 +3845,17 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if (!is_gemma && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
+    /* InternLM3's names for attention_bias and mlp_bias (its attribute_map), which it requires equal; ERNIE 4.5's one
+       use_bias for every projection; Seed-OSS's own bias on o_proj */
+    int other = 0;
+    if (is_internlm3 && ((r = zt__json_bool(j, zt__json_get(j, 0, "qkv_bias"), "qkv_bias", &attention_bias)) ||
+                         (r = zt__json_bool(j, zt__json_get(j, 0, "bias"), "bias", &other))))
+        return r;
+    if (other) return zt__config_refuse(j, "bias", "is true (biases on the MLP's projections)");
+    if (is_ernie && (r = zt__json_bool(j, zt__json_get(j, 0, "use_bias"), "use_bias", &other))) return r;
+    if (other) return zt__config_refuse(j, "use_bias", "is true (biases on the MLP's projections too)");
+    if (is_seed && (r = zt__json_bool(j, zt__json_get(j, 0, "attention_out_bias"), "attention_out_bias", &out_bias)))
+        return r;
     if (mlp_bias) return zt__config_refuse(j, "mlp_bias", "is true");
     t = zt__json_get(j, 0, "clip_qkv"); /* OLMoE's: q, k and v clamped after their projections */
     if (is_olmoe && t >= 0 && !zt__json_is_null(j, t)) return zt__config_refuse(j, "clip_qkv", "is set");
@@ -3861,16 +3877,18 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_bool(j, zt__json_get(j, 0, "qkv_bias"), "qkv_bias", &qkv_bias)))
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
-    c->out_bias = attention_bias && !is_glm; /* GLM's o_proj has none */
+    c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3;
     c->sandwich_norms |= is_olmo, c->post_norms_only = is_olmo;
     c->fused = strcmp(c->model_type, "phi3") == 0;
-    c->fused_mlp = is_glm, c->rope_interleaved = is_glm, c->sandwich_norms |= is_glm4;
+    c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie, c->sandwich_norms |= is_glm4;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
     if ((is_olmo || is_olmoe) && t < 0) c->has_pad_token = 1, c->pad_token_id = 1; /* the OLMo configs' */
     if (is_glm && t < 0) c->has_pad_token = 1, c->pad_token_id = 151329;          /* GlmConfig's */
+    if ((is_seed || is_internlm3 || is_ernie) && t < 0) /* their configs' */
+        c->has_pad_token = 1, c->pad_token_id = is_seed ? 1 : is_internlm3 ? 2 : 0;
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
@@ -3882,15 +3900,16 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
                                         zt_arena *tokens);
 
 /* The dropouts each model has in transformers, with its config's defaults: GPT-2's on the embeddings, the
-   residual branches and the attention (0.1 each); Phi-3's on the residual branches and the attention; the
-   others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. 1 drops
+   residual branches and the attention (0.1 each); Phi-3's on the residual branches and the attention (Seed-OSS's
+   too, 0.1 each); the others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. 1 drops
    everything, as torch's. */
 static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0, phi3 = strcmp(c->model_type, "phi3") == 0;
+    int seed = strcmp(c->model_type, "seed_oss") == 0; /* Seed-OSS: 0.1 on the outputs and the attention */
     struct { const char *key; float *out; double value; } keys[] = {
         {gpt2 ? "embd_pdrop" : NULL, &c->embd_dropout, 0.1},
-        {gpt2 || phi3 ? "resid_pdrop" : NULL, &c->resid_dropout, gpt2 ? 0.1 : 0.0},
-        {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 ? 0.1 : 0.0}};
+        {gpt2 || phi3 ? "resid_pdrop" : seed ? "residual_dropout" : NULL, &c->resid_dropout, gpt2 || seed ? 0.1 : 0.0},
+        {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 || seed ? 0.1 : 0.0}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].key) continue;
         int t = zt__json_get(j, 0, keys[i].key); /* null: the default (transformers' configs type it Optional) */
@@ -3932,12 +3951,14 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "qwen3") && strcmp(c->model_type, "qwen3_moe") && strcmp(c->model_type, "phi3") &&
         strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
         strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
-        strcmp(c->model_type, "glm4"))
+        strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
+        strcmp(c->model_type, "ernie4_5"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm and glm4", name,
+                       "olmoe, granite, glm, glm4, seed_oss, internlm3 and ernie4_5", name,
                        c->model_type[0] ? c->model_type : "(missing)");
-    c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0; /* the transformers defaults */
+    c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
+                         strcmp(c->model_type, "ernie4_5") == 0;
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {

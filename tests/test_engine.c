@@ -815,6 +815,34 @@ TEST(glm_configs_take_transformers_defaults) {
     CHECK(!c.qkv_bias && c.rotary_dim == 0);
 }
 
+/* Seed-OSS, InternLM3 and ERNIE 4.5: their configs' defaults and the parameter counts transformers gives them */
+TEST(seed_internlm_ernie_configs_take_transformers_defaults) {
+    char json[768];
+    snprintf(json, sizeof json, "{\"model_type\": \"seed_oss\", \"num_hidden_layers\": 64, \"num_attention_heads\": 80, "
+             "\"hidden_size\": 4096, \"intermediate_size\": 27648, \"max_position_embeddings\": 524288, "
+             "\"vocab_size\": 155136}");
+    zt_model_config c = config_of(json);
+    CHECK(c.n_kv_head == 8 && c.head_dim == 128 && c.qkv_bias && !c.out_bias && c.pad_token_id == 1);
+    CHECK(c.resid_dropout == 0.1f && c.attn_dropout == 0.1f && !c.tied_embeddings);
+    CHECK_EQ_INT(zt_model_config_params(&c), 28921040896);
+    snprintf(json, sizeof json, "{\"model_type\": \"internlm3\", \"num_hidden_layers\": 48, \"num_attention_heads\": 32, "
+             "\"hidden_size\": 4096, \"intermediate_size\": 10240, \"max_position_embeddings\": 32768, "
+             "\"vocab_size\": 128512, \"qkv_bias\": false, \"bias\": false}");
+    c = config_of(json);
+    CHECK(c.n_kv_head == 2 && c.head_dim == 128 && !c.qkv_bias && c.norm_eps == 1e-5f && c.pad_token_id == 2);
+    CHECK_EQ_INT(zt_model_config_params(&c), 8804241408);
+    snprintf(json, sizeof json, "{\"model_type\": \"internlm3\", \"bias\": true}");
+    config_error(json, "\"bias\" is true");
+    snprintf(json, sizeof json, "{\"model_type\": \"ernie4_5\", \"num_hidden_layers\": 18, \"num_attention_heads\": 16, "
+             "\"hidden_size\": 1024, \"intermediate_size\": 3072, \"max_position_embeddings\": 131072, "
+             "\"vocab_size\": 103424}");
+    c = config_of(json);
+    CHECK(c.rope_interleaved && c.rotary_dim == 0 && c.rope_theta == 5e5f && c.tied_embeddings && c.pad_token_id == 0);
+    CHECK_EQ_INT(zt_model_config_params(&c), 360748032);
+    snprintf(json, sizeof json, "{\"model_type\": \"ernie4_5\", \"use_bias\": true}");
+    config_error(json, "\"use_bias\" is true");
+}
+
 TEST(gemma_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                        "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";

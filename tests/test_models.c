@@ -353,6 +353,12 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     if (strstr(type, "_dynamic")) /* the dynamic NTK rope within max_position_embeddings: the plain one */
         CHECK_MSG(cfg.rope_scaling.factor == 0 && !cfg.longrope, "%s: a scaled rope (factor %g)", path,
                   (double)cfg.rope_scaling.factor);
+    if (strncmp(type, "seed_oss", 8) == 0) /* q, k, v and o biases; its dropouts off but in seed_oss_dropout */
+        CHECK_MSG(cfg.qkv_bias && cfg.out_bias && cfg.resid_dropout == (type[8] ? 0.2f : 0.0f), "%s: biases %d %d", path,
+                  cfg.qkv_bias, cfg.out_bias);
+    if (strcmp(type, "ernie4_5") == 0) /* the whole head rotated in interleaved pairs */
+        CHECK_MSG(cfg.rope_interleaved && cfg.rotary_dim == 0 && cfg.tied_embeddings, "%s: interleaved %d", path,
+                  cfg.rope_interleaved);
     if (strstr(type, "_dropout")) /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread) */
         CHECK_MSG(cfg.embd_dropout == (type[0] == 'g' ? 0.2f : 0.0f) && cfg.resid_dropout == 0.2f && cfg.attn_dropout == 0.2f,
                   "%s: dropouts %g %g %g", path, (double)cfg.embd_dropout, (double)cfg.resid_dropout,
@@ -596,6 +602,10 @@ TEST(models_olmoe_fp32) { model_test("olmoe", ZT_PRECISION_FP32); }
 TEST(models_granite_fp32) { model_test("granite", ZT_PRECISION_FP32); }
 TEST(models_glm_fp32) { model_test("glm", ZT_PRECISION_FP32); }
 TEST(models_glm4_fp32) { model_test("glm4", ZT_PRECISION_FP32); }
+TEST(models_seed_oss_fp32) { model_test("seed_oss", ZT_PRECISION_FP32); }
+TEST(models_seed_oss_dropout_fp32) { model_test("seed_oss_dropout", ZT_PRECISION_FP32); }
+TEST(models_internlm3_fp32) { model_test("internlm3", ZT_PRECISION_FP32); }
+TEST(models_ernie4_5_fp32) { model_test("ernie4_5", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -626,3 +636,6 @@ TEST(models_olmoe_bf16) { model_test("olmoe", ZT_PRECISION_BF16); }
 TEST(models_granite_bf16) { model_test("granite", ZT_PRECISION_BF16); }
 TEST(models_glm_bf16) { model_test("glm", ZT_PRECISION_BF16); }
 TEST(models_glm4_bf16) { model_test("glm4", ZT_PRECISION_BF16); }
+TEST(models_seed_oss_bf16) { model_test("seed_oss", ZT_PRECISION_BF16); }
+TEST(models_internlm3_bf16) { model_test("internlm3", ZT_PRECISION_BF16); }
+TEST(models_ernie4_5_bf16) { model_test("ernie4_5", ZT_PRECISION_BF16); }

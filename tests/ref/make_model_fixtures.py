@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
-Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Mixtral, Qwen3-MoE, Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers'
-load-balancing loss: the *_balance fixtures; GPT-2 and Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral
-with router_jitter_noise: mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*;
-LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial;
-GPT-2 and Phi-3 with dropout: the *_dropout fixtures) built with transformers, their loss, every parameter gradient and
-the losses of 10 AdamW steps, in float32.
+Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, Mixtral, Qwen3-MoE, Qwen2-MoE
+and OLMoE models (and Mixtral and Qwen3-MoE with the routers' load-balancing loss: the *_balance fixtures; GPT-2 and
+Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral with router_jitter_noise: mixtral_jitter; Qwen2 with
+YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*; LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3
+with a partial rotation (Phi-4-mini's): phi3_partial; GPT-2, Phi-3 and Seed-OSS with dropout: the *_dropout fixtures)
+built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerun with the same torch, the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
@@ -103,7 +103,9 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                 "partial_rotary_factor": 0.75, "short_factor": [1.0, 1.2, 2.0], "long_factor": [1.0, 2.5, 5.0]})),
             # the dynamic NTK rope: scaled only past max_position_embeddings (32; T is 16), as zt's rows never are
             "llama_dynamic": ("llama", dict(rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0})),
-            "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2, embd_pdrop=0.2))}
+            "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2, embd_pdrop=0.2)),
+            # Seed-OSS's dropouts (its defaults are 0.1): on the residual branches and the attention
+            "seed_oss_dropout": ("seed_oss", dict(residual_dropout=0.2, attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
@@ -255,6 +257,14 @@ def make_config(model_type):
         # MLP's outputs too; heads wider than hidden / heads
         cls = transformers.GlmConfig if model_type == "glm" else transformers.Glm4Config
         return cls(**common_llama, head_dim=16, tie_word_embeddings=False, pad_token_id=0)
+    if model_type == "seed_oss":  # untied; q, k and v biases and o_proj's own (attention_out_bias); heads wider than
+        # hidden / heads; its dropouts off (0.1 by default: seed_oss_dropout has them)
+        return transformers.SeedOssConfig(**common_llama, head_dim=16, tie_word_embeddings=False, pad_token_id=0,
+                                          attention_out_bias=True, residual_dropout=0.0)
+    if model_type == "internlm3":  # untied; LLaMA's layer with InternLM3's defaults
+        return transformers.InternLM3Config(**common_llama, head_dim=16, tie_word_embeddings=False, pad_token_id=0)
+    if model_type == "ernie4_5":  # tied; LLaMA's layer with the rope in interleaved pairs over the whole head
+        return transformers.Ernie4_5Config(**common_llama, head_dim=16, pad_token_id=0)
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -401,6 +411,11 @@ def make(fixture, seed):
             dropout.at(block.attn, DROP_ATTN, layer + 1)
             dropout.at(block.attn.resid_dropout, DROP_RESID_ATTN, layer + 1)
             dropout.at(block.mlp.dropout, DROP_RESID_MLP, layer + 1)
+    elif dropout and model_type == "seed_oss":  # its dropouts are calls inside the attention's and the MLP's forward
+        for layer, block in enumerate(model.model.layers):
+            dropout.at(block.self_attn, DROP_ATTN, layer + 1)
+            dropout.at(block.self_attn.o_proj, DROP_RESID_ATTN, layer + 1)  # the attention's probabilities are past
+            dropout.at(block.mlp.down_proj, DROP_RESID_MLP, layer + 1)
     elif dropout:
         for layer, block in enumerate(model.model.layers):
             dropout.at(block.self_attn, DROP_ATTN, layer + 1)
@@ -472,7 +487,8 @@ def main():
                                  "qwen3_moe_balance", "gpt2_neftune", "gemma_neftune", "mixtral_jitter",
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
-                                 "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4"]):
+                                 "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
+                                 "seed_oss_dropout"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
