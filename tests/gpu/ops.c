@@ -513,9 +513,10 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
     if (scaling == 2) sc.factor = 4.0f, sc.original_max_positions = 32768.0f, sc.yarn = 1, sc.beta_fast = 32.0f,
                       sc.beta_slow = 1.0f, sc.truncate = 1, sc.attention_factor = 1.1386294f;
     if (scaling == 3) sc.rotary_dim = HD * 3 / 4; /* Phi-4-mini's partial rotation */
+    if (scaling == 4) sc.rotary_dim = HD / 2, sc.interleaved = 1; /* GLM's: half the head, pairs (2i, 2i + 1) */
     if (!case_begin("rope", dt, "x (%lld, %lld, %lld, %lld) theta %g%s", (long long)B, (long long)T, (long long)H,
                     (long long)HD, (double)theta, scaling == 1 ? " llama3 scaling" : scaling == 2 ? " yarn scaling" :
-                    scaling == 3 ? " 3/4 of the head rotated" : ""))
+                    scaling == 3 ? " 3/4 of the head rotated" : scaling == 4 ? " half of the head rotated interleaved" : ""))
         return;
     int32_t *pos = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++)
@@ -655,7 +656,7 @@ static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab,
     pair losses3 = pnew(ZT_F32, zt_shape1(N));
     pair dl = prand(dt, zt_shape2(N, Vp), -1, 1), alias = pnew(dt, zt_shape2(N, Vp));
     pset(alias, lg, ZT_F32);
-    zt_loss_params p = {vocab, IGNORE, dloss, cap, smoothing};
+    zt_loss_params p = {vocab, IGNORE, dloss, cap, smoothing, 0.0f};
     BOTH {
         zt_crossentropy_with(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], p);
         zt_crossentropy_with(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], p);
@@ -803,6 +804,7 @@ int main(int argc, char **argv) {
         case_rope(dt, 3, 384, 12, 64, 10000.0f, 0);
         case_rope(dt, 3, 384, 28, 128, 1000000.0f, 2);
         case_rope(dt, 3, 384, 24, 128, 10000.0f, 3);
+        case_rope(dt, 3, 384, 32, 128, 10000.0f, 4);
     }
     case_pointwise(ZT_F16);
     for (int a = 0; a < 2; a++) {
