@@ -485,8 +485,8 @@ TEST(model_config_errors_name_the_key) {
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
     config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi3 only, as transformers does "
-                 "(its llama rotates whole heads)");
+                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi3, glm and glm4 only, as "
+                 "transformers does (its llama rotates whole heads)");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
                  "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
                  "rotates an even number of them, at least 2");
