@@ -562,7 +562,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5; Mixtral, the Qwen MoEs and OLMoE) are
+   InternLM3, ERNIE 4.5, EXAONE 4; Mixtral, the Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
@@ -570,7 +570,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
-                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5" */
+                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -600,7 +600,8 @@ typedef struct zt_model_config {
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
     int geglu;                  /* the MLP's gate through the tanh GELU, not SiLU */
     int sandwich_norms;         /* Gemma 2 and 3: RMSNorms on the attention's and the MLP's outputs too */
-    int post_norms_only;        /* with sandwich_norms, those alone: none before the attention or the MLP (OLMo 2, 3) */
+    int post_norms_only;        /* with sandwich_norms, those alone: none before the attention or the MLP (OLMo 2, 3,
+                                   EXAONE 4) */
     float attn_scale;           /* the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2: query_pre_attn_scalar^-1/2) */
     float attn_softcap;         /* scores capped to softcap * tanh(score / softcap); 0: none (Gemma 2: 50) */
     float logit_softcap;        /* logits capped the same way before the loss and sampling (Gemma 2: 30) */
@@ -3544,16 +3545,16 @@ static zt_result zt__config_granite(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
-/* OLMo 3 without a window: refused where its layers would have one (transformers cannot build those either) */
-static zt_result zt__config_olmo3_window(const zt__json *j) {
+/* OLMo 3 and EXAONE 4 without a window: refused where their layers would have one (transformers cannot build those
+   either); `usual` says which layers have one where layer_types does not name them */
+static zt_result zt__config_window_needed(const zt__json *j, const char *usual) {
     int lt = zt__json_get(j, 0, "layer_types");
-    int sliding = !(lt >= 0 && j->tok[lt].type == JSMN_ARRAY); /* Olmo3Config's: all but every fourth layer */
+    int sliding = !(lt >= 0 && j->tok[lt].type == JSMN_ARRAY);
     for (int k = 0, it = lt + 1; !sliding && k < j->tok[lt].size; k++, it = zt__json_skip(j, it))
         sliding = j->tok[it].type == JSMN_STRING && zt__json_eq(j, it, "sliding_attention");
     if (!sliding) return ZT_OK;
     return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window\" is null or 0 while layers are sliding_attention (by "
-                   "layer_types, or Olmo3Config's default of all but every fourth); give the window, or name every "
-                   "layer full_attention", j->file);
+                   "layer_types, or %s); give the window, or name every layer full_attention", j->file, usual);
 }
 
 /* transformers' original_max_position_embeddings for yarn and longrope: the config's own before the rope section's,
@@ -3750,6 +3751,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_glm4 = strcmp(c->model_type, "glm4") == 0, is_glm = is_glm4 || strcmp(c->model_type, "glm") == 0;
     int is_seed = strcmp(c->model_type, "seed_oss") == 0, is_internlm3 = strcmp(c->model_type, "internlm3") == 0;
     int is_ernie = strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
+    int is_exaone4 = strcmp(c->model_type, "exaone4") == 0;
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
@@ -3763,6 +3765,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_seed) attention_bias = 1, c->n_kv_head = 8, c->head_dim = 128;                   /* SeedOssConfig's */
     if (is_internlm3 || is_ernie) eps = 1e-5, c->n_kv_head = 2, c->head_dim = 128;        /* theirs */
     if (is_ernie) theta = 500000.0;
+    if (is_exaone4) eps = 1e-5, c->sliding_window = 4096; /* Exaone4Config's */
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3796,9 +3799,27 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3) c->sliding_window = 0;
-    if (is_olmo3 && c->sliding_window <= 0 && (r = zt__config_olmo3_window(j))) return r;
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4) c->sliding_window = 0;
+    if (is_olmo3 && c->sliding_window <= 0 &&
+        (r = zt__config_window_needed(j, "Olmo3Config's default of all but every fourth")))
+        return r;
+    int global_nope = 0; /* EXAONE 4: with a window, its full attention layers go without the rope */
+    if (is_exaone4) {
+        int pt = zt__json_get(j, 0, "sliding_window_pattern"), lt = zt__json_get(j, 0, "layer_types");
+        int listed = lt >= 0 && j->tok[lt].type == JSMN_ARRAY;
+        pattern = 4;
+        if (!zt__json_is_null(j, pt) && !(listed && j->tok[pt].type == JSMN_STRING) && /* its "LLLG": layer_types' */
+            (r = zt__json_int(j, pt, "sliding_window_pattern", &pattern)))
+            return r;
+        if (pattern < 1 && !listed)
+            return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1 without layer_types",
+                           j->file);
+        if (c->sliding_window <= 0 && (r = zt__config_window_needed(j, "every layer but every fourth"))) return r;
+        global_nope = c->sliding_window > 0;
+    }
     if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
+    for (int64_t l = 0; global_nope && l < c->n_layer && l < 64 * 64; l++)
+        if (!zt__layer_windowed(c, l)) c->nope[l / 64] |= (uint64_t)1 << (l % 64);
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3, OLMo 3: one such per
        layer type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq.
        A top-level partial_rotary_factor is the rope's unless the rope has its own (Phi3Config's setdefault). */
@@ -3878,8 +3899,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
-    c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3;
-    c->sandwich_norms |= is_olmo, c->post_norms_only = is_olmo;
+    c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4;
+    c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie, c->sandwich_norms |= is_glm4;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
@@ -3952,10 +3973,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
         strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
-        strcmp(c->model_type, "ernie4_5"))
+        strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, seed_oss, internlm3 and ernie4_5", name,
+                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5 and exaone4", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strcmp(c->model_type, "ernie4_5") == 0;

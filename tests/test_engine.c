@@ -843,6 +843,32 @@ TEST(seed_internlm_ernie_configs_take_transformers_defaults) {
     config_error(json, "\"use_bias\" is true");
 }
 
+/* EXAONE 4: Exaone4Config's windows on all but every fourth layer, those without one going without the rope (its
+   global NoPE), older files' "LLLG" pattern beside layer_types, and the parameter count of its default config */
+TEST(exaone4_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"exaone4\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                       "\"hidden_size\": 4096, \"intermediate_size\": 16384, \"max_position_embeddings\": 2048, "
+                       "\"vocab_size\": 102400%s}";
+    char json[768];
+    snprintf(json, sizeof json, base, 32, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.post_norms_only && c.qk_norm == 1 && c.sliding_window == 4096 && c.windowed[0] == 0x77777777u);
+    CHECK(c.nope[0] == 0x88888888u && c.norm_eps == 1e-5f && !c.has_pad_token && c.n_kv_head == 32);
+    CHECK_EQ_INT(zt_model_config_params(&c), 9429069824);
+    snprintf(json, sizeof json, base, 2, ", \"sliding_window_pattern\": \"LG\", \"layer_types\": [\"sliding_attention\", "
+             "\"full_attention\"]");
+    c = config_of(json);
+    CHECK(c.windowed[0] == 1 && c.nope[0] == 2);
+    snprintf(json, sizeof json, base, 2, ", \"sliding_window\": null, \"layer_types\": [\"full_attention\", "
+             "\"full_attention\"]");
+    c = config_of(json);
+    CHECK(c.sliding_window == 0 && c.windowed[0] == 0 && c.nope[0] == 0); /* no window: the rope everywhere */
+    snprintf(json, sizeof json, base, 2, ", \"sliding_window\": null");
+    config_error(json, "\"sliding_window\" is null or 0 while layers are sliding_attention");
+    snprintf(json, sizeof json, base, 2, ", \"sliding_window_pattern\": \"LG\"");
+    config_error(json, "\"sliding_window_pattern\" must be");
+}
+
 TEST(gemma_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 2, \"hidden_size\": 16, "
                        "\"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, \"head_dim\": 32%s}";

@@ -356,6 +356,10 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     if (strncmp(type, "seed_oss", 8) == 0) /* q, k, v and o biases; its dropouts off but in seed_oss_dropout */
         CHECK_MSG(cfg.qkv_bias && cfg.out_bias && cfg.resid_dropout == (type[8] ? 0.2f : 0.0f), "%s: biases %d %d", path,
                   cfg.qkv_bias, cfg.out_bias);
+    if (strcmp(type, "exaone4") == 0) /* norms after alone, per-head q and k norms; layer 0 windowed, layer 1 NoPE */
+        CHECK_MSG(cfg.post_norms_only && cfg.qk_norm == 1 && cfg.windowed[0] == 1 && cfg.nope[0] == 2 &&
+                  cfg.sliding_window == 6, "%s: windowed %llx, nope %llx", path, (unsigned long long)cfg.windowed[0],
+                  (unsigned long long)cfg.nope[0]);
     if (strcmp(type, "ernie4_5") == 0) /* the whole head rotated in interleaved pairs */
         CHECK_MSG(cfg.rope_interleaved && cfg.rotary_dim == 0 && cfg.tied_embeddings, "%s: interleaved %d", path,
                   cfg.rope_interleaved);
@@ -606,6 +610,7 @@ TEST(models_seed_oss_fp32) { model_test("seed_oss", ZT_PRECISION_FP32); }
 TEST(models_seed_oss_dropout_fp32) { model_test("seed_oss_dropout", ZT_PRECISION_FP32); }
 TEST(models_internlm3_fp32) { model_test("internlm3", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_fp32) { model_test("ernie4_5", ZT_PRECISION_FP32); }
+TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
 TEST(models_llama_bf16) { model_test("llama", ZT_PRECISION_BF16); }
@@ -639,3 +644,4 @@ TEST(models_glm4_bf16) { model_test("glm4", ZT_PRECISION_BF16); }
 TEST(models_seed_oss_bf16) { model_test("seed_oss", ZT_PRECISION_BF16); }
 TEST(models_internlm3_bf16) { model_test("internlm3", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_bf16) { model_test("ernie4_5", ZT_PRECISION_BF16); }
+TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
-Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, Mixtral, Qwen3-MoE, Qwen2-MoE
-and OLMoE models (and Mixtral and Qwen3-MoE with the routers' load-balancing loss: the *_balance fixtures; GPT-2 and
+Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, EXAONE 4, Mixtral, Qwen3-MoE,
+Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers' load-balancing loss: the *_balance fixtures; GPT-2 and
 Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral with router_jitter_noise: mixtral_jitter; Qwen2 with
 YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*; LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3
 with a partial rotation (Phi-4-mini's): phi3_partial; GPT-2, Phi-3 and Seed-OSS with dropout: the *_dropout fixtures)
@@ -265,6 +265,10 @@ def make_config(model_type):
         return transformers.InternLM3Config(**common_llama, head_dim=16, tie_word_embeddings=False, pad_token_id=0)
     if model_type == "ernie4_5":  # tied; LLaMA's layer with the rope in interleaved pairs over the whole head
         return transformers.Ernie4_5Config(**common_llama, head_dim=16, pad_token_id=0)
+    if model_type == "exaone4":  # untied; OLMo 2's norms after the attention and the MLP alone, Qwen3's norm on each
+        # head of q and k; layer 0 windowed, well below T, with the rope, layer 1 full without it (global NoPE)
+        return transformers.Exaone4Config(**common_llama, tie_word_embeddings=False, pad_token_id=0, sliding_window=6,
+                                          layer_types=["sliding_attention", "full_attention"])
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -488,7 +492,7 @@ def main():
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
-                                 "seed_oss_dropout"]):
+                                 "seed_oss_dropout", "exaone4"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
