@@ -561,7 +561,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM-4, Seed-OSS,
+   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
    InternLM3, ERNIE 4.5, EXAONE 4; Mixtral, the Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
@@ -594,7 +594,7 @@ typedef struct zt_model_config {
     uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
     int64_t rotary_dim;         /* > 0: a head's first rotary_dim dimensions rotate, the rest pass (Phi-3's
                                    partial_rotary_factor; zt_rope_scaling.rotary_dim); 0: the whole head */
-    /* Gemma's choices (0 elsewhere) */
+    /* Gemma's choices, some also OLMo's, GLM-4's, EXAONE 4's and Granite's (0 elsewhere) */
     float embed_scale;          /* token embeddings times this, rounded to the weights' dtype (sqrt(hidden)) */
     int embed_scale_exact;      /* ... not rounded first (Granite's embedding_multiplier, a number, not a tensor) */
     float norm_offset;          /* RMSNorm weights stored as their difference from this (1: 1 + weight) */
@@ -3389,7 +3389,8 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
                        j->file, (long long)c->shared_intermediate);
     int t = zt__json_get(j, 0, "num_local_experts");
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
-    if ((r = zt__json_int(j, t, "num_local_experts", &c->n_experts)) ||
+    const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
+    if ((r = zt__json_int(j, t, experts, &c->n_experts)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
                                    &c->expert_intermediate))) ||
@@ -3413,7 +3414,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
                "adds it)", j->file, jitter, c->model_type);
     c->router_jitter = mixtral ? (float)jitter : 0.0f;
     if (c->n_experts < 1 || c->n_experts > ZT_MOE_MAX_EXPERTS)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"num_local_experts\" is %lld; zt takes 1 to %d experts", j->file,
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" is %lld; zt takes 1 to %d experts", j->file, experts,
                        (long long)c->n_experts, ZT_MOE_MAX_EXPERTS);
     if (c->experts_per_token < 1 || c->experts_per_token > ZT__MIN(c->n_experts, ZT_MOE_MAX_K))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"num_experts_per_tok\" is %lld; it must be 1 to the %lld experts (zt "
@@ -3553,7 +3554,7 @@ static zt_result zt__config_window_needed(const zt__json *j, const char *usual) 
     for (int k = 0, it = lt + 1; !sliding && k < j->tok[lt].size; k++, it = zt__json_skip(j, it))
         sliding = j->tok[it].type == JSMN_STRING && zt__json_eq(j, it, "sliding_attention");
     if (!sliding) return ZT_OK;
-    return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window\" is null or 0 while layers are sliding_attention (by "
+    return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window\" is null or not positive while layers are sliding_attention (by "
                    "layer_types, or %s); give the window, or name every layer full_attention", j->file, usual);
 }
 
@@ -3781,10 +3782,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_bool(j, zt__json_get(j, 0, "use_sliding_window"), "use_sliding_window", &use_window)) ||
         (r = zt__json_string(j, zt__json_get(j, 0, "hidden_act"), "hidden_act", act, sizeof act)))
         return r;
-    int t = zt__json_get(j, 0, "num_key_value_heads"); /* null: as many as the heads */
+    int t = zt__json_get(j, 0, "num_key_value_heads"); /* null: as many as the heads (absent: the config's default) */
     if (is_smollm3 && t < 0) c->n_kv_head = 4;          /* SmolLM3Config's default */
+    if (t >= 0 && zt__json_is_null(j, t)) c->n_kv_head = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
-    t = zt__json_get(j, 0, "head_dim");
+    t = zt__json_get(j, 0, "head_dim"); /* null: hidden_size / num_attention_heads */
+    if (t >= 0 && zt__json_is_null(j, t)) c->head_dim = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
@@ -3825,7 +3828,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
        A top-level partial_rotary_factor is the rope's unless the rope has its own (Phi3Config's setdefault). */
     if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
-    int per_type = (is_gemma3 || is_olmo3) && rp >= 0 && j->tok[rp].type == JSMN_OBJECT && zt__json_get(j, rp, "full_attention") >= 0;
+    int per_type = (is_gemma3 || is_olmo3) && rp >= 0 && j->tok[rp].type == JSMN_OBJECT &&
+                   (zt__json_get(j, rp, "full_attention") >= 0 || zt__json_get(j, rp, "sliding_attention") >= 0);
+    if ((is_gemma3 || is_olmo3) && !per_type && rp >= 0 && j->tok[rp].type == JSMN_OBJECT && j->tok[rp].size > 0)
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"rope_parameters\" of %s is one rope a layer type, {\"full_attention\": "
+                       "{...}, \"sliding_attention\": {...}}; found a single rope (transformers would not read it)",
+                       j->file, c->model_type);
     if (per_type) {
         double local = is_olmo3 ? 500000.0 : 10000.0;
         zt_rope_scaling none;
@@ -3838,6 +3846,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if (none.factor > 0)
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: rope_parameters.sliding_attention is scaled; zt scales the full "
                            "attention layers' rope only (as Gemma 3 and OLMo 3 do)", j->file);
+        /* an older rope_scaling beside them goes into the full layers' rope, as their configs update it */
+        if (rs >= 0 && !zt__json_is_null(j, rs) && !(j->tok[rs].type == JSMN_OBJECT && j->tok[rs].size == 0) &&
+            (r = zt__config_rope(c, j, rs, "rope_scaling", &theta, &c->rope_scaling, &partial)))
+            return r;
         c->local_rope_theta = (float)local;
     } else {
         /* a rope_scaling (not null or {}) replaces rope_parameters whole, its theta and factor too, as
@@ -4139,11 +4151,15 @@ static void zt__embedding_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor in
     const zt_batch *b = ctx->batch;
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt_embedding_forward(ctx->stream, out, b->tokens, ctx->param[ZT__EMB_WTE], 0);
-    if (c->embed_scale > 0) zt_scale(ctx->stream, out, zt__embed_scale(c, ctx->param[ZT__EMB_WTE].dtype));
-    if (ctx->training && b->neftune_alpha > 0) { /* on the token embedding module's output, as transformers hooks it */
+    /* NEFTune's noise on the token embedding module's output, as transformers hooks it: after Gemma's scale, which
+       its embedding module applies, before Granite's multiplier, which its model applies */
+    int noise = ctx->training && b->neftune_alpha > 0, scale_first = c->embed_scale > 0 && !c->embed_scale_exact;
+    if (scale_first) zt_scale(ctx->stream, out, zt__embed_scale(c, ctx->param[ZT__EMB_WTE].dtype));
+    if (noise) {
         int64_t per_row = b->T * c->hidden;
         zt_add_uniform_noise(ctx->stream, out, b->neftune_alpha / sqrtf((float)per_row), b->seed, b->first_row * per_row);
     }
+    if (c->embed_scale > 0 && !scale_first) zt_scale(ctx->stream, out, zt__embed_scale(c, ctx->param[ZT__EMB_WTE].dtype));
     if (strcmp(c->model_type, "gpt2") == 0) zt_embedding_forward(ctx->stream, out, b->pos, ctx->param[ZT__EMB_WPE], 1);
     if (ctx->training && c->embd_dropout > 0) zt__drop_rows(ctx, out, c->embd_dropout, ZT__DROP_EMBD); /* GPT-2's drop */
 }
@@ -4680,6 +4696,10 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     zt_add(s, sv->x2, inp, proj);
 
     sv->n2 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : sv->x2;
+    if (!pre && c->router_jitter > 0 && zt__layer_sparse(c, ctx->index - 1)) { /* the jitter must not touch x2 */
+        sv->n2 = zt_block_keep(ctx, A, zt_shape2(N, C));
+        zt_copy(s, sv->n2, sv->x2);
+    }
     if (gpt2) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));

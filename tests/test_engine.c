@@ -526,7 +526,7 @@ TEST(model_config_errors_name_the_key) {
     config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 1.5}", "\"router_jitter_noise\" must be 0 (none) or more, below 1");
     config_error("{\"model_type\": \"mixtral\", \"num_local_experts\": 4, \"num_experts_per_tok\": 5}",
                  "\"num_experts_per_tok\" is 5; it must be 1 to the 4 experts");
-    config_error("{\"model_type\": \"qwen3_moe\", \"num_experts\": 2000}", "\"num_local_experts\" is 2000; zt takes 1 to 1024");
+    config_error("{\"model_type\": \"qwen3_moe\", \"num_experts\": 2000}", "\"num_experts\" is 2000; zt takes 1 to 1024");
     config_error("{\"model_type\": \"qwen3_moe\", \"decoder_sparse_step\": 0}", "\"decoder_sparse_step\" must be at least 1");
     config_error("{\"model_type\": \"qwen3_moe\", \"mlp_only_layers\": 3}", "\"mlp_only_layers\" must be a list of layer numbers");
     config_error("{\"model_type\": \"qwen2_moe\", \"shared_expert_intermediate_size\": 0}",
@@ -750,7 +750,7 @@ TEST(olmo_configs_take_transformers_defaults) {
     c = config_of(json);
     CHECK(c.rope_theta == 1e4f && c.local_rope_theta == 5e5f && c.rope_scaling.factor == 2.0f && c.windowed[0] == 7);
     snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"sliding_window\": null");
-    config_error(json, "\"sliding_window\" is null or 0 while layers are sliding_attention");
+    config_error(json, "\"sliding_window\" is null or not positive while layers are sliding_attention");
     snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"sliding_window\": null, \"layer_types\": [\"full_attention\", "
              "\"full_attention\"]");
     c = config_of(json);
@@ -758,6 +758,19 @@ TEST(olmo_configs_take_transformers_defaults) {
     snprintf(json, sizeof json, base, "olmo3", 2, 64, ", \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
              "\"default\"}, \"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2}}");
     config_error(json, "rope_parameters.sliding_attention is scaled");
+    /* one rope a layer type, an older rope_scaling going into the full layers'; a single rope refused */
+    snprintf(json, sizeof json, base, "olmo3", 4, 64, ", \"rope_parameters\": {\"full_attention\": {\"rope_type\": "
+             "\"default\", \"rope_theta\": 1e4}, \"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": 2e4}}, "
+             "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2}");
+    c = config_of(json);
+    CHECK(c.rope_theta == 1e4f && c.local_rope_theta == 2e4f && c.rope_scaling.factor == 2.0f && c.rope_scaling.linear);
+    snprintf(json, sizeof json, base, "olmo3", 4, 64, ", \"rope_parameters\": {\"sliding_attention\": {\"rope_type\": "
+             "\"default\", \"rope_theta\": 1e4}}");
+    c = config_of(json);
+    CHECK(c.rope_theta == 5e5f && c.local_rope_theta == 1e4f);
+    snprintf(json, sizeof json, base, "olmo3", 4, 64, ", \"rope_parameters\": {\"rope_type\": \"default\", "
+             "\"rope_theta\": 1234}");
+    config_error(json, "\"rope_parameters\" of olmo3 is one rope a layer type");
     /* OLMoE-1B-7B: 64 experts of intermediate_size, 8 a token, unnormalized; the balance loss's coefficient 0.01 */
     snprintf(json, sizeof json, "{\"model_type\": \"olmoe\", \"num_hidden_layers\": 16, \"num_attention_heads\": 16, "
              "\"hidden_size\": 2048, \"intermediate_size\": 1024, \"max_position_embeddings\": 4096, \"vocab_size\": "
@@ -831,6 +844,11 @@ TEST(seed_internlm_ernie_configs_take_transformers_defaults) {
     c = config_of(json);
     CHECK(c.n_kv_head == 2 && c.head_dim == 128 && !c.qkv_bias && c.norm_eps == 1e-5f && c.pad_token_id == 2);
     CHECK_EQ_INT(zt_model_config_params(&c), 8804241408);
+    snprintf(json, sizeof json, "{\"model_type\": \"seed_oss\", \"num_hidden_layers\": 2, \"num_attention_heads\": 8, "
+             "\"hidden_size\": 512, \"intermediate_size\": 64, \"max_position_embeddings\": 64, \"vocab_size\": 64, "
+             "\"head_dim\": null, \"num_key_value_heads\": null}");
+    c = config_of(json); /* null: as their __post_init__ has it, hidden_size / heads and one kv head a head */
+    CHECK(c.head_dim == 64 && c.n_kv_head == 8);
     snprintf(json, sizeof json, "{\"model_type\": \"internlm3\", \"bias\": true}");
     config_error(json, "\"bias\" is true");
     snprintf(json, sizeof json, "{\"model_type\": \"ernie4_5\", \"num_hidden_layers\": 18, \"num_attention_heads\": 16, "
@@ -864,7 +882,7 @@ TEST(exaone4_configs_take_transformers_defaults) {
     c = config_of(json);
     CHECK(c.sliding_window == 0 && c.windowed[0] == 0 && c.nope[0] == 0); /* no window: the rope everywhere */
     snprintf(json, sizeof json, base, 2, ", \"sliding_window\": null");
-    config_error(json, "\"sliding_window\" is null or 0 while layers are sliding_attention");
+    config_error(json, "\"sliding_window\" is null or not positive while layers are sliding_attention");
     snprintf(json, sizeof json, base, 2, ", \"sliding_window_pattern\": \"LG\"");
     config_error(json, "\"sliding_window_pattern\" must be");
 }

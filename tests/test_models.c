@@ -338,7 +338,7 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.rope_theta == 5e5f && cfg.rope_scaling.yarn && cfg.rope_scaling.factor == 4.0f,
                   "%s: windowed %llx, window %lld, thetas %g %g", path, (unsigned long long)cfg.windowed[0],
                   (long long)cfg.sliding_window, (double)cfg.local_rope_theta, (double)cfg.rope_theta);
-    if (strcmp(type, "granite") == 0) /* the four multipliers: embeddings, scores, residual branches, logits */
+    if (strncmp(type, "granite", 7) == 0) /* the four multipliers: embeddings, scores, residual branches, logits */
         CHECK_MSG(cfg.embed_scale == 1.7f && cfg.embed_scale_exact && cfg.attn_scale == 0.3f && cfg.residual_scale == 0.6f &&
                   cfg.logit_scale == (float)(1.0 / 2.5), "%s: multipliers %g %g %g %g", path, (double)cfg.embed_scale,
                   (double)cfg.attn_scale, (double)cfg.residual_scale, (double)cfg.logit_scale);
@@ -604,6 +604,7 @@ TEST(models_olmo2_fp32) { model_test("olmo2", ZT_PRECISION_FP32); }
 TEST(models_olmo3_fp32) { model_test("olmo3", ZT_PRECISION_FP32); }
 TEST(models_olmoe_fp32) { model_test("olmoe", ZT_PRECISION_FP32); }
 TEST(models_granite_fp32) { model_test("granite", ZT_PRECISION_FP32); }
+TEST(models_granite_neftune_fp32) { model_test("granite_neftune", ZT_PRECISION_FP32); }
 TEST(models_glm_fp32) { model_test("glm", ZT_PRECISION_FP32); }
 TEST(models_glm4_fp32) { model_test("glm4", ZT_PRECISION_FP32); }
 TEST(models_seed_oss_fp32) { model_test("seed_oss", ZT_PRECISION_FP32); }

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
 Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, EXAONE 4, Mixtral, Qwen3-MoE,
-Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers' load-balancing loss: the *_balance fixtures; GPT-2 and
-Gemma with NEFTune's noise: the *_neftune fixtures; Mixtral with router_jitter_noise: mixtral_jitter; Qwen2 with
-YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*; LLaMA with the dynamic NTK rope: llama_dynamic; Phi-3
-with a partial rotation (Phi-4-mini's): phi3_partial; GPT-2, Phi-3 and Seed-OSS with dropout: the *_dropout fixtures)
-built with transformers, their loss, every parameter gradient and the losses of 10 AdamW steps, in float32.
+Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers' load-balancing loss: the *_balance fixtures;
+GPT-2, Gemma and Granite with NEFTune's noise: the *_neftune fixtures; Mixtral with router_jitter_noise:
+mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*; LLaMA with the dynamic NTK
+rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial; GPT-2, Phi-3 and Seed-OSS with
+dropout: the *_dropout fixtures) built with transformers, their loss, every parameter gradient and the losses of 10
+AdamW steps, in float32.
 
     python3 tests/ref/make_model_fixtures.py        (from the repository root; rerun with the same torch, the same files)
     python3 tests/ref/make_model_fixtures.py qwen3  (only these fixtures)
@@ -75,7 +76,7 @@ CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_
 # so the loss averages over one sparse layer, Mixtral's over two)
 VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
             "qwen3_moe_balance": ("qwen3_moe", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
-            "gpt2_neftune": ("gpt2", {}), "gemma_neftune": ("gemma", {}),
+            "gpt2_neftune": ("gpt2", {}), "gemma_neftune": ("gemma", {}), "granite_neftune": ("granite", {}),
             "mixtral_jitter": ("mixtral", dict(router_jitter_noise=0.1)),
             # YaRN from an original context of 8 positions to the 32 of max_position_embeddings (T is 16): of the
             # head's 4 pairs the first is extrapolated (kept), the others interpolated (divided by the factor)
@@ -109,7 +110,8 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
-NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale
+NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale,
+# Granite before its embedding_multiplier
 MASK64 = (1 << 64) - 1
 
 
@@ -492,7 +494,7 @@ def main():
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
-                                 "seed_oss_dropout", "exaone4"]):
+                                 "seed_oss_dropout", "exaone4", "granite_neftune"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
