@@ -372,7 +372,8 @@ ZT_API void zt_embedding_forward(zt_stream *s, zt_tensor out, zt_tensor ids, zt_
 /* dtable (V,C) += dout rows scattered by ids; deterministic (each row summed in order of n) */
 ZT_API void zt_embedding_backward(zt_stream *s, zt_tensor dtable, zt_tensor dout, zt_tensor ids);
 
-/* inp (N,C), weight, bias (C) -> out (N,C); mean, rstd (N) f32 saved for backward */
+/* inp (N,C), weight, bias (C) -> out (N,C); mean, rstd (N) f32 saved for backward. bias may be absent (ndim 0):
+   none (Cohere's LayerNorm) */
 ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt_tensor rstd,
                                  zt_tensor inp, zt_tensor weight, zt_tensor bias, float eps);
 /* dweight and dbias may be absent (ndim 0): a frozen weight */
@@ -562,7 +563,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5, EXAONE 4; Mixtral, the Qwen MoEs and OLMoE) are
+   InternLM3, ERNIE 4.5, EXAONE 4, Cohere; Mixtral, the Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
@@ -570,7 +571,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
-                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4" */
+                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -588,7 +589,10 @@ typedef struct zt_model_config {
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int fused_mlp;              /* gate and up in one gate_up_proj, q, k and v apart (GLM) */
-    int rope_interleaved;       /* the rope's pairs are 2i and 2i + 1 (GLM; zt_rope_scaling.interleaved) */
+    int rope_interleaved;       /* the rope's pairs are 2i and 2i + 1 (GLM, Cohere; zt_rope_scaling.interleaved) */
+    int layernorm;              /* LayerNorms without a bias (the mean subtracted) in place of the RMSNorms (Cohere) */
+    int parallel_block;         /* the attention and the MLP both read the layer's one norm and both add into the
+                                   residual (Cohere) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
     uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
@@ -609,7 +613,7 @@ typedef struct zt_model_config {
     float residual_scale;       /* the attention's and the MLP's outputs times this before each residual add; 0: 1
                                    (Granite's residual_multiplier) */
     float logit_scale;          /* the logits times this, before the cap, the loss and sampling; 0: 1 (Granite: 1 /
-                                   logits_scaling) */
+                                   logits_scaling; Cohere: logit_scale) */
     /* mixture of experts (Mixtral, Qwen3-MoE; 0 experts elsewhere): the sparse layers' MLP is n_experts
        SwiGLU MLPs of expert_intermediate, each token through the experts_per_token a router picks */
     int64_t n_experts, experts_per_token, expert_intermediate;
@@ -2368,7 +2372,7 @@ static void zt__need_norm(const char *name, zt_tensor inp, zt_tensor other, cons
 
 ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt_tensor rstd,
                                  zt_tensor inp, zt_tensor weight, zt_tensor bias, float eps) {
-    zt__need(zt__present(mean) && zt__present(bias), "zt_layernorm_forward", "mean and bias must be given");
+    zt__need(zt__present(mean), "zt_layernorm_forward", "mean must be given");
     zt__need_norm("zt_layernorm_forward", inp, out, "out", weight, bias, mean, rstd);
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_FWD;
@@ -3546,6 +3550,21 @@ static zt_result zt__config_granite(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
+/* Cohere's logit_scale, CohereConfig's default 0.0625: the logits times it (null, which transformers cannot
+   multiply by, refused); its use_qk_norm (a LayerNorm on each head of q and k, a weight a head) refused */
+static zt_result zt__config_cohere(zt_model_config *c, const zt__json *j) {
+    double scale = 0.0625;
+    int qk = 0, t = zt__json_get(j, 0, "use_qk_norm"); /* null: false */
+    zt_result r = zt__json_number(j, zt__json_get(j, 0, "logit_scale"), "logit_scale", &scale);
+    if (r) return r;
+    if (!(scale > 0 && scale < 1e30))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"logit_scale\" must be a positive number, found %g", j->file, scale);
+    if (!zt__json_is_null(j, t) && (r = zt__json_bool(j, t, "use_qk_norm", &qk))) return r;
+    if (qk) return zt__config_refuse(j, "use_qk_norm", "is true (a LayerNorm on each head of q and k)");
+    c->logit_scale = (float)scale;
+    return ZT_OK;
+}
+
 /* OLMo 3 and EXAONE 4 without a window: refused where their layers would have one (transformers cannot build those
    either); `usual` says which layers have one where layer_types does not name them */
 static zt_result zt__config_window_needed(const zt__json *j, const char *usual) {
@@ -3752,7 +3771,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_glm4 = strcmp(c->model_type, "glm4") == 0, is_glm = is_glm4 || strcmp(c->model_type, "glm") == 0;
     int is_seed = strcmp(c->model_type, "seed_oss") == 0, is_internlm3 = strcmp(c->model_type, "internlm3") == 0;
     int is_ernie = strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
-    int is_exaone4 = strcmp(c->model_type, "exaone4") == 0;
+    int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere = strcmp(c->model_type, "cohere") == 0;
+    const char *eps_key = is_cohere ? "layer_norm_eps" : "rms_norm_eps"; /* Cohere's norms are LayerNorms */
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
@@ -3767,13 +3787,14 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_internlm3 || is_ernie) eps = 1e-5, c->n_kv_head = 2, c->head_dim = 128;        /* theirs */
     if (is_ernie) theta = 500000.0;
     if (is_exaone4) eps = 1e-5, c->sliding_window = 4096; /* Exaone4Config's */
+    if (is_cohere) eps = 1e-5, theta = 500000.0;          /* CohereConfig's */
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "intermediate_size"), "intermediate_size", &c->intermediate)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "max_position_embeddings"), "max_position_embeddings", &c->max_positions)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "vocab_size"), "vocab_size", &c->vocab)) ||
-        (r = zt__json_number(j, zt__json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", &eps)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, eps_key), eps_key, &eps)) ||
         (r = zt__json_number(j, zt__json_get(j, 0, "rope_theta"), "rope_theta", &theta)) ||
         (r = zt__json_number(j, zt__json_get(j, 0, "initializer_range"), "initializer_range", &std)) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "tie_word_embeddings"), "tie_word_embeddings", &c->tied_embeddings)) ||
@@ -3893,6 +3914,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "clip_qkv"); /* OLMoE's: q, k and v clamped after their projections */
     if (is_olmoe && t >= 0 && !zt__json_is_null(j, t)) return zt__config_refuse(j, "clip_qkv", "is set");
     if (strcmp(c->model_type, "granite") == 0 && (r = zt__config_granite(c, j))) return r;
+    if (is_cohere && (r = zt__config_cohere(c, j))) return r;
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -3914,14 +3936,15 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4;
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
-    c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie, c->sandwich_norms |= is_glm4;
+    c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
+    c->layernorm = c->parallel_block = is_cohere;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
     if ((is_olmo || is_olmoe) && t < 0) c->has_pad_token = 1, c->pad_token_id = 1; /* the OLMo configs' */
     if (is_glm && t < 0) c->has_pad_token = 1, c->pad_token_id = 151329;          /* GlmConfig's */
-    if ((is_seed || is_internlm3 || is_ernie) && t < 0) /* their configs' */
-        c->has_pad_token = 1, c->pad_token_id = is_seed ? 1 : is_internlm3 ? 2 : 0;
+    if ((is_seed || is_internlm3 || is_ernie || is_cohere) && t < 0) /* their configs' */
+        c->has_pad_token = 1, c->pad_token_id = is_seed ? 1 : is_internlm3 ? 2 : 0; /* ERNIE's, Cohere's: 0 */
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
@@ -3985,13 +4008,13 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
         strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
-        strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4"))
+        strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5 and exaone4", name,
+                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4 and cohere", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
-                         strcmp(c->model_type, "ernie4_5") == 0;
+                         strcmp(c->model_type, "ernie4_5") == 0 || strcmp(c->model_type, "cohere") == 0;
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {
@@ -4061,7 +4084,8 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t qk = c->qk_norm == 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
-    int64_t norms = gpt2 ? 4 * C : (c->post_norms_only ? 0 : 2 * C) + qk + (c->sandwich_norms ? 2 * C : 0);
+    int64_t pre = c->post_norms_only ? 0 : c->parallel_block ? C : 2 * C; /* Cohere: one norm a layer */
+    int64_t norms = gpt2 ? 4 * C : pre + qk + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
     int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
     return embed + c->n_layer * (attn + norms) + (c->n_layer - sparse) * mlp + sparse * experts + head;
@@ -4232,10 +4256,10 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     if (c->router_aux_coef > 0 && b->shared && b->aux) *b->aux = zt__balance_loss(c, b); /* the layers' tally is in */
     sv->x = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
     sv->rstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-    if (gpt2) {
+    if (gpt2 || c->layernorm) { /* Cohere's without a bias */
         sv->mean = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(ctx->stream, sv->x, sv->mean, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W],
-                             ctx->param[ZT__HEAD_NORM_B], c->norm_eps);
+                             gpt2 ? ctx->param[ZT__HEAD_NORM_B] : zt__none(), c->norm_eps);
     } else {
         zt_rmsnorm_offset_forward(ctx->stream, sv->x, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_offset, c->norm_eps);
     }
@@ -4264,8 +4288,9 @@ static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout,
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     zt__head_saved *sv = (zt__head_saved *)ctx->saved;
     zt_tensor dw = ctx->grad[ZT__HEAD_NORM_W];
-    if (strcmp(c->model_type, "gpt2") == 0)
-        zt_layernorm_backward(ctx->stream, dinp, dw, ctx->grad[ZT__HEAD_NORM_B], sv->dx, inp, ctx->param[ZT__HEAD_NORM_W],
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    if (gpt2 || c->layernorm)
+        zt_layernorm_backward(ctx->stream, dinp, dw, gpt2 ? ctx->grad[ZT__HEAD_NORM_B] : zt__none(), sv->dx, inp, ctx->param[ZT__HEAD_NORM_W],
                               sv->mean, sv->rstd);
     else
         zt_rmsnorm_offset_backward(ctx->stream, dinp, dw, sv->dx, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_offset, sv->rstd);
@@ -4358,9 +4383,10 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name (GLM-4
            keeps LLaMA's, its norms after the attention and the MLP have their own) */
         int glm4 = strcmp(c->model_type, "glm4") == 0;
-        zt_block_param(def, !pre ? NULL : c->sandwich_norms && !glm4 ? ZT__P("pre_feedforward_layernorm.weight")
-                                                                      : ZT__P("post_attention_layernorm.weight"),
-                       zt_shape1(pre ? C : 0), 0, ones, 0);
+        int norm2 = pre && !c->parallel_block; /* Cohere: the MLP reads the attention's norm */
+        zt_block_param(def, !norm2 ? NULL : c->sandwich_norms && !glm4 ? ZT__P("pre_feedforward_layernorm.weight")
+                                                                        : ZT__P("post_attention_layernorm.weight"),
+                       zt_shape1(norm2 ? C : 0), 0, ones, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
         int sparse = zt__layer_sparse(c, layer);
@@ -4644,10 +4670,11 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
 
     int pre = !c->post_norms_only; /* OLMo: the attention and the MLP read the residual stream as it is */
     sv->n1 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : inp;
-    if (gpt2) {
+    if (gpt2 || c->layernorm) { /* Cohere's LayerNorm has no bias */
         sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], ctx->param[ZT__L_NORM1_B], c->norm_eps);
+        zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W],
+                             gpt2 ? ctx->param[ZT__L_NORM1_B] : zt__none(), c->norm_eps);
     } else if (pre) {
         sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
@@ -4695,8 +4722,9 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_add(s, sv->x2, inp, proj);
 
-    sv->n2 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : sv->x2;
-    if (!pre && c->router_jitter > 0 && zt__layer_sparse(c, ctx->index - 1)) { /* the jitter must not touch x2 */
+    int norm2 = pre && !c->parallel_block; /* Cohere: the MLP reads n1 beside the attention */
+    sv->n2 = norm2 ? zt_block_keep(ctx, A, zt_shape2(N, C)) : pre ? sv->n1 : sv->x2;
+    if (!norm2 && c->router_jitter > 0 && zt__layer_sparse(c, ctx->index - 1)) { /* the jitter must not touch x2 */
         sv->n2 = zt_block_keep(ctx, A, zt_shape2(N, C));
         zt_copy(s, sv->n2, sv->x2);
     }
@@ -4704,7 +4732,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], ctx->param[ZT__L_NORM2_B], c->norm_eps);
-    } else if (pre) {
+    } else if (norm2) {
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
     }
@@ -4775,7 +4803,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
                               ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
     else if (c->post_norms_only)
         zt_add(s, dx2, dx2, dn);
-    else
+    else if (!c->parallel_block) /* Cohere: dn is n1's, kept for the attention's to add to */
         zt_rmsnorm_offset_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], dn, sv->x2, ctx->param[ZT__L_NORM2_W], off, sv->rstd2);
 
     /* attention: x2 = inp + dropout(attention(n1) @ Wo^T) (Gemma 2: that product normed) */
@@ -4813,7 +4841,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
                                    zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
         dk = t;
     }
-    zt_fill(s, dn, 0.0f);
+    if (!c->parallel_block) zt_fill(s, dn, 0.0f);
     int qb = w.has_qkv_bias;
     dq = zt__flat(dq), dk = zt__flat(dk), dv = zt__flat(dv);
     if (gpt2) {
@@ -4830,6 +4858,9 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_matmul_backward(s, &dn, zt__maybe(&g.wk), qb ? zt__maybe(&g.bk) : NULL, dk, sv->n1, w.wk);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
         if (c->post_norms_only) zt_add(s, dinp, dinp, dn);
+        else if (c->layernorm)
+            zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], zt__none(), dn, inp, ctx->param[ZT__L_NORM1_W],
+                                  sv->mean1, sv->rstd1);
         else zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
     }
 }
@@ -17538,7 +17569,8 @@ static void zt__norm_fwd_task(void *ctx, int64_t task, int thread) {
     float *xb = job->cpu->scratch[thread], *w = xb + C, *b = w + C, *y = b + C;
     zt__to_f32(w, a->weight.data, a->weight.dtype, 0, C);
     for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
-    if (layernorm) zt__to_f32(b, a->bias.data, a->bias.dtype, 0, C);
+    if (layernorm && zt__present(a->bias)) zt__to_f32(b, a->bias.data, a->bias.dtype, 0, C);
+    else memset(b, 0, sizeof(float) * (size_t)C);
     for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
         const float *x = zt__row_in(a->inp, r * C, C, xb);
         float mean = 0.0f, var;

@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mea
         float rstd = 1.0f / sqrtf(zt__cu_block_sum(s, sh) / (float)C + eps);
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
             float y = (zt__cu_ld(inp.p, inp.t, o + c) - mean) * rstd * (zt__cu_ld(weight.p, weight.t, c) + offset);
-            if (mean_out) y += zt__cu_ld(bias.p, bias.t, c);
+            if (mean_out && bias.p) y += zt__cu_ld(bias.p, bias.t, c); /* a layernorm's bias may be absent */
             zt__cu_st(out.p, out.t, o + c, y);
         }
         if (threadIdx.x == 0) {

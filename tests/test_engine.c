@@ -861,6 +861,31 @@ TEST(seed_internlm_ernie_configs_take_transformers_defaults) {
     config_error(json, "\"use_bias\" is true");
 }
 
+/* Cohere: CohereConfig's defaults (Command-R's 35B shape), its LayerNorm's eps key, logit_scale, and what is refused */
+TEST(cohere_configs_take_transformers_defaults) {
+    const char *base = "{\"model_type\": \"cohere\", \"num_hidden_layers\": %d, \"num_attention_heads\": 64, "
+                       "\"hidden_size\": 8192, \"intermediate_size\": 22528, \"max_position_embeddings\": 8192, "
+                       "\"vocab_size\": 256000%s}";
+    char json[768];
+    snprintf(json, sizeof json, base, 40, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.layernorm && c.parallel_block && c.rope_interleaved && c.tied_embeddings && c.n_kv_head == 64);
+    CHECK(c.logit_scale == 0.0625f && c.norm_eps == 1e-5f && c.rope_theta == 5e5f && c.has_pad_token && c.pad_token_id == 0);
+    CHECK(!c.qkv_bias && !c.out_bias && !c.qk_norm);
+    CHECK_EQ_INT(zt_model_config_params(&c), 34980831232);
+    snprintf(json, sizeof json, base, 2, ", \"num_key_value_heads\": 8, \"attention_bias\": true, "
+             "\"layer_norm_eps\": 1e-3, \"rms_norm_eps\": 0.5, \"use_qk_norm\": null");
+    c = config_of(json); /* the LayerNorm's eps by its own key */
+    CHECK(c.qkv_bias && c.out_bias && c.norm_eps == 1e-3f && c.n_kv_head == 8);
+    CHECK_EQ_INT(zt_model_config_params(&c), 3506499584);
+    snprintf(json, sizeof json, base, 2, ", \"use_qk_norm\": true");
+    config_error(json, "\"use_qk_norm\" is true");
+    snprintf(json, sizeof json, base, 2, ", \"logit_scale\": null");
+    config_error(json, "\"logit_scale\" must be a number, found null");
+    snprintf(json, sizeof json, base, 2, ", \"logit_scale\": 0");
+    config_error(json, "\"logit_scale\" must be a positive number, found 0");
+}
+
 /* EXAONE 4: Exaone4Config's windows on all but every fourth layer, those without one going without the rope (its
    global NoPE), older files' "LLLG" pattern beside layer_types, and the parameter count of its default config */
 TEST(exaone4_configs_take_transformers_defaults) {

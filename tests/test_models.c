@@ -363,6 +363,11 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
     if (strcmp(type, "ernie4_5") == 0) /* the whole head rotated in interleaved pairs */
         CHECK_MSG(cfg.rope_interleaved && cfg.rotary_dim == 0 && cfg.tied_embeddings, "%s: interleaved %d", path,
                   cfg.rope_interleaved);
+    if (strcmp(type, "cohere") == 0) /* one LayerNorm a layer, the MLP beside the attention; all four biases */
+        CHECK_MSG(cfg.layernorm && cfg.parallel_block && cfg.rope_interleaved && cfg.rotary_dim == 0 && cfg.qkv_bias &&
+                  cfg.out_bias && cfg.logit_scale == 0.5f && cfg.norm_eps == 1e-5f && cfg.tied_embeddings,
+                  "%s: layernorm %d, parallel %d, logit_scale %g", path, cfg.layernorm, cfg.parallel_block,
+                  (double)cfg.logit_scale);
     if (strstr(type, "_dropout")) /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread) */
         CHECK_MSG(cfg.embd_dropout == (type[0] == 'g' ? 0.2f : 0.0f) && cfg.resid_dropout == 0.2f && cfg.attn_dropout == 0.2f,
                   "%s: dropouts %g %g %g", path, (double)cfg.embd_dropout, (double)cfg.resid_dropout,
@@ -611,6 +616,7 @@ TEST(models_seed_oss_fp32) { model_test("seed_oss", ZT_PRECISION_FP32); }
 TEST(models_seed_oss_dropout_fp32) { model_test("seed_oss_dropout", ZT_PRECISION_FP32); }
 TEST(models_internlm3_fp32) { model_test("internlm3", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_fp32) { model_test("ernie4_5", ZT_PRECISION_FP32); }
+TEST(models_cohere_fp32) { model_test("cohere", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
@@ -645,4 +651,5 @@ TEST(models_glm4_bf16) { model_test("glm4", ZT_PRECISION_BF16); }
 TEST(models_seed_oss_bf16) { model_test("seed_oss", ZT_PRECISION_BF16); }
 TEST(models_internlm3_bf16) { model_test("internlm3", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_bf16) { model_test("ernie4_5", ZT_PRECISION_BF16); }
+TEST(models_cohere_bf16) { model_test("cohere", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

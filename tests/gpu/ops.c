@@ -433,15 +433,18 @@ static void case_embedding(zt_dtype dt, zt_dtype gd) {
     case_end();
 }
 
-/* layernorm (rms 0) or rmsnorm (rms 1; rms 2: Gemma's, of 1 + weight): inputs off-centre, as residual streams
-   are; dweight (and dbias) absent when frozen */
+/* layernorm (rms 0; -1: without a bias, Cohere's) or rmsnorm (rms 1; rms 2: Gemma's, of 1 + weight): inputs
+   off-centre, as residual streams are; dweight (and dbias) absent when frozen */
 static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
-    if (!case_begin(rms == 2 ? "rmsnorm (1 + weight)" : rms ? "rmsnorm" : "layernorm", dt, "inp (%lld, %lld)%s",
-                    (long long)N, (long long)C, frozen ? ", dweight absent (frozen)" : ""))
+    int unbiased = rms < 0;
+    if (!case_begin(rms == 2 ? "rmsnorm (1 + weight)" : rms > 0 ? "rmsnorm" : unbiased ? "layernorm without a bias"
+                                                                                         : "layernorm",
+                    dt, "inp (%lld, %lld)%s", (long long)N, (long long)C, frozen ? ", dweight absent (frozen)" : ""))
         return;
+    if (unbiased) rms = 0;
     float eps = rms ? 1e-6f : 1e-5f, off = rms == 2 ? 1.0f : 0.0f;
     pair inp = prand(dt, zt_shape2(N, C), -1, 3), w = prand(dt, zt_shape1(C), 0.5f - off, 1.5f - off);
-    pair b = prand(dt, zt_shape1(C), -0.5f, 0.5f), out = pnew(dt, zt_shape2(N, C));
+    pair b = unbiased ? pnone() : prand(dt, zt_shape1(C), -0.5f, 0.5f), out = pnew(dt, zt_shape2(N, C));
     pair mean = pnew(ZT_F32, zt_shape1(N)), rstd = pnew(ZT_F32, zt_shape1(N));
     BOTH {
         if (rms) zt_rmsnorm_offset_forward(sd[i].s, out.t[i], rstd.t[i], inp.t[i], w.t[i], off, eps);
@@ -454,7 +457,7 @@ static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
     float gsum = sqrtf((float)N);
     pair dout = prand(dt, zt_shape2(N, C), -1, 1), dinp = prand(dt, zt_shape2(N, C), -1, 1);
     pair dw = frozen ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
-    pair db = frozen || rms ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
+    pair db = frozen || rms || unbiased ? pnone() : prand(ZT_F32, zt_shape1(C), -gsum, gsum);
     BOTH {
         if (rms) zt_rmsnorm_offset_backward(sd[i].s, dinp.t[i], dw.t[i], dout.t[i], inp.t[i], w.t[i], off, rstd.t[i]);
         else zt_layernorm_backward(sd[i].s, dinp.t[i], dw.t[i], db.t[i], dout.t[i], inp.t[i], w.t[i], mean.t[i],
@@ -462,7 +465,7 @@ static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
     }
     check("dinp +=", dinp, tol_of(dt, TOL_F32_SUM));
     if (!frozen) check("dweight (f32) +=", dw, TOL_F32_SUM);
-    if (!frozen && !rms) check("dbias (f32) +=", db, TOL_F32_SUM);
+    if (!frozen && !rms && !unbiased) check("dbias (f32) +=", db, TOL_F32_SUM);
     case_end();
 }
 
@@ -796,6 +799,7 @@ int main(int argc, char **argv) {
         case_norm(0, dt, 1024, 4096, 0);
         case_norm(1, dt, 1024, 4096, 0);
         case_norm(2, dt, 1024, 2304, 0); /* Gemma 2 2B */
+        case_norm(-1, dt, 1024, 4096, 0); /* Cohere */
         if (dt == ZT_F16) continue;
         case_norm(0, dt, 4096, 768, 1);
         case_norm(1, dt, 4096, 768, 1);
