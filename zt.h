@@ -563,7 +563,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5, EXAONE 4, Cohere; Mixtral, the Qwen MoEs and OLMoE) are
+   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2; Mixtral, the Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
@@ -571,7 +571,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
-                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere" */
+                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -3551,10 +3551,11 @@ static zt_result zt__config_granite(zt_model_config *c, const zt__json *j) {
 }
 
 /* Cohere's logit_scale, CohereConfig's default 0.0625: the logits times it (null, which transformers cannot
-   multiply by, refused); its use_qk_norm (a LayerNorm on each head of q and k, a weight a head) refused */
-static zt_result zt__config_cohere(zt_model_config *c, const zt__json *j) {
+   multiply by, refused); its use_qk_norm (a LayerNorm on each head of q and k, a weight a head) refused (Cohere 2
+   has none) */
+static zt_result zt__config_cohere(zt_model_config *c, const zt__json *j, int cohere2) {
     double scale = 0.0625;
-    int qk = 0, t = zt__json_get(j, 0, "use_qk_norm"); /* null: false */
+    int qk = 0, t = cohere2 ? -1 : zt__json_get(j, 0, "use_qk_norm"); /* null: false */
     zt_result r = zt__json_number(j, zt__json_get(j, 0, "logit_scale"), "logit_scale", &scale);
     if (r) return r;
     if (!(scale > 0 && scale < 1e30))
@@ -3771,7 +3772,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_glm4 = strcmp(c->model_type, "glm4") == 0, is_glm = is_glm4 || strcmp(c->model_type, "glm") == 0;
     int is_seed = strcmp(c->model_type, "seed_oss") == 0, is_internlm3 = strcmp(c->model_type, "internlm3") == 0;
     int is_ernie = strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
-    int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere = strcmp(c->model_type, "cohere") == 0;
+    int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere2 = strcmp(c->model_type, "cohere2") == 0;
+    int is_cohere = is_cohere2 || strcmp(c->model_type, "cohere") == 0;
     const char *eps_key = is_cohere ? "layer_norm_eps" : "rms_norm_eps"; /* Cohere's norms are LayerNorms */
     char act[32];
     snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
@@ -3787,7 +3789,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_internlm3 || is_ernie) eps = 1e-5, c->n_kv_head = 2, c->head_dim = 128;        /* theirs */
     if (is_ernie) theta = 500000.0;
     if (is_exaone4) eps = 1e-5, c->sliding_window = 4096; /* Exaone4Config's */
-    if (is_cohere) eps = 1e-5, theta = 500000.0;          /* CohereConfig's */
+    if (is_cohere) eps = 1e-5, theta = is_cohere2 ? 10000.0 : 500000.0; /* CohereConfig's, Cohere2Config's */
+    if (is_cohere2) c->sliding_window = 4096;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3823,12 +3826,15 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4) c->sliding_window = 0;
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4 && !is_cohere2)
+        c->sliding_window = 0;
     if (is_olmo3 && c->sliding_window <= 0 &&
         (r = zt__config_window_needed(j, "Olmo3Config's default of all but every fourth")))
         return r;
-    int global_nope = 0; /* EXAONE 4: with a window, its full attention layers go without the rope */
-    if (is_exaone4) {
+    /* EXAONE 4: with a window, its full attention layers go without the rope; Cohere 2's always (the rope is its
+       sliding layers') */
+    int global_nope = 0;
+    if (is_exaone4 || is_cohere2) {
         int pt = zt__json_get(j, 0, "sliding_window_pattern"), lt = zt__json_get(j, 0, "layer_types");
         int listed = lt >= 0 && j->tok[lt].type == JSMN_ARRAY;
         pattern = 4;
@@ -3839,7 +3845,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
             return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1 without layer_types",
                            j->file);
         if (c->sliding_window <= 0 && (r = zt__config_window_needed(j, "every layer but every fourth"))) return r;
-        global_nope = c->sliding_window > 0;
+        global_nope = c->sliding_window > 0 || is_cohere2;
     }
     if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
     for (int64_t l = 0; global_nope && l < c->n_layer && l < 64 * 64; l++)
@@ -3914,7 +3920,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "clip_qkv"); /* OLMoE's: q, k and v clamped after their projections */
     if (is_olmoe && t >= 0 && !zt__json_is_null(j, t)) return zt__config_refuse(j, "clip_qkv", "is set");
     if (strcmp(c->model_type, "granite") == 0 && (r = zt__config_granite(c, j))) return r;
-    if (is_cohere && (r = zt__config_cohere(c, j))) return r;
+    if (is_cohere && (r = zt__config_cohere(c, j, is_cohere2))) return r;
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -4008,13 +4014,14 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "smollm3") && strcmp(c->model_type, "olmo2") && strcmp(c->model_type, "olmo3") &&
         strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
-        strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere"))
+        strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
+        strcmp(c->model_type, "cohere2"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4 and cohere", name,
+                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere and cohere2", name,
                        c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
-                         strcmp(c->model_type, "ernie4_5") == 0 || strcmp(c->model_type, "cohere") == 0;
+                         strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0;
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {

@@ -861,7 +861,8 @@ TEST(seed_internlm_ernie_configs_take_transformers_defaults) {
     config_error(json, "\"use_bias\" is true");
 }
 
-/* Cohere: CohereConfig's defaults (Command-R's 35B shape), its LayerNorm's eps key, logit_scale, and what is refused */
+/* Cohere: CohereConfig's defaults (Command-R's 35B shape), its LayerNorm's eps key, logit_scale, and what is
+   refused; Cohere 2's windows */
 TEST(cohere_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"cohere\", \"num_hidden_layers\": %d, \"num_attention_heads\": 64, "
                        "\"hidden_size\": 8192, \"intermediate_size\": 22528, \"max_position_embeddings\": 8192, "
@@ -884,6 +885,21 @@ TEST(cohere_configs_take_transformers_defaults) {
     config_error(json, "\"logit_scale\" must be a number, found null");
     snprintf(json, sizeof json, base, 2, ", \"logit_scale\": 0");
     config_error(json, "\"logit_scale\" must be a positive number, found 0");
+    /* Cohere 2 (Command R7B's shape): windows on all but every fourth layer, the rope on those alone */
+    snprintf(json, sizeof json, "{\"model_type\": \"cohere2\", \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+             "\"num_key_value_heads\": 8, \"hidden_size\": 4096, \"intermediate_size\": 14336, "
+             "\"max_position_embeddings\": 8192, \"vocab_size\": 256000, \"head_dim\": 256, \"use_qk_norm\": true}");
+    c = config_of(json); /* use_qk_norm: not Cohere 2's, unread */
+    CHECK(c.layernorm && c.parallel_block && c.sliding_window == 4096 && c.windowed[0] == 0x77777777u);
+    CHECK(c.nope[0] == 0x88888888u && c.rope_theta == 1e4f && c.logit_scale == 0.0625f && c.head_dim == 256);
+    CHECK_EQ_INT(zt_model_config_params(&c), 9370210304);
+    snprintf(json, sizeof json, "{\"model_type\": \"cohere2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+             "\"hidden_size\": 32, \"intermediate_size\": 64, \"max_position_embeddings\": 64, \"vocab_size\": 64, "
+             "\"sliding_window\": null, \"layer_types\": [\"full_attention\", \"full_attention\"]}");
+    c = config_of(json); /* no window: no layer has the rope, as transformers builds it */
+    CHECK(c.sliding_window == 0 && c.windowed[0] == 0 && c.nope[0] == 3);
+    snprintf(json, sizeof json, "{\"model_type\": \"cohere2\", \"sliding_window\": null}");
+    config_error(json, "\"sliding_window\" is null or not positive while layers are sliding_attention");
 }
 
 /* EXAONE 4: Exaone4Config's windows on all but every fourth layer, those without one going without the rope (its

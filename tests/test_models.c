@@ -368,6 +368,11 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.out_bias && cfg.logit_scale == 0.5f && cfg.norm_eps == 1e-5f && cfg.tied_embeddings,
                   "%s: layernorm %d, parallel %d, logit_scale %g", path, cfg.layernorm, cfg.parallel_block,
                   (double)cfg.logit_scale);
+    if (strcmp(type, "cohere2") == 0) /* Cohere's layer; layer 0 windowed with the rope, layer 1 full without it */
+        CHECK_MSG(cfg.layernorm && cfg.parallel_block && cfg.rope_interleaved && !cfg.qkv_bias && cfg.windowed[0] == 1 &&
+                  cfg.nope[0] == 2 && cfg.sliding_window == 6 && cfg.logit_scale == 0.5f && cfg.rope_theta == 1e4f,
+                  "%s: windowed %llx, nope %llx", path, (unsigned long long)cfg.windowed[0],
+                  (unsigned long long)cfg.nope[0]);
     if (strstr(type, "_dropout")) /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread) */
         CHECK_MSG(cfg.embd_dropout == (type[0] == 'g' ? 0.2f : 0.0f) && cfg.resid_dropout == 0.2f && cfg.attn_dropout == 0.2f,
                   "%s: dropouts %g %g %g", path, (double)cfg.embd_dropout, (double)cfg.resid_dropout,
@@ -617,6 +622,7 @@ TEST(models_seed_oss_dropout_fp32) { model_test("seed_oss_dropout", ZT_PRECISION
 TEST(models_internlm3_fp32) { model_test("internlm3", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_fp32) { model_test("ernie4_5", ZT_PRECISION_FP32); }
 TEST(models_cohere_fp32) { model_test("cohere", ZT_PRECISION_FP32); }
+TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
@@ -652,4 +658,5 @@ TEST(models_seed_oss_bf16) { model_test("seed_oss", ZT_PRECISION_BF16); }
 TEST(models_internlm3_bf16) { model_test("internlm3", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_bf16) { model_test("ernie4_5", ZT_PRECISION_BF16); }
 TEST(models_cohere_bf16) { model_test("cohere", ZT_PRECISION_BF16); }
+TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

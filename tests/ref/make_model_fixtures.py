@@ -275,6 +275,10 @@ def make_config(model_type):
         # q, k, v and o biases, the rope in interleaved pairs, the logits times logit_scale (0.0625 by default)
         return transformers.CohereConfig(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                          layer_norm_eps=1e-5, attention_bias=True, pad_token_id=0, logit_scale=0.5)
+    if model_type == "cohere2":  # Cohere's layer; layer 0 windowed, well below T, with the rope, layer 1 full without it
+        return transformers.Cohere2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
+                                          layer_norm_eps=1e-5, pad_token_id=0, logit_scale=0.5, sliding_window=6,
+                                          layer_types=["sliding_attention", "full_attention"])
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -498,7 +502,7 @@ def main():
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
-                                 "seed_oss_dropout", "exaone4", "granite_neftune", "cohere"]):
+                                 "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "cohere2"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
