@@ -373,7 +373,8 @@ ZT_API void zt_embedding_forward(zt_stream *s, zt_tensor out, zt_tensor ids, zt_
 ZT_API void zt_embedding_backward(zt_stream *s, zt_tensor dtable, zt_tensor dout, zt_tensor ids);
 
 /* inp (N,C), weight, bias (C) -> out (N,C); mean, rstd (N) f32 saved for backward. bias may be absent (ndim 0):
-   none (Cohere's LayerNorm) */
+   none (Cohere's LayerNorm). A weight of G x C elements (G dividing N) norms row r by its row r % G, and
+   the rmsnorms' too: Cohere's per-head q and k norms, a weight a head (their dweight is as large) */
 ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt_tensor rstd,
                                  zt_tensor inp, zt_tensor weight, zt_tensor bias, float eps);
 /* dweight and dbias may be absent (ndim 0): a frozen weight */
@@ -584,7 +585,9 @@ typedef struct zt_model_config {
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
     int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
     int qk_norm;                /* 1: an RMSNorm over each head of q and k before the rotation (Qwen3, Gemma 3);
-                                   2: one over all of q's heads at once and one over k's (OLMo 2, 3, OLMoE) */
+                                   2: one over all of q's heads at once and one over k's (OLMo 2, 3, OLMoE);
+                                   3: a LayerNorm without a bias over each head, a weight a head (Cohere's
+                                   use_qk_norm: q_norm.weight (heads, head_dim)) */
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
@@ -2359,12 +2362,18 @@ ZT_API void zt_embedding_backward(zt_stream *s, zt_tensor dtable, zt_tensor dout
     zt__launch(s, &op);
 }
 
+/* the rows of weights a norm's weight holds: G, row r normed by weight row r % G */
+static int64_t zt__norm_groups(zt_tensor inp, zt_tensor weight) {
+    int64_t C = zt_cols(inp);
+    return C > 0 && zt_numel(weight) % C == 0 && zt_numel(weight) > 0 ? zt_numel(weight) / C : 1;
+}
+
 static void zt__need_norm(const char *name, zt_tensor inp, zt_tensor other, const char *other_name,
                           zt_tensor weight, zt_tensor bias, zt_tensor mean, zt_tensor rstd) {
-    int64_t N = zt_rows(inp), C = zt_cols(inp);
+    int64_t N = zt_rows(inp), C = zt_cols(inp), G = zt__norm_groups(inp, weight);
     zt__need_tensor(name, "inp", inp, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need_tensor(name, other_name, other, ZT__FLOAT, N * C);
-    zt__need_tensor(name, "weight", weight, ZT__FLOAT, C);
+    zt__need_tensor(name, "weight", weight, ZT__FLOAT, N % G == 0 ? G * C : C);
     if (zt__present(bias)) zt__need_tensor(name, "bias", bias, ZT__FLOAT, C);
     if (zt__present(mean)) zt__need_tensor(name, "mean", mean, ZT_F32, N);
     zt__need_tensor(name, "rstd", rstd, ZT_F32, N);
@@ -2374,6 +2383,8 @@ ZT_API void zt_layernorm_forward(zt_stream *s, zt_tensor out, zt_tensor mean, zt
                                  zt_tensor inp, zt_tensor weight, zt_tensor bias, float eps) {
     zt__need(zt__present(mean), "zt_layernorm_forward", "mean must be given");
     zt__need_norm("zt_layernorm_forward", inp, out, "out", weight, bias, mean, rstd);
+    zt__need(!zt__present(bias) || zt__norm_groups(inp, weight) == 1, "zt_layernorm_forward",
+             "bias is one row: the weight must be too");
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_FWD;
     zt__args_norm a = {out, mean, rstd, inp, weight, bias, eps, 0.0f};
@@ -2389,8 +2400,9 @@ ZT_API void zt_layernorm_backward(zt_stream *s, zt_tensor dinp, zt_tensor dweigh
     zt__need(zt__present(mean), name, "mean must be given");
     zt__need_norm(name, inp, dout, "dout", weight, zt__none(), mean, rstd);
     zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), mean, rstd);
-    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));
+    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_numel(weight));
     if (zt__present(dbias)) zt__need_tensor(name, "dbias", dbias, ZT__FLOAT, zt_cols(inp));
+    zt__need(!zt__present(dbias) || zt__norm_groups(inp, weight) == 1, name, "dbias is one row: the weight must be too");
     zt__op op;
     op.kind = ZT__OP_LAYERNORM_BWD;
     zt__args_norm_bwd a = {dinp, dweight, dbias, dout, inp, weight, mean, rstd, 0.0f};
@@ -2413,7 +2425,7 @@ ZT_API void zt_rmsnorm_offset_backward(zt_stream *s, zt_tensor dinp, zt_tensor d
     const char *name = "zt_rmsnorm_offset_backward";
     zt__need_norm(name, inp, dout, "dout", weight, zt__none(), zt__none(), rstd);
     zt__need_norm(name, inp, dinp, "dinp", weight, zt__none(), zt__none(), rstd);
-    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_cols(inp));
+    if (zt__present(dweight)) zt__need_tensor(name, "dweight", dweight, ZT__FLOAT, zt_numel(weight));
     zt__op op;
     op.kind = ZT__OP_RMSNORM_BWD;
     zt__args_norm_bwd a = {dinp, dweight, zt__none(), dout, inp, weight, zt__none(), rstd, offset};
@@ -3551,8 +3563,8 @@ static zt_result zt__config_granite(zt_model_config *c, const zt__json *j) {
 }
 
 /* Cohere's logit_scale, CohereConfig's default 0.0625: the logits times it (null, which transformers cannot
-   multiply by, refused); its use_qk_norm (a LayerNorm on each head of q and k, a weight a head) refused (Cohere 2
-   has none) */
+   multiply by, refused); its use_qk_norm (Command R+'s): a LayerNorm on each head of q and k, a weight a head
+   (Cohere 2 has none) */
 static zt_result zt__config_cohere(zt_model_config *c, const zt__json *j, int cohere2) {
     double scale = 0.0625;
     int qk = 0, t = cohere2 ? -1 : zt__json_get(j, 0, "use_qk_norm"); /* null: false */
@@ -3561,7 +3573,7 @@ static zt_result zt__config_cohere(zt_model_config *c, const zt__json *j, int co
     if (!(scale > 0 && scale < 1e30))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"logit_scale\" must be a positive number, found %g", j->file, scale);
     if (!zt__json_is_null(j, t) && (r = zt__json_bool(j, t, "use_qk_norm", &qk))) return r;
-    if (qk) return zt__config_refuse(j, "use_qk_norm", "is true (a LayerNorm on each head of q and k)");
+    c->qk_norm = qk ? 3 : 0;
     c->logit_scale = (float)scale;
     return ZT_OK;
 }
@@ -3838,7 +3850,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         int pt = zt__json_get(j, 0, "sliding_window_pattern"), lt = zt__json_get(j, 0, "layer_types");
         int listed = lt >= 0 && j->tok[lt].type == JSMN_ARRAY;
         pattern = 4;
-        if (!zt__json_is_null(j, pt) && !(listed && j->tok[pt].type == JSMN_STRING) && /* its "LLLG": layer_types' */
+        if (pt >= 0 && !zt__json_is_null(j, pt) && !(listed && j->tok[pt].type == JSMN_STRING) && /* "LLLG": layer_types' */
             (r = zt__json_int(j, pt, "sliding_window_pattern", &pattern)))
             return r;
         if (pattern < 1 && !listed)
@@ -3939,7 +3951,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
-    c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4;
+    c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
@@ -4090,7 +4102,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
-    int64_t qk = c->qk_norm == 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
+    int64_t qk = c->qk_norm >= 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
     int64_t pre = c->post_norms_only ? 0 : c->parallel_block ? C : 2 * C; /* Cohere: one norm a layer */
     int64_t norms = gpt2 ? 4 * C : pre + qk + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
@@ -4321,6 +4333,7 @@ enum {
 typedef struct zt__layer_saved {
     zt_tensor n1, mean1, rstd1, q, k, v, att, lse, x2, n2, mean2, rstd2, h, a;
     zt_tensor q0, k0, qrstd, krstd; /* qk_norm: q and k before their norms, and each head's 1/rms */
+    zt_tensor qmean, kmean;         /* ... and Cohere's each head's mean */
     zt_tensor pa, rstd_pa, pm, rstd_pm; /* sandwich norms: the attention's and the MLP's outputs before theirs */
     /* experts: the router's probabilities, each token's choices and their weights, the choices grouped by expert
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
@@ -4411,8 +4424,11 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                        proj_std);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
-            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), zt_shape1(c->qk_norm == 2 ? q : HD), 0, ones, 0);
-            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), zt_shape1(c->qk_norm == 2 ? kv : HD), 0, ones, 0);
+            int cohere = c->qk_norm == 3; /* a weight a head */
+            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), cohere ? zt_shape2(c->n_head, HD)
+                           : zt_shape1(c->qk_norm == 2 ? q : HD), 0, ones, 0);
+            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), cohere ? zt_shape2(c->n_kv_head, HD)
+                           : zt_shape1(c->qk_norm == 2 ? kv : HD), 0, ones, 0);
         } else if (c->sandwich_norms) {
             for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         }
@@ -4492,8 +4508,8 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
     return w;
 }
 
-/* (B, T, H, HD) as the rows q's and k's norms run over: (B*T*H, HD), one a head (qk_norm 1), or (B*T, H*HD),
-   each token's heads together (2: OLMo) */
+/* (B, T, H, HD) as the rows q's and k's norms run over: (B*T*H, HD), one a head (qk_norm 1 and 3: Cohere's, whose
+   (H, HD) weight gives row r head r % H's), or (B*T, H*HD), each token's heads together (2: OLMo) */
 static zt_tensor zt__qk_rows(const zt_model_config *c, zt_tensor x) {
     int64_t n = c->qk_norm == 2 ? x.shape.d[2] * x.shape.d[3] : x.shape.d[3];
     return zt_tensor_make(x.data, x.dtype, x.place, zt_shape2(zt_numel(x) / n, n));
@@ -4697,10 +4713,18 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(whole ? N : N * NKV));
         zt_matmul_forward(s, zt__flat(sv->q0), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k0), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
-        zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->q), sv->qrstd, zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W],
-                                  c->norm_offset, c->norm_eps);
-        zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->k), sv->krstd, zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W],
-                                  c->norm_offset, c->norm_eps);
+        if (c->qk_norm == 3) { /* Cohere: LayerNorms, each head by its own weight */
+            sv->qmean = zt_block_keep(ctx, ZT_F32, sv->qrstd.shape), sv->kmean = zt_block_keep(ctx, ZT_F32, sv->krstd.shape);
+            zt_layernorm_forward(s, zt__qk_rows(c, sv->q), sv->qmean, sv->qrstd, zt__qk_rows(c, sv->q0),
+                                 ctx->param[ZT__L_QNORM_W], zt__none(), c->norm_eps);
+            zt_layernorm_forward(s, zt__qk_rows(c, sv->k), sv->kmean, sv->krstd, zt__qk_rows(c, sv->k0),
+                                 ctx->param[ZT__L_KNORM_W], zt__none(), c->norm_eps);
+        } else {
+            zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->q), sv->qrstd, zt__qk_rows(c, sv->q0),
+                                      ctx->param[ZT__L_QNORM_W], c->norm_offset, c->norm_eps);
+            zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->k), sv->krstd, zt__qk_rows(c, sv->k0),
+                                      ctx->param[ZT__L_KNORM_W], c->norm_offset, c->norm_eps);
+        }
     } else {
         zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
@@ -4839,14 +4863,19 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         dk = t;
     }
     if (c->qk_norm) { /* through each head's norm (OLMo: q's and k's), to q and k as the projections made them */
-        zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__qk_rows(c, dq),
-                                   zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
-        dq = t;
-        t = zt__temp0(ctx, A, dk.shape);
-        zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_KNORM_W], zt__qk_rows(c, dk),
-                                   zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
-        dk = t;
+        zt_tensor t = zt__temp0(ctx, A, dq.shape), u = zt__temp0(ctx, A, dk.shape);
+        if (c->qk_norm == 3) { /* Cohere's LayerNorms */
+            zt_layernorm_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__none(), zt__qk_rows(c, dq),
+                                  zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], sv->qmean, sv->qrstd);
+            zt_layernorm_backward(s, zt__qk_rows(c, u), ctx->grad[ZT__L_KNORM_W], zt__none(), zt__qk_rows(c, dk),
+                                  zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], sv->kmean, sv->krstd);
+        } else {
+            zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__qk_rows(c, dq),
+                                       zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
+            zt_rmsnorm_offset_backward(s, zt__qk_rows(c, u), ctx->grad[ZT__L_KNORM_W], zt__qk_rows(c, dk),
+                                       zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
+        }
+        dq = t, dk = u;
     }
     if (!c->parallel_block) zt_fill(s, dn, 0.0f);
     int qb = w.has_qkv_bias;
@@ -17343,19 +17372,19 @@ static void zt__embedding_bwd_task(void *ctx, int64_t task, int thread) {
 static void zt__norm_dweight_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_norm_bwd *a = &job->op->norm_bwd;
-    int64_t R = zt_rows(a->inp), C = zt_cols(a->inp);
+    /* with G weight rows, the rows G at a time: (R / G, G * Cn), column j's statistics those of row r * G + j / Cn */
+    int64_t Cn = zt_cols(a->inp), G = zt__norm_groups(a->inp, a->weight), R = zt_rows(a->inp) / G, C = G * Cn;
     int64_t c0 = task * ZT__COLS_PER_TASK, nc = ZT__MIN(ZT__COLS_PER_TASK, C - c0);
     float *dw = job->cpu->scratch[thread], *db = dw + ZT__COLS_PER_TASK;
     float *xb = db + ZT__COLS_PER_TASK, *gb = xb + ZT__COLS_PER_TASK;
-    int layernorm = zt__present(a->mean);
+    const float *means = zt__present(a->mean) ? (const float *)a->mean.data : NULL, *rstds = (const float *)a->rstd.data;
     for (int64_t c = 0; c < nc; c++) dw[c] = db[c] = 0.0f;
     for (int64_t r = 0; r < R; r++) {
         const float *x = zt__row_in(a->inp, r * C + c0, nc, xb);
         const float *g = zt__row_in(a->dout, r * C + c0, nc, gb);
-        float mean = layernorm ? ((const float *)a->mean.data)[r] : 0.0f;
-        float rstd = ((const float *)a->rstd.data)[r];
         for (int64_t c = 0; c < nc; c++) {
-            dw[c] += g[c] * ((x[c] - mean) * rstd);
+            int64_t row = G > 1 ? r * G + (c0 + c) / Cn : r;
+            dw[c] += g[c] * ((x[c] - (means ? means[row] : 0.0f)) * rstds[row]);
             db[c] += g[c];
         }
     }
@@ -17573,12 +17602,16 @@ static void zt__norm_fwd_task(void *ctx, int64_t task, int thread) {
     const zt__args_norm *a = &job->op->norm;
     int64_t N = zt_rows(a->inp), C = zt_cols(a->inp);
     int layernorm = job->op->kind == ZT__OP_LAYERNORM_FWD;
+    int64_t G = zt__norm_groups(a->inp, a->weight), wrow = -1;
     float *xb = job->cpu->scratch[thread], *w = xb + C, *b = w + C, *y = b + C;
-    zt__to_f32(w, a->weight.data, a->weight.dtype, 0, C);
-    for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
     if (layernorm && zt__present(a->bias)) zt__to_f32(b, a->bias.data, a->bias.dtype, 0, C);
     else memset(b, 0, sizeof(float) * (size_t)C);
     for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
+        if (r % G != wrow) { /* the weight's row for this one (one row: loaded once) */
+            wrow = r % G;
+            zt__to_f32(w, a->weight.data, a->weight.dtype, wrow * C, C);
+            for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
+        }
         const float *x = zt__row_in(a->inp, r * C, C, xb);
         float mean = 0.0f, var;
         if (layernorm) {
@@ -17602,10 +17635,14 @@ static void zt__norm_bwd_task(void *ctx, int64_t task, int thread) {
     const zt__args_norm_bwd *a = &job->op->norm_bwd;
     int64_t N = zt_rows(a->inp), C = zt_cols(a->inp);
     int layernorm = zt__present(a->mean);
+    int64_t G = zt__norm_groups(a->inp, a->weight), wrow = -1;
     float *xb = job->cpu->scratch[thread], *gb = xb + C, *w = gb + C, *gw = w + C, *xh = gw + C, *d = xh + C;
-    zt__to_f32(w, a->weight.data, a->weight.dtype, 0, C);
-    for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
     for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
+        if (r % G != wrow) {
+            wrow = r % G;
+            zt__to_f32(w, a->weight.data, a->weight.dtype, wrow * C, C);
+            for (int64_t c = 0; c < C && a->offset != 0.0f; c++) w[c] += a->offset;
+        }
         const float *x = zt__row_in(a->inp, r * C, C, xb);
         const float *g = zt__row_in(a->dout, r * C, C, gb);
         float mean = layernorm ? ((const float *)a->mean.data)[r] : 0.0f;
@@ -18087,7 +18124,7 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         int64_t per = zt__rows_per_task(zt_cols(a->inp));
         zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(a->inp), per), per, NULL, zt__norm_bwd_task);
         if (zt__present(a->dweight) || zt__present(a->dbias)) /* absent when frozen */
-            zt__cpu_run(cpu, op, ZT__CDIV(zt_cols(a->inp), ZT__COLS_PER_TASK), 0, NULL, zt__norm_dweight_task);
+            zt__cpu_run(cpu, op, ZT__CDIV(zt_numel(a->weight), ZT__COLS_PER_TASK), 0, NULL, zt__norm_dweight_task);
         return;
     }
     case ZT__OP_SWIGLU_FWD:

@@ -381,12 +381,12 @@ __global__ void zt__cu_embedding_bwd(zt__cu_t dtable, zt__cu_t dout, const int32
     }
 }
 
-/* layernorm (mean present) or rmsnorm, a block per row; mean and rstd saved in f32 */
+/* layernorm (mean present) or rmsnorm, a block per row; mean and rstd saved in f32; row r by weight row r % G */
 __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mean_out, float *rstd_out, zt__cu_t inp, zt__cu_t weight,
-                                zt__cu_t bias, int64_t N, int64_t C, float eps, float offset) {
+                                zt__cu_t bias, int64_t N, int64_t C, int64_t G, float eps, float offset) {
     __shared__ float sh[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-        const int64_t o = r * C;
+        const int64_t o = r * C, wo = (r % G) * C;
         float mean = 0.0f, s = 0.0f;
         if (mean_out) {
             for (int64_t c = threadIdx.x; c < C; c += blockDim.x) s += zt__cu_ld(inp.p, inp.t, o + c);
@@ -399,7 +399,7 @@ __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mea
         }
         float rstd = 1.0f / sqrtf(zt__cu_block_sum(s, sh) / (float)C + eps);
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float y = (zt__cu_ld(inp.p, inp.t, o + c) - mean) * rstd * (zt__cu_ld(weight.p, weight.t, c) + offset);
+            float y = (zt__cu_ld(inp.p, inp.t, o + c) - mean) * rstd * (zt__cu_ld(weight.p, weight.t, wo + c) + offset);
             if (mean_out && bias.p) y += zt__cu_ld(bias.p, bias.t, c); /* a layernorm's bias may be absent */
             zt__cu_st(out.p, out.t, o + c, y);
         }
@@ -412,20 +412,20 @@ __global__ void __launch_bounds__(1024) zt__cu_norm_fwd(zt__cu_t out, float *mea
 
 /* dinp += rstd * (g*w - mean(g*w) - xhat * mean(g*w*xhat)); rmsnorm (mean NULL) has no mean(g*w) */
 __global__ void __launch_bounds__(1024) zt__cu_norm_bwd(zt__cu_t dinp, zt__cu_t dout, zt__cu_t inp, zt__cu_t weight, const float *mean,
-                                const float *rstd, int64_t N, int64_t C, float offset) {
+                                const float *rstd, int64_t N, int64_t C, int64_t G, float offset) {
     __shared__ float sh[32];
     for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
-        const int64_t o = r * C;
+        const int64_t o = r * C, wo = (r % G) * C;
         float mu = mean ? mean[r] : 0.0f, rs = rstd[r], s_gw = 0.0f, s_gwx = 0.0f;
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float gw = zt__cu_ld(dout.p, dout.t, o + c) * (zt__cu_ld(weight.p, weight.t, c) + offset);
+            float gw = zt__cu_ld(dout.p, dout.t, o + c) * (zt__cu_ld(weight.p, weight.t, wo + c) + offset);
             s_gw += gw;
             s_gwx += gw * ((zt__cu_ld(inp.p, inp.t, o + c) - mu) * rs);
         }
         float mean_gw = mean ? zt__cu_block_sum(s_gw, sh) / (float)C : 0.0f;
         float mean_gwx = zt__cu_block_sum(s_gwx, sh) / (float)C;
         for (int64_t c = threadIdx.x; c < C; c += blockDim.x) {
-            float gw = zt__cu_ld(dout.p, dout.t, o + c) * (zt__cu_ld(weight.p, weight.t, c) + offset);
+            float gw = zt__cu_ld(dout.p, dout.t, o + c) * (zt__cu_ld(weight.p, weight.t, wo + c) + offset);
             float xh = (zt__cu_ld(inp.p, inp.t, o + c) - mu) * rs;
             zt__cu_st(dinp.p, dinp.t, o + c, zt__cu_ld(dinp.p, dinp.t, o + c) + rs * (gw - mean_gw - xh * mean_gwx));
         }
@@ -698,10 +698,11 @@ __global__ void __launch_bounds__(1024) zt__cu_gated_add(int fwd, zt__cu_t out_o
 /* Column sums over rows, for bias gradients (mode 0: out[c] += sum_r x) and norm weights (mode 1:
    dweight[c] += sum_r dout * xhat, dbias[c] += sum_r dout). A block of 32 x 32 threads owns 32
    columns; thread row y sums rows y, y+32, ...; the 32 partial sums are then added in order of y.
-   Splitting depends on the shape only, so the result does not change between runs. */
+   Splitting depends on the shape only, so the result does not change between runs. A norm of G weight
+   rows is summed G rows at a time, (R, C) = (rows / G, G * its C): column c's statistics are row r * G + c / (C / G)'s. */
 #define ZT__CU_COLS 32
 __global__ void __launch_bounds__(1024) zt__cu_colsum(int mode, zt__cu_t out, zt__cu_t out2, zt__cu_t x, zt__cu_t inp, const float *mean,
-                              const float *rstd, int64_t R, int64_t C) {
+                              const float *rstd, int64_t R, int64_t C, int64_t G) {
     __shared__ float part[2][ZT__CU_COLS][ZT__CU_COLS + 1];
     int64_t c = blockIdx.x * (int64_t)ZT__CU_COLS + threadIdx.x;
     float s = 0.0f, s2 = 0.0f;
@@ -711,8 +712,9 @@ __global__ void __launch_bounds__(1024) zt__cu_colsum(int mode, zt__cu_t out, zt
             if (mode == 0) {
                 s += g;
             } else {
-                float mu = mean ? mean[r] : 0.0f;
-                s += g * ((zt__cu_ld(inp.p, inp.t, r * C + c) - mu) * rstd[r]);
+                int64_t row = G > 1 ? r * G + c / (C / G) : r;
+                float mu = mean ? mean[row] : 0.0f;
+                s += g * ((zt__cu_ld(inp.p, inp.t, r * C + c) - mu) * rstd[row]);
                 s2 += g;
             }
         }
@@ -2067,14 +2069,14 @@ static int zt__cu_row_threads(int64_t cols) {
 }
 
 static void zt__cu_colsum_launch(cudaStream_t st, int mode, zt_tensor out, zt_tensor out2, zt_tensor x, zt_tensor inp,
-                                 const float *mean, const float *rstd, int64_t R, int64_t C) {
+                                 const float *mean, const float *rstd, int64_t R, int64_t C, int64_t G) {
     if (C == 0) return;
     zt__cu_t o = zt__cu_of(out), o2 = zt__cu_of(out2);
     if (!zt__present(out)) o.p = NULL;
     if (!zt__present(out2)) o2.p = NULL;
     dim3 block(ZT__CU_COLS, ZT__CU_COLS);
     zt__cu_colsum<<<(unsigned)ZT__CDIV(C, ZT__CU_COLS), block, 0, st>>>(mode, o, o2, zt__cu_of(x), zt__cu_of(inp),
-                                                                          mean, rstd, R, C);
+                                                                          mean, rstd, R, C, G);
     ZT__CU_CHECK(cudaGetLastError());
 }
 
@@ -2208,7 +2210,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
     case ZT__OP_GEMM: zt__cu_gemm(cu, s->index, &op->gemm); return;
     case ZT__OP_SUM_ROWS: {
         zt_tensor x = op->unary.inp;
-        zt__cu_colsum_launch(st, 0, op->unary.out, zt__none(), x, x, NULL, NULL, zt_rows(x), zt_cols(x));
+        zt__cu_colsum_launch(st, 0, op->unary.out, zt__none(), x, x, NULL, NULL, zt_rows(x), zt_cols(x), 1);
         return;
     }
     case ZT__OP_EMBEDDING_FWD: {
@@ -2244,7 +2246,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         int ln = op->kind == ZT__OP_LAYERNORM_FWD;
         zt__cu_norm_fwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), zt__cu_row_threads(C), 0, st>>>(
             zt__cu_of(a->out), ln ? (float *)a->mean.data : NULL, (float *)a->rstd.data, zt__cu_of(a->inp),
-            zt__cu_of(a->weight), zt__cu_of(a->bias), N, C, a->eps, a->offset);
+            zt__cu_of(a->weight), zt__cu_of(a->bias), N, C, zt__norm_groups(a->inp, a->weight), a->eps, a->offset);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }
@@ -2254,12 +2256,14 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         int64_t N = zt_rows(a->inp), C = zt_cols(a->inp);
         if (N == 0) return;
         const float *mean = zt__present(a->mean) ? (const float *)a->mean.data : NULL;
+        int64_t G = zt__norm_groups(a->inp, a->weight);
         zt__cu_norm_bwd<<<(unsigned)ZT__MIN(N, (int64_t)1 << 20), zt__cu_row_threads(C), 0, st>>>(
             zt__cu_of(a->dinp), zt__cu_of(a->dout), zt__cu_of(a->inp), zt__cu_of(a->weight), mean,
-            (const float *)a->rstd.data, N, C, a->offset);
+            (const float *)a->rstd.data, N, C, G, a->offset);
         ZT__CU_CHECK(cudaGetLastError());
         if (zt__present(a->dweight) || zt__present(a->dbias)) /* absent when frozen */
-            zt__cu_colsum_launch(st, 1, a->dweight, a->dbias, a->dout, a->inp, mean, (const float *)a->rstd.data, N, C);
+            zt__cu_colsum_launch(st, 1, a->dweight, a->dbias, a->dout, a->inp, mean, (const float *)a->rstd.data, N / G,
+                                 G * C, G);
         return;
     }
     case ZT__OP_SWIGLU_FWD:

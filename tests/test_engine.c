@@ -861,8 +861,8 @@ TEST(seed_internlm_ernie_configs_take_transformers_defaults) {
     config_error(json, "\"use_bias\" is true");
 }
 
-/* Cohere: CohereConfig's defaults (Command-R's 35B shape), its LayerNorm's eps key, logit_scale, and what is
-   refused; Cohere 2's windows */
+/* Cohere: CohereConfig's defaults (Command-R's 35B shape), its LayerNorm's eps key, logit_scale, use_qk_norm
+   (Command R+'s) and what is refused; Cohere 2's windows */
 TEST(cohere_configs_take_transformers_defaults) {
     const char *base = "{\"model_type\": \"cohere\", \"num_hidden_layers\": %d, \"num_attention_heads\": 64, "
                        "\"hidden_size\": 8192, \"intermediate_size\": 22528, \"max_position_embeddings\": 8192, "
@@ -879,8 +879,15 @@ TEST(cohere_configs_take_transformers_defaults) {
     c = config_of(json); /* the LayerNorm's eps by its own key */
     CHECK(c.qkv_bias && c.out_bias && c.norm_eps == 1e-3f && c.n_kv_head == 8);
     CHECK_EQ_INT(zt_model_config_params(&c), 3506499584);
-    snprintf(json, sizeof json, base, 2, ", \"use_qk_norm\": true");
-    config_error(json, "\"use_qk_norm\" is true");
+    snprintf(json, sizeof json, base, 2, ", \"num_key_value_heads\": 8, \"attention_bias\": true, \"use_qk_norm\": true");
+    c = config_of(json); /* a LayerNorm on each head of q and k, a weight a head: 64 x 128 and 8 x 128 more a layer */
+    CHECK(c.qk_norm == 3);
+    CHECK_EQ_INT(zt_model_config_params(&c), 3506518016);
+    snprintf(json, sizeof json, "{\"model_type\": \"cohere\", \"num_hidden_layers\": 64, \"num_attention_heads\": 96, "
+             "\"num_key_value_heads\": 8, \"hidden_size\": 12288, \"intermediate_size\": 33792, "
+             "\"max_position_embeddings\": 8192, \"vocab_size\": 256000, \"use_qk_norm\": true}");
+    c = config_of(json); /* Command R+'s shape */
+    CHECK_EQ_INT(zt_model_config_params(&c), 103810674688);
     snprintf(json, sizeof json, base, 2, ", \"logit_scale\": null");
     config_error(json, "\"logit_scale\" must be a number, found null");
     snprintf(json, sizeof json, base, 2, ", \"logit_scale\": 0");

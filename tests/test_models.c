@@ -368,6 +368,8 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.out_bias && cfg.logit_scale == 0.5f && cfg.norm_eps == 1e-5f && cfg.tied_embeddings,
                   "%s: layernorm %d, parallel %d, logit_scale %g", path, cfg.layernorm, cfg.parallel_block,
                   (double)cfg.logit_scale);
+    if (strncmp(type, "cohere", 6) == 0) /* Command R+'s LayerNorm on each head of q and k, a weight a head */
+        CHECK_MSG(cfg.qk_norm == (strstr(type, "_qk_norm") ? 3 : 0), "%s: qk_norm %d", path, cfg.qk_norm);
     if (strcmp(type, "cohere2") == 0) /* Cohere's layer; layer 0 windowed with the rope, layer 1 full without it */
         CHECK_MSG(cfg.layernorm && cfg.parallel_block && cfg.rope_interleaved && !cfg.qkv_bias && cfg.windowed[0] == 1 &&
                   cfg.nope[0] == 2 && cfg.sliding_window == 6 && cfg.logit_scale == 0.5f && cfg.rope_theta == 1e4f,
@@ -623,6 +625,7 @@ TEST(models_internlm3_fp32) { model_test("internlm3", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_fp32) { model_test("ernie4_5", ZT_PRECISION_FP32); }
 TEST(models_cohere_fp32) { model_test("cohere", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
+TEST(models_cohere_qk_norm_fp32) { model_test("cohere_qk_norm", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
 TEST(models_phi3_dropout_fp32) { model_test("phi3_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt2_bf16) { model_test("gpt2", ZT_PRECISION_BF16); }
@@ -659,4 +662,5 @@ TEST(models_internlm3_bf16) { model_test("internlm3", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_bf16) { model_test("ernie4_5", ZT_PRECISION_BF16); }
 TEST(models_cohere_bf16) { model_test("cohere", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
+TEST(models_cohere_qk_norm_bf16) { model_test("cohere_qk_norm", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

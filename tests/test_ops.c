@@ -709,6 +709,55 @@ TEST(ops_rmsnorm_f32) { check_rmsnorm(ZT_F32); }
 TEST(ops_rmsnorm_bf16) { check_rmsnorm(ZT_BF16); }
 TEST(ops_rmsnorm_f16) { check_rmsnorm(ZT_F16); }
 
+/* a weight of G rows (Cohere's per-head q and k norms): row n normed by weight row n % G, its dweight row summing
+   those rows alone; the reference row by row */
+static void grouped_norm_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t C, int64_t G, int layernorm) {
+    const float eps = 1e-5f;
+    const char *cfg = label("%s %s N %lld C %lld, %lld weight rows", layernorm ? "layernorm" : "rmsnorm", dt_name(dt),
+                            (long long)N, (long long)C, (long long)G);
+    double *inp = drand(r, N * C, -0.5, 1.5), *w = drand(r, G * C, 0.5, 1.5), *b = dbuf(C);
+    memset(b, 0, sizeof(double) * (size_t)C);
+    zt_tensor none;
+    memset(&none, 0, sizeof none);
+    zt_tensor Inp = to_dev(d, dt, zt_shape2(N, C), inp), W = to_dev(d, dt, zt_shape2(G, C), w);
+    zt_tensor Out = dev_new(d, dt, zt_shape2(N, C));
+    zt_tensor Mean = dev_new(d, ZT_F32, zt_shape1(N)), Rstd = dev_new(d, ZT_F32, zt_shape1(N));
+    if (layernorm) zt_layernorm_forward(d->s, Out, Mean, Rstd, Inp, W, none, eps);
+    else zt_rmsnorm_forward(d->s, Out, Rstd, Inp, W, eps);
+    double *out = dbuf(N * C), *mean = dbuf(N), *rstd = dbuf(N);
+    double *dout = drand(r, N * C, -1, 1), *dinp = drand(r, N * C, -1, 1), *dw = drand(r, G * C, -1, 1);
+    zt_tensor Dout = to_dev(d, dt, zt_shape2(N, C), dout), Dinp = to_dev(d, dt, zt_shape2(N, C), dinp);
+    zt_tensor Dw = to_dev(d, dt, zt_shape2(G, C), dw);
+    if (layernorm) zt_layernorm_backward(d->s, Dinp, Dw, none, Dout, Inp, W, Mean, Rstd);
+    else zt_rmsnorm_backward(d->s, Dinp, Dw, Dout, Inp, W, Rstd);
+    double *db = dbuf(C);
+    for (int64_t n = 0; n < N; n++) {
+        const double *wn = w + (n % G) * C;
+        if (layernorm) {
+            ref_layernorm_forward(out + n * C, mean + n, rstd + n, inp + n * C, wn, b, 1, C, eps);
+            ref_layernorm_backward(dinp + n * C, dw + (n % G) * C, db, dout + n * C, inp + n * C, wn, 1, C, eps);
+        } else {
+            ref_rmsnorm_forward(out + n * C, rstd + n, inp + n * C, wn, 1, C, eps);
+            ref_rmsnorm_backward(dinp + n * C, dw + (n % G) * C, dout + n * C, inp + n * C, wn, 1, C, eps);
+        }
+    }
+    EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("%s: rstd (f32)", cfg), download(d, Rstd), rstd, N, TOL_F32);
+    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(d, Dinp), dinp, N * C, tol_for(dt));
+    EXPECT_CLOSE(label("%s backward: dweight = prefill + grad", cfg), download(d, Dw), dw, G * C, tol_for(dt));
+}
+static void check_grouped_norms(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {160};
+    grouped_norm_case(&d, &r, dt, 35, 37, 5, 1); /* 185 columns of weight: tasks span rows of it */
+    grouped_norm_case(&d, &r, dt, 24, 16, 8, 0);
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_norms_with_a_weight_a_head_f32) { check_grouped_norms(ZT_F32); }
+TEST(ops_norms_with_a_weight_a_head_bf16) { check_grouped_norms(ZT_BF16); }
+
 /* gelu and silu: inputs across [-6, 6], where the tails and the curvature both show */
 static void check_pointwise(zt_dtype dt) {
     cpu_dev d;

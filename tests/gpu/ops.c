@@ -469,6 +469,33 @@ static void case_norm(int rms, zt_dtype dt, int64_t N, int64_t C, int frozen) {
     case_end();
 }
 
+/* Cohere's q and k norms: rows of a head's HD, each head's own weight (G = H rows of it), layernorm or rmsnorm */
+static void case_norm_heads(int rms, zt_dtype dt, int64_t tokens, int64_t H, int64_t HD) {
+    int64_t N = tokens * H;
+    if (!case_begin(rms ? "rmsnorm, a weight a head" : "layernorm, a weight a head", dt, "inp (%lld, %lld), %lld heads",
+                    (long long)N, (long long)HD, (long long)H))
+        return;
+    pair inp = prand(dt, zt_shape2(N, HD), -1, 3), w = prand(dt, zt_shape2(H, HD), 0.5f, 1.5f);
+    pair out = pnew(dt, zt_shape2(N, HD)), mean = pnew(ZT_F32, zt_shape1(N)), rstd = pnew(ZT_F32, zt_shape1(N));
+    BOTH {
+        if (rms) zt_rmsnorm_forward(sd[i].s, out.t[i], rstd.t[i], inp.t[i], w.t[i], 1e-5f);
+        else zt_layernorm_forward(sd[i].s, out.t[i], mean.t[i], rstd.t[i], inp.t[i], w.t[i], pnone().t[i], 1e-5f);
+    }
+    check("out", out, tol_of(dt, TOL_F32_SUM));
+    check("rstd (f32)", rstd, TOL_F32_SUM);
+    float gsum = sqrtf((float)tokens);
+    pair dout = prand(dt, zt_shape2(N, HD), -1, 1), dinp = prand(dt, zt_shape2(N, HD), -1, 1);
+    pair dw = prand(ZT_F32, zt_shape2(H, HD), -gsum, gsum);
+    BOTH {
+        if (rms) zt_rmsnorm_backward(sd[i].s, dinp.t[i], dw.t[i], dout.t[i], inp.t[i], w.t[i], rstd.t[i]);
+        else zt_layernorm_backward(sd[i].s, dinp.t[i], dw.t[i], pnone().t[i], dout.t[i], inp.t[i], w.t[i], mean.t[i],
+                                   rstd.t[i]);
+    }
+    check("dinp +=", dinp, tol_of(dt, TOL_F32_SUM));
+    check("dweight (f32), a row a head +=", dw, TOL_F32_SUM);
+    case_end();
+}
+
 /* ---- activations and rotary positions --------------------------------------------------------- */
 
 static void case_pointwise(zt_dtype dt) {
@@ -800,6 +827,8 @@ int main(int argc, char **argv) {
         case_norm(1, dt, 1024, 4096, 0);
         case_norm(2, dt, 1024, 2304, 0); /* Gemma 2 2B */
         case_norm(-1, dt, 1024, 4096, 0); /* Cohere */
+        case_norm_heads(0, dt, 1024, 96, 128); /* Command R+'s q norm */
+        case_norm_heads(1, dt, 1024, 8, 128);
         if (dt == ZT_F16) continue;
         case_norm(0, dt, 4096, 768, 1);
         case_norm(1, dt, 4096, 768, 1);

@@ -2,7 +2,7 @@
 """Hugging Face model directories for tests/test_hf.c, written by transformers itself.
 
     python3 tests/ref/make_hf_fixtures.py                 (from the repository root; the same files each run)
-    python3 tests/ref/make_hf_fixtures.py qwen3           (only these model types' plain directories)
+    python3 tests/ref/make_hf_fixtures.py qwen3           (only these model types' plain directories, or VARIANTS')
     python3 tests/ref/make_hf_fixtures.py --check DIR NAME
         loads a directory zt exported (zt_train --export DIR) in transformers and compares its logits on
         tests/ref/hf/NAME/tokens.bin with those of tests/ref/hf/NAME; prints the largest difference
@@ -14,6 +14,7 @@ loss transformers computes over those rows (labels=input_ids), which `zt_train -
 
 Cases: twenty-five model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
+    cohere_qk_norm the Cohere case with use_qk_norm (Command R+'s): q and k norms of (heads, head_dim)
     llama_bf16     the LLaMA case saved in bfloat16 (zt converts on load)
     llama31_rope   a LLaMA with LLaMA-3.1's "llama3" rope scaling (original context 64, so all three bands show)
     mistral_shards the Mistral case in shards of at most 20 kB, with an index
@@ -40,16 +41,24 @@ SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4, "qwen3": 7, "phi3": 8,
          "internlm3": 23, "ernie4_5": 24, "exaone4": 25, "cohere": 26, "cohere2": 27}
 
 
-def model_for(model_type):
-    torch.manual_seed(SEEDS[model_type])
-    gen = torch.Generator().manual_seed(SEEDS[model_type])
-    model = transformers.AutoModelForCausalLM.from_config(make_config(model_type), attn_implementation="eager")
+# cases of a model type with other settings: (its type, the settings, a seed)
+VARIANTS = {"cohere_qk_norm": ("cohere", dict(use_qk_norm=True), 28)}  # Command R+'s q and k norms, (heads, head_dim)
+
+
+def model_for(name):
+    model_type, settings, seed = VARIANTS.get(name, (name, {}, SEEDS.get(name)))
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    config = make_config(model_type)
+    for key, value in settings.items():
+        setattr(config, key, value)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     randomize(model, gen)
     return model.eval()
 
 
-def rows(model_type):
-    gen = torch.Generator().manual_seed(100 + SEEDS[model_type])
+def rows(name):
+    gen = torch.Generator().manual_seed(100 + (VARIANTS[name][2] if name in VARIANTS else SEEDS[name]))
     return torch.randint(0, 61, (ROWS, T), generator=gen)
 
 
@@ -88,8 +97,8 @@ def save(name, model, ids, **kwargs):
 
 def main():
     torch.use_deterministic_algorithms(True)
-    for model_type in SEEDS:
-        save(model_type, model_for(model_type), rows(model_type))
+    for name in list(SEEDS) + list(VARIANTS):
+        save(name, model_for(name), rows(name))
     save("llama_bf16", model_for("llama").to(torch.bfloat16), rows("llama"))
     # LLaMA-3.1's rope scaling, with an original context small enough that every band of wavelengths shows
     cfg = make_config("llama")

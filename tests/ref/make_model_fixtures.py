@@ -55,7 +55,8 @@ Conv1D weights (attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj) are transposed; 
 gradient holds both uses); an MoE layer's experts by expert, as checkpoints name them (experts_by_name).
 
 Training: torch.optim.AdamW(lr=1e-3, betas=(0.9, 0.999), eps=1e-8), weight decay 0.1 on 2-D
-weights only (embedding tables and the experts' 3-D tensors included), 0 on biases and norm weights; clip_grad_norm_(1.0)
+weights only (embedding tables and the experts' 3-D tensors included), 0 on biases and norm weights (Cohere's 2-D
+q and k norms too, as the Trainer names them); clip_grad_norm_(1.0)
 before each step; constant learning rate. Parameters are not transformers' initialisation but
 seeded draws of a useful size (weights ~ 1/sqrt(fan_in), biases and norm weights perturbed) so
 that every path (biases, norm weights, non-uniform attention) shows up in the gradients.
@@ -106,7 +107,9 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             "llama_dynamic": ("llama", dict(rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0})),
             "phi3_dropout": ("phi3", dict(resid_pdrop=0.2, attention_dropout=0.2, embd_pdrop=0.2)),
             # Seed-OSS's dropouts (its defaults are 0.1): on the residual branches and the attention
-            "seed_oss_dropout": ("seed_oss", dict(residual_dropout=0.2, attention_dropout=0.2))}
+            "seed_oss_dropout": ("seed_oss", dict(residual_dropout=0.2, attention_dropout=0.2)),
+            # Command R+'s LayerNorm on each head of q and k, a weight a head
+            "cohere_qk_norm": ("cohere", dict(use_qk_norm=True))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
@@ -345,7 +348,8 @@ def randomize(model, gen):
         for name, p in model.named_parameters():
             if p.dim() == 2 and ("wte" in name or "wpe" in name or "embed_tokens" in name):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
-            elif p.dim() >= 2:  # an MoE layer's experts: (E, out, in)
+            elif p.dim() >= 2 and "norm" not in name:  # an MoE layer's experts: (E, out, in); Cohere's q and k
+                # norms are (heads, head_dim), norms
                 fan_in = p.shape[0] if name.endswith(CONV1D) else p.shape[-1]
                 p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
             elif "norm" in name or ".ln_" in name:  # Gemma's norm weights are stored as their difference from 1
@@ -453,8 +457,9 @@ def make(fixture, seed):
             out.append(("eval_loss", model(input_ids=input_ids, labels=input_ids).loss.detach().reshape(1)))
         model.train()
 
-    decay = [p for _, p in params if p.dim() >= 2]  # the Trainer's rule: not biases or norms (experts decay)
-    no_decay = [p for _, p in params if p.dim() < 2]
+    # the Trainer's rule: not biases or norms (experts decay; Cohere's q and k norms are 2-D, norms by their names)
+    decay = [p for n, p in params if p.dim() >= 2 and "_norm." not in n]
+    no_decay = [p for n, p in params if p.dim() < 2 or "_norm." in n]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR, betas=BETAS, eps=EPS)
     step_ids = torch.randint(0, VOCAB, (STEPS, B, T), generator=gen)
@@ -502,7 +507,7 @@ def main():
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
-                                 "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "cohere2"]):
+                                 "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
