@@ -4756,8 +4756,9 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     int norm2 = pre && !c->parallel_block; /* Cohere: the MLP reads n1 beside the attention */
     sv->n2 = norm2 ? zt_block_keep(ctx, A, zt_shape2(N, C)) : pre ? sv->n1 : sv->x2;
     if (!norm2 && c->router_jitter > 0 && zt__layer_sparse(c, ctx->index - 1)) { /* the jitter must not touch x2 */
+        zt_tensor read = sv->n2;                                                  /* (or n1, which q, k, v read) */
         sv->n2 = zt_block_keep(ctx, A, zt_shape2(N, C));
-        zt_copy(s, sv->n2, sv->x2);
+        zt_copy(s, sv->n2, read);
     }
     if (gpt2) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
