@@ -564,7 +564,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2; Mixtral, the Qwen MoEs and OLMoE) are
+   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2; Mixtral, the Qwen MoEs and OLMoE) are
    written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
@@ -572,7 +572,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
-                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2" */
+                                   "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
+                                   "stablelm", "starcoder2" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -583,19 +584,25 @@ typedef struct zt_model_config {
     float rope_short[ZT_ROPE_MAX_PAIRS], rope_long[ZT_ROPE_MAX_PAIRS];
     int tied_embeddings;
     int qkv_bias;               /* biases on q, k, v (GPT-2, Qwen2, LLaMA's attention_bias) */
-    int out_bias;               /* biases on the attention output and the MLP (GPT-2, attention_bias) */
+    int out_bias;               /* a bias on the attention's output (GPT-2, attention_bias) */
+    int mlp_bias;               /* biases on the MLP's projections (GPT-2, Starcoder2's use_bias) */
     int qk_norm;                /* 1: an RMSNorm over each head of q and k before the rotation (Qwen3, Gemma 3);
                                    2: one over all of q's heads at once and one over k's (OLMo 2, 3, OLMoE);
                                    3: a LayerNorm without a bias over each head, a weight a head (Cohere's
-                                   use_qk_norm: q_norm.weight (heads, head_dim)) */
+                                   use_qk_norm: q_norm.weight (heads, head_dim); StableLM's qk_layernorm) */
+    int qk_norm_heads;          /* with qk_norm 3, each head's weight a parameter of its own (StableLM's
+                                   q_layernorm.norms.{h}.weight), the heads back to back */
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int fused_mlp;              /* gate and up in one gate_up_proj, q, k and v apart (GLM) */
     int rope_interleaved;       /* the rope's pairs are 2i and 2i + 1 (GLM, Cohere; zt_rope_scaling.interleaved) */
-    int layernorm;              /* LayerNorms without a bias (the mean subtracted) in place of the RMSNorms (Cohere) */
+    int layernorm;              /* LayerNorms (the mean subtracted) in place of the RMSNorms (Cohere, StableLM,
+                                   Starcoder2) */
+    int norm_bias;              /* ... with a bias (StableLM, Starcoder2; Cohere's have none) */
+    int plain_mlp;              /* the MLP is up, the tanh GELU, down, without a gate (Starcoder2's c_fc, c_proj) */
     int parallel_block;         /* the attention and the MLP both read the layer's one norm and both add into the
-                                   residual (Cohere) */
+                                   residual (Cohere, StableLM's use_parallel_residual) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
     uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
@@ -632,6 +639,7 @@ typedef struct zt_model_config {
                                    each residual add */
     float attn_dropout;         /* attn_pdrop (GPT-2), attention_dropout (the others): on the attention's
                                    probabilities (zt_attention_opts.dropout) */
+    float mlp_dropout;          /* StableLM's hidden_dropout: on the MLP's output alone, before its residual add */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
 } zt_model_config;
 
@@ -3340,7 +3348,7 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
     c->intermediate = n_inner > 0 ? n_inner : 4 * c->hidden;
     c->norm_eps = (float)eps;
     c->init_std = (float)std;
-    c->qkv_bias = c->out_bias = 1;
+    c->qkv_bias = c->out_bias = c->mlp_bias = 1;
     return ZT_OK;
 }
 
@@ -3578,6 +3586,25 @@ static zt_result zt__config_cohere(zt_model_config *c, const zt__json *j, int co
     return ZT_OK;
 }
 
+/* StableLM's use_qkv_bias (q, k and v), qk_layernorm (a LayerNorm without a bias on each head of q and k, a weight a
+   head, each its own parameter) and use_parallel_residual (the MLP reads the attention's norm beside it); Starcoder2's
+   use_bias (every projection, true by default). Their own keys decide, not LLaMA's attention_bias. */
+static zt_result zt__config_stablelm(zt_model_config *c, const zt__json *j, int *bias) {
+    zt_result r;
+    if (strcmp(c->model_type, "starcoder2") == 0) {
+        *bias = 1;
+        return zt__json_bool(j, zt__json_get(j, 0, "use_bias"), "use_bias", bias);
+    }
+    int qk = 0;
+    *bias = 0;
+    if ((r = zt__json_bool(j, zt__json_get(j, 0, "use_qkv_bias"), "use_qkv_bias", bias)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "qk_layernorm"), "qk_layernorm", &qk)) ||
+        (r = zt__json_bool(j, zt__json_get(j, 0, "use_parallel_residual"), "use_parallel_residual", &c->parallel_block)))
+        return r;
+    c->qk_norm = qk ? 3 : 0, c->qk_norm_heads = qk;
+    return ZT_OK;
+}
+
 /* OLMo 3 and EXAONE 4 without a window: refused where their layers would have one (transformers cannot build those
    either); `usual` says which layers have one where layer_types does not name them */
 static zt_result zt__config_window_needed(const zt__json *j, const char *usual) {
@@ -3786,9 +3813,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_ernie = strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
     int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere2 = strcmp(c->model_type, "cohere2") == 0;
     int is_cohere = is_cohere2 || strcmp(c->model_type, "cohere") == 0;
-    const char *eps_key = is_cohere ? "layer_norm_eps" : "rms_norm_eps"; /* Cohere's norms are LayerNorms */
+    int is_stablelm = strcmp(c->model_type, "stablelm") == 0, is_starcoder2 = strcmp(c->model_type, "starcoder2") == 0;
+    const char *eps_key = is_cohere || is_stablelm ? "layer_norm_eps" : is_starcoder2 ? "norm_epsilon" /* LayerNorms */
+                                                                                   : "rms_norm_eps";
     char act[32];
-    snprintf(act, sizeof act, "%s", is_gemma ? "gelu_pytorch_tanh" : "silu");
+    snprintf(act, sizeof act, "%s", is_gemma || is_starcoder2 ? "gelu_pytorch_tanh" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
     if (is_gemma3) theta = 1000000.0;
     if (is_smollm3) theta = 2000000.0; /* SmolLM3Config's default_theta */
@@ -3803,6 +3832,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_exaone4) eps = 1e-5, c->sliding_window = 4096; /* Exaone4Config's */
     if (is_cohere) eps = 1e-5, theta = is_cohere2 ? 10000.0 : 500000.0; /* CohereConfig's, Cohere2Config's */
     if (is_cohere2) c->sliding_window = 4096;
+    if (is_stablelm) eps = 1e-5, partial = 0.25, c->n_kv_head = 32; /* StableLmConfig's */
+    if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3822,7 +3853,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_smollm3 && t < 0) c->n_kv_head = 4;          /* SmolLM3Config's default */
     if (t >= 0 && zt__json_is_null(j, t)) c->n_kv_head = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
-    t = zt__json_get(j, 0, "head_dim"); /* null: hidden_size / num_attention_heads */
+    t = is_stablelm ? -1 : zt__json_get(j, 0, "head_dim"); /* null: hidden_size / num_attention_heads (StableLM's
+                                                              always) */
     if (t >= 0 && zt__json_is_null(j, t)) c->head_dim = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
@@ -3831,7 +3863,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer; Gemma 2 all but every second layer,
        Gemma 3 all but every sixth (its old configs' sliding_window_pattern) */
     int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "mixtral") == 0 ||
-                strcmp(c->model_type, "phi3") == 0;
+                strcmp(c->model_type, "phi3") == 0 || is_starcoder2;
     int64_t pattern = is_gemma2 ? 2 : is_olmo3 ? 4 : 0; /* OLMo 3: all but every fourth, as Olmo3Config */
     if (is_gemma3) {
         pattern = 6;
@@ -3910,12 +3942,15 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_gemma3 || is_olmo3) && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
-    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm)
+    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi3, "
-                       "glm and glm4 only, as transformers does (its %s rotates whole heads)", j->file, partial,
+                       "glm, glm4 and stablelm only, as transformers does (its %s rotates whole heads)", j->file, partial,
                        c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
-    if (!is_gemma && strcmp(act, "silu") != 0)
+    if (is_starcoder2 && strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements Starcoder2's gelu_pytorch_tanh "
+                       "(and gelu_new, the same function)", j->file, act);
+    if (!is_gemma && !is_starcoder2 && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     /* InternLM3's names for attention_bias and mlp_bias (its attribute_map), which it requires equal; ERNIE 4.5's one
        use_bias for every projection; Seed-OSS's own bias on o_proj */
@@ -3933,6 +3968,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_olmoe && t >= 0 && !zt__json_is_null(j, t)) return zt__config_refuse(j, "clip_qkv", "is set");
     if (strcmp(c->model_type, "granite") == 0 && (r = zt__config_granite(c, j))) return r;
     if (is_cohere && (r = zt__config_cohere(c, j, is_cohere2))) return r;
+    if ((is_stablelm || is_starcoder2) && (r = zt__config_stablelm(c, j, &attention_bias))) return r;
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -3951,11 +3987,14 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
+    if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
+    c->mlp_bias = is_starcoder2 && attention_bias; /* use_bias: every projection */
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
-    c->layernorm = c->parallel_block = is_cohere;
+    c->layernorm = is_cohere || is_stablelm || is_starcoder2, c->parallel_block |= is_cohere;
+    c->norm_bias = is_stablelm || is_starcoder2, c->plain_mlp = is_starcoder2;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
@@ -3975,14 +4014,18 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
 
 /* The dropouts each model has in transformers, with its config's defaults: GPT-2's on the embeddings, the
    residual branches and the attention (0.1 each); Phi-3's on the residual branches and the attention (Seed-OSS's
-   too, 0.1 each); the others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. 1 drops
+   too, 0.1 each; Starcoder2's on the embeddings too, 0 each); StableLM's on the MLP's output and the attention (0);
+   the others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. 1 drops
    everything, as torch's. */
 static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0, phi3 = strcmp(c->model_type, "phi3") == 0;
     int seed = strcmp(c->model_type, "seed_oss") == 0; /* Seed-OSS: 0.1 on the outputs and the attention */
+    int starcoder2 = strcmp(c->model_type, "starcoder2") == 0, stablelm = strcmp(c->model_type, "stablelm") == 0;
     struct { const char *key; float *out; double value; } keys[] = {
-        {gpt2 ? "embd_pdrop" : NULL, &c->embd_dropout, 0.1},
-        {gpt2 || phi3 ? "resid_pdrop" : seed ? "residual_dropout" : NULL, &c->resid_dropout, gpt2 || seed ? 0.1 : 0.0},
+        {gpt2 ? "embd_pdrop" : starcoder2 ? "embedding_dropout" : NULL, &c->embd_dropout, gpt2 ? 0.1 : 0.0},
+        {gpt2 || phi3 ? "resid_pdrop" : seed || starcoder2 ? "residual_dropout" : NULL, &c->resid_dropout,
+         gpt2 || seed ? 0.1 : 0.0},
+        {stablelm ? "hidden_dropout" : NULL, &c->mlp_dropout, 0.0},
         {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 || seed ? 0.1 : 0.0}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].key) continue;
@@ -4027,13 +4070,14 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
-        strcmp(c->model_type, "cohere2"))
+        strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere and cohere2", name,
-                       c->model_type[0] ? c->model_type : "(missing)");
+                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, stablelm and "
+                       "starcoder2", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
-                         strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0;
+                         strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
+                         strcmp(c->model_type, "starcoder2") == 0;
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {
@@ -4098,15 +4142,16 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t C = c->hidden, q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim, I = c->intermediate;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
-    int64_t mlp = gpt2 ? 2 * C * I + (I + C) : 3 * C * I + (c->out_bias && gpt2 ? I + C : 0);
+    int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t qk = c->qk_norm >= 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
-    int64_t pre = c->post_norms_only ? 0 : c->parallel_block ? C : 2 * C; /* Cohere: one norm a layer */
+    int64_t pre = c->post_norms_only ? 0 : c->parallel_block ? C : 2 * C; /* Cohere, StableLM: one norm a layer */
+    if (c->norm_bias) pre *= 2;                                            /* StableLM, Starcoder2: with biases */
     int64_t norms = gpt2 ? 4 * C : pre + qk + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
-    int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 ? 2 * C : C);
+    int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 || c->norm_bias ? 2 * C : C);
     return embed + c->n_layer * (attn + norms) + (c->n_layer - sparse) * mlp + sparse * experts + head;
 }
 
@@ -4168,16 +4213,22 @@ static zt_tensor zt__drop_grad(zt_block_ctx *ctx, zt_tensor dout, zt_shape shape
     return d;
 }
 
+/* the dropout on the attention's (site ZT__DROP_RESID_ATTN) or the MLP's (ZT__DROP_RESID_MLP) output */
+static float zt__resid_p(const zt_model_config *c, int site) {
+    return site == ZT__DROP_RESID_MLP && c->mlp_dropout > 0 ? c->mlp_dropout : c->resid_dropout;
+}
+
 /* the gradient of an attention's or MLP's output from that of the residual sum: through Granite's
    residual_multiplier and the residual dropout (dout itself where neither is) */
 static zt_tensor zt__resid_grad(zt_block_ctx *ctx, zt_tensor dout, zt_shape shape, int site) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     int scaled = c->residual_scale != 0.0f && c->residual_scale != 1.0f;
-    if (!scaled && c->resid_dropout <= 0) return dout;
+    float p = zt__resid_p(c, site);
+    if (!scaled && p <= 0) return dout;
     zt_tensor d = zt_block_temp(ctx, dout.dtype, shape);
     zt_copy(ctx->stream, d, zt_view(dout, 0, shape));
     if (scaled) zt_scale(ctx->stream, d, c->residual_scale);
-    if (c->resid_dropout > 0) zt__drop_rows(ctx, d, c->resid_dropout, site);
+    if (p > 0) zt__drop_rows(ctx, d, p, site);
     return d;
 }
 
@@ -4251,6 +4302,7 @@ static void zt__head_declare(zt_block_def *def, const void *config) {
     zt_block_param(def, gpt2 ? "transformer.ln_f.weight" : "model.norm.weight", zt_shape1(c->hidden), 0,
                    c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES, 0);
     if (gpt2) zt_block_param(def, "transformer.ln_f.bias", zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
+    else if (c->norm_bias) zt_block_param(def, "model.norm.bias", zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
     else zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     if (c->tied_embeddings)
         zt_block_tie(def, 0, ZT__EMB_WTE);
@@ -4275,10 +4327,10 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     if (c->router_aux_coef > 0 && b->shared && b->aux) *b->aux = zt__balance_loss(c, b); /* the layers' tally is in */
     sv->x = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
     sv->rstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-    if (gpt2 || c->layernorm) { /* Cohere's without a bias */
+    if (gpt2 || c->layernorm) { /* Cohere's without a bias, StableLM's and Starcoder2's with one */
         sv->mean = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(ctx->stream, sv->x, sv->mean, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W],
-                             gpt2 ? ctx->param[ZT__HEAD_NORM_B] : zt__none(), c->norm_eps);
+                             gpt2 || c->norm_bias ? ctx->param[ZT__HEAD_NORM_B] : zt__none(), c->norm_eps);
     } else {
         zt_rmsnorm_offset_forward(ctx->stream, sv->x, sv->rstd, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_offset, c->norm_eps);
     }
@@ -4309,8 +4361,8 @@ static void zt__head_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout,
     zt_tensor dw = ctx->grad[ZT__HEAD_NORM_W];
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     if (gpt2 || c->layernorm)
-        zt_layernorm_backward(ctx->stream, dinp, dw, gpt2 ? ctx->grad[ZT__HEAD_NORM_B] : zt__none(), sv->dx, inp, ctx->param[ZT__HEAD_NORM_W],
-                              sv->mean, sv->rstd);
+        zt_layernorm_backward(ctx->stream, dinp, dw, gpt2 || c->norm_bias ? ctx->grad[ZT__HEAD_NORM_B] : zt__none(), sv->dx,
+                              inp, ctx->param[ZT__HEAD_NORM_W], sv->mean, sv->rstd);
     else
         zt_rmsnorm_offset_backward(ctx->stream, dinp, dw, sv->dx, inp, ctx->param[ZT__HEAD_NORM_W], c->norm_offset, sv->rstd);
 }
@@ -4333,7 +4385,7 @@ enum {
 typedef struct zt__layer_saved {
     zt_tensor n1, mean1, rstd1, q, k, v, att, lse, x2, n2, mean2, rstd2, h, a;
     zt_tensor q0, k0, qrstd, krstd; /* qk_norm: q and k before their norms, and each head's 1/rms */
-    zt_tensor qmean, kmean;         /* ... and Cohere's each head's mean */
+    zt_tensor qmean, kmean;         /* ... and Cohere's and StableLM's each head's mean */
     zt_tensor pa, rstd_pa, pm, rstd_pm; /* sandwich norms: the attention's and the MLP's outputs before theirs */
     /* experts: the router's probabilities, each token's choices and their weights, the choices grouped by expert
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
@@ -4390,8 +4442,9 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
     } else {
         zt_init_kind ones = c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES; /* Gemma stores weight - 1 */
         int pre = !c->post_norms_only; /* OLMo: no norm before the attention or the MLP */
+        int nb = c->norm_bias; /* StableLM's and Starcoder2's LayerNorms have biases */
         zt_block_param(def, pre ? ZT__P("input_layernorm.weight") : NULL, zt_shape1(pre ? C : 0), 0, ones, 0);
-        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, nb ? ZT__P("input_layernorm.bias") : NULL, zt_shape1(nb ? C : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.k_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
@@ -4407,11 +4460,17 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, !norm2 ? NULL : c->sandwich_norms && !glm4 ? ZT__P("pre_feedforward_layernorm.weight")
                                                                         : ZT__P("post_attention_layernorm.weight"),
                        zt_shape1(norm2 ? C : 0), 0, ones, 0);
-        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, norm2 && nb ? ZT__P("post_attention_layernorm.bias") : NULL, zt_shape1(norm2 && nb ? C : 0), 0,
+                       ZT_INIT_ZEROS, 0);
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
-        int sparse = zt__layer_sparse(c, layer);
+        int sparse = zt__layer_sparse(c, layer), mb = c->mlp_bias;
         if (sparse) I = 0; /* the experts' MLPs come after the norms */
-        if (c->fused_mlp) { /* GLM: [gate | up] as the checkpoint's one gate_up_proj */
+        if (c->plain_mlp) { /* Starcoder2: c_fc, the GELU, c_proj (their biases in the GPT-2 layer's slots) */
+            zt_block_param(def, ZT__P("mlp.c_fc.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, mb ? ZT__P("mlp.c_fc.bias") : NULL, zt_shape1(mb ? I : 0), 0, ZT_INIT_ZEROS, 0);
+            zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+            zt_block_param(def, mb ? ZT__P("mlp.c_proj.bias") : NULL, zt_shape1(mb ? C : 0), 0, ZT_INIT_ZEROS, 0);
+        } else if (c->fused_mlp) { /* GLM: [gate | up] as the checkpoint's one gate_up_proj */
             zt_block_param(def, ZT__P("mlp.gate_up_proj.weight"), zt_shape2(2 * I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
             zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         } else {
@@ -4420,10 +4479,20 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
             zt_block_param(def, sparse ? NULL : ZT__P("mlp.up_proj.weight"), zt_shape2(I, C),
                            ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
         }
-        zt_block_param(def, sparse ? NULL : ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL,
-                       proj_std);
-        zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
-        if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
+        if (!c->plain_mlp) {
+            zt_block_param(def, sparse ? NULL : ZT__P("mlp.down_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY,
+                           ZT_INIT_NORMAL, proj_std);
+            zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+        }
+        if (c->qk_norm_heads) { /* StableLM: each head's norm weight by its own name, q's heads then k's, joined so
+                                   that each side is one (heads, head_dim) tensor (zt__qk_norm_weight) */
+            for (int side = 0; side < 2; side++)
+                for (int64_t h = 0; h < (side ? c->n_kv_head : c->n_head); h++) {
+                    char what[80];
+                    snprintf(what, sizeof what, "self_attn.%c_layernorm.norms.%lld.weight", side ? 'k' : 'q', (long long)h);
+                    zt_block_param(def, ZT__P(what), zt_shape1(HD), h > 0 ? ZT_PARAM_JOIN : 0, ones, 0);
+                }
+        } else if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
             int cohere = c->qk_norm == 3; /* a weight a head */
             zt_block_param(def, ZT__P("self_attn.q_norm.weight"), cohere ? zt_shape2(c->n_head, HD)
                            : zt_shape1(c->qk_norm == 2 ? q : HD), 0, ones, 0);
@@ -4470,7 +4539,10 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
 }
 
 /* the projections of one layer, as views: GPT-2's c_attn holds q, k and v; LLaMA's gate and up are joined */
-typedef struct zt__layer_weights { zt_tensor wq, bq, wk, bk, wv, bv, wo, bo, wup, bup, wdown, bdown; int has_qkv_bias, has_out_bias; } zt__layer_weights;
+typedef struct zt__layer_weights {
+    zt_tensor wq, bq, wk, bk, wv, bv, wo, bo, wup, bup, wdown, bdown;
+    int has_qkv_bias, has_out_bias, has_mlp_bias;
+} zt__layer_weights;
 
 static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tensor *p) {
     zt__layer_weights w;
@@ -4495,17 +4567,27 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
             w.wv = zt__rows_of(p[ZT__L_QKV_W], q + kv, kv);
         }
         /* gate_proj (slot ZT__L_UP_W) and up_proj (the next slot) were declared joined: one (2I, C) matrix
-           (Phi-3's gate_up_proj is that matrix already) */
+           (Phi-3's gate_up_proj is that matrix already); Starcoder2's c_fc is the up projection alone */
         zt_tensor gate = p[ZT__L_UP_W];
-        w.wup = zt__present(gate) ? zt_tensor_make(gate.data, gate.dtype, gate.place,
-                                                   zt_shape2(2 * c->intermediate, c->hidden)) : gate;
-        w.bup = zt__none();
+        w.wup = zt__present(gate) && !c->plain_mlp ? zt_tensor_make(gate.data, gate.dtype, gate.place,
+                                                                    zt_shape2(2 * c->intermediate, c->hidden)) : gate;
+        w.bup = c->plain_mlp ? p[ZT__L_UP_B] : zt__none();
     }
     w.wo = p[ZT__L_O_W], w.bo = p[ZT__L_O_B];
     w.wdown = p[ZT__L_DOWN_W], w.bdown = p[ZT__L_DOWN_B];
     w.has_qkv_bias = c->qkv_bias;
     w.has_out_bias = c->out_bias;
+    w.has_mlp_bias = c->mlp_bias;
     return w;
+}
+
+/* the weight of q's (side 0) or k's (1) norm, of the parameters or of their gradients: StableLM's heads, declared one by
+   one back to back, seen as one (heads, head_dim) tensor */
+static zt_tensor zt__qk_norm_weight(const zt_model_config *c, const zt_tensor *p, int side) {
+    if (!c->qk_norm_heads) return p[side ? ZT__L_KNORM_W : ZT__L_QNORM_W];
+    zt_tensor h0 = p[ZT__L_QNORM_W + (side ? c->n_head : 0)];
+    return zt__present(h0) ? zt_tensor_make(h0.data, h0.dtype, h0.place,
+                                            zt_shape2(side ? c->n_kv_head : c->n_head, c->head_dim)) : h0;
 }
 
 /* (B, T, H, HD) as the rows q's and k's norms run over: (B*T*H, HD), one a head (qk_norm 1 and 3: Cohere's, whose
@@ -4693,11 +4775,12 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
 
     int pre = !c->post_norms_only; /* OLMo: the attention and the MLP read the residual stream as it is */
     sv->n1 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : inp;
-    if (gpt2 || c->layernorm) { /* Cohere's LayerNorm has no bias */
+    int nb = gpt2 || c->norm_bias; /* Cohere's LayerNorms have no bias */
+    if (gpt2 || c->layernorm) {
         sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W],
-                             gpt2 ? ctx->param[ZT__L_NORM1_B] : zt__none(), c->norm_eps);
+                             nb ? ctx->param[ZT__L_NORM1_B] : zt__none(), c->norm_eps);
     } else if (pre) {
         sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
@@ -4713,12 +4796,12 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(whole ? N : N * NKV));
         zt_matmul_forward(s, zt__flat(sv->q0), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k0), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
-        if (c->qk_norm == 3) { /* Cohere: LayerNorms, each head by its own weight */
+        if (c->qk_norm == 3) { /* Cohere, StableLM: LayerNorms, each head by its own weight */
             sv->qmean = zt_block_keep(ctx, ZT_F32, sv->qrstd.shape), sv->kmean = zt_block_keep(ctx, ZT_F32, sv->krstd.shape);
             zt_layernorm_forward(s, zt__qk_rows(c, sv->q), sv->qmean, sv->qrstd, zt__qk_rows(c, sv->q0),
-                                 ctx->param[ZT__L_QNORM_W], zt__none(), c->norm_eps);
+                                 zt__qk_norm_weight(c, ctx->param, 0), zt__none(), c->norm_eps);
             zt_layernorm_forward(s, zt__qk_rows(c, sv->k), sv->kmean, sv->krstd, zt__qk_rows(c, sv->k0),
-                                 ctx->param[ZT__L_KNORM_W], zt__none(), c->norm_eps);
+                                 zt__qk_norm_weight(c, ctx->param, 1), zt__none(), c->norm_eps);
         } else {
             zt_rmsnorm_offset_forward(s, zt__qk_rows(c, sv->q), sv->qrstd, zt__qk_rows(c, sv->q0),
                                       ctx->param[ZT__L_QNORM_W], c->norm_offset, c->norm_eps);
@@ -4760,10 +4843,11 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->n2 = zt_block_keep(ctx, A, zt_shape2(N, C));
         zt_copy(s, sv->n2, read);
     }
-    if (gpt2) {
+    if (gpt2 || (norm2 && c->layernorm)) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], ctx->param[ZT__L_NORM2_B], c->norm_eps);
+        zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W],
+                             nb ? ctx->param[ZT__L_NORM2_B] : zt__none(), c->norm_eps);
     } else if (norm2) {
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
@@ -4772,21 +4856,23 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     if (zt__layer_sparse(c, ctx->index - 1)) {
         zt__moe_forward(ctx, proj);
     } else {
-        int64_t H = gpt2 ? I : 2 * I; /* LLaMA: [gate | up] */
+        int plain = gpt2 || c->plain_mlp;
+        int64_t H = plain ? I : 2 * I; /* LLaMA: [gate | up] */
         sv->h = zt_block_keep(ctx, A, zt_shape2(N, H));
-        zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_out_bias && gpt2));
+        zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_mlp_bias));
         sv->a = zt_block_keep(ctx, A, zt_shape2(N, I));
-        if (gpt2) zt_gelu_forward(s, sv->a, sv->h);
+        if (plain) zt_gelu_forward(s, sv->a, sv->h);
         else if (c->geglu) zt_geglu_forward(s, sv->a, sv->h);
         else zt_swiglu_forward(s, sv->a, sv->h);
-        zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_out_bias && gpt2));
+        zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_mlp_bias));
     }
     if (sandwich) { /* and the MLP's */
         sv->rstd_pm = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         proj = zt_block_temp(ctx, A, zt_shape2(N, C));
         zt_rmsnorm_offset_forward(s, proj, sv->rstd_pm, sv->pm, ctx->param[ZT__L_POST_MLP_W], c->norm_offset, c->norm_eps);
     }
-    if (ctx->training && c->resid_dropout > 0) zt__drop_rows(ctx, proj, c->resid_dropout, ZT__DROP_RESID_MLP);
+    float pm = zt__resid_p(c, ZT__DROP_RESID_MLP); /* StableLM's hidden_dropout: this one alone */
+    if (ctx->training && pm > 0) zt__drop_rows(ctx, proj, pm, ZT__DROP_RESID_MLP);
     if (c->residual_scale != 0.0f && c->residual_scale != 1.0f) zt_scale(s, proj, c->residual_scale);
     zt_add(s, out, sv->x2, proj);
 }
@@ -4797,13 +4883,14 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     zt_stream *s = ctx->stream;
     zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    int64_t N = b->B * b->T, C = c->hidden, I = c->intermediate, H = gpt2 ? I : 2 * I;
+    int plain = gpt2 || c->plain_mlp, nb = gpt2 || c->norm_bias;
+    int64_t N = b->B * b->T, C = c->hidden, I = c->intermediate, H = plain ? I : 2 * I;
     int64_t q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
     zt__layer_weights w = zt__layer_views(c, ctx->param);
     zt__layer_weights g = zt__layer_views(c, ctx->grad);
     const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
     zt_dtype A = ctx->act;
-    int ob = w.has_out_bias && gpt2;
+    int ob = w.has_mlp_bias;
 
     float off = c->norm_offset;
     /* MLP: out = x2 + dropout(act(n2 @ Wup^T) @ Wdown^T) (Gemma 2: that product normed) */
@@ -4823,15 +4910,15 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
         zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
         zt_tensor dh = zt__temp0(ctx, A, zt_shape2(N, H));
-        if (gpt2) zt_gelu_backward(s, dh, da, sv->h);
+        if (plain) zt_gelu_backward(s, dh, da, sv->h);
         else if (c->geglu) zt_geglu_backward(s, dh, da, sv->h);
         else zt_swiglu_backward(s, dh, da, sv->h);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wup), ob ? zt__maybe(&g.bup) : NULL, dh, sv->n2, w.wup);
     }
     zt_tensor dx2 = zt_block_temp(ctx, A, zt_shape2(N, C));
     zt_copy(s, dx2, zt_view(dout, 0, dx2.shape)); /* the residual path */
-    if (gpt2)
-        zt_layernorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], ctx->grad[ZT__L_NORM2_B], dn, sv->x2,
+    if (gpt2 || (c->layernorm && !c->parallel_block))
+        zt_layernorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], nb ? ctx->grad[ZT__L_NORM2_B] : zt__none(), dn, sv->x2,
                               ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
     else if (c->post_norms_only)
         zt_add(s, dx2, dx2, dn);
@@ -4865,11 +4952,11 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     }
     if (c->qk_norm) { /* through each head's norm (OLMo: q's and k's), to q and k as the projections made them */
         zt_tensor t = zt__temp0(ctx, A, dq.shape), u = zt__temp0(ctx, A, dk.shape);
-        if (c->qk_norm == 3) { /* Cohere's LayerNorms */
-            zt_layernorm_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__none(), zt__qk_rows(c, dq),
-                                  zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], sv->qmean, sv->qrstd);
-            zt_layernorm_backward(s, zt__qk_rows(c, u), ctx->grad[ZT__L_KNORM_W], zt__none(), zt__qk_rows(c, dk),
-                                  zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], sv->kmean, sv->krstd);
+        if (c->qk_norm == 3) { /* Cohere's and StableLM's LayerNorms */
+            zt_layernorm_backward(s, zt__qk_rows(c, t), zt__qk_norm_weight(c, ctx->grad, 0), zt__none(), zt__qk_rows(c, dq),
+                                  zt__qk_rows(c, sv->q0), zt__qk_norm_weight(c, ctx->param, 0), sv->qmean, sv->qrstd);
+            zt_layernorm_backward(s, zt__qk_rows(c, u), zt__qk_norm_weight(c, ctx->grad, 1), zt__none(), zt__qk_rows(c, dk),
+                                  zt__qk_rows(c, sv->k0), zt__qk_norm_weight(c, ctx->param, 1), sv->kmean, sv->krstd);
         } else {
             zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__qk_rows(c, dq),
                                        zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
@@ -4896,8 +4983,8 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
         if (c->post_norms_only) zt_add(s, dinp, dinp, dn);
         else if (c->layernorm)
-            zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], zt__none(), dn, inp, ctx->param[ZT__L_NORM1_W],
-                                  sv->mean1, sv->rstd1);
+            zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], nb ? ctx->grad[ZT__L_NORM1_B] : zt__none(), dn, inp,
+                                  ctx->param[ZT__L_NORM1_W], sv->mean1, sv->rstd1);
         else zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
     }
 }

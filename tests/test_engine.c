@@ -909,6 +909,54 @@ TEST(cohere_configs_take_transformers_defaults) {
     config_error(json, "\"sliding_window\" is null or not positive while layers are sliding_attention");
 }
 
+/* StableLM and Starcoder2: their configs' defaults (StableLM-3B-4E1T's and StarCoder2-3B's shapes, parameters as
+   transformers counts them), their own bias and norm keys, and what is refused */
+TEST(stablelm_starcoder2_configs_take_transformers_defaults) {
+    char json[768];
+    const char *stablelm = "{\"model_type\": \"stablelm\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                           "\"hidden_size\": 2560, \"intermediate_size\": 6912, \"max_position_embeddings\": 4096, "
+                           "\"vocab_size\": 50304%s}";
+    snprintf(json, sizeof json, stablelm, 32, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.layernorm && c.norm_bias && !c.plain_mlp && !c.parallel_block && !c.qkv_bias && !c.out_bias && !c.mlp_bias);
+    CHECK(c.rotary_dim == 20 && c.n_kv_head == 32 && c.norm_eps == 1e-5f && c.rope_theta == 1e4f && !c.tied_embeddings);
+    CHECK(!c.qk_norm && !c.has_pad_token && c.mlp_dropout == 0.0f && c.attn_dropout == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 2795443200);
+    snprintf(json, sizeof json, stablelm, 2, ", \"use_parallel_residual\": true, \"qk_layernorm\": true, "
+             "\"use_qkv_bias\": true, \"num_key_value_heads\": 8, \"attention_bias\": false, \"head_dim\": 64, "
+             "\"hidden_dropout\": 0.25, \"rms_norm_eps\": 0.5, \"layer_norm_eps\": 1e-3");
+    c = config_of(json); /* use_qkv_bias decides, head_dim is always hidden / heads, the LayerNorm's eps by its key */
+    CHECK(c.parallel_block && c.qk_norm == 3 && c.qk_norm_heads && c.qkv_bias && !c.out_bias && c.n_kv_head == 8);
+    CHECK(c.head_dim == 80 && c.mlp_dropout == 0.25f && c.resid_dropout == 0.0f && c.norm_eps == 1e-3f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 396522240);
+    snprintf(json, sizeof json, stablelm, 2, ", \"partial_rotary_factor\": 0.3125");
+    config_error(json, "\"partial_rotary_factor\" 0.3125 of a head of 80 rotates 25 dimensions");
+    snprintf(json, sizeof json, stablelm, 2, ", \"use_parallel_residual\": 1");
+    config_error(json, "\"use_parallel_residual\"");
+    snprintf(json, sizeof json, stablelm, 2, ", \"hidden_act\": \"gelu\"");
+    config_error(json, "\"hidden_act\" is \"gelu\"");
+
+    const char *starcoder2 = "{\"model_type\": \"starcoder2\", \"num_hidden_layers\": %d, \"num_attention_heads\": 24, "
+                             "\"hidden_size\": 3072, \"intermediate_size\": 12288, \"max_position_embeddings\": 4096, "
+                             "\"vocab_size\": 49152%s}";
+    snprintf(json, sizeof json, starcoder2, 30, "");
+    c = config_of(json);
+    CHECK(c.layernorm && c.norm_bias && c.plain_mlp && c.qkv_bias && c.out_bias && c.mlp_bias && c.tied_embeddings);
+    CHECK(c.n_kv_head == 2 && c.rotary_dim == 0 && c.sliding_window == 0 && c.windowed[0] == 0 && c.norm_eps == 1e-5f);
+    CHECK(c.init_std == 0.018042f && c.embd_dropout == 0.0f && c.resid_dropout == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 3030371328);
+    snprintf(json, sizeof json, starcoder2, 2, ", \"use_bias\": false, \"attention_bias\": true, \"sliding_window\": 4096, "
+             "\"norm_epsilon\": 1e-3, \"residual_dropout\": 0.1, \"embedding_dropout\": 0.05");
+    c = config_of(json); /* use_bias decides; a window on every layer */
+    CHECK(!c.qkv_bias && !c.out_bias && !c.mlp_bias && c.sliding_window == 4096 && c.windowed[0] == 3);
+    CHECK(c.norm_eps == 1e-3f && c.resid_dropout == 0.1f && c.embd_dropout == 0.05f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 342915072);
+    snprintf(json, sizeof json, starcoder2, 2, ", \"hidden_act\": \"gelu\"");
+    config_error(json, "zt implements Starcoder2's gelu_pytorch_tanh");
+    snprintf(json, sizeof json, starcoder2, 2, ", \"partial_rotary_factor\": 0.5");
+    config_error(json, "\"partial_rotary_factor\" is 0.5");
+}
+
 /* EXAONE 4: Exaone4Config's windows on all but every fourth layer, those without one going without the rope (its
    global NoPE), older files' "LLLG" pattern beside layer_types, and the parameter count of its default config */
 TEST(exaone4_configs_take_transformers_defaults) {

@@ -71,6 +71,8 @@ TEST(hf_models_load_with_transformers_loss) {
         {"glm", 2e-6}, {"glm4", 2e-6}, /* an interleaved rope on half the head, one gate_up_proj */
         {"seed_oss", 2e-6}, {"internlm3", 2e-6}, {"ernie4_5", 2e-6}, {"exaone4", 2e-6},
         {"cohere", 2e-6}, {"cohere2", 2e-6}, {"cohere_qk_norm", 2e-6}, /* LayerNorms without a bias, the MLP beside the attention, logit_scale */
+        {"stablelm", 2e-6}, {"stablelm_qk_norm", 2e-6}, /* LayerNorms with biases, a partial rope; q and k norms a head apiece */
+        {"starcoder2", 2e-6}, /* the MLP without a gate, biases everywhere, windows */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
@@ -105,7 +107,8 @@ static const char *tensor_bytes(const char *file, size_t len, const char *name, 
 TEST(hf_load_then_export_gives_back_every_tensor) {
     static const char *names[] = {"gpt2", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text",
                                   "mixtral", "qwen3_moe", "qwen2_moe", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4",
-                                  "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2", "cohere_qk_norm"};
+                                  "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2", "cohere_qk_norm",
+                                  "stablelm", "stablelm_qk_norm", "starcoder2"};
     for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++) {
         char dir[256], out[256], a[300], b[300];
         snprintf(dir, sizeof dir, "tests/ref/hf/%s", names[m]);

@@ -146,6 +146,13 @@ static const model_tol tol_bf16_balance = {5e-3, 1.5e-1, 1.2e-1, 2e-2, 4e-2};
    step losses are within tol_bf16 (on a GPU, tol_bf16_gpu's, below, with the same 3e-2 on the norms). The f32
    test checks the rope itself to 1e-7. */
 static const model_tol tol_bf16_yarn = {5e-3, 8e-2, 6e-2, 5e-3, 3e-2};
+/* StableLM rotates a part of each head (half, here), and shifting every key of a head by one vector moves each
+   query's scores alike, which the softmax ignores: in the unrotated part k_proj.bias's gradient is 0 in exact
+   arithmetic, and the rest is a small difference of large sums (with a LayerNorm on each head, nearly so). In
+   bf16 that tensor is off by up to 1.1e-1 (worst element) and 1.0e-1 (L2) in transformers' own torch.bfloat16 run
+   on these shapes (5 seeds; 7.6e-2 in L2 with the norms on each head, 8 seeds); zt measured 6.0e-2 and 8.1e-2
+   there, every other tensor within tol_bf16. The f32 tests check the maths to 3e-6. */
+static const model_tol tol_bf16_stablelm = {5e-3, 1.5e-1, 1.2e-1, 5e-3, 2e-2};
 static const model_tol tol_bf16_yarn_gpu = {5e-3, 1e-1, 6e-2, 5e-3, 3e-2};
 /* mixtral_jitter takes those too: from its second step zt's bf16 routes a token or two to other experts than f32
    does (counted in 6 of the 10 steps: once the weights differ, the ties differ), which moves the step losses by up
@@ -375,10 +382,27 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.nope[0] == 2 && cfg.sliding_window == 6 && cfg.logit_scale == 0.5f && cfg.rope_theta == 1e4f,
                   "%s: windowed %llx, nope %llx", path, (unsigned long long)cfg.windowed[0],
                   (unsigned long long)cfg.nope[0]);
-    if (strstr(type, "_dropout")) /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread) */
-        CHECK_MSG(cfg.embd_dropout == (type[0] == 'g' ? 0.2f : 0.0f) && cfg.resid_dropout == 0.2f && cfg.attn_dropout == 0.2f,
-                  "%s: dropouts %g %g %g", path, (double)cfg.embd_dropout, (double)cfg.resid_dropout,
+    if (strncmp(type, "stablelm", 8) == 0) /* LayerNorms with biases, q, k and v biases, half of each head rotated;
+                                              stablelm_dropout: the MLP beside the attention, a LayerNorm on each head */
+        CHECK_MSG(cfg.layernorm && cfg.norm_bias && !cfg.plain_mlp && cfg.qkv_bias && !cfg.out_bias && !cfg.mlp_bias &&
+                  cfg.rotary_dim == 4 && !cfg.rope_interleaved && !cfg.tied_embeddings && cfg.norm_eps == 1e-5f &&
+                  cfg.parallel_block == (type[8] != 0) && cfg.qk_norm == (type[8] ? 3 : 0) &&
+                  cfg.qk_norm_heads == (type[8] != 0), "%s: layernorm %d, parallel %d, qk_norm %d, rotary_dim %lld", path,
+                  cfg.layernorm, cfg.parallel_block, cfg.qk_norm, (long long)cfg.rotary_dim);
+    if (strncmp(type, "starcoder2", 10) == 0) /* LayerNorms with biases, every projection's bias, the MLP without a gate,
+                                                 every layer windowed */
+        CHECK_MSG(cfg.layernorm && cfg.norm_bias && cfg.plain_mlp && cfg.qkv_bias && cfg.out_bias && cfg.mlp_bias &&
+                  !cfg.parallel_block && cfg.rotary_dim == 0 && cfg.windowed[0] == 3 && cfg.sliding_window == 7 &&
+                  cfg.tied_embeddings, "%s: plain_mlp %d, biases %d %d %d, windowed %llx", path, cfg.plain_mlp,
+                  cfg.qkv_bias, cfg.out_bias, cfg.mlp_bias, (unsigned long long)cfg.windowed[0]);
+    if (strstr(type, "_dropout")) { /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread);
+                                       Starcoder2's three; StableLM's on the MLP's output and the attention */
+        int embd = type[0] == 'g' || strncmp(type, "starcoder2", 10) == 0, stablelm = strncmp(type, "stablelm", 8) == 0;
+        CHECK_MSG(cfg.embd_dropout == (embd ? 0.2f : 0.0f) && cfg.resid_dropout == (stablelm ? 0.0f : 0.2f) &&
+                  cfg.mlp_dropout == (stablelm ? 0.2f : 0.0f) && cfg.attn_dropout == 0.2f, "%s: dropouts %g %g %g %g",
+                  path, (double)cfg.embd_dropout, (double)cfg.resid_dropout, (double)cfg.mlp_dropout,
                   (double)cfg.attn_dropout);
+    }
     if (strstr(type, "_longrope")) { /* factor and attention factor from the two context lengths, as transformers */
         int sh = strstr(type, "_short") != NULL;
         CHECK_MSG(cfg.longrope && cfg.rope_scaling.original_max_positions == (sh ? 16.0f : 8.0f) &&
@@ -487,7 +511,8 @@ static void model_test(const char *type, zt_precision prec) {
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0 ||
               strcmp(type, "olmoe") == 0;
     const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") ? &tol_bf16_balance
-                          : strstr(type, "_yarn") ? (gpu ? &tol_bf16_yarn_gpu : &tol_bf16_yarn) : moe ? &tol_bf16_moe : gpu ? &tol_bf16_gpu : &tol_bf16;
+                          : strstr(type, "_yarn") ? (gpu ? &tol_bf16_yarn_gpu : &tol_bf16_yarn) : moe ? &tol_bf16_moe
+                          : strncmp(type, "stablelm", 8) == 0 ? &tol_bf16_stablelm : gpu ? &tol_bf16_gpu : &tol_bf16;
     model_check(&r, type, prec, prec == ZT_PRECISION_BF16 ? bf16 : gpu ? &tol_fp32_gpu : &tol_fp32);
     if (getenv("ZT_TEST_VERBOSE"))
         printf("     %-7s %s: loss %.1e, eval %.1e, grad %.1e at %s, grad L2 %.1e in %s, step losses %.1e, "
@@ -624,6 +649,10 @@ TEST(models_seed_oss_dropout_fp32) { model_test("seed_oss_dropout", ZT_PRECISION
 TEST(models_internlm3_fp32) { model_test("internlm3", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_fp32) { model_test("ernie4_5", ZT_PRECISION_FP32); }
 TEST(models_cohere_fp32) { model_test("cohere", ZT_PRECISION_FP32); }
+TEST(models_stablelm_fp32) { model_test("stablelm", ZT_PRECISION_FP32); }
+TEST(models_stablelm_dropout_fp32) { model_test("stablelm_dropout", ZT_PRECISION_FP32); }
+TEST(models_starcoder2_fp32) { model_test("starcoder2", ZT_PRECISION_FP32); }
+TEST(models_starcoder2_dropout_fp32) { model_test("starcoder2_dropout", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
 TEST(models_cohere_qk_norm_fp32) { model_test("cohere_qk_norm", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
@@ -661,6 +690,9 @@ TEST(models_seed_oss_bf16) { model_test("seed_oss", ZT_PRECISION_BF16); }
 TEST(models_internlm3_bf16) { model_test("internlm3", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_bf16) { model_test("ernie4_5", ZT_PRECISION_BF16); }
 TEST(models_cohere_bf16) { model_test("cohere", ZT_PRECISION_BF16); }
+TEST(models_stablelm_bf16) { model_test("stablelm", ZT_PRECISION_BF16); }
+TEST(models_stablelm_dropout_bf16) { model_test("stablelm_dropout", ZT_PRECISION_BF16); }
+TEST(models_starcoder2_bf16) { model_test("starcoder2", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
 TEST(models_cohere_qk_norm_bf16) { model_test("cohere_qk_norm", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

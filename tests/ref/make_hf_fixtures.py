@@ -12,9 +12,11 @@ model.safetensors, or shards with model.safetensors.index.json), tokens.bin (llm
 header, then uint16 tokens; ROWS rows of T tokens), and expected.json: {"loss": L}, the mean next-token
 loss transformers computes over those rows (labels=input_ids), which `zt_train --eval` must print.
 
-Cases: twenty-five model types of tests/ref/make_model_fixtures.py (same configurations and seeded
+Cases: twenty-seven model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
     cohere_qk_norm the Cohere case with use_qk_norm (Command R+'s): q and k norms of (heads, head_dim)
+    stablelm_qk_norm the StableLM case with use_parallel_residual and qk_layernorm (StableLM 2 12B's): q and k
+                   norms of a tensor a head (q_layernorm.norms.{h}.weight)
     llama_bf16     the LLaMA case saved in bfloat16 (zt converts on load)
     llama31_rope   a LLaMA with LLaMA-3.1's "llama3" rope scaling (original context 64, so all three bands show)
     mistral_shards the Mistral case in shards of at most 20 kB, with an index
@@ -38,11 +40,14 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf")
 ROWS, T = 4, 16
 SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4, "qwen3": 7, "phi3": 8, "gemma": 9, "gemma2": 10, "gemma3_text": 11,
          "mixtral": 12, "qwen3_moe": 13, "qwen2_moe": 14, "smollm3": 15, "olmo2": 16, "olmo3": 17, "olmoe": 18, "granite": 19, "glm": 20, "glm4": 21, "seed_oss": 22,
-         "internlm3": 23, "ernie4_5": 24, "exaone4": 25, "cohere": 26, "cohere2": 27}
+         "internlm3": 23, "ernie4_5": 24, "exaone4": 25, "cohere": 26, "cohere2": 27, "stablelm": 29,
+         "starcoder2": 30}
 
 
 # cases of a model type with other settings: (its type, the settings, a seed)
-VARIANTS = {"cohere_qk_norm": ("cohere", dict(use_qk_norm=True), 28)}  # Command R+'s q and k norms, (heads, head_dim)
+VARIANTS = {"cohere_qk_norm": ("cohere", dict(use_qk_norm=True), 28),  # Command R+'s q and k norms, (heads, head_dim)
+            # StableLM 2 12B's layer: the MLP beside the attention, q and k norms of a tensor a head
+            "stablelm_qk_norm": ("stablelm", dict(use_parallel_residual=True, qk_layernorm=True), 31)}
 
 
 def model_for(name):

@@ -109,7 +109,15 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             # Seed-OSS's dropouts (its defaults are 0.1): on the residual branches and the attention
             "seed_oss_dropout": ("seed_oss", dict(residual_dropout=0.2, attention_dropout=0.2)),
             # Command R+'s LayerNorm on each head of q and k, a weight a head
-            "cohere_qk_norm": ("cohere", dict(use_qk_norm=True))}
+            "cohere_qk_norm": ("cohere", dict(use_qk_norm=True)),
+            # StableLM 2 12B's layer: the MLP beside the attention on the one norm, a LayerNorm on each head of q and
+            # k (a weight a head, each its own parameter); its hidden_dropout (the MLP's output alone) and the
+            # attention's at 0.2 (both 0 by default)
+            "stablelm_dropout": ("stablelm", dict(use_parallel_residual=True, qk_layernorm=True, hidden_dropout=0.2,
+                                                  attention_dropout=0.2)),
+            # Starcoder2's dropouts at 0.2 (0 by default): the embeddings, the residual branches, the attention
+            "starcoder2_dropout": ("starcoder2", dict(embedding_dropout=0.2, residual_dropout=0.2,
+                                                      attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616}
@@ -282,6 +290,16 @@ def make_config(model_type):
         return transformers.Cohere2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                           layer_norm_eps=1e-5, pad_token_id=0, logit_scale=0.5, sliding_window=6,
                                           layer_types=["sliding_attention", "full_attention"])
+    if model_type == "stablelm":  # untied; LayerNorms with biases, q, k and v biases (use_qkv_bias), the rope on the
+        # first half of each head (StableLM's default is a quarter: 2 of these heads' 8 dimensions)
+        return transformers.StableLmConfig(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
+                                           layer_norm_eps=1e-5, use_qkv_bias=True, partial_rotary_factor=0.5,
+                                           hidden_dropout=0.0)
+    if model_type == "starcoder2":  # tied; LayerNorms with biases, biases on every projection (use_bias), an MLP
+        # of c_fc, the tanh GELU and c_proj without a gate; a sliding window on every layer, well below T
+        return transformers.Starcoder2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
+                                             norm_epsilon=1e-5, use_bias=True, sliding_window=7, residual_dropout=0.0,
+                                             embedding_dropout=0.0)
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -350,7 +368,7 @@ def randomize(model, gen):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
             elif p.dim() >= 2 and "norm" not in name:  # an MoE layer's experts: (E, out, in); Cohere's q and k
                 # norms are (heads, head_dim), norms
-                fan_in = p.shape[0] if name.endswith(CONV1D) else p.shape[-1]
+                fan_in = p.shape[0] if conv1d(model, name) else p.shape[-1]
                 p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
             elif "norm" in name or ".ln_" in name:  # Gemma's norm weights are stored as their difference from 1
                 one = 0.0 if model.config.model_type.startswith("gemma") else 1.0
@@ -360,10 +378,15 @@ def randomize(model, gen):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
 
 
-def zt_layout(name, t):
+def conv1d(model, name):
+    """GPT-2's Conv1D weights ((in, out); Starcoder2's c_fc and c_proj are nn.Linear's of the same names)"""
+    return model.config.model_type == "gpt2" and name.endswith(CONV1D)
+
+
+def zt_layout(model, name, t):
     """A parameter (or gradient) as zt stores it: GPT-2's Conv1D weights transposed to (out, in)."""
     t = t.detach().clone()  # a copy: the optimizer later updates the parameters in place
-    if name.endswith(CONV1D):
+    if conv1d(model, name):
         t = t.t()
     return t.contiguous()
 
@@ -429,11 +452,18 @@ def make(fixture, seed):
             dropout.at(block.attn, DROP_ATTN, layer + 1)
             dropout.at(block.attn.resid_dropout, DROP_RESID_ATTN, layer + 1)
             dropout.at(block.mlp.dropout, DROP_RESID_MLP, layer + 1)
-    elif dropout and model_type == "seed_oss":  # its dropouts are calls inside the attention's and the MLP's forward
+    elif dropout and model_type in ("seed_oss", "starcoder2"):  # dropouts called inside the attention's and the MLP's
+        # forward (Starcoder2's on the embeddings in the model's)
+        if model_type == "starcoder2":
+            dropout.at(model.model.embed_tokens, DROP_EMBD, 0)
         for layer, block in enumerate(model.model.layers):
             dropout.at(block.self_attn, DROP_ATTN, layer + 1)
             dropout.at(block.self_attn.o_proj, DROP_RESID_ATTN, layer + 1)  # the attention's probabilities are past
-            dropout.at(block.mlp.down_proj, DROP_RESID_MLP, layer + 1)
+            dropout.at(block.mlp.down_proj if model_type == "seed_oss" else block.mlp.c_proj, DROP_RESID_MLP, layer + 1)
+    elif dropout and model_type == "stablelm":  # hidden_dropout, a module, on the MLP's output alone
+        for layer, block in enumerate(model.model.layers):
+            dropout.at(block.self_attn, DROP_ATTN, layer + 1)
+            dropout.at(block.dropout, DROP_RESID_MLP, layer + 1)
     elif dropout:
         for layer, block in enumerate(model.model.layers):
             dropout.at(block.self_attn, DROP_ATTN, layer + 1)
@@ -442,7 +472,7 @@ def make(fixture, seed):
     if dropout:
         torch.nn.functional.dropout = dropout
     for name, p in params:
-        out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p))]
+        out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(model, name, p))]
 
     model.zero_grad(set_to_none=True)
     res = model(input_ids=input_ids, labels=input_ids)
@@ -450,7 +480,7 @@ def make(fixture, seed):
     out.append(("logits", res.logits.detach()[..., :VOCAB].contiguous()))
     out.append(("loss", res.loss.detach().reshape(1)))
     for name, p in params:
-        out += [("grad." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(name, p.grad))]
+        out += [("grad." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(model, name, p.grad))]
     if neftune or jitter or dropout:  # evaluation: no noise
         model.eval()
         with torch.no_grad():
@@ -507,7 +537,8 @@ def main():
                                  "qwen2_yarn", "qwen2_yarn_keys", "phi3_longrope",
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
-                                 "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "cohere2", "cohere_qk_norm"]):
+                                 "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
+                                 "starcoder2", "starcoder2_dropout", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
