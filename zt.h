@@ -530,6 +530,9 @@ typedef struct zt_loss_params {
     float dloss, softcap, label_smoothing; /* softcap 0: none; label_smoothing in [0, 1] */
     float scale; /* zt_output_loss_with: the logits are scale * hidden . weight (0: 1; Granite's 1 / logits_scaling),
                     and its gradients through that; zt_crossentropy_with takes its logits as they are */
+    const zt_tensor *bias;  /* zt_output_loss_with: (Vp) in logits_buf's dtype, added to each row of logits after
+                               the scale (Phi's lm_head.bias); NULL: none */
+    const zt_tensor *dbias; /* ... and (Vp) += the column sums of the logits' gradient, in the backward */
 } zt_loss_params;
 ZT_API void zt_crossentropy_with(zt_stream *s, zt_tensor losses, const zt_tensor *dlogits, zt_tensor logits,
                                  zt_tensor targets, zt_loss_params p);
@@ -573,7 +576,7 @@ typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
-                                   "stablelm", "starcoder2" */
+                                   "stablelm", "starcoder2", "phi" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -599,10 +602,12 @@ typedef struct zt_model_config {
     int rope_interleaved;       /* the rope's pairs are 2i and 2i + 1 (GLM, Cohere; zt_rope_scaling.interleaved) */
     int layernorm;              /* LayerNorms (the mean subtracted) in place of the RMSNorms (Cohere, StableLM,
                                    Starcoder2) */
-    int norm_bias;              /* ... with a bias (StableLM, Starcoder2; Cohere's have none) */
-    int plain_mlp;              /* the MLP is up, the tanh GELU, down, without a gate (Starcoder2's c_fc, c_proj) */
+    int norm_bias;              /* ... with a bias (StableLM, Starcoder2, Phi; Cohere's have none) */
+    int plain_mlp;              /* the MLP is up, the tanh GELU, down, without a gate (Starcoder2's c_fc, c_proj;
+                                   Phi's fc1, fc2) */
+    int head_bias;              /* a bias on the output layer (Phi's lm_head.bias) */
     int parallel_block;         /* the attention and the MLP both read the layer's one norm and both add into the
-                                   residual (Cohere, StableLM's use_parallel_residual) */
+                                   residual (Cohere, Phi, StableLM's use_parallel_residual) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
     uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
@@ -2826,6 +2831,7 @@ static zt_loss_params zt__loss_params(int64_t vocab, int ignore_index, float dlo
     zt_loss_params p;
     p.vocab = vocab, p.ignore_index = ignore_index, p.dloss = dloss, p.softcap = softcap, p.label_smoothing = 0.0f;
     p.scale = 0.0f;
+    p.bias = p.dbias = NULL;
     return p;
 }
 
@@ -2886,6 +2892,8 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
     zt__need(zt_cols(weight) == C && zt_cols(logits_buf) == Vp && R > 0, "zt_output_loss",
              "hidden (N,%lld), weight (%lld,%lld) and logits_buf (R,%lld) do not agree", (long long)C,
              (long long)Vp, (long long)zt_cols(weight), (long long)zt_cols(logits_buf));
+    if (p.bias) zt__need_tensor("zt_output_loss", "bias", *p.bias, logits_buf.dtype, Vp);
+    if (p.dbias) zt__need_tensor("zt_output_loss", "dbias", *p.dbias, ZT__FLOAT, Vp);
     zt_tensor h2 = zt_view(hidden, 0, zt_shape2(N, C));
     int backward = dhidden || dweight;
     float alpha = p.scale != 0.0f ? p.scale : 1.0f;
@@ -2904,8 +2912,9 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
         if (narrow)
             dlogits = zt_tensor_make((uint8_t *)logits_buf.data + (size_t)(n * Vp) * lsize, weight.dtype, ZT_DEVICE,
                                      zt_shape2(n, Vp));
-        zt_gemm(s, logits, h, weight, 0, 1, alpha, 0.0f, NULL);
+        zt_gemm(s, logits, h, weight, 0, 1, alpha, 0.0f, p.bias);
         zt_crossentropy_with(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits, zt_slice(targets, r0, n), p);
+        if (backward && p.dbias) zt_sum_rows(s, *p.dbias, dlogits);
         if (dhidden) {
             zt_tensor dh = zt_slice(zt_view(*dhidden, 0, zt_shape2(N, C)), r0, n);
             zt_gemm(s, dh, dlogits, weight, 0, 0, alpha, 1.0f, NULL);
@@ -3814,10 +3823,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere2 = strcmp(c->model_type, "cohere2") == 0;
     int is_cohere = is_cohere2 || strcmp(c->model_type, "cohere") == 0;
     int is_stablelm = strcmp(c->model_type, "stablelm") == 0, is_starcoder2 = strcmp(c->model_type, "starcoder2") == 0;
-    const char *eps_key = is_cohere || is_stablelm ? "layer_norm_eps" : is_starcoder2 ? "norm_epsilon" /* LayerNorms */
-                                                                                   : "rms_norm_eps";
+    int is_phi = strcmp(c->model_type, "phi") == 0;
+    const char *eps_key = is_cohere || is_stablelm || is_phi ? "layer_norm_eps" /* LayerNorms */
+                          : is_starcoder2 ? "norm_epsilon" : "rms_norm_eps";
     char act[32];
-    snprintf(act, sizeof act, "%s", is_gemma || is_starcoder2 ? "gelu_pytorch_tanh" : "silu");
+    snprintf(act, sizeof act, "%s", is_gemma || is_starcoder2 ? "gelu_pytorch_tanh" : is_phi ? "gelu_new" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
     if (is_gemma3) theta = 1000000.0;
     if (is_smollm3) theta = 2000000.0; /* SmolLM3Config's default_theta */
@@ -3834,6 +3844,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_cohere2) c->sliding_window = 4096;
     if (is_stablelm) eps = 1e-5, partial = 0.25, c->n_kv_head = 32; /* StableLmConfig's */
     if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
+    if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3942,15 +3953,16 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_gemma3 || is_olmo3) && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
-    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi3, "
-                       "glm, glm4 and stablelm only, as transformers does (its %s rotates whole heads)", j->file, partial,
-                       c->model_type);
+    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm && !is_phi)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi, "
+                       "phi3, glm, glm4 and stablelm only, as transformers does (its %s rotates whole heads)", j->file,
+                       partial, c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
-    if (is_starcoder2 && strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements Starcoder2's gelu_pytorch_tanh "
-                       "(and gelu_new, the same function)", j->file, act);
-    if (!is_gemma && !is_starcoder2 && strcmp(act, "silu") != 0)
+    if ((is_starcoder2 || is_phi) && strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements %s's %s (and %s, the same "
+                       "function)", j->file, act, is_phi ? "Phi" : "Starcoder2", is_phi ? "gelu_new" : "gelu_pytorch_tanh",
+                       is_phi ? "gelu_pytorch_tanh" : "gelu_new");
+    if (!is_gemma && !is_starcoder2 && !is_phi && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     /* InternLM3's names for attention_bias and mlp_bias (its attribute_map), which it requires equal; ERNIE 4.5's one
        use_bias for every projection; Seed-OSS's own bias on o_proj */
@@ -3969,6 +3981,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (strcmp(c->model_type, "granite") == 0 && (r = zt__config_granite(c, j))) return r;
     if (is_cohere && (r = zt__config_cohere(c, j, is_cohere2))) return r;
     if ((is_stablelm || is_starcoder2) && (r = zt__config_stablelm(c, j, &attention_bias))) return r;
+    if (is_phi) { /* Phi: every projection and the output layer have biases; its q and k LayerNorm is one for every head */
+        int qk = 0;
+        if ((r = zt__json_bool(j, zt__json_get(j, 0, "qk_layernorm"), "qk_layernorm", &qk))) return r;
+        if (qk) return zt__config_refuse(j, "qk_layernorm", "is true (a LayerNorm with a bias shared by every head)");
+        attention_bias = 1;
+    }
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -3988,13 +4006,13 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
     if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
-    c->mlp_bias = is_starcoder2 && attention_bias; /* use_bias: every projection */
+    c->mlp_bias = (is_starcoder2 || is_phi) && attention_bias; /* Starcoder2's use_bias: every projection */
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
-    c->layernorm = is_cohere || is_stablelm || is_starcoder2, c->parallel_block |= is_cohere;
-    c->norm_bias = is_stablelm || is_starcoder2, c->plain_mlp = is_starcoder2;
+    c->layernorm = is_cohere || is_stablelm || is_starcoder2 || is_phi, c->parallel_block |= is_cohere || is_phi;
+    c->norm_bias = is_stablelm || is_starcoder2 || is_phi, c->plain_mlp = is_starcoder2 || is_phi, c->head_bias = is_phi;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
@@ -4014,16 +4032,17 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
 
 /* The dropouts each model has in transformers, with its config's defaults: GPT-2's on the embeddings, the
    residual branches and the attention (0.1 each); Phi-3's on the residual branches and the attention (Seed-OSS's
-   too, 0.1 each; Starcoder2's on the embeddings too, 0 each); StableLM's on the MLP's output and the attention (0);
+   too, 0.1 each; Starcoder2's and Phi's on the embeddings too, 0 each); StableLM's on the MLP's output and the attention (0);
    the others' on the attention alone (0). Keys a model does not read (Phi-3's embd_pdrop) are left unused. 1 drops
    everything, as torch's. */
 static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
     int gpt2 = strcmp(c->model_type, "gpt2") == 0, phi3 = strcmp(c->model_type, "phi3") == 0;
     int seed = strcmp(c->model_type, "seed_oss") == 0; /* Seed-OSS: 0.1 on the outputs and the attention */
     int starcoder2 = strcmp(c->model_type, "starcoder2") == 0, stablelm = strcmp(c->model_type, "stablelm") == 0;
+    int phi = strcmp(c->model_type, "phi") == 0; /* Phi: on the embeddings, the residual branches, the attention (0) */
     struct { const char *key; float *out; double value; } keys[] = {
-        {gpt2 ? "embd_pdrop" : starcoder2 ? "embedding_dropout" : NULL, &c->embd_dropout, gpt2 ? 0.1 : 0.0},
-        {gpt2 || phi3 ? "resid_pdrop" : seed || starcoder2 ? "residual_dropout" : NULL, &c->resid_dropout,
+        {gpt2 || phi ? "embd_pdrop" : starcoder2 ? "embedding_dropout" : NULL, &c->embd_dropout, gpt2 ? 0.1 : 0.0},
+        {gpt2 || phi3 || phi ? "resid_pdrop" : seed || starcoder2 ? "residual_dropout" : NULL, &c->resid_dropout,
          gpt2 || seed ? 0.1 : 0.0},
         {stablelm ? "hidden_dropout" : NULL, &c->mlp_dropout, 0.0},
         {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 || seed ? 0.1 : 0.0}};
@@ -4070,9 +4089,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "olmoe") && strcmp(c->model_type, "granite") && strcmp(c->model_type, "glm") &&
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
-        strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2"))
+        strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
+        strcmp(c->model_type, "phi"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
-                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
+                       "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, stablelm and "
                        "starcoder2", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
@@ -4151,7 +4171,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     if (c->norm_bias) pre *= 2;                                            /* StableLM, Starcoder2: with biases */
     int64_t norms = gpt2 ? 4 * C : pre + qk + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
-    int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 || c->norm_bias ? 2 * C : C);
+    int64_t head = (c->tied_embeddings ? 0 : c->vocab * C) + (gpt2 || c->norm_bias ? 2 * C : C) + (c->head_bias ? c->vocab : 0);
     return embed + c->n_layer * (attn + norms) + (c->n_layer - sparse) * mlp + sparse * experts + head;
 }
 
@@ -4293,22 +4313,25 @@ ZT_API const zt_block_type *zt_llama_embedding_block(void) { return &zt__llama_e
 
 /* ---- the final norm, the output layer and the loss ---- */
 
-enum { ZT__HEAD_NORM_W, ZT__HEAD_NORM_B, ZT__HEAD_OUT };
+enum { ZT__HEAD_NORM_W, ZT__HEAD_NORM_B, ZT__HEAD_OUT, ZT__HEAD_OUT_B };
 typedef struct zt__head_saved { zt_tensor x, mean, rstd, dx; } zt__head_saved;
 
 static void zt__head_declare(zt_block_def *def, const void *config) {
     const zt_model_config *c = (const zt_model_config *)config;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    zt_block_param(def, gpt2 ? "transformer.ln_f.weight" : "model.norm.weight", zt_shape1(c->hidden), 0,
-                   c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES, 0);
-    if (gpt2) zt_block_param(def, "transformer.ln_f.bias", zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
-    else if (c->norm_bias) zt_block_param(def, "model.norm.bias", zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
+    const char *norm = gpt2 ? "transformer.ln_f" : strcmp(c->model_type, "phi") == 0 ? "model.final_layernorm" : "model.norm";
+    char name[64];
+    snprintf(name, sizeof name, "%s.weight", norm);
+    zt_block_param(def, name, zt_shape1(c->hidden), 0, c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES, 0);
+    snprintf(name, sizeof name, "%s.bias", norm);
+    if (gpt2 || c->norm_bias) zt_block_param(def, name, zt_shape1(c->hidden), 0, ZT_INIT_ZEROS, 0);
     else zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     if (c->tied_embeddings)
         zt_block_tie(def, 0, ZT__EMB_WTE);
     else
         zt_block_param(def, "lm_head.weight", zt_shape2(c->vocab_padded, c->hidden), ZT_PARAM_DECAY | ZT_PARAM_VOCAB,
                        ZT_INIT_NORMAL, c->init_std);
+    if (c->head_bias) zt_block_param(def, "lm_head.bias", zt_shape1(c->vocab_padded), ZT_PARAM_VOCAB, ZT_INIT_ZEROS, 0);
 }
 
 /* rows of logits computed at once: about 16M floats of scratch (few passes over the output layer's
@@ -4340,12 +4363,20 @@ static void zt__head_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     lp.vocab = c->vocab, lp.ignore_index = b->ignore_index, lp.dloss = b->dloss, lp.softcap = c->logit_softcap;
     lp.label_smoothing = b->label_smoothing; /* the evaluation's loss too, as the Trainer's compute_loss has it */
     lp.scale = c->logit_scale;
+    lp.bias = lp.dbias = NULL;
+    zt_tensor bias = zt__none();
+    if (c->head_bias) { /* Phi's lm_head.bias, in the logits' f32 (a GPU's bias epilogue takes the output's dtype) */
+        bias = zt_block_temp(ctx, ZT_F32, zt_shape1(Vp));
+        zt_cast(ctx->stream, bias, ctx->param[ZT__HEAD_OUT_B]);
+        lp.bias = &bias;
+        lp.dbias = ctx->training ? zt__maybe(&ctx->grad[ZT__HEAD_OUT_B]) : NULL;
+    }
     if (!ctx->training) {
         lp.dloss = 0.0f;
         zt_output_loss_with(ctx->stream, losses, NULL, NULL, sv->x, ctx->param[ZT__HEAD_OUT], targets, logits, lp);
         if (b->logits_at >= 0) /* for sampling: one row's logits (capped where the model caps them, by the sampler) */
             zt_gemm(ctx->stream, zt_view(b->logits, 0, zt_shape2(1, Vp)), zt_slice(sv->x, b->logits_at, 1),
-                    ctx->param[ZT__HEAD_OUT], 0, 1, c->logit_scale != 0.0f ? c->logit_scale : 1.0f, 0.0f, NULL);
+                    ctx->param[ZT__HEAD_OUT], 0, 1, c->logit_scale != 0.0f ? c->logit_scale : 1.0f, 0.0f, lp.bias);
         return;
     }
     sv->dx = zt_block_keep(ctx, ctx->act, zt_shape2(N, C));
@@ -4451,8 +4482,11 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.k_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("self_attn.v_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
         zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.v_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
-        zt_block_param(def, ZT__P("self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
-        zt_block_param(def, c->out_bias ? ZT__P("self_attn.o_proj.bias") : NULL, zt_shape1(c->out_bias ? C : 0), 0, ZT_INIT_ZEROS, 0);
+        int phi = strcmp(c->model_type, "phi") == 0; /* Phi's names: dense, fc1, fc2 */
+        zt_block_param(def, ZT__P(phi ? "self_attn.dense.weight" : "self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY,
+                       ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, !c->out_bias ? NULL : ZT__P(phi ? "self_attn.dense.bias" : "self_attn.o_proj.bias"),
+                       zt_shape1(c->out_bias ? C : 0), 0, ZT_INIT_ZEROS, 0);
         /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name (GLM-4
            keeps LLaMA's, its norms after the attention and the MLP have their own) */
         int glm4 = strcmp(c->model_type, "glm4") == 0;
@@ -4465,11 +4499,17 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         /* gate and up back to back: one (2I, C) product gives each row [gate | up] for swiglu */
         int sparse = zt__layer_sparse(c, layer), mb = c->mlp_bias;
         if (sparse) I = 0; /* the experts' MLPs come after the norms */
-        if (c->plain_mlp) { /* Starcoder2: c_fc, the GELU, c_proj (their biases in the GPT-2 layer's slots) */
-            zt_block_param(def, ZT__P("mlp.c_fc.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
-            zt_block_param(def, mb ? ZT__P("mlp.c_fc.bias") : NULL, zt_shape1(mb ? I : 0), 0, ZT_INIT_ZEROS, 0);
-            zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
-            zt_block_param(def, mb ? ZT__P("mlp.c_proj.bias") : NULL, zt_shape1(mb ? C : 0), 0, ZT_INIT_ZEROS, 0);
+        if (c->plain_mlp) { /* Starcoder2: c_fc, the GELU, c_proj (Phi: fc1, fc2; their biases in GPT-2's slots) */
+            const char *up = phi ? "mlp.fc1" : "mlp.c_fc", *down = phi ? "mlp.fc2" : "mlp.c_proj";
+            char what[32];
+            snprintf(what, sizeof what, "%s.weight", up);
+            zt_block_param(def, ZT__P(what), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            snprintf(what, sizeof what, "%s.bias", up);
+            zt_block_param(def, mb ? ZT__P(what) : NULL, zt_shape1(mb ? I : 0), 0, ZT_INIT_ZEROS, 0);
+            snprintf(what, sizeof what, "%s.weight", down);
+            zt_block_param(def, ZT__P(what), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+            snprintf(what, sizeof what, "%s.bias", down);
+            zt_block_param(def, mb ? ZT__P(what) : NULL, zt_shape1(mb ? C : 0), 0, ZT_INIT_ZEROS, 0);
         } else if (c->fused_mlp) { /* GLM: [gate | up] as the checkpoint's one gate_up_proj */
             zt_block_param(def, ZT__P("mlp.gate_up_proj.weight"), zt_shape2(2 * I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
             zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
@@ -9347,7 +9387,7 @@ static double zt__loss_sum(zt_engine *e, int64_t n) {
 /* element i of parameter p's initial value: a function of (seed, p, i) alone */
 static float zt__init_value(const zt_engine *e, int p, int64_t i) {
     const zt__param *pr = &e->params[p];
-    if (pr->flags & ZT_PARAM_VOCAB && i / pr->shape.d[pr->shape.ndim - 1] >= e->vocab) return 0.0f;
+    if (pr->flags & ZT_PARAM_VOCAB && i / (zt__numel_of(pr->shape) / pr->shape.d[0]) >= e->vocab) return 0.0f;
     if (pr->init == ZT_INIT_ZEROS) return 0.0f;
     if (pr->init == ZT_INIT_ONES) return 1.0f;
     uint64_t h = zt__mix(e->opt.seed ^ zt__mix(((uint64_t)p << 40) ^ (uint64_t)i));

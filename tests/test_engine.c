@@ -485,7 +485,7 @@ TEST(model_config_errors_name_the_key) {
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
     config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi3, glm and glm4 only, as "
+                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4 and stablelm only, as "
                  "transformers does (its llama rotates whole heads)");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
                  "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
@@ -955,6 +955,31 @@ TEST(stablelm_starcoder2_configs_take_transformers_defaults) {
     config_error(json, "zt implements Starcoder2's gelu_pytorch_tanh");
     snprintf(json, sizeof json, starcoder2, 2, ", \"partial_rotary_factor\": 0.5");
     config_error(json, "\"partial_rotary_factor\" is 0.5");
+}
+
+/* Phi (phi-1, 1.5 and 2): PhiConfig's defaults (phi-1.5's shape) and phi-2's, parameters as transformers counts them
+   (the output layer's bias among them), and what is refused */
+TEST(phi_configs_take_transformers_defaults) {
+    char json[768];
+    const char *phi = "{\"model_type\": \"phi\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                      "\"hidden_size\": %d, \"intermediate_size\": %d, \"max_position_embeddings\": 2048, "
+                      "\"vocab_size\": 51200%s}";
+    snprintf(json, sizeof json, phi, 24, 2048, 8192, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.layernorm && c.norm_bias && c.parallel_block && c.plain_mlp && c.qkv_bias && c.out_bias && c.mlp_bias);
+    CHECK(c.head_bias && !c.tied_embeddings && c.n_kv_head == 32 && c.rotary_dim == 32 && c.norm_eps == 1e-5f);
+    CHECK(c.embd_dropout == 0.0f && c.resid_dropout == 0.0f && c.attn_dropout == 0.0f && !c.qk_norm);
+    CHECK_EQ_INT(zt_model_config_params(&c), 1418270720);
+    snprintf(json, sizeof json, phi, 32, 2560, 10240, ", \"partial_rotary_factor\": 0.4, \"resid_pdrop\": 0.1, "
+             "\"embd_pdrop\": 0.05, \"attention_bias\": false, \"qk_layernorm\": false, \"layer_norm_eps\": 1e-3");
+    c = config_of(json); /* phi-2; Phi's projections always have biases */
+    CHECK(c.rotary_dim == 32 && c.qkv_bias && c.out_bias && c.resid_dropout == 0.1f && c.embd_dropout == 0.05f);
+    CHECK(c.norm_eps == 1e-3f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 2779683840);
+    snprintf(json, sizeof json, phi, 2, 2048, 8192, ", \"qk_layernorm\": true");
+    config_error(json, "\"qk_layernorm\" is true");
+    snprintf(json, sizeof json, phi, 2, 2048, 8192, ", \"hidden_act\": \"relu\"");
+    config_error(json, "zt implements Phi's gelu_new");
 }
 
 /* EXAONE 4: Exaone4Config's windows on all but every fourth layer, those without one going without the rope (its

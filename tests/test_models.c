@@ -395,9 +395,16 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   !cfg.parallel_block && cfg.rotary_dim == 0 && cfg.windowed[0] == 3 && cfg.sliding_window == 7 &&
                   cfg.tied_embeddings, "%s: plain_mlp %d, biases %d %d %d, windowed %llx", path, cfg.plain_mlp,
                   cfg.qkv_bias, cfg.out_bias, cfg.mlp_bias, (unsigned long long)cfg.windowed[0]);
+    if (strcmp(type, "phi") == 0 || strcmp(type, "phi_dropout") == 0) /* one LayerNorm with a bias, the MLP beside the
+                                                                         attention, biases everywhere, the output's too */
+        CHECK_MSG(cfg.layernorm && cfg.norm_bias && cfg.parallel_block && cfg.plain_mlp && cfg.qkv_bias && cfg.out_bias &&
+                  cfg.mlp_bias && cfg.head_bias && cfg.rotary_dim == 4 && !cfg.tied_embeddings && !cfg.qk_norm,
+                  "%s: layernorm %d, parallel %d, plain_mlp %d, head_bias %d, rotary_dim %lld", path, cfg.layernorm,
+                  cfg.parallel_block, cfg.plain_mlp, cfg.head_bias, (long long)cfg.rotary_dim);
     if (strstr(type, "_dropout")) { /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread);
-                                       Starcoder2's three; StableLM's on the MLP's output and the attention */
-        int embd = type[0] == 'g' || strncmp(type, "starcoder2", 10) == 0, stablelm = strncmp(type, "stablelm", 8) == 0;
+                                       Starcoder2's and Phi's three; StableLM's on the MLP's output and the attention */
+        int embd = type[0] == 'g' || strncmp(type, "starcoder2", 10) == 0 || strncmp(type, "phi_", 4) == 0;
+        int stablelm = strncmp(type, "stablelm", 8) == 0;
         CHECK_MSG(cfg.embd_dropout == (embd ? 0.2f : 0.0f) && cfg.resid_dropout == (stablelm ? 0.0f : 0.2f) &&
                   cfg.mlp_dropout == (stablelm ? 0.2f : 0.0f) && cfg.attn_dropout == 0.2f, "%s: dropouts %g %g %g %g",
                   path, (double)cfg.embd_dropout, (double)cfg.resid_dropout, (double)cfg.mlp_dropout,
@@ -653,6 +660,8 @@ TEST(models_stablelm_fp32) { model_test("stablelm", ZT_PRECISION_FP32); }
 TEST(models_stablelm_dropout_fp32) { model_test("stablelm_dropout", ZT_PRECISION_FP32); }
 TEST(models_starcoder2_fp32) { model_test("starcoder2", ZT_PRECISION_FP32); }
 TEST(models_starcoder2_dropout_fp32) { model_test("starcoder2_dropout", ZT_PRECISION_FP32); }
+TEST(models_phi_fp32) { model_test("phi", ZT_PRECISION_FP32); }
+TEST(models_phi_dropout_fp32) { model_test("phi_dropout", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
 TEST(models_cohere_qk_norm_fp32) { model_test("cohere_qk_norm", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
@@ -693,6 +702,7 @@ TEST(models_cohere_bf16) { model_test("cohere", ZT_PRECISION_BF16); }
 TEST(models_stablelm_bf16) { model_test("stablelm", ZT_PRECISION_BF16); }
 TEST(models_stablelm_dropout_bf16) { model_test("stablelm_dropout", ZT_PRECISION_BF16); }
 TEST(models_starcoder2_bf16) { model_test("starcoder2", ZT_PRECISION_BF16); }
+TEST(models_phi_bf16) { model_test("phi", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
 TEST(models_cohere_qk_norm_bf16) { model_test("cohere_qk_norm", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

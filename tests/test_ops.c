@@ -1171,7 +1171,7 @@ static void check_crossentropy(zt_dtype dt) {
 
     /* label smoothing (the Trainer's label_smoothing_factor), capped and not, in place */
     for (int capped = 0; capped < 2; capped++) {
-        zt_loss_params p = {CE_VOCAB, CE_IGNORE, (float)dl1, capped ? cap : 0.0f, 0.1f, 0.0f};
+        zt_loss_params p = {CE_VOCAB, CE_IGNORE, (float)dl1, capped ? cap : 0.0f, 0.1f, 0.0f, NULL, NULL};
         ref_crossentropy_smoothed(losses, dlogits, logits, targets, dloss, CE_N, CE_VP, CE_VOCAB, CE_IGNORE, p.softcap,
                                   (double)p.label_smoothing);
         upload(&d, Alias, logits);
@@ -1215,7 +1215,7 @@ TEST(ops_crossentropy_label_smoothing_matches_transformers) {
         for (int i = 0; i < n * v; i++) CHECK(fscanf(f, "%lf", &grad[i]) == 1);
         zt_tensor Logits = to_dev(&d, ZT_F32, zt_shape2(n, v), logits), Dl = dev_new(&d, ZT_F32, zt_shape2(n, v));
         zt_tensor Targets = ids_to_dev(&d, zt_shape1(n), targets), Losses = dev_new(&d, ZT_F32, zt_shape1(n));
-        zt_loss_params p = {v, -100, (float)(1.0 / counted), 0.0f, (float)eps, 0.0f};
+        zt_loss_params p = {v, -100, (float)(1.0 / counted), 0.0f, (float)eps, 0.0f, NULL, NULL};
         zt_crossentropy_with(d.s, Losses, &Dl, Logits, Targets, p);
         double *losses = download(&d, Losses), mean = 0;
         for (int r = 0; r < n; r++) mean += losses[r] / counted;
@@ -1306,12 +1306,32 @@ static void check_output_loss(zt_dtype dt) {
     for (int64_t i = 0; i < Vp * C; i++) dw[i] += scale * dwg[i];
     upload(&d, Dh, dcopy(dh0, N * C));
     upload(&d, Dw, dcopy(dw0, Vp * C));
-    zt_loss_params p = {vocab, CE_IGNORE, (float)dl1, cap, 0.0f, scale};
+    zt_loss_params p = {vocab, CE_IGNORE, (float)dl1, cap, 0.0f, scale, NULL, NULL};
     zt_output_loss_with(d.s, Losses, &Dh, &Dw, Hidden, W, Targets, Buf, p);
     cfg = label("output_loss %s scaled by %g, capped at %g", dt_name(dt), scale, cap);
     EXPECT_CLOSE(label("%s: losses", cfg), download(&d, Losses), losses, N, tol);
     EXPECT_CLOSE(label("%s: dhidden = prefill + grad", cfg), download(&d, Dh), dh, N * C, tol);
     EXPECT_CLOSE(label("%s: dweight = prefill + grad", cfg), download(&d, Dw), dw, Vp * C, tol);
+    /* a bias on the logits (Phi's lm_head.bias), in logits_buf's dtype, its gradient in f32 (+=); the padding columns
+       get none */
+    double *bias = drand(&r, Vp, -0.5, 0.5), *db0 = drand(&r, Vp, -1, 1), *db = dcopy(db0, Vp);
+    double *lg = dbuf(N * Vp), *dlg = dbuf(N * Vp);
+    zt_tensor Bias = to_dev(&d, dt, zt_shape1(Vp), bias), Db = to_dev(&d, ZT_F32, zt_shape1(Vp), db0);
+    dh = dcopy(dh0, N * C), dw = dcopy(dw0, Vp * C);
+    ref_matmul_forward(lg, hidden, w, bias, N, C, Vp);
+    ref_crossentropy(losses, dlg, lg, targets, dloss, N, Vp, vocab, CE_IGNORE);
+    ref_matmul_backward(dh, dw, db, dlg, hidden, w, N, C, Vp);
+    upload(&d, Dh, dcopy(dh0, N * C));
+    upload(&d, Dw, dcopy(dw0, Vp * C));
+    zt_loss_params pb = {vocab, CE_IGNORE, (float)dl1, 0.0f, 0.0f, 0.0f, &Bias, &Db};
+    zt_output_loss_with(d.s, Losses, &Dh, &Dw, Hidden, W, Targets, Buf, pb);
+    cfg = label("output_loss %s with a bias", dt_name(dt));
+    double *got_db = download(&d, Db);
+    EXPECT_CLOSE(label("%s: losses", cfg), download(&d, Losses), losses, N, tol);
+    EXPECT_CLOSE(label("%s: dhidden = prefill + grad", cfg), download(&d, Dh), dh, N * C, tol);
+    EXPECT_CLOSE(label("%s: dweight = prefill + grad", cfg), download(&d, Dw), dw, Vp * C, tol);
+    EXPECT_CLOSE(label("%s: dbias = prefill + grad", cfg), got_db, db, Vp, tol);
+    EXPECT_EXACT(label("%s: dbias's padding keeps its prefill", cfg), got_db + vocab, db0 + vocab, Vp - vocab);
     cpu_close(&d);
     bufs_free();
 }

@@ -686,7 +686,7 @@ static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab,
     pair losses3 = pnew(ZT_F32, zt_shape1(N));
     pair dl = prand(dt, zt_shape2(N, Vp), -1, 1), alias = pnew(dt, zt_shape2(N, Vp));
     pset(alias, lg, ZT_F32);
-    zt_loss_params p = {vocab, IGNORE, dloss, cap, smoothing, 0.0f};
+    zt_loss_params p = {vocab, IGNORE, dloss, cap, smoothing, 0.0f, NULL, NULL};
     BOTH {
         zt_crossentropy_with(sd[i].s, losses.t[i], NULL, logits.t[i], targets.t[i], p);
         zt_crossentropy_with(sd[i].s, losses2.t[i], &dl.t[i], logits.t[i], targets.t[i], p);
@@ -731,6 +731,15 @@ static void case_output_loss(zt_dtype dt) {
     check("losses (f32)", losses, TOL_F32_SUM);
     check("dhidden +=", dh, tol_of(dt, TOL_F32_SUM));
     check("dweight (f32) +=", dw, TOL_F32_SUM);
+    /* a bias on the logits (Phi's lm_head.bias; f32, as the engine casts it for cuBLASLt's bias epilogue) */
+    pair bias = prand(ZT_F32, zt_shape1(Vp), -1, 1), db = prand(ZT_F32, zt_shape1(Vp), -0.05f, 0.05f);
+    pair losses_b = pnew(ZT_F32, zt_shape1(N));
+    BOTH {
+        zt_loss_params p = {vocab, IGNORE, dloss, 0.0f, 0.0f, 0.0f, &bias.t[i], &db.t[i]};
+        zt_output_loss_with(sd[i].s, losses_b.t[i], &dh.t[i], &dw.t[i], hidden.t[i], w.t[i], targets.t[i], buf.t[i], p);
+    }
+    check("losses with a bias (f32)", losses_b, TOL_F32_SUM);
+    check("dbias (f32) +=", db, TOL_F32_SUM);
     free(tg);
     case_end();
 }

@@ -116,6 +116,7 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             "stablelm_dropout": ("stablelm", dict(use_parallel_residual=True, qk_layernorm=True, hidden_dropout=0.2,
                                                   attention_dropout=0.2)),
             # Starcoder2's dropouts at 0.2 (0 by default): the embeddings, the residual branches, the attention
+            "phi_dropout": ("phi", dict(embd_pdrop=0.2, resid_pdrop=0.2, attention_dropout=0.2)),  # Phi's likewise
             "starcoder2_dropout": ("starcoder2", dict(embedding_dropout=0.2, residual_dropout=0.2,
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
@@ -300,6 +301,11 @@ def make_config(model_type):
         return transformers.Starcoder2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                              norm_epsilon=1e-5, use_bias=True, sliding_window=7, residual_dropout=0.0,
                                              embedding_dropout=0.0)
+    if model_type == "phi":  # untied; one LayerNorm with a bias before the attention and the MLP side by side, biases
+        # on every projection and on the output layer, fc1, gelu_new and fc2 without a gate, the rope on half of
+        # each head (PhiConfig's default)
+        return transformers.PhiConfig(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
+                                      layer_norm_eps=1e-5, resid_pdrop=0.0, embd_pdrop=0.0)
     if model_type == "gemma":  # tied; embeddings times sqrt(hidden), norms of (1 + weight), GeGLU, wide heads
         return transformers.GemmaConfig(**common_llama, head_dim=16, tie_word_embeddings=True, pad_token_id=0,
                                         hidden_act="gelu_pytorch_tanh")
@@ -460,6 +466,12 @@ def make(fixture, seed):
             dropout.at(block.self_attn, DROP_ATTN, layer + 1)
             dropout.at(block.self_attn.o_proj, DROP_RESID_ATTN, layer + 1)  # the attention's probabilities are past
             dropout.at(block.mlp.down_proj if model_type == "seed_oss" else block.mlp.c_proj, DROP_RESID_MLP, layer + 1)
+    elif dropout and model_type == "phi":  # one resid_dropout module for both outputs: named by what ran last
+        dropout.at(model.model.embed_dropout, DROP_EMBD, 0)
+        for layer, block in enumerate(model.model.layers):
+            dropout.at(block.self_attn, DROP_ATTN, layer + 1)
+            dropout.at(block.self_attn.dense, DROP_RESID_ATTN, layer + 1)  # its output goes through resid_dropout
+            dropout.at(block.mlp, DROP_RESID_MLP, layer + 1)  # and so does this one's
     elif dropout and model_type == "stablelm":  # hidden_dropout, a module, on the MLP's output alone
         for layer, block in enumerate(model.model.layers):
             dropout.at(block.self_attn, DROP_ATTN, layer + 1)
@@ -538,7 +550,7 @@ def main():
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
                                  "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
-                                 "starcoder2", "starcoder2_dropout", "cohere2", "cohere_qk_norm"]):
+                                 "starcoder2", "starcoder2_dropout", "phi", "phi_dropout", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
