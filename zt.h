@@ -396,6 +396,9 @@ ZT_API void zt_rmsnorm_offset_backward(zt_stream *s, zt_tensor dinp, zt_tensor d
 /* GELU, tanh approximation (GPT-2's gelu_new). inp (N) -> out (N) */
 ZT_API void zt_gelu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
 ZT_API void zt_gelu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
+/* GELU with erf: 0.5 x (1 + erf(x / sqrt 2)) (torch's nn.GELU(), transformers' "gelu": GPT-NeoX's). inp (N) -> out (N) */
+ZT_API void zt_gelu_erf_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
+ZT_API void zt_gelu_erf_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
 /* SiLU: x * sigmoid(x). inp (N) -> out (N) */
 ZT_API void zt_silu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
 ZT_API void zt_silu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
@@ -1934,7 +1937,7 @@ typedef enum zt__op_kind {
     ZT__OP_GEMM, ZT__OP_SUM_ROWS,
     ZT__OP_EMBEDDING_FWD, ZT__OP_EMBEDDING_BWD,
     ZT__OP_LAYERNORM_FWD, ZT__OP_LAYERNORM_BWD, ZT__OP_RMSNORM_FWD, ZT__OP_RMSNORM_BWD,
-    ZT__OP_GELU_FWD, ZT__OP_GELU_BWD, ZT__OP_SILU_FWD, ZT__OP_SILU_BWD,
+    ZT__OP_GELU_FWD, ZT__OP_GELU_BWD, ZT__OP_GELU_ERF_FWD, ZT__OP_GELU_ERF_BWD, ZT__OP_SILU_FWD, ZT__OP_SILU_BWD,
     ZT__OP_SWIGLU_FWD, ZT__OP_SWIGLU_BWD, ZT__OP_GEGLU_FWD, ZT__OP_GEGLU_BWD,
     ZT__OP_ROPE_FWD, ZT__OP_ROPE_BWD,
     ZT__OP_ATTENTION_FWD, ZT__OP_ATTENTION_BWD,
@@ -2484,6 +2487,12 @@ ZT_API void zt_gelu_forward(zt_stream *s, zt_tensor out, zt_tensor inp) {
 }
 ZT_API void zt_gelu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
     zt__unary_bwd(s, ZT__OP_GELU_BWD, "zt_gelu_backward", dinp, dout, inp, 1);
+}
+ZT_API void zt_gelu_erf_forward(zt_stream *s, zt_tensor out, zt_tensor inp) {
+    zt__unary(s, ZT__OP_GELU_ERF_FWD, "zt_gelu_erf_forward", out, inp, 1);
+}
+ZT_API void zt_gelu_erf_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    zt__unary_bwd(s, ZT__OP_GELU_ERF_BWD, "zt_gelu_erf_backward", dinp, dout, inp, 1);
 }
 ZT_API void zt_silu_forward(zt_stream *s, zt_tensor out, zt_tensor inp) {
     zt__unary(s, ZT__OP_SILU_FWD, "zt_silu_forward", out, inp, 1);
@@ -17254,6 +17263,11 @@ static float zt__gelu_grad(float x) {
     float u = ZT__GELU_K * (x + 0.044715f * x * x * x), t = tanhf(u);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * ZT__GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
 }
+/* GELU with erf, as torch computes it in f32 (its derivative: Phi(x) + x phi(x)) */
+static float zt__gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+static float zt__gelu_erf_grad(float x) {
+    return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
 static float zt__sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 static float zt__silu(float x) { return x * zt__sigmoid(x); }
 static float zt__silu_grad(float x) {
@@ -17426,17 +17440,21 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
         return;
     }
     case ZT__OP_GELU_FWD:
+    case ZT__OP_GELU_ERF_FWD:
     case ZT__OP_SILU_FWD: {
         const zt__args_unary *a = &op->unary;
         zt__to_f32(s0, a->inp.data, a->inp.dtype, i0, n);
         if (op->kind == ZT__OP_GELU_FWD)
             for (int64_t i = 0; i < n; i++) s0[i] = zt__gelu(s0[i]);
+        else if (op->kind == ZT__OP_GELU_ERF_FWD)
+            for (int64_t i = 0; i < n; i++) s0[i] = zt__gelu_erf(s0[i]);
         else
             for (int64_t i = 0; i < n; i++) s0[i] = zt__silu(s0[i]);
         zt__from_f32(a->out.data, a->out.dtype, i0, s0, n);
         return;
     }
     case ZT__OP_GELU_BWD:
+    case ZT__OP_GELU_ERF_BWD:
     case ZT__OP_SILU_BWD: {
         const zt__args_unary_bwd *a = &op->unary_bwd;
         zt__to_f32(s0, a->inp.data, a->inp.dtype, i0, n);
@@ -17444,6 +17462,8 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
         zt__to_f32(s2, a->dinp.data, a->dinp.dtype, i0, n);
         if (op->kind == ZT__OP_GELU_BWD)
             for (int64_t i = 0; i < n; i++) s2[i] += s1[i] * zt__gelu_grad(s0[i]);
+        else if (op->kind == ZT__OP_GELU_ERF_BWD)
+            for (int64_t i = 0; i < n; i++) s2[i] += s1[i] * zt__gelu_erf_grad(s0[i]);
         else
             for (int64_t i = 0; i < n; i++) s2[i] += s1[i] * zt__silu_grad(s0[i]);
         zt__from_f32(a->dinp.data, a->dinp.dtype, i0, s2, n);
@@ -18173,12 +18193,14 @@ static int64_t zt__elementwise_numel(const zt__op *op) {
     case ZT__OP_COPY:
     case ZT__OP_CAST:
     case ZT__OP_GELU_FWD:
+    case ZT__OP_GELU_ERF_FWD:
     case ZT__OP_SILU_FWD: return zt_numel(op->unary.out);
     case ZT__OP_FILL:
     case ZT__OP_SCALE: return zt_numel(op->fill.t);
     case ZT__OP_NOISE: return zt_numel(op->noise.t);
     case ZT__OP_ADD: return zt_numel(op->add.out);
     case ZT__OP_GELU_BWD:
+    case ZT__OP_GELU_ERF_BWD:
     case ZT__OP_SILU_BWD: return zt_numel(op->unary_bwd.inp);
     case ZT__OP_ADAMW: return zt_numel(op->adamw.master);
     default: return -1;

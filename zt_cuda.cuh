@@ -10,7 +10,7 @@
    Contents:
        checks       every CUDA and cuBLASLt call checked; errors found by kernels, reported at syncs
        dtypes       loads and stores of f32, bf16, f16 and integers by run-time dtype
-       elementwise  copy, cast, fill, scale, add, gelu, silu, swiglu, rope, AdamW
+       elementwise  copy, cast, fill, scale, add, gelu (tanh and erf), silu, swiglu, rope, AdamW
        rows         embeddings, layernorm, rmsnorm, cross-entropy (a block per row); the MoE steps
        columns      bias and norm-weight gradients, sum of squares (fixed order: deterministic)
        gemm         cuBLASLt (bf16/f16/f32, fp32 accumulation, bias epilogue), a SIMT fallback
@@ -196,6 +196,10 @@ __device__ __forceinline__ float zt__cu_gelu_grad(float x) {
     float u = ZT__CU_GELU_K * (x + 0.044715f * x * x * x), t = tanhf(u);
     return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * ZT__CU_GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
 }
+__device__ __forceinline__ float zt__cu_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float zt__cu_gelu_erf_grad(float x) {
+    return 0.5f * (1.0f + erff(x * 0.70710678118654752f)) + x * 0.39894228040143268f * expf(-0.5f * x * x);
+}
 __device__ __forceinline__ float zt__cu_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float zt__cu_silu(float x) { return x * zt__cu_sigmoid(x); }
 __device__ __forceinline__ float zt__cu_silu_grad(float x) {
@@ -214,10 +218,15 @@ __global__ void zt__cu_elementwise(zt__cu_ew e) {
         case ZT__OP_SCALE: zt__cu_st(e.out.p, e.out.t, i, zt__cu_ld(e.out.p, e.out.t, i) * e.value); break;
         case ZT__OP_ADD: zt__cu_st(e.out.p, e.out.t, i, zt__cu_ld(e.a.p, e.a.t, i) + zt__cu_ld(e.b.p, e.b.t, i)); break;
         case ZT__OP_GELU_FWD: zt__cu_st(e.out.p, e.out.t, i, zt__cu_gelu(zt__cu_ld(e.a.p, e.a.t, i))); break;
+        case ZT__OP_GELU_ERF_FWD: zt__cu_st(e.out.p, e.out.t, i, zt__cu_gelu_erf(zt__cu_ld(e.a.p, e.a.t, i))); break;
         case ZT__OP_SILU_FWD: zt__cu_st(e.out.p, e.out.t, i, zt__cu_silu(zt__cu_ld(e.a.p, e.a.t, i))); break;
         case ZT__OP_GELU_BWD: /* out = dinp += dout (b) * f'(inp (a)) */
             zt__cu_st(e.out.p, e.out.t, i, zt__cu_ld(e.out.p, e.out.t, i) +
                       zt__cu_ld(e.b.p, e.b.t, i) * zt__cu_gelu_grad(zt__cu_ld(e.a.p, e.a.t, i)));
+            break;
+        case ZT__OP_GELU_ERF_BWD:
+            zt__cu_st(e.out.p, e.out.t, i, zt__cu_ld(e.out.p, e.out.t, i) +
+                      zt__cu_ld(e.b.p, e.b.t, i) * zt__cu_gelu_erf_grad(zt__cu_ld(e.a.p, e.a.t, i)));
             break;
         case ZT__OP_SILU_BWD:
             zt__cu_st(e.out.p, e.out.t, i, zt__cu_ld(e.out.p, e.out.t, i) +
@@ -2176,6 +2185,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
     }
     case ZT__OP_CAST:
     case ZT__OP_GELU_FWD:
+    case ZT__OP_GELU_ERF_FWD:
     case ZT__OP_SILU_FWD:
         zt__cu_launch_ew(st, op->kind, op->unary.out, op->unary.inp, op->unary.inp, 0.0f, zt_numel(op->unary.out));
         return;
@@ -2202,6 +2212,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         return;
     }
     case ZT__OP_GELU_BWD:
+    case ZT__OP_GELU_ERF_BWD:
     case ZT__OP_SILU_BWD: {
         const zt__args_unary_bwd *a = &op->unary_bwd;
         zt__cu_launch_ew(st, op->kind, a->dinp, a->inp, a->dout, 0.0f, zt_numel(a->inp));

@@ -174,6 +174,16 @@ REF void ref_gelu_forward(double *out, const double *inp, int64_t n) {
 REF void ref_gelu_backward(double *dinp, const double *dout, const double *inp, int64_t n) {
     for (int64_t i = 0; i < n; i++) dinp[i] += dout[i] * ref_gelu_grad(inp[i]);
 }
+/* torch's nn.GELU(): 0.5 x (1 + erf(x / sqrt 2)); its derivative Phi(x) + x phi(x) */
+REF void ref_gelu_erf_forward(double *out, const double *inp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) out[i] = 0.5 * inp[i] * (1.0 + erf(inp[i] / sqrt(2.0)));
+}
+REF void ref_gelu_erf_backward(double *dinp, const double *dout, const double *inp, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        double x = inp[i];
+        dinp[i] += dout[i] * (0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2.0 * 3.14159265358979323846));
+    }
+}
 
 REF double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 REF double ref_silu(double x) { return x * ref_sigmoid(x); }

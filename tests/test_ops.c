@@ -137,6 +137,10 @@ static void fd_gelu_fwd(void *p, double *out) {
     fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
     ref_gelu_forward(out, c->inp, c->n);
 }
+static void fd_gelu_erf_fwd(void *p, double *out) {
+    fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
+    ref_gelu_erf_forward(out, c->inp, c->n);
+}
 static void fd_silu_fwd(void *p, double *out) {
     fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
     ref_silu_forward(out, c->inp, c->n);
@@ -157,6 +161,11 @@ TEST(ref_fd_gelu_silu_swiglu) {
     double *d = dbuf(c.n);
     ref_gelu_backward(d, f.w, c.inp, c.n);
     FD_CHECK("gelu dinp", &f, c.inp, c.n, d);
+
+    f = fd_make(fd_gelu_erf_fwd, &c, c.n, &r);
+    d = dbuf(c.n);
+    ref_gelu_erf_backward(d, f.w, c.inp, c.n);
+    FD_CHECK("gelu (erf) dinp", &f, c.inp, c.n, d);
 
     f = fd_make(fd_silu_fwd, &c, c.n, &r);
     d = dbuf(c.n);
@@ -758,7 +767,7 @@ static void check_grouped_norms(zt_dtype dt) {
 TEST(ops_norms_with_a_weight_a_head_f32) { check_grouped_norms(ZT_F32); }
 TEST(ops_norms_with_a_weight_a_head_bf16) { check_grouped_norms(ZT_BF16); }
 
-/* gelu and silu: inputs across [-6, 6], where the tails and the curvature both show */
+/* gelu (tanh and erf) and silu: inputs across [-6, 6], where the tails and the curvature both show */
 static void check_pointwise(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
@@ -767,8 +776,8 @@ static void check_pointwise(zt_dtype dt) {
     double *inp = drand(&r, n, -6, 6);
     inp[0] = 0, inp[1] = -1e-3, inp[2] = 3e-3;
     zt_tensor Inp = to_dev(&d, dt, zt_shape1(n), inp);
-    for (int op = 0; op < 2; op++) {
-        const char *name = op == 0 ? "gelu" : "silu";
+    for (int op = 0; op < 3; op++) {
+        const char *name = op == 0 ? "gelu" : op == 1 ? "silu" : "gelu (erf)";
         zt_tensor Out = dev_new(&d, dt, zt_shape1(n));
         double *out = dbuf(n), *dout = drand(&r, n, -1, 1), *dinp = drand(&r, n, -1, 1);
         zt_tensor Dout = to_dev(&d, dt, zt_shape1(n), dout), Dinp = to_dev(&d, dt, zt_shape1(n), dinp);
@@ -777,11 +786,16 @@ static void check_pointwise(zt_dtype dt) {
             zt_gelu_backward(d.s, Dinp, Dout, Inp);
             ref_gelu_forward(out, inp, n);
             ref_gelu_backward(dinp, dout, inp, n);
-        } else {
+        } else if (op == 1) {
             zt_silu_forward(d.s, Out, Inp);
             zt_silu_backward(d.s, Dinp, Dout, Inp);
             ref_silu_forward(out, inp, n);
             ref_silu_backward(dinp, dout, inp, n);
+        } else {
+            zt_gelu_erf_forward(d.s, Out, Inp);
+            zt_gelu_erf_backward(d.s, Dinp, Dout, Inp);
+            ref_gelu_erf_forward(out, inp, n);
+            ref_gelu_erf_backward(dinp, dout, inp, n);
         }
         EXPECT_CLOSE(label("%s %s n %lld: out", name, dt_name(dt), (long long)n), download(&d, Out), out,
                      n, tol_for(dt));

@@ -500,8 +500,8 @@ static void case_norm_heads(int rms, zt_dtype dt, int64_t tokens, int64_t H, int
 
 static void case_pointwise(zt_dtype dt) {
     const int64_t N = 2048, I = 3072;
-    static const char *const names[2] = {"gelu", "silu"};
-    for (int k = 0; k < 2; k++) {
+    static const char *const names[3] = {"gelu", "silu", "gelu_erf"};
+    for (int k = 0; k < 3; k++) {
         if (!case_begin(names[k], dt, "(%lld, %lld)", (long long)N, (long long)I)) continue;
         pair inp = prand(dt, zt_shape2(N, I), -6, 6), out = pnew(dt, zt_shape2(N, I));
         pair dout = prand(dt, zt_shape2(N, I), -1, 1), dinp = prand(dt, zt_shape2(N, I), -1, 1);
@@ -509,9 +509,12 @@ static void case_pointwise(zt_dtype dt) {
             if (k == 0) {
                 zt_gelu_forward(sd[i].s, out.t[i], inp.t[i]);
                 zt_gelu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
-            } else {
+            } else if (k == 1) {
                 zt_silu_forward(sd[i].s, out.t[i], inp.t[i]);
                 zt_silu_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
+            } else {
+                zt_gelu_erf_forward(sd[i].s, out.t[i], inp.t[i]);
+                zt_gelu_erf_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i]);
             }
         }
         check("out", out, tol_of(dt, TOL_F32));
