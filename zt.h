@@ -579,7 +579,7 @@ typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
-                                   "stablelm", "starcoder2", "phi" */
+                                   "stablelm", "starcoder2", "phi", "gpt_neox" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -609,8 +609,10 @@ typedef struct zt_model_config {
     int plain_mlp;              /* the MLP is up, the tanh GELU, down, without a gate (Starcoder2's c_fc, c_proj;
                                    Phi's fc1, fc2) */
     int head_bias;              /* a bias on the output layer (Phi's lm_head.bias) */
-    int parallel_block;         /* the attention and the MLP both read the layer's one norm and both add into the
-                                   residual (Cohere, Phi, StableLM's use_parallel_residual) */
+    int gelu_erf;               /* ... with the erf GELU (GPT-NeoX's "gelu") in place of the tanh one */
+    int parallel_block;         /* 1: the attention and the MLP both read the layer's one norm and both add into the
+                                   residual (Cohere, Phi, StableLM's use_parallel_residual); 2: each reads its own
+                                   norm of the layer's input (GPT-NeoX's use_parallel_residual) */
     int64_t sliding_window;     /* the window of the layers `windowed` marks (zt_attention_opts); 0: none */
     uint64_t windowed[64];      /* bit l % 64 of word l / 64: layer l attends within sliding_window */
     uint64_t nope[64];          /* ... layer l has no rotary embedding (SmolLM3's no_rope_layers: NoPE) */
@@ -3832,11 +3834,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere2 = strcmp(c->model_type, "cohere2") == 0;
     int is_cohere = is_cohere2 || strcmp(c->model_type, "cohere") == 0;
     int is_stablelm = strcmp(c->model_type, "stablelm") == 0, is_starcoder2 = strcmp(c->model_type, "starcoder2") == 0;
-    int is_phi = strcmp(c->model_type, "phi") == 0;
-    const char *eps_key = is_cohere || is_stablelm || is_phi ? "layer_norm_eps" /* LayerNorms */
+    int is_phi = strcmp(c->model_type, "phi") == 0, is_neox = strcmp(c->model_type, "gpt_neox") == 0;
+    const char *eps_key = is_cohere || is_stablelm || is_phi || is_neox ? "layer_norm_eps" /* LayerNorms */
                           : is_starcoder2 ? "norm_epsilon" : "rms_norm_eps";
     char act[32];
-    snprintf(act, sizeof act, "%s", is_gemma || is_starcoder2 ? "gelu_pytorch_tanh" : is_phi ? "gelu_new" : "silu");
+    snprintf(act, sizeof act, "%s", is_gemma || is_starcoder2 ? "gelu_pytorch_tanh" : is_phi ? "gelu_new"
+                                    : is_neox ? "gelu" : "silu");
     if (is_gemma2 || is_gemma3) c->sliding_window = 4096; /* Gemma2Config's and Gemma3TextConfig's defaults */
     if (is_gemma3) theta = 1000000.0;
     if (is_smollm3) theta = 2000000.0; /* SmolLM3Config's default_theta */
@@ -3854,6 +3857,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_stablelm) eps = 1e-5, partial = 0.25, c->n_kv_head = 32; /* StableLmConfig's */
     if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
     if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
+    if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
+        eps = 1e-5, partial = 0.25, attention_bias = 1;
+        if ((r = zt__json_number(j, zt__json_get(j, 0, "rotary_emb_base"), "rotary_emb_base", &theta)) ||
+            (r = zt__json_number(j, zt__json_get(j, 0, "rotary_pct"), "rotary_pct", &partial)))
+            return r;
+    }
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -3869,12 +3878,13 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_bool(j, zt__json_get(j, 0, "use_sliding_window"), "use_sliding_window", &use_window)) ||
         (r = zt__json_string(j, zt__json_get(j, 0, "hidden_act"), "hidden_act", act, sizeof act)))
         return r;
-    int t = zt__json_get(j, 0, "num_key_value_heads"); /* null: as many as the heads (absent: the config's default) */
+    int t = is_neox ? -1 : zt__json_get(j, 0, "num_key_value_heads"); /* null: as many as the heads (absent: the config's
+                                                                          default; GPT-NeoX's always) */
     if (is_smollm3 && t < 0) c->n_kv_head = 4;          /* SmolLM3Config's default */
     if (t >= 0 && zt__json_is_null(j, t)) c->n_kv_head = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
-    t = is_stablelm ? -1 : zt__json_get(j, 0, "head_dim"); /* null: hidden_size / num_attention_heads (StableLM's
-                                                              always) */
+    t = is_stablelm || is_neox ? -1 : zt__json_get(j, 0, "head_dim"); /* null: hidden_size / num_attention_heads
+                                                                         (StableLM's and GPT-NeoX's always) */
     if (t >= 0 && zt__json_is_null(j, t)) c->head_dim = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
@@ -3962,16 +3972,19 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_gemma3 || is_olmo3) && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
-    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm && !is_phi)
+    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm && !is_phi && !is_neox)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi, "
-                       "phi3, glm, glm4 and stablelm only, as transformers does (its %s rotates whole heads)", j->file,
-                       partial, c->model_type);
+                       "phi3, glm, glm4, stablelm and gpt_neox only, as transformers does (its %s rotates whole heads)",
+                       j->file, partial, c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if ((is_starcoder2 || is_phi) && strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements %s's %s (and %s, the same "
                        "function)", j->file, act, is_phi ? "Phi" : "Starcoder2", is_phi ? "gelu_new" : "gelu_pytorch_tanh",
                        is_phi ? "gelu_pytorch_tanh" : "gelu_new");
-    if (!is_gemma && !is_starcoder2 && !is_phi && strcmp(act, "silu") != 0)
+    if (is_neox && strcmp(act, "gelu") && strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements GPT-NeoX's gelu (and "
+                       "gelu_new, gelu_pytorch_tanh)", j->file, act);
+    if (!is_gemma && !is_starcoder2 && !is_phi && !is_neox && strcmp(act, "silu") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
     /* InternLM3's names for attention_bias and mlp_bias (its attribute_map), which it requires equal; ERNIE 4.5's one
        use_bias for every projection; Seed-OSS's own bias on o_proj */
@@ -3990,6 +4003,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (strcmp(c->model_type, "granite") == 0 && (r = zt__config_granite(c, j))) return r;
     if (is_cohere && (r = zt__config_cohere(c, j, is_cohere2))) return r;
     if ((is_stablelm || is_starcoder2) && (r = zt__config_stablelm(c, j, &attention_bias))) return r;
+    if (is_neox) { /* use_parallel_residual, true by default: the MLP beside the attention, each with its own norm */
+        int parallel = 1;
+        if ((r = zt__json_bool(j, zt__json_get(j, 0, "use_parallel_residual"), "use_parallel_residual", &parallel))) return r;
+        c->parallel_block = parallel ? 2 : 0;
+    }
     if (is_phi) { /* Phi: every projection and the output layer have biases; its q and k LayerNorm is one for every head */
         int qk = 0;
         if ((r = zt__json_bool(j, zt__json_get(j, 0, "qk_layernorm"), "qk_layernorm", &qk))) return r;
@@ -4015,13 +4033,14 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->qkv_bias = qkv_bias || attention_bias;
     c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
     if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
-    c->mlp_bias = (is_starcoder2 || is_phi) && attention_bias; /* Starcoder2's use_bias: every projection */
+    c->mlp_bias = ((is_starcoder2 || is_phi) && attention_bias) || is_neox; /* Starcoder2's use_bias: every projection */
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
-    c->layernorm = is_cohere || is_stablelm || is_starcoder2 || is_phi, c->parallel_block |= is_cohere || is_phi;
-    c->norm_bias = is_stablelm || is_starcoder2 || is_phi, c->plain_mlp = is_starcoder2 || is_phi, c->head_bias = is_phi;
+    c->layernorm = is_cohere || is_stablelm || is_starcoder2 || is_phi || is_neox, c->parallel_block |= is_cohere || is_phi;
+    c->norm_bias = is_stablelm || is_starcoder2 || is_phi || is_neox, c->head_bias = is_phi;
+    c->plain_mlp = is_starcoder2 || is_phi || is_neox, c->gelu_erf = is_neox && strcmp(act, "gelu") == 0;
     t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
@@ -4049,9 +4068,11 @@ static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
     int seed = strcmp(c->model_type, "seed_oss") == 0; /* Seed-OSS: 0.1 on the outputs and the attention */
     int starcoder2 = strcmp(c->model_type, "starcoder2") == 0, stablelm = strcmp(c->model_type, "stablelm") == 0;
     int phi = strcmp(c->model_type, "phi") == 0; /* Phi: on the embeddings, the residual branches, the attention (0) */
+    int neox = strcmp(c->model_type, "gpt_neox") == 0; /* GPT-NeoX: hidden_dropout on the embeddings and the branches */
     struct { const char *key; float *out; double value; } keys[] = {
-        {gpt2 || phi ? "embd_pdrop" : starcoder2 ? "embedding_dropout" : NULL, &c->embd_dropout, gpt2 ? 0.1 : 0.0},
-        {gpt2 || phi3 || phi ? "resid_pdrop" : seed || starcoder2 ? "residual_dropout" : NULL, &c->resid_dropout,
+        {gpt2 || phi ? "embd_pdrop" : starcoder2 ? "embedding_dropout" : neox ? "hidden_dropout" : NULL, &c->embd_dropout,
+         gpt2 ? 0.1 : 0.0},
+        {gpt2 || phi3 || phi ? "resid_pdrop" : neox ? "hidden_dropout" : seed || starcoder2 ? "residual_dropout" : NULL, &c->resid_dropout,
          gpt2 || seed ? 0.1 : 0.0},
         {stablelm ? "hidden_dropout" : NULL, &c->mlp_dropout, 0.0},
         {gpt2 ? "attn_pdrop" : "attention_dropout", &c->attn_dropout, gpt2 || seed ? 0.1 : 0.0}};
@@ -4099,11 +4120,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
-        strcmp(c->model_type, "phi"))
+        strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, stablelm and "
-                       "starcoder2", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, stablelm, "
+                       "starcoder2 and gpt_neox", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -4176,7 +4197,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t qk = c->qk_norm >= 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
-    int64_t pre = c->post_norms_only ? 0 : c->parallel_block ? C : 2 * C; /* Cohere, StableLM: one norm a layer */
+    int64_t pre = c->post_norms_only ? 0 : c->parallel_block == 1 ? C : 2 * C; /* Cohere, StableLM: one norm a layer */
     if (c->norm_bias) pre *= 2;                                            /* StableLM, Starcoder2: with biases */
     int64_t norms = gpt2 ? 4 * C : pre + qk + (c->sandwich_norms ? 2 * C : 0);
     int64_t embed = c->vocab * C + (gpt2 ? c->max_positions * C : 0);
@@ -4213,7 +4234,8 @@ enum { ZT__EMB_WTE, ZT__EMB_WPE };
 static void zt__gpt2_embedding_declare(zt_block_def *def, const void *config) {
     const zt_model_config *c = (const zt_model_config *)config;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    zt_block_param(def, gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight",
+    zt_block_param(def, gpt2 ? "transformer.wte.weight" : strcmp(c->model_type, "gpt_neox") == 0 ? "gpt_neox.embed_in.weight"
+                                                                                              : "model.embed_tokens.weight",
                    zt_shape2(c->vocab_padded, c->hidden), ZT_PARAM_DECAY | ZT_PARAM_VOCAB, ZT_INIT_NORMAL, c->init_std);
     if (gpt2)
         zt_block_param(def, "transformer.wpe.weight", zt_shape2(c->max_positions, c->hidden), ZT_PARAM_DECAY,
@@ -4328,7 +4350,8 @@ typedef struct zt__head_saved { zt_tensor x, mean, rstd, dx; } zt__head_saved;
 static void zt__head_declare(zt_block_def *def, const void *config) {
     const zt_model_config *c = (const zt_model_config *)config;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    const char *norm = gpt2 ? "transformer.ln_f" : strcmp(c->model_type, "phi") == 0 ? "model.final_layernorm" : "model.norm";
+    const char *norm = gpt2 ? "transformer.ln_f" : strcmp(c->model_type, "phi") == 0 ? "model.final_layernorm"
+                     : strcmp(c->model_type, "gpt_neox") == 0 ? "gpt_neox.final_layer_norm" : "model.norm";
     char name[64];
     snprintf(name, sizeof name, "%s.weight", norm);
     zt_block_param(def, name, zt_shape1(c->hidden), 0, c->norm_offset != 0 ? ZT_INIT_ZEROS : ZT_INIT_ONES, 0);
@@ -4337,9 +4360,9 @@ static void zt__head_declare(zt_block_def *def, const void *config) {
     else zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
     if (c->tied_embeddings)
         zt_block_tie(def, 0, ZT__EMB_WTE);
-    else
-        zt_block_param(def, "lm_head.weight", zt_shape2(c->vocab_padded, c->hidden), ZT_PARAM_DECAY | ZT_PARAM_VOCAB,
-                       ZT_INIT_NORMAL, c->init_std);
+    else /* GPT-NeoX's as its files name it (transformers 5 calls it lm_head in memory, embed_out on disk) */
+        zt_block_param(def, strcmp(c->model_type, "gpt_neox") == 0 ? "embed_out.weight" : "lm_head.weight",
+                       zt_shape2(c->vocab_padded, c->hidden), ZT_PARAM_DECAY | ZT_PARAM_VOCAB, ZT_INIT_NORMAL, c->init_std);
     if (c->head_bias) zt_block_param(def, "lm_head.bias", zt_shape1(c->vocab_padded), ZT_PARAM_VOCAB, ZT_INIT_ZEROS, 0);
 }
 
@@ -4447,7 +4470,8 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
     int layer = zt_block_def_index(def) - 1;
     float std = c->init_std, proj_std = gpt2 ? c->init_std / sqrtf(2.0f * (float)c->n_layer) : c->init_std;
     char p[64], n[192];
-    snprintf(p, sizeof p, gpt2 ? "transformer.h.%d." : "model.layers.%d.", layer);
+    int neox = strcmp(c->model_type, "gpt_neox") == 0;
+    snprintf(p, sizeof p, gpt2 ? "transformer.h.%d." : neox ? "gpt_neox.layers.%d." : "model.layers.%d.", layer);
 #define ZT__P(suffix) (snprintf(n, sizeof n, "%s%s", p, suffix), n)
     /* every slot is declared (absent ones empty) so the enum indexes them for both families, up to
        ZT__L_DOWN_B; the q/k norms after it only where the model has them (a parameter's initial values
@@ -4466,6 +4490,23 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, ZT__P("mlp.c_fc.bias"), zt_shape1(I), 0, ZT_INIT_ZEROS, 0);
         zt_block_param(def, ZT__P("mlp.c_proj.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
         zt_block_param(def, ZT__P("mlp.c_proj.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+    } else if (neox) { /* GPT-NeoX: GPT-2's slots under its names (q, k and v rows in zt's order, [q; k; v]: its files
+                          interleave them by head, converted on the way in and out by zt__hf_neox_qkv) */
+        int ab = c->qkv_bias;
+        zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, ZT__P("input_layernorm.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("attention.query_key_value.weight"), zt_shape2(3 * C, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, ab ? ZT__P("attention.query_key_value.bias") : NULL, zt_shape1(ab ? 3 * C : 0), 0,
+                       ZT_INIT_ZEROS, 0);
+        for (int i = 0; i < 4; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0); /* k, v: in it */
+        zt_block_param(def, ZT__P("attention.dense.weight"), zt_shape2(C, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, ab ? ZT__P("attention.dense.bias") : NULL, zt_shape1(ab ? C : 0), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("post_attention_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
+        zt_block_param(def, ZT__P("post_attention_layernorm.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("mlp.dense_h_to_4h.weight"), zt_shape2(I, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        zt_block_param(def, ZT__P("mlp.dense_h_to_4h.bias"), zt_shape1(I), 0, ZT_INIT_ZEROS, 0);
+        zt_block_param(def, ZT__P("mlp.dense_4h_to_h.weight"), zt_shape2(C, I), ZT_PARAM_DECAY, ZT_INIT_NORMAL, proj_std);
+        zt_block_param(def, ZT__P("mlp.dense_4h_to_h.bias"), zt_shape1(C), 0, ZT_INIT_ZEROS, 0);
     } else if (c->fused) { /* Phi-3: q, k and v rows in one matrix, [gate | up] in another */
         zt_block_param(def, ZT__P("input_layernorm.weight"), zt_shape1(C), 0, ZT_INIT_ONES, 0);
         zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
@@ -4499,7 +4540,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         /* Gemma 2's post_attention_layernorm is on the attention's output; its pre-MLP norm has another name (GLM-4
            keeps LLaMA's, its norms after the attention and the MLP have their own) */
         int glm4 = strcmp(c->model_type, "glm4") == 0;
-        int norm2 = pre && !c->parallel_block; /* Cohere: the MLP reads the attention's norm */
+        int norm2 = pre && c->parallel_block != 1; /* Cohere: the MLP reads the attention's norm */
         zt_block_param(def, !norm2 ? NULL : c->sandwich_norms && !glm4 ? ZT__P("pre_feedforward_layernorm.weight")
                                                                         : ZT__P("post_attention_layernorm.weight"),
                        zt_shape1(norm2 ? C : 0), 0, ones, 0);
@@ -4595,9 +4636,9 @@ typedef struct zt__layer_weights {
 
 static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tensor *p) {
     zt__layer_weights w;
-    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0, neox = strcmp(c->model_type, "gpt_neox") == 0;
     int64_t q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
-    if (gpt2) {
+    if (gpt2 || neox) { /* GPT-NeoX's query_key_value held as GPT-2's c_attn */
         w.wq = zt__rows_of(p[ZT__L_QKV_W], 0, q);
         w.wk = zt__rows_of(p[ZT__L_QKV_W], q, kv);
         w.wv = zt__rows_of(p[ZT__L_QKV_W], q + kv, kv);
@@ -4885,7 +4926,8 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     sv->x2 = zt_block_keep(ctx, A, zt_shape2(N, C));
     zt_add(s, sv->x2, inp, proj);
 
-    int norm2 = pre && !c->parallel_block; /* Cohere: the MLP reads n1 beside the attention */
+    int norm2 = pre && c->parallel_block != 1; /* Cohere: the MLP reads n1 beside the attention */
+    zt_tensor x2n = c->parallel_block == 2 ? inp : sv->x2; /* what norm2 reads: GPT-NeoX's the layer's input */
     sv->n2 = norm2 ? zt_block_keep(ctx, A, zt_shape2(N, C)) : pre ? sv->n1 : sv->x2;
     if (!norm2 && c->router_jitter > 0 && zt__layer_sparse(c, ctx->index - 1)) { /* the jitter must not touch x2 */
         zt_tensor read = sv->n2;                                                  /* (or n1, which q, k, v read) */
@@ -4895,11 +4937,11 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     if (gpt2 || (norm2 && c->layernorm)) {
         sv->mean2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W],
+        zt_layernorm_forward(s, sv->n2, sv->mean2, sv->rstd2, x2n, ctx->param[ZT__L_NORM2_W],
                              nb ? ctx->param[ZT__L_NORM2_B] : zt__none(), c->norm_eps);
     } else if (norm2) {
         sv->rstd2 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, sv->x2, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
+        zt_rmsnorm_offset_forward(s, sv->n2, sv->rstd2, x2n, ctx->param[ZT__L_NORM2_W], c->norm_offset, c->norm_eps);
     }
     if (sandwich) proj = sv->pm = zt_block_keep(ctx, A, zt_shape2(N, C));
     if (zt__layer_sparse(c, ctx->index - 1)) {
@@ -4910,7 +4952,8 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->h = zt_block_keep(ctx, A, zt_shape2(N, H));
         zt_matmul_forward(s, sv->h, sv->n2, w.wup, zt__bias(&w.bup, w.has_mlp_bias));
         sv->a = zt_block_keep(ctx, A, zt_shape2(N, I));
-        if (plain) zt_gelu_forward(s, sv->a, sv->h);
+        if (plain && c->gelu_erf) zt_gelu_erf_forward(s, sv->a, sv->h);
+        else if (plain) zt_gelu_forward(s, sv->a, sv->h);
         else if (c->geglu) zt_geglu_forward(s, sv->a, sv->h);
         else zt_swiglu_forward(s, sv->a, sv->h);
         zt_matmul_forward(s, proj, sv->a, w.wdown, zt__bias(&w.bdown, w.has_mlp_bias));
@@ -4959,14 +5002,18 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         zt_tensor da = zt__temp0(ctx, A, zt_shape2(N, I));
         zt_matmul_backward(s, &da, zt__maybe(&g.wdown), ob ? zt__maybe(&g.bdown) : NULL, dm, sv->a, w.wdown);
         zt_tensor dh = zt__temp0(ctx, A, zt_shape2(N, H));
-        if (plain) zt_gelu_backward(s, dh, da, sv->h);
+        if (plain && c->gelu_erf) zt_gelu_erf_backward(s, dh, da, sv->h);
+        else if (plain) zt_gelu_backward(s, dh, da, sv->h);
         else if (c->geglu) zt_geglu_backward(s, dh, da, sv->h);
         else zt_swiglu_backward(s, dh, da, sv->h);
         zt_matmul_backward(s, &dn, zt__maybe(&g.wup), ob ? zt__maybe(&g.bup) : NULL, dh, sv->n2, w.wup);
     }
     zt_tensor dx2 = zt_block_temp(ctx, A, zt_shape2(N, C));
     zt_copy(s, dx2, zt_view(dout, 0, dx2.shape)); /* the residual path */
-    if (gpt2 || (c->layernorm && !c->parallel_block))
+    if (c->parallel_block == 2) /* GPT-NeoX: norm2 read the layer's input, so its gradient goes there */
+        zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM2_W], nb ? ctx->grad[ZT__L_NORM2_B] : zt__none(), dn, inp,
+                              ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
+    else if (gpt2 || (c->layernorm && !c->parallel_block))
         zt_layernorm_backward(s, dx2, ctx->grad[ZT__L_NORM2_W], nb ? ctx->grad[ZT__L_NORM2_B] : zt__none(), dn, sv->x2,
                               ctx->param[ZT__L_NORM2_W], sv->mean2, sv->rstd2);
     else if (c->post_norms_only)
@@ -5014,7 +5061,7 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
         }
         dq = t, dk = u;
     }
-    if (!c->parallel_block) zt_fill(s, dn, 0.0f);
+    if (c->parallel_block != 1) zt_fill(s, dn, 0.0f);
     int qb = w.has_qkv_bias;
     dq = zt__flat(dq), dk = zt__flat(dk), dv = zt__flat(dv);
     if (gpt2) {
@@ -11377,11 +11424,26 @@ static int zt__hf_transposed(const zt_engine *e, const char *name) {
             zt__ends_with(name, "mlp.c_fc.weight") || zt__ends_with(name, "mlp.c_proj.weight"));
 }
 
-/* tensors in transformers' files that are not parameters: GPT-2's causal-mask buffers, rotary tables */
+/* GPT-NeoX's query_key_value weight and bias hold each head's q, k and v rows together (rows (heads, 3, head_dim));
+   zt holds all of q's rows, then k's, then v's, as GPT-2's c_attn */
+static int zt__hf_neox_qkv(const zt_engine *e, const char *name) {
+    return e->has_cfg && strcmp(e->cfg.model_type, "gpt_neox") == 0 &&
+           (zt__ends_with(name, "attention.query_key_value.weight") || zt__ends_with(name, "attention.query_key_value.bias"));
+}
+/* the file's row of zt's row r (to_file), or zt's row of the file's row r */
+static int64_t zt__neox_row(const zt_model_config *c, int64_t r, int to_file) {
+    int64_t HD = c->head_dim, C = c->n_head * HD;
+    if (to_file) return (r % C) / HD * 3 * HD + r / C * HD + r % HD;
+    return r % (3 * HD) / HD * C + r / (3 * HD) * HD + r % HD;
+}
+
+/* tensors in transformers' files that are not parameters: GPT-2's and old GPT-NeoX files' causal-mask buffers, rotary
+   tables */
 static int zt__hf_buffer(const char *name, int n) {
     char s[256];
     snprintf(s, sizeof s, "%.*s", n, name);
-    return zt__ends_with(s, ".attn.bias") || zt__ends_with(s, ".attn.masked_bias") || zt__ends_with(s, "rotary_emb.inv_freq");
+    return zt__ends_with(s, ".attn.bias") || zt__ends_with(s, ".attn.masked_bias") || zt__ends_with(s, "rotary_emb.inv_freq") ||
+           zt__ends_with(s, ".attention.bias") || zt__ends_with(s, ".attention.masked_bias");
 }
 
 ZT_API int zt_hf_has_weights(const char *dir) {
@@ -11405,6 +11467,8 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         if (!name) continue;
         zt__st_entry *t = zt__st_find(stp, name);
         if (!t && strncmp(name, "transformer.", 12) == 0) t = zt__st_find(stp, name + 12); /* old GPT-2 files */
+        if (!t && strcmp(name, "embed_out.weight") == 0) t = zt__st_find(stp, "lm_head.weight"); /* GPT-NeoX's
+                                                                  state_dict in transformers 5, saved as it is */
         if (!t) {
             r = zt_fail(ZT_ERROR_FORMAT, "%s has no tensor \"%s\", which its config.json's model has", dir, name);
             break;
@@ -11435,7 +11499,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     if (unused && first)
         zt_log(ZT_LOG_WARN, "%s: %d tensor%s the model does not use (\"%.*s\"%s)", dir, unused, unused > 1 ? "s" : "",
                first->name_len, first->name, unused > 1 ? ", ..." : "");
-    /* then each one, widened to f32 (and GPT-2's Conv1D weights transposed) */
+    /* then each one, widened to f32 (GPT-2's Conv1D weights transposed, GPT-NeoX's q, k and v rows reordered) */
     for (int p = 0; p < n_params && r == ZT_OK; p++) {
         zt__st_entry *t = found[p];
         if (!t) continue;
@@ -11446,11 +11510,11 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         }
         zt_shape s;
         const char *name = zt_param_name(e, p, &s);
-        int tr = zt__hf_transposed(e, name);
-        int64_t rows = tr ? t->shape[0] : 1, cols = tr ? t->shape[1] : t->numel;
+        int tr = zt__hf_transposed(e, name), qkv = zt__hf_neox_qkv(e, name);
+        int64_t rows = tr || qkv ? t->shape[0] : 1, cols = rows ? t->numel / rows : 0;
         for (int64_t i = 0; i < rows; i++)
             for (int64_t k = 0; k < cols; k++) {
-                int64_t src = i * cols + k, dst = tr ? k * rows + i : src;
+                int64_t src = i * cols + k, dst = tr ? k * rows + i : qkv ? zt__neox_row(&e->cfg, i, 0) * cols + k : src;
                 uint8_t raw[4];
                 memcpy(raw, t->data + src * t->esize, (size_t)t->esize);
                 buf[dst] = (float)zt__load(raw, t->dtype, 0);
@@ -11521,10 +11585,12 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         if (!v || !out) zt_fatal("out of memory exporting %s", name); /* the others wait at the next collective */
         zt_result g = zt_param_get(e, name, v, numel, 0);
         if (g != ZT_OK && r == ZT_OK) r = g;
-        int tr = zt__hf_transposed(e, name);
-        int64_t rows = tr ? s.d[0] : 1, cols = tr ? s.d[1] : numel;
+        int tr = zt__hf_transposed(e, name), qkv = zt__hf_neox_qkv(e, name);
+        int64_t rows = tr || qkv ? s.d[0] : 1, cols = rows ? numel / rows : 0;
         for (int64_t i = 0; i < rows; i++)
-            for (int64_t k = 0; k < cols; k++) zt__store(out, dtype, tr ? k * rows + i : i * cols + k, v[i * cols + k]);
+            for (int64_t k = 0; k < cols; k++)
+                zt__store(out, dtype, tr ? k * rows + i : qkv ? zt__neox_row(&e->cfg, i, 1) * cols + k : i * cols + k,
+                          v[i * cols + k]);
         if (fd >= 0 && r == ZT_OK) r = zt__pwrite_all(fd, out, es * (size_t)numel, at, tmp);
         at += (off_t)(es * (size_t)numel);
         free(v), free(out);

@@ -957,6 +957,35 @@ TEST(stablelm_starcoder2_configs_take_transformers_defaults) {
     config_error(json, "\"partial_rotary_factor\" is 0.5");
 }
 
+/* GPT-NeoX (Pythia): GPTNeoXConfig's defaults (GPT-NeoX-20B's shape) and Pythia-160M's older keys (rotary_pct,
+   rotary_emb_base), parameters as transformers counts them, and what is refused */
+TEST(gpt_neox_configs_take_transformers_defaults) {
+    char json[768];
+    const char *neox = "{\"model_type\": \"gpt_neox\", \"num_hidden_layers\": %d, \"num_attention_heads\": %d, "
+                       "\"hidden_size\": %d, \"intermediate_size\": %d, \"max_position_embeddings\": 2048, "
+                       "\"vocab_size\": %d%s}";
+    snprintf(json, sizeof json, neox, 44, 64, 6144, 24576, 50432, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.layernorm && c.norm_bias && c.parallel_block == 2 && c.plain_mlp && c.gelu_erf && c.qkv_bias && c.out_bias);
+    CHECK(c.mlp_bias && !c.head_bias && !c.tied_embeddings && c.n_kv_head == 64 && c.rotary_dim == 24);
+    CHECK(c.rope_theta == 1e4f && c.norm_eps == 1e-5f && c.embd_dropout == 0.0f && c.resid_dropout == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 20554567680);
+    snprintf(json, sizeof json, neox, 12, 12, 768, 3072, 50304, ", \"rotary_pct\": 0.25, \"rotary_emb_base\": 10000, "
+             "\"use_parallel_residual\": true, \"hidden_act\": \"gelu\", \"hidden_dropout\": 0.1, "
+             "\"num_key_value_heads\": 4, \"head_dim\": 32");
+    c = config_of(json); /* Pythia-160M; the keys GPTNeoXConfig has no use for are left alone */
+    CHECK(c.rotary_dim == 16 && c.n_kv_head == 12 && c.head_dim == 64 && c.embd_dropout == 0.1f && c.resid_dropout == 0.1f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 162322944);
+    snprintf(json, sizeof json, neox, 2, 4, 64, 256, 128, ", \"rotary_pct\": 1.0, \"rotary_emb_base\": 500, "
+             "\"rope_parameters\": {\"rope_theta\": 20000, \"partial_rotary_factor\": 0.5}, "
+             "\"use_parallel_residual\": false, \"hidden_act\": \"gelu_new\", \"attention_bias\": false");
+    c = config_of(json); /* rope_parameters' keys win over the older ones */
+    CHECK(c.rotary_dim == 8 && c.rope_theta == 2e4f && c.parallel_block == 0 && !c.gelu_erf && !c.qkv_bias && !c.out_bias);
+    CHECK(c.mlp_bias);
+    snprintf(json, sizeof json, neox, 2, 4, 64, 256, 128, ", \"hidden_act\": \"relu\"");
+    config_error(json, "zt implements GPT-NeoX's gelu");
+}
+
 /* Phi (phi-1, 1.5 and 2): PhiConfig's defaults (phi-1.5's shape) and phi-2's, parameters as transformers counts them
    (the output layer's bias among them), and what is refused */
 TEST(phi_configs_take_transformers_defaults) {

@@ -401,9 +401,16 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.mlp_bias && cfg.head_bias && cfg.rotary_dim == 4 && !cfg.tied_embeddings && !cfg.qk_norm,
                   "%s: layernorm %d, parallel %d, plain_mlp %d, head_bias %d, rotary_dim %lld", path, cfg.layernorm,
                   cfg.parallel_block, cfg.plain_mlp, cfg.head_bias, (long long)cfg.rotary_dim);
+    if (strncmp(type, "gpt_neox", 8) == 0) /* LayerNorms with biases, each branch its own of the layer's input (but in
+                                              gpt_neox_sequential), every bias, the erf GELU, half of each head rotated */
+        CHECK_MSG(cfg.layernorm && cfg.norm_bias && cfg.plain_mlp && cfg.gelu_erf && cfg.qkv_bias && cfg.out_bias &&
+                  cfg.mlp_bias && !cfg.head_bias && cfg.rotary_dim == 4 && !cfg.tied_embeddings &&
+                  cfg.parallel_block == (strstr(type, "_sequential") ? 0 : 2), "%s: parallel %d, gelu_erf %d, rotary_dim %lld",
+                  path, cfg.parallel_block, cfg.gelu_erf, (long long)cfg.rotary_dim);
     if (strstr(type, "_dropout")) { /* GPT-2's three at 0.2; Phi-3's residual and attention ones (embd_pdrop unread);
-                                       Starcoder2's and Phi's three; StableLM's on the MLP's output and the attention */
-        int embd = type[0] == 'g' || strncmp(type, "starcoder2", 10) == 0 || strncmp(type, "phi_", 4) == 0;
+                                       Starcoder2's, Phi's and GPT-NeoX's three; StableLM's on the MLP's output and the
+                                       attention */
+        int embd = type[0] == 'g' || strncmp(type, "starcoder2", 10) == 0 || strncmp(type, "phi_", 4) == 0; /* gpt2, gpt_neox */
         int stablelm = strncmp(type, "stablelm", 8) == 0;
         CHECK_MSG(cfg.embd_dropout == (embd ? 0.2f : 0.0f) && cfg.resid_dropout == (stablelm ? 0.0f : 0.2f) &&
                   cfg.mlp_dropout == (stablelm ? 0.2f : 0.0f) && cfg.attn_dropout == 0.2f, "%s: dropouts %g %g %g %g",
@@ -662,6 +669,9 @@ TEST(models_starcoder2_fp32) { model_test("starcoder2", ZT_PRECISION_FP32); }
 TEST(models_starcoder2_dropout_fp32) { model_test("starcoder2_dropout", ZT_PRECISION_FP32); }
 TEST(models_phi_fp32) { model_test("phi", ZT_PRECISION_FP32); }
 TEST(models_phi_dropout_fp32) { model_test("phi_dropout", ZT_PRECISION_FP32); }
+TEST(models_gpt_neox_fp32) { model_test("gpt_neox", ZT_PRECISION_FP32); }
+TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
+TEST(models_gpt_neox_dropout_fp32) { model_test("gpt_neox_dropout", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
 TEST(models_cohere_qk_norm_fp32) { model_test("cohere_qk_norm", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }
@@ -703,6 +713,7 @@ TEST(models_stablelm_bf16) { model_test("stablelm", ZT_PRECISION_BF16); }
 TEST(models_stablelm_dropout_bf16) { model_test("stablelm_dropout", ZT_PRECISION_BF16); }
 TEST(models_starcoder2_bf16) { model_test("starcoder2", ZT_PRECISION_BF16); }
 TEST(models_phi_bf16) { model_test("phi", ZT_PRECISION_BF16); }
+TEST(models_gpt_neox_bf16) { model_test("gpt_neox", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
 TEST(models_cohere_qk_norm_bf16) { model_test("cohere_qk_norm", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

@@ -12,7 +12,7 @@ model.safetensors, or shards with model.safetensors.index.json), tokens.bin (llm
 header, then uint16 tokens; ROWS rows of T tokens), and expected.json: {"loss": L}, the mean next-token
 loss transformers computes over those rows (labels=input_ids), which `zt_train --eval` must print.
 
-Cases: twenty-eight model types of tests/ref/make_model_fixtures.py (same configurations and seeded
+Cases: twenty-nine model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
     cohere_qk_norm the Cohere case with use_qk_norm (Command R+'s): q and k norms of (heads, head_dim)
     stablelm_qk_norm the StableLM case with use_parallel_residual and qk_layernorm (StableLM 2 12B's): q and k
@@ -22,6 +22,9 @@ parameters), plus
     mistral_shards the Mistral case in shards of at most 20 kB, with an index
     gpt2_old       the GPT-2 case with the names of old GPT-2 files (no "transformer." prefix) and their
                    attn.bias / attn.masked_bias buffers, which zt skips
+    gpt_neox_buffers the GPT-NeoX case with Pythia's files' attention.bias, attention.masked_bias and
+                   rotary_emb.inv_freq buffers in each layer, which zt skips, and the output layer under transformers
+                   5's name in memory, lm_head.weight (its files, and zt's, name it embed_out.weight)
     qwen2_tok      a Qwen2 with the vocabulary of tests/ref/tokenizers/qwen2 and that tokenizer.json beside it
 """
 import json
@@ -41,7 +44,8 @@ ROWS, T = 4, 16
 SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4, "qwen3": 7, "phi3": 8, "gemma": 9, "gemma2": 10, "gemma3_text": 11,
          "mixtral": 12, "qwen3_moe": 13, "qwen2_moe": 14, "smollm3": 15, "olmo2": 16, "olmo3": 17, "olmoe": 18, "granite": 19, "glm": 20, "glm4": 21, "seed_oss": 22,
          "internlm3": 23, "ernie4_5": 24, "exaone4": 25, "cohere": 26, "cohere2": 27, "stablelm": 29,
-         "starcoder2": 30, "phi": 32}
+         "starcoder2": 30, "phi": 32,
+         "gpt_neox": 33}
 
 
 # cases of a model type with other settings: (its type, the settings, a seed)
@@ -100,6 +104,21 @@ def save(name, model, ids, **kwargs):
     return out
 
 
+def save_neox_buffers():
+    """GPT-NeoX with the attention's buffers of Pythia's files, and its output layer named lm_head.weight"""
+    out = save("gpt_neox_buffers", model_for("gpt_neox"), rows("gpt_neox"))
+    path = os.path.join(out, "model.safetensors")
+    old = {("lm_head." + k[len("embed_out."):] if k.startswith("embed_out.") else k): v for k, v in load_file(path).items()}
+    assert "lm_head.weight" in old
+    cfg = make_config("gpt_neox")
+    for layer in range(cfg.num_hidden_layers):
+        n = cfg.max_position_embeddings
+        old[f"gpt_neox.layers.{layer}.attention.bias"] = torch.tril(torch.ones(n, n, dtype=torch.bool)).view(1, 1, n, n)
+        old[f"gpt_neox.layers.{layer}.attention.masked_bias"] = torch.tensor(-1e9)
+        old[f"gpt_neox.layers.{layer}.attention.rotary_emb.inv_freq"] = 1.0 / (10000 ** (torch.arange(0, 4, 2).float() / 4))
+    save_file(old, path, metadata={"format": "pt"})
+
+
 def main():
     torch.use_deterministic_algorithms(True)
     for name in list(SEEDS) + list(VARIANTS):
@@ -125,6 +144,7 @@ def main():
             1, 1, cfg.n_positions, cfg.n_positions)
         old[f"h.{layer}.attn.masked_bias"] = torch.tensor(-1e4)
     save_file(old, path, metadata={"format": "pt"})
+    save_neox_buffers()
     # a Qwen2 whose vocabulary is the Qwen2-style tokenizer's of tests/ref/tokenizers (the end-to-end check:
     # tokenize an instruction set with the model's own tokenizer.json, fine-tune, export)
     tok = os.path.join(os.path.dirname(HERE), "tokenizers", "qwen2", "tokenizer.json")
@@ -158,6 +178,9 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1:
         torch.use_deterministic_algorithms(True)
         for model_type in sys.argv[1:]:
-            save(model_type, model_for(model_type), rows(model_type))
+            if model_type == "gpt_neox_buffers":
+                save_neox_buffers()
+            else:
+                save(model_type, model_for(model_type), rows(model_type))
     else:
         main()

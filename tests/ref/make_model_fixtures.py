@@ -117,6 +117,10 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                                                   attention_dropout=0.2)),
             # Starcoder2's dropouts at 0.2 (0 by default): the embeddings, the residual branches, the attention
             "phi_dropout": ("phi", dict(embd_pdrop=0.2, resid_pdrop=0.2, attention_dropout=0.2)),  # Phi's likewise
+            # GPT-NeoX's sequential layer (Pythia's is parallel), and its hidden_dropout (on the embeddings and both
+            # branches) and attention_dropout at 0.2
+            "gpt_neox_sequential": ("gpt_neox", dict(use_parallel_residual=False)),
+            "gpt_neox_dropout": ("gpt_neox", dict(hidden_dropout=0.2, attention_dropout=0.2)),
             "starcoder2_dropout": ("starcoder2", dict(embedding_dropout=0.2, residual_dropout=0.2,
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
@@ -301,6 +305,13 @@ def make_config(model_type):
         return transformers.Starcoder2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                              norm_epsilon=1e-5, use_bias=True, sliding_window=7, residual_dropout=0.0,
                                              embedding_dropout=0.0)
+    if model_type == "gpt_neox":  # untied; Pythia's layer: the attention and the MLP side by side, each with its own
+        # LayerNorm (with biases) of the layer's input, q, k and v in one matrix (each head's rows together), every
+        # bias, the erf GELU; the rope on half of each head (rotary_pct: Pythia's is a quarter)
+        return transformers.GPTNeoXConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                          intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=32,
+                                          layer_norm_eps=1e-5, hidden_dropout=0.0, attention_dropout=0.0,
+                                          rotary_pct=0.5, bos_token_id=1, eos_token_id=2)
     if model_type == "phi":  # untied; one LayerNorm with a bias before the attention and the MLP side by side, biases
         # on every projection and on the output layer, fc1, gelu_new and fc2 without a gate, the rope on half of
         # each head (PhiConfig's default)
@@ -349,6 +360,8 @@ def experts_by_name(model_type, name, t):
     (E, C, I)); checkpoints, and zt, have each expert's weights by name (Mixtral: w1 gate, w3 up, w2 down, under
     block_sparse_moe). [(name, tensor)] in zt's names for one of transformers' parameters."""
     mixtral = model_type == "mixtral"
+    if model_type == "gpt_neox" and name == "lm_head.weight":  # transformers 5's name in memory; its files' (and zt's)
+        return [("embed_out.weight", t)]
     if ".mlp.gate." in name and mixtral:
         return [(name.replace(".mlp.gate.", ".block_sparse_moe.gate."), t)]
     if not name.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
@@ -384,6 +397,11 @@ def randomize(model, gen):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
 
 
+def neox_qkv(model, name):
+    """GPT-NeoX's query_key_value: its rows (heads, 3, head_dim); zt's (3, heads, head_dim), as GPT-2's c_attn"""
+    return model.config.model_type == "gpt_neox" and ".attention.query_key_value." in name
+
+
 def conv1d(model, name):
     """GPT-2's Conv1D weights ((in, out); Starcoder2's c_fc and c_proj are nn.Linear's of the same names)"""
     return model.config.model_type == "gpt2" and name.endswith(CONV1D)
@@ -392,6 +410,9 @@ def conv1d(model, name):
 def zt_layout(model, name, t):
     """A parameter (or gradient) as zt stores it: GPT-2's Conv1D weights transposed to (out, in)."""
     t = t.detach().clone()  # a copy: the optimizer later updates the parameters in place
+    if neox_qkv(model, name):
+        heads = model.config.num_attention_heads
+        t = t.reshape(heads, 3, -1, *t.shape[1:]).transpose(0, 1).reshape(t.shape)
     if conv1d(model, name):
         t = t.t()
     return t.contiguous()
@@ -466,6 +487,12 @@ def make(fixture, seed):
             dropout.at(block.self_attn, DROP_ATTN, layer + 1)
             dropout.at(block.self_attn.o_proj, DROP_RESID_ATTN, layer + 1)  # the attention's probabilities are past
             dropout.at(block.mlp.down_proj if model_type == "seed_oss" else block.mlp.c_proj, DROP_RESID_MLP, layer + 1)
+    elif dropout and model_type == "gpt_neox":  # hidden_dropout's modules: the embeddings' and both branches'
+        dropout.at(model.gpt_neox.emb_dropout, DROP_EMBD, 0)
+        for layer, block in enumerate(model.gpt_neox.layers):
+            dropout.at(block.attention, DROP_ATTN, layer + 1)
+            dropout.at(block.post_attention_dropout, DROP_RESID_ATTN, layer + 1)
+            dropout.at(block.post_mlp_dropout, DROP_RESID_MLP, layer + 1)
     elif dropout and model_type == "phi":  # one resid_dropout module for both outputs: named by what ran last
         dropout.at(model.model.embed_dropout, DROP_EMBD, 0)
         for layer, block in enumerate(model.model.layers):
@@ -550,7 +577,8 @@ def main():
                                  "phi3_longrope_short", "gpt2_dropout", "phi3_dropout", "llama_dynamic",
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
                                  "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
-                                 "starcoder2", "starcoder2_dropout", "phi", "phi_dropout", "cohere2", "cohere_qk_norm"]):
+                                 "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
+                                 "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
