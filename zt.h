@@ -3870,7 +3870,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_int(j, zt__json_get(j, 0, "max_position_embeddings"), "max_position_embeddings", &c->max_positions)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "vocab_size"), "vocab_size", &c->vocab)) ||
         (r = zt__json_number(j, zt__json_get(j, 0, eps_key), eps_key, &eps)) ||
-        (r = zt__json_number(j, zt__json_get(j, 0, "rope_theta"), "rope_theta", &theta)) ||
+        (r = zt__json_number(j, is_neox ? -1 : zt__json_get(j, 0, "rope_theta"), "rope_theta", &theta)) ||
         (r = zt__json_number(j, zt__json_get(j, 0, "initializer_range"), "initializer_range", &std)) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "tie_word_embeddings"), "tie_word_embeddings", &c->tied_embeddings)) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "attention_bias"), "attention_bias", &attention_bias)) ||
@@ -3927,7 +3927,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     /* transformers 5 writes "rope_parameters": {"rope_theta", "rope_type", ...} (Gemma 3, OLMo 3: one such per
        layer type); older files a top-level rope_theta, an optional "rope_scaling" and Gemma 3's rope_local_base_freq.
        A top-level partial_rotary_factor is the rope's unless the rope has its own (Phi3Config's setdefault). */
-    if ((r = zt__json_number(j, zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor", &partial))) return r;
+    /* (GPT-NeoX reads neither top-level key: its rotary_emb_base and rotary_pct, or rope_parameters') */
+    if ((r = zt__json_number(j, is_neox ? -1 : zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor",
+                             &partial)))
+        return r;
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
     int per_type = (is_gemma3 || is_olmo3) && rp >= 0 && j->tok[rp].type == JSMN_OBJECT &&
                    (zt__json_get(j, rp, "full_attention") >= 0 || zt__json_get(j, rp, "sliding_attention") >= 0);
@@ -4041,7 +4044,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->layernorm = is_cohere || is_stablelm || is_starcoder2 || is_phi || is_neox, c->parallel_block |= is_cohere || is_phi;
     c->norm_bias = is_stablelm || is_starcoder2 || is_phi || is_neox, c->head_bias = is_phi;
     c->plain_mlp = is_starcoder2 || is_phi || is_neox, c->gelu_erf = is_neox && strcmp(act, "gelu") == 0;
-    t = zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx) */
+    t = is_neox ? -1 : zt__json_get(j, 0, "pad_token_id"); /* transformers builds nn.Embedding(vocab, hidden, padding_idx)
+                                                             (GPT-NeoX's embed_in has none) */
     c->has_pad_token = t >= 0 && !zt__json_is_null(j, t);
     if (is_gemma && t < 0) c->has_pad_token = 1, c->pad_token_id = 0; /* GemmaConfig's default */
     if ((is_olmo || is_olmoe) && t < 0) c->has_pad_token = 1, c->pad_token_id = 1; /* the OLMo configs' */
@@ -4153,9 +4157,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         return zt_fail(ZT_ERROR_INVALID, "%s: the norm epsilon, rope_theta and initializer_range must be positive and "
                        "finite (found %g, %g, %g)", name, (double)c->norm_eps, (double)c->rope_theta, (double)c->init_std);
     if (gpt2) c->head_dim = c->hidden / c->n_head;
-    if (c->n_head * c->head_dim != c->hidden && gpt2)
-        return zt_fail(ZT_ERROR_INVALID, "%s: n_embd %lld is not a multiple of n_head %lld", name,
-                       (long long)c->hidden, (long long)c->n_head);
+    int whole = gpt2 || strcmp(c->model_type, "gpt_neox") == 0 || strcmp(c->model_type, "stablelm") == 0;
+    if (c->n_head * c->head_dim != c->hidden && whole) /* their heads split hidden_size, as transformers requires */
+        return zt_fail(ZT_ERROR_INVALID, "%s: %s %lld is not a multiple of %s %lld", name, gpt2 ? "n_embd" : "hidden_size",
+                       (long long)c->hidden, gpt2 ? "n_head" : "num_attention_heads", (long long)c->n_head);
     if (c->head_dim <= 0 || c->head_dim % 2 || c->head_dim > 1024)
         return zt_fail(ZT_ERROR_INVALID, "%s: the head dimension must be even, positive and at most 1024, found %lld", name,
                        (long long)c->head_dim);
@@ -4192,7 +4197,7 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t C = c->hidden, q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim, I = c->intermediate;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
-    int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias ? I + C : 0);
+    int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias || gpt2 ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
@@ -4667,7 +4672,7 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
     w.wdown = p[ZT__L_DOWN_W], w.bdown = p[ZT__L_DOWN_B];
     w.has_qkv_bias = c->qkv_bias;
     w.has_out_bias = c->out_bias;
-    w.has_mlp_bias = c->mlp_bias;
+    w.has_mlp_bias = c->mlp_bias || gpt2; /* GPT-2's are always declared */
     return w;
 }
 

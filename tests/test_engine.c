@@ -485,7 +485,7 @@ TEST(model_config_errors_name_the_key) {
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
     config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4 and stablelm only, as "
+                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4, stablelm and gpt_neox only, as "
                  "transformers does (its llama rotates whole heads)");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
                  "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
@@ -935,6 +935,9 @@ TEST(stablelm_starcoder2_configs_take_transformers_defaults) {
     config_error(json, "\"use_parallel_residual\"");
     snprintf(json, sizeof json, stablelm, 2, ", \"hidden_act\": \"gelu\"");
     config_error(json, "\"hidden_act\" is \"gelu\"");
+    config_error("{\"model_type\": \"stablelm\", \"num_hidden_layers\": 2, \"num_attention_heads\": 40, \"hidden_size\": "
+                 "2580, \"intermediate_size\": 64, \"max_position_embeddings\": 64, \"vocab_size\": 64}",
+                 "hidden_size 2580 is not a multiple of num_attention_heads 40");
 
     const char *starcoder2 = "{\"model_type\": \"starcoder2\", \"num_hidden_layers\": %d, \"num_attention_heads\": 24, "
                              "\"hidden_size\": 3072, \"intermediate_size\": 12288, \"max_position_embeddings\": 4096, "
@@ -982,8 +985,14 @@ TEST(gpt_neox_configs_take_transformers_defaults) {
     c = config_of(json); /* rope_parameters' keys win over the older ones */
     CHECK(c.rotary_dim == 8 && c.rope_theta == 2e4f && c.parallel_block == 0 && !c.gelu_erf && !c.qkv_bias && !c.out_bias);
     CHECK(c.mlp_bias);
+    snprintf(json, sizeof json, neox, 2, 4, 64, 256, 128, ", \"rotary_pct\": 0.5, \"rotary_emb_base\": 1000, "
+             "\"rope_theta\": 5000, \"partial_rotary_factor\": 1.0, \"pad_token_id\": 1000");
+    c = config_of(json); /* top-level rope_theta and partial_rotary_factor unread; embed_in has no padding_idx */
+    CHECK(c.rotary_dim == 8 && c.rope_theta == 1e3f && !c.has_pad_token);
     snprintf(json, sizeof json, neox, 2, 4, 64, 256, 128, ", \"hidden_act\": \"relu\"");
     config_error(json, "zt implements GPT-NeoX's gelu");
+    snprintf(json, sizeof json, neox, 2, 8, 84, 256, 128, "");
+    config_error(json, "hidden_size 84 is not a multiple of num_attention_heads 8");
 }
 
 /* Phi (phi-1, 1.5 and 2): PhiConfig's defaults (phi-1.5's shape) and phi-2's, parameters as transformers counts them
