@@ -344,6 +344,7 @@ guard_check() {
     mkdir -p $dir
     echo '{"zero_optimization": {"stage": 3, "overlap_comm": true, "stage3_param_persistence_threshold": 0,
            "offload_optimizer": {"device": "cpu"}, "offload_param": {"device": "cpu"}}}' >$dir/zero3_offload.json
+    log=$B/guard_train.log # the runner's log stays for a failure above
     if ZT_TEST_GUARD_DEVICE=1 $B/zt_train "${f[@]}" --max_steps 2 --output_dir $dir/a >"$log" 2>&1 &&
         ZT_TEST_GUARD_DEVICE=1 $B/zt_train "${f[@]}" --max_steps 3 --resume $dir/a --output_dir $dir/a \
             --sample 8 --prompt "It " >>"$log" 2>&1; then
