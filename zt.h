@@ -420,6 +420,23 @@ ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, 
                                  int normalize);
 ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
                                   int normalize);
+/* The general form (zt_moe_route_forward is its softmax case). With sigmoid: probs = sigmoid(logits) (DeepSeek-V3's
+   and GLM-4.5's routers), each token's choice by probs + bias (E) f32, a fixed per-expert correction
+   (e_score_correction_bias; NULL: none) that does not enter the weights, among the experts of its topk_groups best
+   groups when groups > 1 (E / groups experts each, a group's score the sum of its two best; a tie goes to the lower
+   group); weights as above (normalized when normalize) times scale (routed_scaling_factor; 0: 1). Backward through
+   the chosen probabilities alone (the choice has no gradient). Initialise with designated fields or memset. */
+#define ZT_MOE_MAX_GROUPS 64
+typedef struct zt_moe_route_params {
+    int normalize, sigmoid;
+    int64_t groups, topk_groups; /* groups 0 or 1: one group of every expert */
+    float scale;
+    const zt_tensor *bias;       /* forward only */
+} zt_moe_route_params;
+ZT_API void zt_moe_route_with(zt_stream *s, zt_tensor idx, zt_tensor weight, zt_tensor probs, zt_tensor logits,
+                              zt_moe_route_params p);
+ZT_API void zt_moe_route_backward_with(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs,
+                                       zt_tensor idx, zt_moe_route_params p);
 /* The load-balancing loss's way back (output_router_logits): dlogits (N,E) += the gradient through softmax of
    dprobs (E) f32, one value per expert, on every token's probabilities probs (N,E) f32. */
 ZT_API void zt_moe_balance_backward(zt_stream *s, zt_tensor dlogits, zt_tensor probs, zt_tensor dprobs);
@@ -579,7 +596,7 @@ typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
-                                   "stablelm", "starcoder2", "phi", "gpt_neox" */
+                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -638,6 +655,13 @@ typedef struct zt_model_config {
        SwiGLU MLPs of expert_intermediate, each token through the experts_per_token a router picks */
     int64_t n_experts, experts_per_token, expert_intermediate;
     int64_t shared_intermediate; /* > 0: a shared expert of this size beside them, gated by a sigmoid (Qwen2-MoE) */
+    int shared_ungated;         /* ... added as it is, without a gate (GLM-4.5's shared_experts) */
+    int moe_sigmoid;            /* the router's probabilities are sigmoids; each token chooses by them plus a fixed
+                                   correction, mlp.gate.e_score_correction_bias (a frozen parameter), among its
+                                   moe_topk_groups best of moe_groups groups (DeepSeek-V3's and GLM-4.5's routing,
+                                   zt_moe_route_params); the chosen weights times moe_scale (routed_scaling_factor) */
+    int64_t moe_groups, moe_topk_groups;
+    float moe_scale;
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
     float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
                                    with router_aux_loss_coef); 0: the language-model loss alone */
@@ -1998,6 +2022,9 @@ typedef struct zt__args_moe {
     zt_tensor out, inp, dout, dinp, idx, weight, dweight, probs, order, where, counts;
     int64_t k;
     int normalize;
+    int sigmoid, groups, topk_groups; /* the routing's (zt_moe_route_params) */
+    float scale;
+    zt_tensor bias;
 } zt__args_moe;
 typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
@@ -2555,36 +2582,64 @@ static zt__op zt__moe_op(zt__op_kind kind) {
     return op;
 }
 
-ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, zt_tensor probs, zt_tensor logits,
-                                 int normalize) {
+/* the routing's parameters checked, into an op's arguments */
+static void zt__moe_route_args(zt__args_moe *a, const char *name, int64_t E, int64_t k, zt_moe_route_params p) {
+    int64_t G = p.groups > 1 ? p.groups : 1, TG = p.groups > 1 ? p.topk_groups : 1;
+    zt__need(k >= 1 && k <= E && k <= ZT_MOE_MAX_K && E <= ZT_MOE_MAX_EXPERTS, name,
+             "idx must have 1 to min(E, ZT_MOE_MAX_K) columns, and E at most ZT_MOE_MAX_EXPERTS");
+    zt__need(G <= ZT_MOE_MAX_GROUPS && E % G == 0 && (G == 1 || E / G >= 2) && TG >= 1 && TG <= G && TG * (E / G) >= k,
+             name, "%lld groups of %lld experts, %lld of them chosen, cannot give %lld experts a token (at most %d groups "
+             "of 2 or more)", (long long)G, (long long)E, (long long)TG, (long long)k, ZT_MOE_MAX_GROUPS);
+    zt__need(isfinite(p.scale) && p.scale >= 0.0f, name, "scale %g must be 0 (none) or positive", (double)p.scale);
+    if (p.bias) zt__need_tensor(name, "bias", *p.bias, ZT_F32, E);
+    a->k = k, a->normalize = p.normalize != 0, a->sigmoid = p.sigmoid != 0;
+    a->groups = (int)G, a->topk_groups = (int)TG, a->scale = p.scale != 0.0f ? p.scale : 1.0f;
+    a->bias = p.bias ? *p.bias : zt__none();
+}
+
+ZT_API void zt_moe_route_with(zt_stream *s, zt_tensor idx, zt_tensor weight, zt_tensor probs, zt_tensor logits,
+                              zt_moe_route_params p) {
     const char *name = "zt_moe_route_forward";
     int64_t N = zt_rows(logits), E = zt_cols(logits), k = zt_cols(idx);
     zt__need_tensor(name, "logits", logits, ZT__FLOAT, ZT__ANY_SIZE);
     zt__need_tensor(name, "probs", probs, ZT_F32, N * E);
     zt__need_tensor(name, "idx", idx, ZT_I32, N * k);
     zt__need_tensor(name, "weight", weight, ZT_F32, N * k);
-    zt__need(k >= 1 && k <= E && k <= ZT_MOE_MAX_K && E <= ZT_MOE_MAX_EXPERTS, name,
-             "idx must have 1 to min(E, ZT_MOE_MAX_K) columns, and E at most ZT_MOE_MAX_EXPERTS");
     zt__op op = zt__moe_op(ZT__OP_MOE_ROUTE_FWD);
+    zt__moe_route_args(&op.moe, name, E, k, p);
     op.moe.idx = idx, op.moe.weight = weight, op.moe.probs = probs, op.moe.inp = logits;
-    op.moe.k = k, op.moe.normalize = normalize != 0;
     zt__launch(s, &op);
 }
 
-ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
-                                  int normalize) {
+ZT_API void zt_moe_route_backward_with(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs,
+                                       zt_tensor idx, zt_moe_route_params p) {
     const char *name = "zt_moe_route_backward";
     int64_t N = zt_rows(probs), E = zt_cols(probs), k = zt_cols(idx);
     zt__need_tensor(name, "probs", probs, ZT_F32, ZT__ANY_SIZE);
     zt__need_tensor(name, "dlogits", dlogits, ZT__FLOAT, N * E);
     zt__need_tensor(name, "idx", idx, ZT_I32, N * k);
     zt__need_tensor(name, "dweight", dweight, ZT_F32, N * k);
-    zt__need(k >= 1 && k <= E && k <= ZT_MOE_MAX_K && E <= ZT_MOE_MAX_EXPERTS, name,
-             "idx must have 1 to min(E, ZT_MOE_MAX_K) columns, and E at most ZT_MOE_MAX_EXPERTS");
     zt__op op = zt__moe_op(ZT__OP_MOE_ROUTE_BWD);
+    p.bias = NULL; /* the choice's alone */
+    zt__moe_route_args(&op.moe, name, E, k, p);
     op.moe.dinp = dlogits, op.moe.dweight = dweight, op.moe.probs = probs, op.moe.idx = idx;
-    op.moe.k = k, op.moe.normalize = normalize != 0;
     zt__launch(s, &op);
+}
+
+ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, zt_tensor probs, zt_tensor logits,
+                                 int normalize) {
+    zt_moe_route_params p;
+    memset(&p, 0, sizeof p);
+    p.normalize = normalize;
+    zt_moe_route_with(s, idx, weight, probs, logits, p);
+}
+
+ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
+                                  int normalize) {
+    zt_moe_route_params p;
+    memset(&p, 0, sizeof p);
+    p.normalize = normalize;
+    zt_moe_route_backward_with(s, dlogits, dweight, probs, idx, p);
 }
 
 ZT_API void zt_moe_balance_backward(zt_stream *s, zt_tensor dlogits, zt_tensor probs, zt_tensor dprobs) {
@@ -3414,10 +3469,33 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
    builds them; the others: all). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
    training does; Mixtral's router_jitter_noise multiplies the sparse layers' inputs by noise in training (the
    Qwens' configs carry the key, which their models do not read). */
+/* GLM-4.5's router (DeepSeek-V3's): sigmoid scores, n_group groups of which topk_group are chosen from,
+   routed_scaling_factor, norm_topk_prob true; n_shared_experts ungated shared experts; dense layers below
+   first_k_dense_replace. Glm4MoeConfig's defaults. */
+static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int64_t *first_dense, int64_t *shared) {
+    zt_result r;
+    double scale = 1.0;
+    c->n_experts = 128, c->experts_per_token = 8, c->expert_intermediate = 1408, c->norm_topk = 1;
+    c->moe_sigmoid = 1, c->moe_groups = 1, c->moe_topk_groups = 1;
+    if ((r = zt__json_int(j, zt__json_get(j, 0, "n_group"), "n_group", &c->moe_groups)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "topk_group"), "topk_group", &c->moe_topk_groups)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace", first_dense)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "n_shared_experts"), "n_shared_experts", shared)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "routed_scaling_factor"), "routed_scaling_factor", &scale)))
+        return r;
+    if (!(scale > 0 && scale < 1e6))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"routed_scaling_factor\" must be a positive number, found %g", j->file, scale);
+    if (*shared < 0 || *shared > 64)
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"n_shared_experts\" must be 0 to 64, found %lld", j->file, (long long)*shared);
+    c->moe_scale = (float)scale;
+    return ZT_OK;
+}
+
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
-    int olmoe = strcmp(c->model_type, "olmoe") == 0, qwen = !mixtral && !olmoe;
-    int64_t step = 1, layers = c->n_layer;
+    int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
+    int qwen = !mixtral && !olmoe && !glm;
+    int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1;
     int logits_out = 0;
     double jitter = 0, coef = olmoe ? 0.01 : 0.001;
     zt_result r = ZT_OK;
@@ -3434,10 +3512,12 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int t = zt__json_get(j, 0, "num_local_experts");
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
     const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
+    if (glm && (r = zt__config_glm4_moe(c, j, &first_dense, &shared))) return r;
+    if (glm) t = zt__json_get(j, 0, "n_routed_experts"), experts = "n_routed_experts"; /* its num_local_experts */
     if ((r = zt__json_int(j, t, experts, &c->n_experts)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
-        (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
-                                   &c->expert_intermediate))) ||
+        ((qwen || glm) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
+                                            &c->expert_intermediate))) ||
         (!mixtral && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob", &c->norm_topk))) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
@@ -3449,7 +3529,11 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (!(coef >= 0 && coef <= 1e6))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_aux_loss_coef\" must be 0 or more (at most 1e6), found %g",
                        j->file, coef);
-    c->router_aux_coef = logits_out ? (float)coef : 0.0f;
+    if (glm && logits_out)
+        zt_log(ZT_LOG_WARN, "%s: output_router_logits is true, but transformers' glm4_moe adds no load-balancing loss, and "
+               "neither does zt", j->file);
+    c->router_aux_coef = logits_out && !glm ? (float)coef : 0.0f;
+    if (glm) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
     if (!(jitter >= 0 && jitter < 1))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_jitter_noise\" must be 0 (none) or more, below 1, found %g", j->file,
                        jitter);
@@ -3463,6 +3547,12 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (c->experts_per_token < 1 || c->experts_per_token > ZT__MIN(c->n_experts, ZT_MOE_MAX_K))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"num_experts_per_tok\" is %lld; it must be 1 to the %lld experts (zt "
                        "takes at most %d)", j->file, (long long)c->experts_per_token, (long long)c->n_experts, ZT_MOE_MAX_K);
+    int64_t G = c->moe_groups, TG = c->moe_topk_groups, E = c->n_experts;
+    if (glm && (G < 1 || G > ZT_MOE_MAX_GROUPS || E % G || E / G < 2 || TG < 1 || TG > G || TG * (E / G) < c->experts_per_token))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"n_group\" %lld and \"topk_group\" %lld do not fit %lld experts, %lld a "
+                       "token (n_group must split them into groups of 2 or more, at most %d groups, and topk_group groups "
+                       "must hold num_experts_per_tok)", j->file, (long long)G, (long long)TG, (long long)E,
+                       (long long)c->experts_per_token, ZT_MOE_MAX_GROUPS);
     if (c->expert_intermediate < 1 || c->expert_intermediate > 200000)
         return zt_fail(ZT_ERROR_INVALID, "%s: the experts' intermediate size must be 1 to 200000, found %lld", j->file,
                        (long long)c->expert_intermediate);
@@ -3473,8 +3563,8 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int dense = qwen && t >= 0 && !zt__json_is_null(j, t);
     if (dense && j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_only_layers", "a list of layer numbers");
     if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
-    for (int64_t l = 0; l < layers; l++)
-        if ((l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
+    for (int64_t l = 0; l < layers; l++) /* GLM-4.5: dense below first_k_dense_replace */
+        if (glm ? l >= first_dense : (l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
     if (dense) {
         for (int k = 0, it = t + 1; k < j->tok[t].size; k++, it = zt__json_skip(j, it)) {
             int64_t l = -1;
@@ -3821,7 +3911,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_qwen2 = strcmp(c->model_type, "qwen2") == 0 || strcmp(c->model_type, "qwen2_moe") == 0;
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
     int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
-    int is_moe = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0;
+    int is_moe = is_glm4_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -3857,6 +3948,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_stablelm) eps = 1e-5, partial = 0.25, c->n_kv_head = 32; /* StableLmConfig's */
     if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
     if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
+    if (is_glm4_moe) eps = 1e-5, partial = 0.5, c->n_kv_head = 8;    /* Glm4MoeConfig's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
         eps = 1e-5, partial = 0.25, attention_bias = 1;
         if ((r = zt__json_number(j, zt__json_get(j, 0, "rotary_emb_base"), "rotary_emb_base", &theta)) ||
@@ -3975,10 +4067,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_gemma3 || is_olmo3) && !(c->local_rope_theta > 0 && isfinite(c->local_rope_theta)))
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
-    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm && !is_phi && !is_neox)
+    if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm && !is_phi && !is_neox &&
+        !is_glm4_moe)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi, "
-                       "phi3, glm, glm4, stablelm and gpt_neox only, as transformers does (its %s rotates whole heads)",
-                       j->file, partial, c->model_type);
+                       "phi3, glm, glm4, glm4_moe, stablelm and gpt_neox only, as transformers does (its %s rotates whole "
+                       "heads)", j->file, partial, c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if ((is_starcoder2 || is_phi) && strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements %s's %s (and %s, the same "
@@ -4011,6 +4104,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__json_bool(j, zt__json_get(j, 0, "use_parallel_residual"), "use_parallel_residual", &parallel))) return r;
         c->parallel_block = parallel ? 2 : 0;
     }
+    if (is_glm4_moe) { /* GLM-4.5: use_qk_norm, an RMSNorm on each head of q and k (Qwen3's) */
+        int qk = 0;
+        if ((r = zt__json_bool(j, zt__json_get(j, 0, "use_qk_norm"), "use_qk_norm", &qk))) return r;
+        c->qk_norm = qk;
+    }
     if (is_phi) { /* Phi: every projection and the output layer have biases; its q and k LayerNorm is one for every head */
         int qk = 0;
         if ((r = zt__json_bool(j, zt__json_get(j, 0, "qk_layernorm"), "qk_layernorm", &qk))) return r;
@@ -4034,7 +4132,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_bool(j, zt__json_get(j, 0, "qkv_bias"), "qkv_bias", &qkv_bias)))
         return r;
     c->qkv_bias = qkv_bias || attention_bias;
-    c->out_bias = is_seed ? out_bias : attention_bias && !is_glm; /* GLM's o_proj has none, Seed-OSS's its own */
+    c->out_bias = is_seed ? out_bias : attention_bias && !is_glm && !is_glm4_moe; /* GLM's o_proj has none, Seed-OSS's
+                                                                                   its own */
     if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
     c->mlp_bias = ((is_starcoder2 || is_phi) && attention_bias) || is_neox; /* Starcoder2's use_bias: every projection */
     c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
@@ -4124,11 +4223,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
-        strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox"))
+        strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, stablelm, "
-                       "starcoder2 and gpt_neox", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, "
+                       "stablelm, starcoder2 and gpt_neox", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -4199,7 +4298,8 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
     int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias || gpt2 ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
-    experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + C : 0;
+    experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + (c->shared_ungated ? 0 : C) : 0;
+    /* (GLM-4.5's e_score_correction_bias is a buffer to transformers, not counted; zt holds it frozen) */
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t qk = c->qk_norm >= 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
     int64_t pre = c->post_norms_only ? 0 : c->parallel_block == 1 ? C : 2 * C; /* Cohere, StableLM: one norm a layer */
@@ -4463,9 +4563,14 @@ typedef struct zt__layer_saved {
     float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
 } zt__layer_saved;
 
-/* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert */
+/* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert, then the
+   shared expert's gate, up and down and its gate (Qwen2-MoE's), then the router's fixed correction (GLM-4.5's) */
 static int zt__moe_slot(const zt_model_config *c) {
     return ZT__L_DOWN_B + 1 + (c->qk_norm || c->sandwich_norms ? 2 : 0) + (c->sandwich_norms ? 2 : 0);
+}
+static int zt__moe_shared_slot(const zt_model_config *c) { return zt__moe_slot(c) + 1 + 3 * (int)c->n_experts; }
+static int zt__moe_bias_slot(const zt_model_config *c) {
+    return zt__moe_shared_slot(c) + (c->shared_intermediate > 0 ? (c->shared_ungated ? 3 : 4) : 0);
 }
 
 static void zt__layer_declare(zt_block_def *def, const void *config) {
@@ -4617,17 +4722,22 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                     zt_block_param(def, ZT__P(what), w == 2 ? zt_shape2(C, EI) : zt_shape2(EI, C),
                                    ZT_PARAM_DECAY | (w == 1 ? ZT_PARAM_JOIN : 0), ZT_INIT_NORMAL, w == 2 ? proj_std : std);
                 }
-            if (c->shared_intermediate > 0) { /* Qwen2-MoE: then the shared expert and its gate */
+            if (c->shared_intermediate > 0) { /* Qwen2-MoE: then the shared expert and its gate (GLM-4.5: experts, none) */
                 int64_t SI = c->shared_intermediate;
-                zt_block_param(def, ZT__P("mlp.shared_expert.gate_proj.weight"), zt_shape2(SI, C), ZT_PARAM_DECAY,
-                               ZT_INIT_NORMAL, std);
-                zt_block_param(def, ZT__P("mlp.shared_expert.up_proj.weight"), zt_shape2(SI, C),
-                               ZT_PARAM_DECAY | ZT_PARAM_JOIN, ZT_INIT_NORMAL, std);
-                zt_block_param(def, ZT__P("mlp.shared_expert.down_proj.weight"), zt_shape2(C, SI), ZT_PARAM_DECAY,
-                               ZT_INIT_NORMAL, proj_std);
-                zt_block_param(def, ZT__P("mlp.shared_expert_gate.weight"), zt_shape2(1, C), ZT_PARAM_DECAY,
-                               ZT_INIT_NORMAL, std);
+                const char *sh = c->shared_ungated ? "mlp.shared_experts" : "mlp.shared_expert";
+                for (int w = 0; w < 3; w++) {
+                    snprintf(what, sizeof what, "%s.%s.weight", sh, w == 0 ? "gate_proj" : w == 1 ? "up_proj" : "down_proj");
+                    zt_block_param(def, ZT__P(what), w == 2 ? zt_shape2(C, SI) : zt_shape2(SI, C),
+                                   ZT_PARAM_DECAY | (w == 1 ? ZT_PARAM_JOIN : 0), ZT_INIT_NORMAL, w == 2 ? proj_std : std);
+                }
+                if (!c->shared_ungated)
+                    zt_block_param(def, ZT__P("mlp.shared_expert_gate.weight"), zt_shape2(1, C), ZT_PARAM_DECAY,
+                                   ZT_INIT_NORMAL, std);
             }
+            if (c->moe_sigmoid) /* the router's correction: read, kept and written back, never trained (a buffer to
+                                   transformers; rounded to the weights' dtype here) */
+                zt_block_param(def, ZT__P("mlp.gate.e_score_correction_bias"), zt_shape1(E), ZT_PARAM_FROZEN, ZT_INIT_ZEROS,
+                               0);
         }
     }
 #undef ZT__P
@@ -4742,6 +4852,15 @@ static void zt__jitter(const zt_block_ctx *ctx, zt_tensor x) {
                          b->first_row * b->T * c->hidden);
 }
 
+/* the model's routing (the correction bias, where it has one, is the caller's) */
+static zt_moe_route_params zt__moe_route(const zt_model_config *c) {
+    zt_moe_route_params p;
+    memset(&p, 0, sizeof p);
+    p.normalize = c->norm_topk, p.sigmoid = c->moe_sigmoid, p.scale = c->moe_scale;
+    p.groups = c->moe_groups, p.topk_groups = c->moe_topk_groups;
+    return p;
+}
+
 /* Route each token to its experts; group the tokens' rows by expert; each expert's SwiGLU MLP on its rows (the
    row counts come to the host: one sync per layer); the outputs weighted back into the tokens' rows. */
 static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
@@ -4755,7 +4874,14 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)], NULL);
     sv->probs = zt_block_keep(ctx, ZT_F32, zt_shape2(N, E));
     sv->idx = zt_block_keep(ctx, ZT_I32, zt_shape2(N, k)), sv->rw = zt_block_keep(ctx, ZT_F32, zt_shape2(N, k));
-    zt_moe_route_forward(s, sv->idx, sv->rw, sv->probs, logits, c->norm_topk);
+    zt_moe_route_params rp = zt__moe_route(c);
+    zt_tensor bias = zt__none();
+    if (c->moe_sigmoid) { /* the correction, in f32 as the op takes it */
+        bias = zt_block_temp(ctx, ZT_F32, zt_shape1(E));
+        zt_cast(s, bias, ctx->param[zt__moe_bias_slot(c)]);
+        rp.bias = &bias;
+    }
+    zt_moe_route_with(s, sv->idx, sv->rw, sv->probs, logits, rp);
     sv->order = zt_block_keep(ctx, ZT_I32, zt_shape1(N * k)), sv->where = zt_block_keep(ctx, ZT_I32, zt_shape1(N * k));
     zt_moe_sort(s, sv->order, sv->where, counts, sv->idx);
     for (int64_t e = 0; e < E; e++) sv->counts[e] = e == 0 ? (int32_t)(N * k) : 0; /* what a measuring pass sees */
@@ -4785,17 +4911,22 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
             zt_matmul_forward(s, zt_slice(sv->ys, r, sv->counts[e]), zt_slice(sv->a, r, sv->counts[e]),
                               zt__expert_down(c, ctx->param, e), NULL);
     zt_moe_combine_forward(s, out, sv->ys, sv->rw, sv->where);
-    if (c->shared_intermediate > 0) { /* + sigmoid(n2 . w_gate) * the shared expert's MLP of n2 */
-        int64_t SI = c->shared_intermediate, at = zt__moe_slot(c) + 1 + 3 * E;
+    if (c->shared_intermediate > 0) { /* + sigmoid(n2 . w_gate) * the shared expert's MLP of n2 (GLM-4.5: ungated) */
+        int64_t SI = c->shared_intermediate, at = zt__moe_shared_slot(c);
         zt_tensor wgu = ctx->param[at];
         wgu = zt_tensor_make(wgu.data, wgu.dtype, wgu.place, zt_shape2(2 * SI, C));
         sv->sh = zt_block_keep(ctx, A, zt_shape2(N, 2 * SI)), sv->sa = zt_block_keep(ctx, A, zt_shape2(N, SI));
-        sv->sy = zt_block_keep(ctx, A, zt_shape2(N, C)), sv->sg = zt_block_keep(ctx, A, zt_shape2(N, 1));
+        sv->sy = zt_block_keep(ctx, A, zt_shape2(N, C));
         zt_matmul_forward(s, sv->sh, sv->n2, wgu, NULL);
         zt_swiglu_forward(s, sv->sa, sv->sh);
         zt_matmul_forward(s, sv->sy, sv->sa, ctx->param[at + 2], NULL);
-        zt_matmul_forward(s, sv->sg, sv->n2, ctx->param[at + 3], NULL);
-        zt_gated_add_forward(s, out, sv->sy, sv->sg);
+        if (c->shared_ungated) {
+            zt_add(s, out, out, sv->sy);
+        } else {
+            sv->sg = zt_block_keep(ctx, A, zt_shape2(N, 1));
+            zt_matmul_forward(s, sv->sg, sv->n2, ctx->param[at + 3], NULL);
+            zt_gated_add_forward(s, out, sv->sy, sv->sg);
+        }
     }
 }
 
@@ -4807,13 +4938,17 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_dtype A = ctx->act;
     int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
     if (c->shared_intermediate > 0) { /* the shared expert and its gate, into dn */
-        int64_t SI = c->shared_intermediate, at = zt__moe_slot(c) + 1 + 3 * E;
+        int64_t SI = c->shared_intermediate, at = zt__moe_shared_slot(c);
         zt_tensor wgu = ctx->param[at], ggu = ctx->grad[at];
         wgu = zt_tensor_make(wgu.data, wgu.dtype, wgu.place, zt_shape2(2 * SI, C));
         if (zt__present(ggu)) ggu = zt_tensor_make(ggu.data, ggu.dtype, ggu.place, zt_shape2(2 * SI, C));
-        zt_tensor dsy = zt__temp0(ctx, A, zt_shape2(N, C)), dsg = zt__temp0(ctx, A, zt_shape2(N, 1));
-        zt_gated_add_backward(s, dsy, dsg, dout, sv->sy, sv->sg);
-        zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->n2, ctx->param[at + 3]);
+        zt_tensor dsy = dout; /* GLM-4.5's, ungated */
+        if (!c->shared_ungated) {
+            zt_tensor dsg = zt__temp0(ctx, A, zt_shape2(N, 1));
+            dsy = zt__temp0(ctx, A, zt_shape2(N, C));
+            zt_gated_add_backward(s, dsy, dsg, dout, sv->sy, sv->sg);
+            zt_matmul_backward(s, &dn, zt__maybe(&ctx->grad[at + 3]), NULL, dsg, sv->n2, ctx->param[at + 3]);
+        }
         zt_tensor dsa = zt__temp0(ctx, A, zt_shape2(N, SI)), dsh = zt__temp0(ctx, A, zt_shape2(N, 2 * SI));
         zt_matmul_backward(s, &dsa, zt__maybe(&ctx->grad[at + 2]), NULL, dsy, sv->sa, ctx->param[at + 2]);
         zt_swiglu_backward(s, dsh, dsa, sv->sh);
@@ -4840,7 +4975,7 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     }
     zt_moe_gather_backward(s, dn, dxs, sv->where);
     zt_tensor dlogits = zt__temp0(ctx, A, zt_shape2(N, E)), gr = ctx->grad[zt__moe_slot(c)];
-    zt_moe_route_backward(s, dlogits, drw, sv->probs, sv->idx, c->norm_topk);
+    zt_moe_route_backward_with(s, dlogits, drw, sv->probs, sv->idx, zt__moe_route(c));
     if (c->router_aux_coef > 0 && ctx->batch->shared) { /* the balancing loss through each token's probabilities */
         const zt_batch *b = ctx->batch;
         double rows = (double)zt__sparse_layers(c) * (double)N, d = (double)b->dloss * (double)b->counted;
@@ -17634,21 +17769,46 @@ static void zt__embedding_fwd_task(void *ctx, int64_t task, int thread) {
 static void zt__moe_route_fwd_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_moe *a = &job->op->moe;
-    int64_t N = zt_rows(a->inp), E = zt_cols(a->inp), k = a->k;
-    float *buf = job->cpu->scratch[thread];
+    int64_t N = zt_rows(a->inp), E = zt_cols(a->inp), k = a->k, per = E / a->groups;
+    float *buf = job->cpu->scratch[thread], *c = buf + E;
+    const float *bias = zt__present(a->bias) ? (const float *)a->bias.data : NULL;
     for (int64_t t = task * job->per_task; t < ZT__MIN(N, (task + 1) * job->per_task); t++) {
         const float *x = zt__row_in(a->inp, t * E, E, buf);
         float *p = (float *)a->probs.data + t * E, top = -INFINITY, sum = 0.0f, chosen = 0.0f;
-        for (int64_t e = 0; e < E; e++) top = fmaxf(top, x[e]);
-        for (int64_t e = 0; e < E; e++) sum += (p[e] = expf(x[e] - top));
-        for (int64_t e = 0; e < E; e++) p[e] /= sum;
+        if (a->sigmoid) {
+            for (int64_t e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-x[e]));
+        } else {
+            for (int64_t e = 0; e < E; e++) top = fmaxf(top, x[e]);
+            for (int64_t e = 0; e < E; e++) sum += (p[e] = expf(x[e] - top));
+            for (int64_t e = 0; e < E; e++) p[e] /= sum;
+        }
+        for (int64_t e = 0; e < E; e++) c[e] = bias ? p[e] + bias[e] : p[e]; /* what the choice reads */
+        if (a->groups > 1) { /* the topk_groups groups whose two best sum highest (the lower on a tie); the rest out */
+            float score[ZT_MOE_MAX_GROUPS];
+            uint64_t keep = 0;
+            for (int g = 0; g < a->groups; g++) {
+                float b1 = -INFINITY, b2 = -INFINITY;
+                for (int64_t e = g * per; e < (g + 1) * per; e++)
+                    if (c[e] > b1) b2 = b1, b1 = c[e];
+                    else if (c[e] > b2) b2 = c[e];
+                score[g] = b1 + b2;
+            }
+            for (int i = 0; i < a->topk_groups; i++) {
+                int best = -1;
+                for (int g = 0; g < a->groups; g++)
+                    if (!(keep >> g & 1) && (best < 0 || score[g] > score[best])) best = g;
+                keep |= (uint64_t)1 << best;
+            }
+            for (int64_t e = 0; e < E; e++)
+                if (!(keep >> (e / per) & 1)) c[e] = -INFINITY;
+        }
         int32_t *idx = (int32_t *)a->idx.data + t * k;
         for (int64_t j = 0; j < k; j++) { /* the likeliest not yet taken, the lower expert on a tie (or NaN) */
             int64_t best = -1;
             for (int64_t e = 0; e < E; e++) {
                 int taken = 0;
                 for (int64_t i = 0; i < j; i++) taken |= idx[i] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+                if (!taken && (best < 0 || c[e] > c[best])) best = e;
             }
             idx[j] = (int32_t)best;
             chosen += p[best]; /* in the order transformers sums its topk values */
@@ -17659,11 +17819,12 @@ static void zt__moe_route_fwd_task(void *ctx, int64_t task, int thread) {
                 idx[i] = idx[i - 1], idx[i - 1] = v;
             }
         float *w = (float *)a->weight.data + t * k;
-        for (int64_t j = 0; j < k; j++) w[j] = a->normalize ? p[idx[j]] / chosen : p[idx[j]];
+        for (int64_t j = 0; j < k; j++) w[j] = (a->normalize ? p[idx[j]] / chosen : p[idx[j]]) * a->scale;
     }
 }
 
-/* w_j = p_j / S (S: the chosen p's sum) when normalizing, else p_j; dp_j from dw, then softmax's backward */
+/* w_j = scale p_j / S (S: the chosen p's sum) when normalizing, else scale p_j; dp_j from dw, then softmax's backward
+   (the sigmoid's: each chosen p_j's own) */
 static void zt__moe_route_bwd_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_moe *a = &job->op->moe;
@@ -17675,11 +17836,11 @@ static void zt__moe_route_bwd_task(void *ctx, int64_t task, int thread) {
         float S = 0.0f, dot = 0.0f, dp[ZT_MOE_MAX_K], pd = 0.0f;
         for (int64_t j = 0; j < k; j++) S += p[idx[j]];
         for (int64_t j = 0; j < k; j++) dot += dw[j] * (p[idx[j]] / S);
-        for (int64_t j = 0; j < k; j++) dp[j] = a->normalize ? (dw[j] - dot) / S : dw[j];
+        for (int64_t j = 0; j < k; j++) dp[j] = (a->normalize ? (dw[j] - dot) / S : dw[j]) * a->scale;
         for (int64_t j = 0; j < k; j++) pd += dp[j] * p[idx[j]];
-        for (int64_t e = 0; e < E; e++) d[e] = -pd;
+        for (int64_t e = 0; e < E; e++) d[e] = a->sigmoid ? 0.0f : -pd;
         for (int64_t j = 0; j < k; j++) d[idx[j]] += dp[j];
-        for (int64_t e = 0; e < E; e++) d[e] *= p[e];
+        for (int64_t e = 0; e < E; e++) d[e] *= a->sigmoid ? p[e] * (1.0f - p[e]) : p[e];
         zt__add_into(a->dinp, t * E, d, E, buf);
     }
 }
@@ -18242,7 +18403,7 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_ROPE_FWD:
     case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp) + zt_cols(op->rope.inp) / 2;
     case ZT__OP_CROSSENTROPY: return zt_cols(op->crossentropy.logits);
-    case ZT__OP_MOE_ROUTE_FWD: return zt_cols(op->moe.inp);
+    case ZT__OP_MOE_ROUTE_FWD: return 2 * zt_cols(op->moe.inp);
     case ZT__OP_MOE_ROUTE_BWD:
     case ZT__OP_MOE_BALANCE_BWD: return 2 * zt_cols(op->moe.probs);
     case ZT__OP_MOE_SORT: return zt_numel(op->moe.counts);

@@ -504,17 +504,48 @@ __device__ __forceinline__ void zt__cu_argmax(float *v, int *i) {
     }
 }
 
-__global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, zt__cu_t logits, int64_t N, int64_t E,
-                                     int k, int normalize) {
+/* A warp per token: its probabilities (softmax, or each logit's sigmoid), the groups it may choose from (lane 0
+   ranks them), then its k choices by probability (+ the fixed bias), as the CPU backend's */
+__global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, zt__cu_t logits, const float *bias,
+                                     int64_t N, int64_t E, int k, int normalize, int sigmoid, int groups, int topk_groups,
+                                     float scale) {
     int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+    int64_t per = E / groups;
     for (int64_t t = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); t < N; t += (int64_t)gridDim.x * warps) {
         float *p = probs + t * E, top = -INFINITY, sum = 0.0f, chosen = 0.0f;
-        for (int64_t e = lane; e < E; e += 32) top = fmaxf(top, zt__cu_ld(logits.p, logits.t, t * E + e));
-        top = zt__cu_warp_max(top);
-        for (int64_t e = lane; e < E; e += 32) sum += (p[e] = expf(zt__cu_ld(logits.p, logits.t, t * E + e) - top));
-        sum = zt__cu_warp_sum(sum);
-        for (int64_t e = lane; e < E; e += 32) p[e] /= sum;
+        if (sigmoid) {
+            for (int64_t e = lane; e < E; e += 32) p[e] = 1.0f / (1.0f + expf(-zt__cu_ld(logits.p, logits.t, t * E + e)));
+        } else {
+            for (int64_t e = lane; e < E; e += 32) top = fmaxf(top, zt__cu_ld(logits.p, logits.t, t * E + e));
+            top = zt__cu_warp_max(top);
+            for (int64_t e = lane; e < E; e += 32) sum += (p[e] = expf(zt__cu_ld(logits.p, logits.t, t * E + e) - top));
+            sum = zt__cu_warp_sum(sum);
+            for (int64_t e = lane; e < E; e += 32) p[e] /= sum;
+        }
         __syncwarp();
+        unsigned long long keep = ~0ull;
+        if (groups > 1) {
+            if (lane == 0) {
+                float score[ZT_MOE_MAX_GROUPS];
+                for (int g = 0; g < groups; g++) {
+                    float b1 = -INFINITY, b2 = -INFINITY;
+                    for (int64_t e = g * per; e < (g + 1) * per; e++) {
+                        float c = bias ? p[e] + bias[e] : p[e];
+                        if (c > b1) b2 = b1, b1 = c;
+                        else if (c > b2) b2 = c;
+                    }
+                    score[g] = b1 + b2;
+                }
+                keep = 0;
+                for (int i = 0; i < topk_groups; i++) {
+                    int best = -1;
+                    for (int g = 0; g < groups; g++)
+                        if (!(keep >> g & 1) && (best < 0 || score[g] > score[best])) best = g;
+                    keep |= 1ull << best;
+                }
+            }
+            keep = __shfl_sync(0xffffffffu, keep, 0);
+        }
         int sel[ZT_MOE_MAX_K];
         for (int j = 0; j < k; j++) {
             float bv = 0.0f;
@@ -522,7 +553,8 @@ __global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, 
             for (int64_t e = lane; e < E; e += 32) {
                 int taken = 0;
                 for (int i = 0; i < j; i++) taken |= sel[i] == e;
-                if (!taken && (bi < 0 || p[e] > bv)) bv = p[e], bi = (int)e;
+                float c = !(keep >> (e / per) & 1) ? -INFINITY : bias ? p[e] + bias[e] : p[e];
+                if (!taken && (bi < 0 || c > bv)) bv = c, bi = (int)e;
             }
             zt__cu_argmax(&bv, &bi);
             sel[j] = bi;
@@ -534,13 +566,14 @@ __global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, 
                     int v = sel[i];
                     sel[i] = sel[i - 1], sel[i - 1] = v;
                 }
-            for (int j = 0; j < k; j++) idx[t * k + j] = sel[j], weight[t * k + j] = normalize ? p[sel[j]] / chosen : p[sel[j]];
+            for (int j = 0; j < k; j++)
+                idx[t * k + j] = sel[j], weight[t * k + j] = (normalize ? p[sel[j]] / chosen : p[sel[j]]) * scale;
         }
     }
 }
 
 __global__ void zt__cu_moe_route_bwd(zt__cu_t dlogits, const float *dweight, const float *probs, const int32_t *idx,
-                                     int64_t N, int64_t E, int k, int normalize) {
+                                     int64_t N, int64_t E, int k, int normalize, int sigmoid, float scale) {
     int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     for (int64_t t = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); t < N; t += (int64_t)gridDim.x * warps) {
         const float *p = probs + t * E, *dw = dweight + t * k;
@@ -548,13 +581,14 @@ __global__ void zt__cu_moe_route_bwd(zt__cu_t dlogits, const float *dweight, con
         float S = 0.0f, dot = 0.0f, pd = 0.0f, dp[ZT_MOE_MAX_K];
         for (int j = 0; j < k; j++) S += p[ix[j]];
         for (int j = 0; j < k; j++) dot += dw[j] * (p[ix[j]] / S);
-        for (int j = 0; j < k; j++) dp[j] = normalize ? (dw[j] - dot) / S : dw[j];
+        for (int j = 0; j < k; j++) dp[j] = (normalize ? (dw[j] - dot) / S : dw[j]) * scale;
         for (int j = 0; j < k; j++) pd += dp[j] * p[ix[j]];
         for (int64_t e = lane; e < E; e += 32) {
-            float d = -pd;
+            float d = sigmoid ? 0.0f : -pd;
             for (int j = 0; j < k; j++) d += ix[j] == e ? dp[j] : 0.0f;
             int64_t at = t * E + e;
-            zt__cu_st(dlogits.p, dlogits.t, at, zt__cu_ld(dlogits.p, dlogits.t, at) + d * p[e]);
+            zt__cu_st(dlogits.p, dlogits.t, at,
+                      zt__cu_ld(dlogits.p, dlogits.t, at) + d * (sigmoid ? p[e] * (1.0f - p[e]) : p[e]));
         }
     }
 }
@@ -2365,12 +2399,14 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
                                                            (const float *)a->weight.data, N, E);
         else if (op->kind == ZT__OP_MOE_ROUTE_FWD)
             zt__cu_moe_route_fwd<<<blocks, 128, 0, st>>>((int32_t *)a->idx.data, (float *)a->weight.data,
-                                                         (float *)a->probs.data, zt__cu_of(a->inp), N, E, (int)a->k,
-                                                         a->normalize);
+                                                         (float *)a->probs.data, zt__cu_of(a->inp),
+                                                         zt__present(a->bias) ? (const float *)a->bias.data : NULL, N, E,
+                                                         (int)a->k, a->normalize, a->sigmoid, a->groups, a->topk_groups,
+                                                         a->scale);
         else
             zt__cu_moe_route_bwd<<<blocks, 128, 0, st>>>(zt__cu_of(a->dinp), (const float *)a->dweight.data,
                                                          (const float *)a->probs.data, (const int32_t *)a->idx.data, N,
-                                                         E, (int)a->k, a->normalize);
+                                                         E, (int)a->k, a->normalize, a->sigmoid, a->scale);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

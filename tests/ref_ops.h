@@ -341,6 +341,63 @@ REF void ref_moe_route_backward(double *dlogits, const double *dweight, const do
         for (int64_t e = 0; e < E; e++) dlogits[t * E + e] += p[e] * (dp[e] - pd); /* softmax's backward */
     }
 }
+/* DeepSeek-V3's and GLM-4.5's routing: probs (N,E) = sigmoid(logits); each token's k choices by probs + bias (E)
+   among the experts of its topk_groups groups of E / groups whose two best (by probs + bias) sum highest (ties: the
+   lower group, the lower expert), in increasing order; weight (N,k), their probabilities (divided by their sum when
+   normalize), times scale. Backward through the chosen probabilities: dlogits += dp p (1 - p) for them alone. */
+REF void ref_moe_route_sigmoid_forward(int32_t *idx, double *weight, double *probs, const double *logits,
+                                       const double *bias, int64_t N, int64_t E, int64_t k, int64_t groups,
+                                       int64_t topk_groups, double scale, int normalize) {
+    int64_t per = E / groups;
+    for (int64_t t = 0; t < N; t++) {
+        double *p = probs + t * E, c[1024], score[64], chosen = 0;
+        int keep[64] = {0};
+        for (int64_t e = 0; e < E; e++) p[e] = 1.0 / (1.0 + exp(-logits[t * E + e])), c[e] = p[e] + bias[e];
+        for (int64_t g = 0; g < groups; g++) {
+            double b1 = -INFINITY, b2 = -INFINITY;
+            for (int64_t e = g * per; e < (g + 1) * per; e++)
+                if (c[e] > b1) b2 = b1, b1 = c[e];
+                else if (c[e] > b2) b2 = c[e];
+            score[g] = b1 + b2;
+        }
+        for (int64_t i = 0; i < topk_groups; i++) {
+            int64_t best = -1;
+            for (int64_t g = 0; g < groups; g++)
+                if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+            keep[best] = 1;
+        }
+        int32_t *ix = idx + t * k;
+        for (int64_t j = 0; j < k; j++) {
+            int64_t best = -1;
+            for (int64_t e = 0; e < E; e++) {
+                int taken = !keep[e / per];
+                for (int64_t i = 0; i < j; i++) taken |= ix[i] == e;
+                if (!taken && (best < 0 || c[e] > c[best])) best = e;
+            }
+            ix[j] = (int32_t)best;
+            chosen += p[best];
+        }
+        for (int64_t j = 1; j < k; j++)
+            for (int64_t i = j; i > 0 && ix[i - 1] > ix[i]; i--) {
+                int32_t v = ix[i];
+                ix[i] = ix[i - 1], ix[i - 1] = v;
+            }
+        for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] / (normalize ? chosen : 1.0) * scale;
+    }
+}
+REF void ref_moe_route_sigmoid_backward(double *dlogits, const double *dweight, const double *probs, const int32_t *idx,
+                                        int64_t N, int64_t E, int64_t k, double scale, int normalize) {
+    for (int64_t t = 0; t < N; t++) {
+        const double *p = probs + t * E, *dw = dweight + t * k;
+        const int32_t *ix = idx + t * k;
+        double S = 0, dp[1024] = {0};
+        for (int64_t j = 0; j < k; j++) S += p[ix[j]];
+        for (int64_t j = 0; j < k; j++)
+            for (int64_t i = 0; i < k; i++)
+                dp[ix[i]] += scale * (normalize ? dw[j] * ((i == j) - p[ix[j]] / S) / S : (i == j) * dw[j]);
+        for (int64_t j = 0; j < k; j++) dlogits[t * E + ix[j]] += dp[ix[j]] * p[ix[j]] * (1 - p[ix[j]]);
+    }
+}
 /* The load-balancing loss's part through the probabilities: sums (E) = each expert's probability summed over the
    tokens; backward: dlogits (N,E) += d(sum_e dsums_e * sums_e) / d logits, softmax's backward of dsums on each row */
 REF void ref_moe_prob_sums(double *sums, const double *probs, int64_t N, int64_t E) {

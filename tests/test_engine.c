@@ -485,8 +485,8 @@ TEST(model_config_errors_name_the_key) {
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
     config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4, stablelm and gpt_neox only, as "
-                 "transformers does (its llama rotates whole heads)");
+                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4, glm4_moe, stablelm "
+                 "and gpt_neox only, as transformers does (its llama rotates whole heads)");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
                  "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
                  "rotates an even number of them, at least 2");
@@ -993,6 +993,38 @@ TEST(gpt_neox_configs_take_transformers_defaults) {
     config_error(json, "zt implements GPT-NeoX's gelu");
     snprintf(json, sizeof json, neox, 2, 8, 84, 256, 128, "");
     config_error(json, "hidden_size 84 is not a multiple of num_attention_heads 8");
+}
+
+/* GLM-4.5 (glm4_moe): Glm4MoeConfig's defaults (its 106B shape), DeepSeek-V3's group routing, parameters as transformers
+   counts them (the routers' corrections are buffers there), and what is refused */
+TEST(glm4_moe_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *glm = "{\"model_type\": \"glm4_moe\", \"num_hidden_layers\": %d, \"num_attention_heads\": 96, "
+                      "\"hidden_size\": 4096, \"intermediate_size\": 10944, \"max_position_embeddings\": 131072, "
+                      "\"vocab_size\": 151552%s}";
+    snprintf(json, sizeof json, glm, 46, ", \"head_dim\": 128"); /* as GLM-4.5's (4096 / 96 would rotate 21 dimensions) */
+    zt_model_config c = config_of(json);
+    CHECK(c.moe_sigmoid && c.n_experts == 128 && c.experts_per_token == 8 && c.expert_intermediate == 1408 && c.norm_topk);
+    CHECK(c.moe_groups == 1 && c.moe_topk_groups == 1 && c.moe_scale == 1.0f && c.shared_ungated);
+    CHECK(c.shared_intermediate == 1408 && c.sparse[0] == (((uint64_t)1 << 46) - 2) && c.n_kv_head == 8); /* 0 dense */
+    CHECK(c.rotary_dim == 64 && !c.rope_interleaved && !c.qkv_bias && !c.qk_norm && !c.tied_embeddings);
+    CHECK(c.router_aux_coef == 0.0f && c.norm_eps == 1e-5f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 106851586048);
+    snprintf(json, sizeof json, glm, 2, ", \"n_group\": 8, \"topk_group\": 4, \"n_routed_experts\": 64, "
+             "\"num_experts_per_tok\": 6, \"n_shared_experts\": 2, \"use_qk_norm\": true, \"attention_bias\": true, "
+             "\"head_dim\": 128, \"first_k_dense_replace\": 0, \"routed_scaling_factor\": 2.5, "
+             "\"output_router_logits\": true");
+    c = config_of(json); /* no load-balancing loss: transformers' glm4_moe adds none */
+    CHECK(c.moe_groups == 8 && c.moe_topk_groups == 4 && c.n_experts == 64 && c.experts_per_token == 6);
+    CHECK(c.shared_intermediate == 2 * 1408 && c.sparse[0] == 3 && c.qk_norm == 1 && c.qkv_bias && !c.out_bias);
+    CHECK(c.moe_scale == 2.5f && c.head_dim == 128 && c.rotary_dim == 64 && c.router_aux_coef == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 3743990272);
+    snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"n_group\": 3");
+    config_error(json, "\"n_group\" 3 and \"topk_group\" 1 do not fit 128 experts, 8 a token");
+    snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"n_group\": 64, \"topk_group\": 3");
+    config_error(json, "\"n_group\" 64 and \"topk_group\" 3 do not fit 128 experts, 8 a token");
+    snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"routed_scaling_factor\": 0");
+    config_error(json, "\"routed_scaling_factor\" must be a positive number, found 0");
 }
 
 /* Phi (phi-1, 1.5 and 2): PhiConfig's defaults (phi-1.5's shape) and phi-2's, parameters as transformers counts them

@@ -189,6 +189,14 @@ TEST(ref_fd_gelu_silu_swiglu) {
 /* MoE routing: the weights as a function of the logits, the choices held (no ties near the random logits);
    combining: the output as a function of the experts' rows and the weights */
 typedef struct { double *logits, *ys, *weight; const int32_t *idx, *where; int64_t N, E, k, C; int normalize; } fd_moe_ctx;
+static const double fd_sigmoid_bias[8] = {0.05, -0.1, 0.0, 0.2, -0.05, 0.1, 0.02, -0.2};
+static void fd_moe_route_sigmoid_fwd(void *p, double *out) { /* 8 experts in 4 groups, 2 of them, times 2.5 */
+    fd_moe_ctx *c = (fd_moe_ctx *)p;
+    int32_t *idx = ibuf(c->N * c->k);
+    ref_moe_route_sigmoid_forward(idx, out, dbuf(c->N * c->E), c->logits, fd_sigmoid_bias, c->N, c->E, c->k, 4, 2, 2.5,
+                                  c->normalize);
+    for (int64_t i = 0; i < c->N * c->k; i++) ZT_ASSERT(idx[i] == c->idx[i]); /* the choices stay put */
+}
 static void fd_moe_route_fwd(void *p, double *out) {
     fd_moe_ctx *c = (fd_moe_ctx *)p;
     int32_t *idx = ibuf(c->N * c->k);
@@ -223,6 +231,16 @@ TEST(ref_fd_moe) {
         double *dl = dbuf(c.N * c.E);
         ref_moe_route_backward(dl, f.w, probs, idx, c.N, c.E, c.k, normalize);
         FD_CHECK(normalize ? "moe route dlogits (normalized)" : "moe route dlogits", &f, c.logits, c.N * c.E, dl);
+        fd_moe_ctx s = {NULL, NULL, NULL, NULL, NULL, 5, 8, 3, 0, normalize}; /* DeepSeek-V3's sigmoid routing */
+        s.logits = drand(&r, s.N * s.E, -2, 2);
+        idx = ibuf(s.N * s.k), probs = dbuf(s.N * s.E), weight = dbuf(s.N * s.k);
+        ref_moe_route_sigmoid_forward(idx, weight, probs, s.logits, fd_sigmoid_bias, s.N, s.E, s.k, 4, 2, 2.5, normalize);
+        s.idx = idx;
+        f = fd_make(fd_moe_route_sigmoid_fwd, &s, s.N * s.k, &r);
+        dl = dbuf(s.N * s.E);
+        ref_moe_route_sigmoid_backward(dl, f.w, probs, idx, s.N, s.E, s.k, 2.5, normalize);
+        FD_CHECK(normalize ? "moe sigmoid route dlogits (normalized)" : "moe sigmoid route dlogits", &f, s.logits,
+                 s.N * s.E, dl);
     }
     fd_moe_ctx b = {NULL, NULL, NULL, NULL, NULL, 7, 5, 2, 0, 0}; /* the balance: probability sums of the logits */
     b.logits = drand(&r, b.N * b.E, -2, 2);
@@ -917,10 +935,41 @@ static void moe_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t E, int6
     EXPECT_CLOSE(label("gated add %s backward: dy = prefill + grad", dn), download(d, Dx), dx, N * C, tol_for(dt));
     EXPECT_CLOSE(label("gated add %s backward: dgate = prefill + grad", dn), download(d, Dgate), dgate, N, tol_for(dt));
 }
+/* the sigmoid routing (DeepSeek-V3's, GLM-4.5's): groups, a correction bias, a scale, either weighting */
+static void moe_sigmoid_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t groups,
+                             int64_t topk_groups, int normalize) {
+    const char *dn = dt_name(dt);
+    double *logits = drand(r, N * E, -3, 3), *bias = drand(r, E, -0.1, 0.1);
+    zt_tensor Logits = to_dev(d, dt, zt_shape2(N, E), logits), Bias = to_dev(d, ZT_F32, zt_shape1(E), bias);
+    zt_tensor Idx = dev_new(d, ZT_I32, zt_shape2(N, k)), Weight = dev_new(d, ZT_F32, zt_shape2(N, k));
+    zt_tensor Probs = dev_new(d, ZT_F32, zt_shape2(N, E));
+    zt_moe_route_params p;
+    memset(&p, 0, sizeof p);
+    p.normalize = normalize, p.sigmoid = 1, p.groups = groups, p.topk_groups = topk_groups, p.scale = 2.5f, p.bias = &Bias;
+    zt_moe_route_with(d->s, Idx, Weight, Probs, Logits, p);
+    int32_t *idx = ibuf(N * k);
+    double *weight = dbuf(N * k), *probs = dbuf(N * E), *idx_d = dbuf(N * k);
+    ref_moe_route_sigmoid_forward(idx, weight, probs, logits, bias, N, E, k, groups, topk_groups, 2.5, normalize);
+    for (int64_t i = 0; i < N * k; i++) idx_d[i] = idx[i];
+    const char *cfg = label("moe sigmoid route %s N %lld E %lld k %lld, %lld of %lld groups%s", dn, (long long)N,
+                            (long long)E, (long long)k, (long long)topk_groups, (long long)groups,
+                            normalize ? ", normalized" : "");
+    EXPECT_EXACT(label("%s: idx", cfg), download(d, Idx), idx_d, N * k);
+    EXPECT_CLOSE(label("%s: probs", cfg), download(d, Probs), probs, N * E, TOL_F32);
+    EXPECT_CLOSE(label("%s: weight", cfg), download(d, Weight), weight, N * k, TOL_F32);
+    double *dweight = drand(r, N * k, -1, 1), *dlogits = drand(r, N * E, -1, 1);
+    zt_tensor Dweight = to_dev(d, ZT_F32, zt_shape2(N, k), dweight), Dlogits = to_dev(d, dt, zt_shape2(N, E), dlogits);
+    zt_moe_route_backward_with(d->s, Dlogits, Dweight, Probs, Idx, p);
+    ref_moe_route_sigmoid_backward(dlogits, dweight, probs, idx, N, E, k, 2.5, normalize);
+    EXPECT_CLOSE(label("%s backward: dlogits = prefill + grad", cfg), download(d, Dlogits), dlogits, N * E, tol_for(dt));
+}
 static void check_moe(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
     rng r = {165};
+    moe_sigmoid_case(&d, &r, dt, 29, 16, 3, 4, 2, 1); /* groups of 4, 2 of them */
+    moe_sigmoid_case(&d, &r, dt, 300, 64, 8, 8, 4, 1); /* DeepSeek-V3's 8 groups, 4 chosen (of 64 experts) */
+    moe_sigmoid_case(&d, &r, dt, 17, 8, 2, 1, 1, 0);  /* one group (GLM-4.5's), unnormalized */
     moe_case(&d, &r, dt, 37, 8, 2, 33, 1); /* Mixtral's 8 and 2 */
     moe_case(&d, &r, dt, 13, 16, 4, 20, 0);
     moe_case(&d, &r, dt, 300, 64, 8, 8, 1); /* more than one task of rows */

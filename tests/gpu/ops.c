@@ -623,6 +623,29 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
    one row is shifted by +60 (the max must be subtracted), rows 3 and N-2 are ignored */
 /* the MoE steps: routing (exact choices; probabilities and weights to f32's few ulp of expf; the gradient a
    sum over the choices), the balancing loss's gradient and probability sums, the sort and the gather (exact), the combine and its backward (sums in another order) */
+/* the sigmoid routing (DeepSeek-V3's, GLM-4.5's): a correction bias, groups, a scale; exact choices */
+static void case_moe_sigmoid(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t groups, int64_t topk_groups) {
+    if (!case_begin("moe_sigmoid", dt, "N %lld E %lld k %lld, %lld of %lld groups", (long long)N, (long long)E, (long long)k,
+                    (long long)topk_groups, (long long)groups))
+        return;
+    pair logits = prand(dt, zt_shape2(N, E), -4, 4), probs = pnew(ZT_F32, zt_shape2(N, E));
+    pair bias = prand(ZT_F32, zt_shape1(E), -0.1f, 0.1f);
+    pair idx = pnew(ZT_I32, zt_shape2(N, k)), weight = pnew(ZT_F32, zt_shape2(N, k));
+    pair dweight = prand(ZT_F32, zt_shape2(N, k), -1, 1), dlogits = prand(dt, zt_shape2(N, E), -1, 1);
+    BOTH {
+        zt_moe_route_params p;
+        memset(&p, 0, sizeof p);
+        p.normalize = 1, p.sigmoid = 1, p.groups = groups, p.topk_groups = topk_groups, p.scale = 2.5f, p.bias = &bias.t[i];
+        zt_moe_route_with(sd[i].s, idx.t[i], weight.t[i], probs.t[i], logits.t[i], p);
+        zt_moe_route_backward_with(sd[i].s, dlogits.t[i], dweight.t[i], probs.t[i], idx.t[i], p);
+    }
+    check("idx", idx, TOL_EXACT);
+    check("probs", probs, TOL_F32);
+    check("weight", weight, TOL_F32);
+    check("dlogits +=", dlogits, tol_of(dt, TOL_F32_SUM));
+    case_end();
+}
+
 static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, int normalize) {
     if (!case_begin("moe", dt, "N %lld E %lld k %lld C %lld%s", (long long)N, (long long)E, (long long)k, (long long)C,
                     normalize ? " normalized" : ""))
@@ -882,6 +905,8 @@ int main(int argc, char **argv) {
     case_moe(ZT_BF16, 4096, 8, 2, 4096, 1);  /* Mixtral 8x7B */
     case_moe(ZT_BF16, 2048, 128, 8, 2048, 1); /* Qwen3-30B-A3B */
     case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */
+    case_moe_sigmoid(ZT_BF16, 2048, 256, 8, 8, 4); /* DeepSeek-V3's routing: 8 of 256 in 4 of 8 groups */
+    case_moe_sigmoid(ZT_F32, 1000, 128, 8, 1, 1);  /* GLM-4.5's: one group */
     for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f, 0.0f);
     case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f, 0.0f);
     case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f, 0.0f);

@@ -305,6 +305,15 @@ def make_config(model_type):
         return transformers.Starcoder2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                              norm_epsilon=1e-5, use_bias=True, sliding_window=7, residual_dropout=0.0,
                                              embedding_dropout=0.0)
+    if model_type == "glm4_moe":  # untied; GLM-4.5's layer: LLaMA's norms, q, k and v biases, an RMSNorm on each head
+        # of q and k, the rope on half of each head; layer 0 dense, layer 1 8 experts of 24 in 4 groups: each token
+        # chooses 3 by sigmoid score + a fixed correction among its 2 best groups, weights normalized and times 2.5,
+        # beside an ungated shared expert
+        return transformers.Glm4MoeConfig(**common_llama, head_dim=16, tie_word_embeddings=False, pad_token_id=0,
+                                          attention_bias=True, use_qk_norm=True, n_routed_experts=8,
+                                          num_experts_per_tok=3, moe_intermediate_size=24, n_shared_experts=1,
+                                          n_group=4, topk_group=2, routed_scaling_factor=2.5, first_k_dense_replace=1,
+                                          norm_topk_prob=True)
     if model_type == "gpt_neox":  # untied; Pythia's layer: the attention and the MLP side by side, each with its own
         # LayerNorm (with biases) of the layer's input, q, k and v in one matrix (each head's rows together), every
         # bias, the erf GELU; the rope on half of each head (rotary_pct: Pythia's is a quarter)
@@ -380,7 +389,7 @@ def experts_by_name(model_type, name, t):
 
 def randomize(model, gen):
     """Seeded parameters: weights N(0, 1/fan_in), embeddings N(0, 0.2^2), biases N(0, 0.1^2), norm
-    weights 1 + N(0, 0.1^2)."""
+    weights 1 + N(0, 0.1^2); then GLM-4.5's routers' correction buffers N(0, 0.05^2)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 2 and ("wte" in name or "wpe" in name or "embed_tokens" in name):
@@ -395,6 +404,9 @@ def randomize(model, gen):
                         else 0.1 * torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+        for name, b in model.named_buffers():  # GLM-4.5's routers' fixed corrections (0 at initialisation), of a
+            if name.endswith("e_score_correction_bias"):  # size that moves choices
+                b.copy_(0.05 * torch.randn(b.shape, generator=gen))
 
 
 def neox_qkv(model, name):
@@ -453,6 +465,7 @@ def make(fixture, seed):
         assert rotary.attention_scaling != 1.0 or rotary.rope_type == "dynamic"
     model.train()  # every dropout is 0 but the *_dropout fixtures': train mode is what training uses
     randomize(model, gen)
+    buffers = [(n, b) for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")]
     params = list(model.named_parameters())  # tied weights appear once, under the embedding's name
     names = [n for n, _ in params]
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
@@ -512,6 +525,7 @@ def make(fixture, seed):
         torch.nn.functional.dropout = dropout
     for name, p in params:
         out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(model, name, p))]
+    out += [("param." + n, b.detach().clone()) for n, b in buffers]  # zt's frozen parameters
 
     model.zero_grad(set_to_none=True)
     res = model(input_ids=input_ids, labels=input_ids)
@@ -549,13 +563,15 @@ def make(fixture, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
-    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):  # the split above is what save_pretrained writes
+    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe"):  # the split above is what
+        # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
         with tempfile.TemporaryDirectory() as tmp:
             model.save_pretrained(tmp)
             saved = load_file(os.path.join(tmp, "model.safetensors"))
         mine = dict(t for name, p in model.named_parameters() for t in experts_by_name(model_type, name, p.detach()))
+        mine.update((n, b.detach()) for n, b in buffers)
         assert sorted(mine) == sorted(k for k in saved if k != "lm_head.weight" or not tied), (sorted(mine), sorted(saved))
         assert all(torch.equal(mine[k], saved[k]) for k in mine)
     if dropout:
@@ -578,7 +594,7 @@ def main():
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
                                  "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
-                                 "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "cohere2", "cohere_qk_norm"]):
+                                 "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
