@@ -3513,7 +3513,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
     const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
     if (glm && (r = zt__config_glm4_moe(c, j, &first_dense, &shared))) return r;
-    if (glm) t = zt__json_get(j, 0, "n_routed_experts"), experts = "n_routed_experts"; /* its num_local_experts */
+    if (glm) { /* n_routed_experts, or its num_local_experts (Glm4MoeConfig's attribute_map) */
+        int routed = zt__json_get(j, 0, "n_routed_experts") >= 0;
+        experts = routed ? "n_routed_experts" : "num_local_experts", t = zt__json_get(j, 0, experts);
+    }
     if ((r = zt__json_int(j, t, experts, &c->n_experts)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
         ((qwen || glm) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",

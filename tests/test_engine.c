@@ -1023,6 +1023,8 @@ TEST(glm4_moe_configs_take_transformers_defaults) {
     config_error(json, "\"n_group\" 3 and \"topk_group\" 1 do not fit 128 experts, 8 a token");
     snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"n_group\": 64, \"topk_group\": 3");
     config_error(json, "\"n_group\" 64 and \"topk_group\" 3 do not fit 128 experts, 8 a token");
+    snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"num_local_experts\": 16");
+    CHECK(config_of(json).n_experts == 16); /* Glm4MoeConfig's attribute_map */
     snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"routed_scaling_factor\": 0");
     config_error(json, "\"routed_scaling_factor\" must be a positive number, found 0");
 }
