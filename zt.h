@@ -597,7 +597,7 @@ typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
-                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe" */
+                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -3495,13 +3495,14 @@ static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int6
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
-    int qwen = !mixtral && !olmoe && !glm;
+    int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
+    int qwen = !mixtral && !olmoe && !glm && !minimax;
     int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1;
     int logits_out = 0;
     double jitter = 0, coef = olmoe ? 0.01 : 0.001;
     zt_result r = ZT_OK;
     /* the transformers configs' defaults (Mixtral's and OLMoE's experts are of intermediate_size) */
-    c->n_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
+    c->n_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : minimax ? 256 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
     c->expert_intermediate = !qwen ? c->intermediate : qwen2 ? 1408 : 768, c->norm_topk = mixtral;
     c->shared_intermediate = qwen2 ? 5632 : 0;
     if (qwen2 && (r = zt__json_int(j, zt__json_get(j, 0, "shared_expert_intermediate_size"),
@@ -3522,11 +3523,13 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
         ((qwen || glm) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
                                             &c->expert_intermediate))) ||
-        (!mixtral && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob", &c->norm_topk))) ||
+        (!mixtral && !minimax && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
+                                                    &c->norm_topk))) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
         return r;
-    t = zt__json_get(j, 0, "router_jitter_noise"); /* read by transformers' Mixtral alone (the Qwens keep it unused) */
+    t = zt__json_get(j, 0, "router_jitter_noise"); /* read by transformers' Mixtral and MiniMax-M2 alone (the Qwens keep
+                                                      it unused) */
     if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_jitter_noise", &jitter))) return r;
     t = zt__json_get(j, 0, "router_aux_loss_coef");
     if (!zt__json_is_null(j, t) && (r = zt__json_number(j, t, "router_aux_loss_coef", &coef))) return r;
@@ -3541,10 +3544,16 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (!(jitter >= 0 && jitter < 1))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_jitter_noise\" must be 0 (none) or more, below 1, found %g", j->file,
                        jitter);
-    if (!mixtral && jitter != 0)
-        zt_log(ZT_LOG_WARN, "%s: router_jitter_noise %g is left out, as transformers' %s leaves it (Mixtral's alone "
-               "adds it)", j->file, jitter, c->model_type);
-    c->router_jitter = mixtral ? (float)jitter : 0.0f;
+    if (!mixtral && !minimax && jitter != 0)
+        zt_log(ZT_LOG_WARN, "%s: router_jitter_noise %g is left out, as transformers' %s leaves it (Mixtral's and "
+               "MiniMax-M2's alone add it)", j->file, jitter, c->model_type);
+    c->router_jitter = mixtral || minimax ? (float)jitter : 0.0f;
+    if (minimax) { /* sigmoid scores, the choice by them plus e_score_correction_bias, always normalized */
+        c->norm_topk = 1, c->moe_sigmoid = 1, c->moe_groups = c->moe_topk_groups = 1;
+        if (logits_out && coef > 0) /* its balance loss reads a softmax of the router's logits, not the sigmoid */
+            return zt__config_refuse(j, "output_router_logits", "is true (MiniMax-M2's load-balancing loss, over a softmax "
+                                     "of its sigmoid router's logits, is not built)");
+    }
     if (c->n_experts < 1 || c->n_experts > ZT_MOE_MAX_EXPERTS)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"%s\" is %lld; zt takes 1 to %d experts", j->file, experts,
                        (long long)c->n_experts, ZT_MOE_MAX_EXPERTS);
@@ -3915,8 +3924,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_qwen2 = strcmp(c->model_type, "qwen2") == 0 || strcmp(c->model_type, "qwen2_moe") == 0;
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
     int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
-    int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0;
-    int is_moe = is_glm4_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0, is_minimax = strcmp(c->model_type, "minimax_m2") == 0;
+    int is_moe = is_glm4_moe || is_minimax || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -3953,6 +3962,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
     if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
     if (is_glm4_moe) eps = 1e-5, partial = 0.5, c->n_kv_head = 8;    /* Glm4MoeConfig's */
+    if (is_minimax) theta = 5000000.0, c->n_kv_head = 8, c->head_dim = 128; /* MiniMaxM2Config's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
         eps = 1e-5, partial = 0.25, attention_bias = 1;
         if ((r = zt__json_number(j, zt__json_get(j, 0, "rotary_emb_base"), "rotary_emb_base", &theta)) ||
@@ -4027,6 +4037,12 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((r = zt__json_number(j, is_neox ? -1 : zt__json_get(j, 0, "partial_rotary_factor"), "partial_rotary_factor",
                              &partial)))
         return r;
+    t = zt__json_get(j, 0, "rotary_dim"); /* MiniMax-M2's released files: rotary_dim / head_dim, where no factor is given */
+    if (is_minimax && t >= 0 && !zt__json_is_null(j, t) && zt__json_get(j, 0, "partial_rotary_factor") < 0) {
+        int64_t rd = 0, hd = c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0;
+        if ((r = zt__json_int(j, t, "rotary_dim", &rd))) return r;
+        if (hd > 0) partial = (double)rd / (double)hd;
+    }
     int rp = zt__json_get(j, 0, "rope_parameters"), rs = zt__json_get(j, 0, "rope_scaling");
     int per_type = (is_gemma3 || is_olmo3) && rp >= 0 && j->tok[rp].type == JSMN_OBJECT &&
                    (zt__json_get(j, rp, "full_attention") >= 0 || zt__json_get(j, rp, "sliding_attention") >= 0);
@@ -4072,10 +4088,10 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         return zt_fail(ZT_ERROR_INVALID, "%s: the sliding layers' rope theta must be positive, found %g", j->file,
                        (double)c->local_rope_theta);
     if (partial != 1.0 && strcmp(c->model_type, "phi3") != 0 && !is_glm && !is_stablelm && !is_phi && !is_neox &&
-        !is_glm4_moe)
+        !is_glm4_moe && !is_minimax)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"partial_rotary_factor\" is %g; zt rotates a part of a head for phi, "
-                       "phi3, glm, glm4, glm4_moe, stablelm and gpt_neox only, as transformers does (its %s rotates whole "
-                       "heads)", j->file, partial, c->model_type);
+                       "phi3, glm, glm4, glm4_moe, minimax_m2, stablelm and gpt_neox only, as transformers does (its %s "
+                       "rotates whole heads)", j->file, partial, c->model_type);
     if (is_gemma && (r = zt__config_gemma(c, j, act, is_gemma3 ? 3 : is_gemma2 ? 2 : 1))) return r;
     if ((is_starcoder2 || is_phi) && strcmp(act, "gelu_pytorch_tanh") != 0 && strcmp(act, "gelu_new") != 0)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements %s's %s (and %s, the same "
@@ -4140,7 +4156,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
                                                                                    its own */
     if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
     c->mlp_bias = ((is_starcoder2 || is_phi) && attention_bias) || is_neox; /* Starcoder2's use_bias: every projection */
-    c->qk_norm = is_olmo || is_olmoe ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
+    c->qk_norm = is_olmo || is_olmoe || is_minimax ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
@@ -4227,11 +4243,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "glm4") && strcmp(c->model_type, "seed_oss") && strcmp(c->model_type, "internlm3") &&
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
-        strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe"))
+        strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
+        strcmp(c->model_type, "minimax_m2"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, "
-                       "stablelm, starcoder2 and gpt_neox", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "stablelm, starcoder2, gpt_neox and minimax_m2", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -4713,7 +4730,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         }
         if (sparse) { /* at zt__moe_slot: the router, then each expert's gate and up (joined) and down, by the
                          checkpoints' names (Mixtral's w1, w3 and w2) */
-            int mixtral = strcmp(c->model_type, "mixtral") == 0;
+            int mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "minimax_m2") == 0;
             int64_t E = c->n_experts, EI = c->expert_intermediate;
             const char *moe = mixtral ? "block_sparse_moe" : "mlp", *names[3] = {"gate_proj", "up_proj", "down_proj"};
             if (mixtral) names[0] = "w1", names[1] = "w3", names[2] = "w2";
@@ -4738,10 +4755,11 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                     zt_block_param(def, ZT__P("mlp.shared_expert_gate.weight"), zt_shape2(1, C), ZT_PARAM_DECAY,
                                    ZT_INIT_NORMAL, std);
             }
-            if (c->moe_sigmoid) /* the router's correction: read, kept and written back, never trained (a buffer to
-                                   transformers; rounded to the weights' dtype here) */
-                zt_block_param(def, ZT__P("mlp.gate.e_score_correction_bias"), zt_shape1(E), ZT_PARAM_FROZEN, ZT_INIT_ZEROS,
-                               0);
+            if (c->moe_sigmoid) { /* the router's correction: read, kept and written back, never trained (a buffer to
+                                     transformers; rounded to the weights' dtype here); MiniMax-M2's on the block */
+                snprintf(what, sizeof what, "%s.e_score_correction_bias", mixtral ? "block_sparse_moe" : "mlp.gate");
+                zt_block_param(def, ZT__P(what), zt_shape1(E), ZT_PARAM_FROZEN, ZT_INIT_ZEROS, 0);
+            }
         }
     }
 #undef ZT__P

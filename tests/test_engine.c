@@ -485,8 +485,8 @@ TEST(model_config_errors_name_the_key) {
                  "\"num_key_value_heads\": 4, \"hidden_size\": 48, \"intermediate_size\": 8, "
                  "\"max_position_embeddings\": 8, \"vocab_size\": 8}", "not a multiple of num_key_value_heads");
     config_error("{\"model_type\": \"llama\", \"rope_parameters\": {\"rope_type\": \"default\", \"partial_rotary_factor\": 0.75}}",
-                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4, glm4_moe, stablelm "
-                 "and gpt_neox only, as transformers does (its llama rotates whole heads)");
+                 "\"partial_rotary_factor\" is 0.75; zt rotates a part of a head for phi, phi3, glm, glm4, glm4_moe, minimax_m2, "
+                 "stablelm and gpt_neox only, as transformers does (its llama rotates whole heads)");
     config_error("{\"model_type\": \"phi3\", \"num_attention_heads\": 2, \"hidden_size\": 20, \"partial_rotary_factor\": 0.3}",
                  "\"partial_rotary_factor\" 0.3 of a head of 10 rotates 3 dimensions; zt takes a factor in (0, 1] that "
                  "rotates an even number of them, at least 2");
@@ -1027,6 +1027,28 @@ TEST(glm4_moe_configs_take_transformers_defaults) {
     CHECK(config_of(json).n_experts == 16); /* Glm4MoeConfig's attribute_map */
     snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"routed_scaling_factor\": 0");
     config_error(json, "\"routed_scaling_factor\" must be a positive number, found 0");
+}
+
+/* MiniMax-M2 (minimax_m2): MiniMaxM2Config's defaults (its 230B shape), its files' rotary_dim, parameters as transformers
+   counts them, and what is refused */
+TEST(minimax_m2_configs_take_transformers_defaults) {
+    char json[768];
+    const char *mm = "{\"model_type\": \"minimax_m2\", \"num_hidden_layers\": %d, \"num_attention_heads\": 48, "
+                     "\"hidden_size\": 3072, \"intermediate_size\": 1536, \"max_position_embeddings\": 196608, "
+                     "\"vocab_size\": 200064%s}";
+    snprintf(json, sizeof json, mm, 62, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.moe_sigmoid && c.n_experts == 256 && c.experts_per_token == 8 && c.expert_intermediate == 1536 && c.norm_topk);
+    CHECK(c.head_dim == 128 && c.n_kv_head == 8 && c.qk_norm == 2 && c.rotary_dim == 0 && c.rope_theta == 5e6f);
+    CHECK(c.shared_intermediate == 0 && c.moe_groups == 1 && c.router_aux_coef == 0.0f && !c.tied_embeddings);
+    CHECK_EQ_INT(zt_model_config_params(&c), 228689748992);
+    snprintf(json, sizeof json, mm, 2, ", \"rotary_dim\": 64, \"num_local_experts\": 32, \"num_experts_per_tok\": 4, "
+             "\"norm_topk_prob\": false, \"router_jitter_noise\": 0.1, \"output_router_logits\": false");
+    c = config_of(json); /* rotary_dim 64 of 128; always normalized; the jitter read, as Mixtral's */
+    CHECK(c.rotary_dim == 64 && c.n_experts == 32 && c.experts_per_token == 4 && c.norm_topk && c.router_jitter == 0.1f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 2223469568);
+    snprintf(json, sizeof json, mm, 2, ", \"output_router_logits\": true");
+    config_error(json, "\"output_router_logits\" is true");
 }
 
 /* Phi (phi-1, 1.5 and 2): PhiConfig's defaults (phi-1.5's shape) and phi-2's, parameters as transformers counts them

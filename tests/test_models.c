@@ -160,7 +160,8 @@ static const model_tol tol_bf16_yarn_gpu = {5e-3, 1e-1, 6e-2, 5e-3, 3e-2};
    fixture's seed): there zt is off by 3.9e-2, torch's bf16 by 4.1e-2, and f32 checks the maths to 2e-6.
    glm4_moe too: its sigmoid scores plus a correction, among 2 of 4 groups, leave near ties that bf16 resolves otherwise
    from a few steps on; torch's bf16 autocast on its shapes is off by up to 8.7e-3 in step loss (6 seeds), zt by
-   1.2e-2 (step 6) and 2.8e-2 in gradient norm. Its f32 test checks the routing and the maths to 3e-6. */
+   1.2e-2 (step 6) and 2.8e-2 in gradient norm. Its f32 test checks the routing and the maths to 3e-6. minimax_m2's
+   sigmoid router with its correction likewise. */
 
 /* On a GPU (ZT_TEST_BACKEND=cuda, build/gpu_models_cuda) the kernels sum in other orders (blocked and tree
    reductions), contract multiply-adds into FMAs and use the device's libm (expf, tanhf within 2 ulp); at these sizes
@@ -404,6 +405,13 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.mlp_bias && cfg.head_bias && cfg.rotary_dim == 4 && !cfg.tied_embeddings && !cfg.qk_norm,
                   "%s: layernorm %d, parallel %d, plain_mlp %d, head_bias %d, rotary_dim %lld", path, cfg.layernorm,
                   cfg.parallel_block, cfg.plain_mlp, cfg.head_bias, (long long)cfg.rotary_dim);
+    if (strcmp(type, "minimax_m2") == 0) /* every layer 4 experts, 2 a token by sigmoid score + a correction, normalized;
+                                            OLMo 2's q and k norms; half of each head rotated (rotary_dim 8) */
+        CHECK_MSG(cfg.moe_sigmoid && cfg.moe_groups == 1 && cfg.n_experts == 4 && cfg.experts_per_token == 2 &&
+                  cfg.expert_intermediate == 24 && cfg.norm_topk && cfg.shared_intermediate == 0 && cfg.sparse[0] == 3 &&
+                  cfg.qk_norm == 2 && !cfg.qkv_bias && cfg.rotary_dim == 8 && cfg.rope_theta == 5e6f,
+                  "%s: sigmoid %d, experts %lld, sparse %llx, qk_norm %d, rotary_dim %lld", path, cfg.moe_sigmoid,
+                  (long long)cfg.n_experts, (unsigned long long)cfg.sparse[0], cfg.qk_norm, (long long)cfg.rotary_dim);
     if (strcmp(type, "glm4_moe") == 0) /* layer 1 sparse: 8 experts, 3 a token by sigmoid score + a correction among the 2
                                           best of 4 groups, times 2.5; an ungated shared expert; q and k norms a head */
         CHECK_MSG(cfg.moe_sigmoid && cfg.moe_groups == 4 && cfg.moe_topk_groups == 2 && cfg.moe_scale == 2.5f &&
@@ -535,8 +543,9 @@ static void model_test(const char *type, zt_precision prec) {
     memset(&r, 0, sizeof r);
     int gpu = strcmp(test_backend(), "cpu") != 0;
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0 ||
-              strcmp(type, "olmoe") == 0 || strcmp(type, "glm4_moe") == 0;
-    const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") || strcmp(type, "glm4_moe") == 0
+              strcmp(type, "olmoe") == 0 || strcmp(type, "glm4_moe") == 0 || strcmp(type, "minimax_m2") == 0;
+    const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") || strcmp(type, "glm4_moe") == 0 ||
+                            strcmp(type, "minimax_m2") == 0
                           ? &tol_bf16_balance
                           : strstr(type, "_yarn") ? (gpu ? &tol_bf16_yarn_gpu : &tol_bf16_yarn) : moe ? &tol_bf16_moe
                           : strncmp(type, "stablelm", 8) == 0 ? &tol_bf16_stablelm : gpu ? &tol_bf16_gpu : &tol_bf16;
@@ -684,6 +693,7 @@ TEST(models_phi_fp32) { model_test("phi", ZT_PRECISION_FP32); }
 TEST(models_phi_dropout_fp32) { model_test("phi_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_fp32) { model_test("gpt_neox", ZT_PRECISION_FP32); }
 TEST(models_glm4_moe_fp32) { model_test("glm4_moe", ZT_PRECISION_FP32); }
+TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_dropout_fp32) { model_test("gpt_neox_dropout", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
@@ -729,6 +739,7 @@ TEST(models_starcoder2_bf16) { model_test("starcoder2", ZT_PRECISION_BF16); }
 TEST(models_phi_bf16) { model_test("phi", ZT_PRECISION_BF16); }
 TEST(models_gpt_neox_bf16) { model_test("gpt_neox", ZT_PRECISION_BF16); }
 TEST(models_glm4_moe_bf16) { model_test("glm4_moe", ZT_PRECISION_BF16); }
+TEST(models_minimax_m2_bf16) { model_test("minimax_m2", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
 TEST(models_cohere_qk_norm_bf16) { model_test("cohere_qk_norm", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

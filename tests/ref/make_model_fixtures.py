@@ -305,6 +305,12 @@ def make_config(model_type):
         return transformers.Starcoder2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                              norm_epsilon=1e-5, use_bias=True, sliding_window=7, residual_dropout=0.0,
                                              embedding_dropout=0.0)
+    if model_type == "minimax_m2":  # untied; MiniMax-M2's layer: an RMSNorm over all of q's heads and one over k's (OLMo
+        # 2's), the rope on half of each head (its files' rotary_dim), every layer 4 experts of 24, 2 a token chosen by
+        # sigmoid score + a fixed correction, weights normalized
+        return transformers.MiniMaxM2Config(**dict(common_llama, intermediate_size=24), head_dim=16, rotary_dim=8,
+                                            tie_word_embeddings=False, pad_token_id=0, num_local_experts=4,
+                                            num_experts_per_tok=2)
     if model_type == "glm4_moe":  # untied; GLM-4.5's layer: LLaMA's norms, q, k and v biases, an RMSNorm on each head
         # of q and k, the rope on half of each head; layer 0 dense, layer 1 8 experts of 24 in 4 groups: each token
         # chooses 3 by sigmoid score + a fixed correction among its 2 best groups, weights normalized and times 2.5,
@@ -367,8 +373,11 @@ def make_config(model_type):
 def experts_by_name(model_type, name, t):
     """transformers 5 holds an MoE layer's experts as two 3-D tensors (gate_up_proj (E, 2I, C), down_proj
     (E, C, I)); checkpoints, and zt, have each expert's weights by name (Mixtral: w1 gate, w3 up, w2 down, under
-    block_sparse_moe). [(name, tensor)] in zt's names for one of transformers' parameters."""
-    mixtral = model_type == "mixtral"
+    block_sparse_moe; MiniMax-M2 as Mixtral, its router's correction buffer on the block). [(name, tensor)] in zt's
+    names for one of transformers' parameters (or of GLM-4.5's and MiniMax-M2's correction buffers)."""
+    mixtral = model_type in ("mixtral", "minimax_m2")
+    if name.endswith(".mlp.e_score_correction_bias") and mixtral:
+        return [(name.replace(".mlp.", ".block_sparse_moe."), t)]
     if model_type == "gpt_neox" and name == "lm_head.weight":  # transformers 5's name in memory; its files' (and zt's)
         return [("embed_out.weight", t)]
     if ".mlp.gate." in name and mixtral:
@@ -525,7 +534,8 @@ def make(fixture, seed):
         torch.nn.functional.dropout = dropout
     for name, p in params:
         out += [("param." + n, t) for n, t in experts_by_name(model_type, name, zt_layout(model, name, p))]
-    out += [("param." + n, b.detach().clone()) for n, b in buffers]  # zt's frozen parameters
+    out += [("param." + n, t) for name, b in buffers  # zt's frozen parameters
+            for n, t in experts_by_name(model_type, name, b.detach().clone())]
 
     model.zero_grad(set_to_none=True)
     res = model(input_ids=input_ids, labels=input_ids)
@@ -563,7 +573,7 @@ def make(fixture, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
-    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe"):  # the split above is what
+    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2"):  # the split above is what
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -571,7 +581,7 @@ def make(fixture, seed):
             model.save_pretrained(tmp)
             saved = load_file(os.path.join(tmp, "model.safetensors"))
         mine = dict(t for name, p in model.named_parameters() for t in experts_by_name(model_type, name, p.detach()))
-        mine.update((n, b.detach()) for n, b in buffers)
+        mine.update(t for name, b in buffers for t in experts_by_name(model_type, name, b.detach()))
         assert sorted(mine) == sorted(k for k in saved if k != "lm_head.weight" or not tied), (sorted(mine), sorted(saved))
         assert all(torch.equal(mine[k], saved[k]) for k in mine)
     if dropout:
@@ -594,7 +604,8 @@ def main():
                                  "phi3_partial", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5",
                                  "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
-                                 "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe", "cohere2", "cohere_qk_norm"]):
+                                 "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
+                                 "minimax_m2", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
