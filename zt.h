@@ -597,7 +597,7 @@ typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
-                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2" */
+                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -657,10 +657,11 @@ typedef struct zt_model_config {
     int64_t n_experts, experts_per_token, expert_intermediate;
     int64_t shared_intermediate; /* > 0: a shared expert of this size beside them, gated by a sigmoid (Qwen2-MoE) */
     int shared_ungated;         /* ... added as it is, without a gate (GLM-4.5's shared_experts) */
-    int moe_sigmoid;            /* the router's probabilities are sigmoids; each token chooses by them plus a fixed
-                                   correction, mlp.gate.e_score_correction_bias (a frozen parameter), among its
-                                   moe_topk_groups best of moe_groups groups (DeepSeek-V3's and GLM-4.5's routing,
-                                   zt_moe_route_params); the chosen weights times moe_scale (routed_scaling_factor) */
+    int moe_sigmoid;            /* the router's probabilities are sigmoids, among its moe_topk_groups best of
+                                   moe_groups groups (DeepSeek-V3's and GLM-4.5's routing, zt_moe_route_params); the
+                                   chosen weights times moe_scale (routed_scaling_factor) */
+    int moe_correction;         /* each token chooses by its probabilities plus a fixed per-expert correction,
+                                   e_score_correction_bias (a frozen parameter): GLM-4.5's, MiniMax-M2's, ERNIE 4.5's */
     int64_t moe_groups, moe_topk_groups;
     float moe_scale;
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
@@ -3477,7 +3478,7 @@ static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int6
     zt_result r;
     double scale = 1.0;
     c->n_experts = 128, c->experts_per_token = 8, c->expert_intermediate = 1408, c->norm_topk = 1;
-    c->moe_sigmoid = 1, c->moe_groups = 1, c->moe_topk_groups = 1;
+    c->moe_sigmoid = c->moe_correction = 1, c->moe_groups = 1, c->moe_topk_groups = 1;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "n_group"), "n_group", &c->moe_groups)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "topk_group"), "topk_group", &c->moe_topk_groups)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace", first_dense)) ||
@@ -3492,12 +3493,39 @@ static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int6
     return ZT_OK;
 }
 
+/* ERNIE 4.5's MoE: a softmax router whose choice adds e_score_correction_bias, weights normalized (by a sum clamped
+   at moe_norm_min, 1e-12: the sum itself, but for a router that gives every chosen expert almost nothing), sparse
+   layers every moe_layer_interval-th from moe_layer_start_index to moe_layer_end_index (-1: the last),
+   moe_num_shared_experts ungated shared experts; Ernie4_5_MoeConfig's names and defaults */
+static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, int64_t *shared, int64_t *step,
+                                         int64_t *from, int64_t *to) {
+    zt_result r;
+    *shared = 2, *step = 1, *from = 1, *to = -1;
+    c->n_experts = 64, c->experts_per_token = 6, c->expert_intermediate = 1536, c->norm_topk = 1, c->moe_correction = 1;
+    struct { const char *key, *alias; int64_t *v; } keys[] = {
+        {"moe_num_experts", "num_experts", &c->n_experts}, {"moe_k", "num_experts_per_tok", &c->experts_per_token},
+        {"moe_num_shared_experts", NULL, shared}, {"moe_layer_start_index", NULL, from},
+        {"moe_layer_end_index", NULL, to}, {"moe_layer_interval", NULL, step}};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        int t = zt__json_get(j, 0, keys[k].key);
+        const char *name = keys[k].key;
+        if (t < 0 && keys[k].alias) t = zt__json_get(j, 0, keys[k].alias), name = keys[k].alias; /* attribute_map */
+        if (t >= 0 && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, name, keys[k].v))) return r;
+    }
+    if (*step < 1 || *from < 0 || *to < -1 || *shared < 0 || *shared > 64)
+        return zt_fail(ZT_ERROR_INVALID, "%s: moe_layer_interval must be 1 or more, moe_layer_start_index 0 or more, "
+                       "moe_layer_end_index -1 or more and moe_num_shared_experts 0 to 64 (found %lld, %lld, %lld, %lld)",
+                       j->file, (long long)*step, (long long)*from, (long long)*to, (long long)*shared);
+    return ZT_OK;
+}
+
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
-    int qwen = !mixtral && !olmoe && !glm && !minimax;
-    int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1;
+    int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
+    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie;
+    int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1, from = 0, to = -1;
     int logits_out = 0;
     double jitter = 0, coef = olmoe ? 0.01 : 0.001;
     zt_result r = ZT_OK;
@@ -3515,16 +3543,18 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
     const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
     if (glm && (r = zt__config_glm4_moe(c, j, &first_dense, &shared))) return r;
+    if (ernie && (r = zt__config_ernie4_5_moe(c, j, &shared, &step, &from, &to))) return r;
+    if (glm) from = first_dense;
     if (glm) { /* n_routed_experts, or its num_local_experts (Glm4MoeConfig's attribute_map) */
         int routed = zt__json_get(j, 0, "n_routed_experts") >= 0;
         experts = routed ? "n_routed_experts" : "num_local_experts", t = zt__json_get(j, 0, experts);
     }
     if ((r = zt__json_int(j, t, experts, &c->n_experts)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
-        ((qwen || glm) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"), "moe_intermediate_size",
-                                            &c->expert_intermediate))) ||
-        (!mixtral && !minimax && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
-                                                    &c->norm_topk))) ||
+        ((qwen || glm || ernie) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"),
+                                                     "moe_intermediate_size", &c->expert_intermediate))) ||
+        (!mixtral && !minimax && !ernie && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
+                                                              &c->norm_topk))) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
         return r;
@@ -3536,11 +3566,14 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (!(coef >= 0 && coef <= 1e6))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_aux_loss_coef\" must be 0 or more (at most 1e6), found %g",
                        j->file, coef);
+    if (ernie && logits_out && coef > 0) /* its balance loss counts the choices without the correction */
+        return zt__config_refuse(j, "output_router_logits", "is true (ERNIE 4.5's load-balancing loss, which counts the "
+                                 "choices its router would make without e_score_correction_bias, is not built)");
     if (glm && logits_out)
         zt_log(ZT_LOG_WARN, "%s: output_router_logits is true, but transformers' glm4_moe adds no load-balancing loss, and "
                "neither does zt", j->file);
     c->router_aux_coef = logits_out && !glm ? (float)coef : 0.0f;
-    if (glm) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
+    if (glm || ernie) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
     if (!(jitter >= 0 && jitter < 1))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_jitter_noise\" must be 0 (none) or more, below 1, found %g", j->file,
                        jitter);
@@ -3549,7 +3582,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
                "MiniMax-M2's alone add it)", j->file, jitter, c->model_type);
     c->router_jitter = mixtral || minimax ? (float)jitter : 0.0f;
     if (minimax) { /* sigmoid scores, the choice by them plus e_score_correction_bias, always normalized */
-        c->norm_topk = 1, c->moe_sigmoid = 1, c->moe_groups = c->moe_topk_groups = 1;
+        c->norm_topk = 1, c->moe_sigmoid = c->moe_correction = 1, c->moe_groups = c->moe_topk_groups = 1;
         if (logits_out && coef > 0) /* its balance loss reads a softmax of the router's logits, not the sigmoid */
             return zt__config_refuse(j, "output_router_logits", "is true (MiniMax-M2's load-balancing loss, over a softmax "
                                      "of its sigmoid router's logits, is not built)");
@@ -3576,8 +3609,9 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int dense = qwen && t >= 0 && !zt__json_is_null(j, t);
     if (dense && j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_only_layers", "a list of layer numbers");
     if (layers <= 0 || layers > 64 * 64) return ZT_OK; /* refused later, with the other sizes */
-    for (int64_t l = 0; l < layers; l++) /* GLM-4.5: dense below first_k_dense_replace */
-        if (glm ? l >= first_dense : (l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
+    if (to < 0) to = layers - 1; /* GLM-4.5: dense below first_k_dense_replace; ERNIE 4.5: its start, end, interval */
+    for (int64_t l = from; l <= to && l < layers; l++)
+        if ((l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
     if (dense) {
         for (int k = 0, it = t + 1; k < j->tok[t].size; k++, it = zt__json_skip(j, it)) {
             int64_t l = -1;
@@ -3925,7 +3959,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
     int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
     int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0, is_minimax = strcmp(c->model_type, "minimax_m2") == 0;
-    int is_moe = is_glm4_moe || is_minimax || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
+    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -3934,7 +3969,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_olmo = is_olmo3 || strcmp(c->model_type, "olmo2") == 0;
     int is_glm4 = strcmp(c->model_type, "glm4") == 0, is_glm = is_glm4 || strcmp(c->model_type, "glm") == 0;
     int is_seed = strcmp(c->model_type, "seed_oss") == 0, is_internlm3 = strcmp(c->model_type, "internlm3") == 0;
-    int is_ernie = strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
+    int is_ernie = is_ernie_moe || strcmp(c->model_type, "ernie4_5") == 0, out_bias = 0;
     int is_exaone4 = strcmp(c->model_type, "exaone4") == 0, is_cohere2 = strcmp(c->model_type, "cohere2") == 0;
     int is_cohere = is_cohere2 || strcmp(c->model_type, "cohere") == 0;
     int is_stablelm = strcmp(c->model_type, "stablelm") == 0, is_starcoder2 = strcmp(c->model_type, "starcoder2") == 0;
@@ -3954,6 +3989,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_glm) eps = 1.5625e-7, partial = 0.5, attention_bias = 1, c->n_kv_head = 2, c->head_dim = 128; /* GlmConfig's */
     if (is_seed) attention_bias = 1, c->n_kv_head = 8, c->head_dim = 128;                   /* SeedOssConfig's */
     if (is_internlm3 || is_ernie) eps = 1e-5, c->n_kv_head = 2, c->head_dim = 128;        /* theirs */
+    if (is_ernie_moe) c->n_kv_head = 4, c->head_dim = 0;                                  /* Ernie4_5_MoeConfig's */
     if (is_ernie) theta = 500000.0;
     if (is_exaone4) eps = 1e-5, c->sliding_window = 4096; /* Exaone4Config's */
     if (is_cohere) eps = 1e-5, theta = is_cohere2 ? 10000.0 : 500000.0; /* CohereConfig's, Cohere2Config's */
@@ -4244,13 +4280,13 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
-        strcmp(c->model_type, "minimax_m2"))
+        strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, exaone4, cohere, cohere2, "
-                       "stablelm, starcoder2, gpt_neox and minimax_m2", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
+                       "cohere2, stablelm, starcoder2, gpt_neox and minimax_m2", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
-                         strcmp(c->model_type, "ernie4_5") == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
+                         strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
@@ -4320,7 +4356,9 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias || gpt2 ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + (c->shared_ungated ? 0 : C) : 0;
-    /* (GLM-4.5's e_score_correction_bias is a buffer to transformers, not counted; zt holds it frozen) */
+    /* the routers' corrections: GLM-4.5's and MiniMax-M2's are buffers to transformers, not counted, ERNIE 4.5's a
+       parameter without a gradient */
+    experts += c->moe_correction && strcmp(c->model_type, "ernie4_5_moe") == 0 ? c->n_experts : 0;
     for (int64_t l = 0; l < c->n_layer; l++) sparse += zt__layer_sparse(c, l);
     int64_t qk = c->qk_norm >= 2 ? q + kv : c->qk_norm ? 2 * c->head_dim : 0;
     int64_t pre = c->post_norms_only ? 0 : c->parallel_block == 1 ? C : 2 * C; /* Cohere, StableLM: one norm a layer */
@@ -4755,10 +4793,13 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                     zt_block_param(def, ZT__P("mlp.shared_expert_gate.weight"), zt_shape2(1, C), ZT_PARAM_DECAY,
                                    ZT_INIT_NORMAL, std);
             }
-            if (c->moe_sigmoid) { /* the router's correction: read, kept and written back, never trained (a buffer to
-                                     transformers; rounded to the weights' dtype here); MiniMax-M2's on the block */
-                snprintf(what, sizeof what, "%s.e_score_correction_bias", mixtral ? "block_sparse_moe" : "mlp.gate");
-                zt_block_param(def, ZT__P(what), zt_shape1(E), ZT_PARAM_FROZEN, ZT_INIT_ZEROS, 0);
+            if (c->moe_correction) { /* the router's correction: read, kept and written back, never trained (a buffer to
+                                        transformers; rounded to the weights' dtype here); MiniMax-M2's on the block,
+                                        ERNIE 4.5's (1, E) in moe_statics (its files' name; the gate's to transformers) */
+                int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
+                snprintf(what, sizeof what, "%s.e_score_correction_bias",
+                         mixtral ? "block_sparse_moe" : ernie ? "mlp.moe_statics" : "mlp.gate");
+                zt_block_param(def, ZT__P(what), ernie ? zt_shape2(1, E) : zt_shape1(E), ZT_PARAM_FROZEN, ZT_INIT_ZEROS, 0);
             }
         }
     }
@@ -4898,9 +4939,10 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     sv->idx = zt_block_keep(ctx, ZT_I32, zt_shape2(N, k)), sv->rw = zt_block_keep(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_route_params rp = zt__moe_route(c);
     zt_tensor bias = zt__none();
-    if (c->moe_sigmoid) { /* the correction, in f32 as the op takes it */
+    if (c->moe_correction) { /* the correction, in f32 as the op takes it */
+        zt_tensor p = ctx->param[zt__moe_bias_slot(c)];
         bias = zt_block_temp(ctx, ZT_F32, zt_shape1(E));
-        zt_cast(s, bias, ctx->param[zt__moe_bias_slot(c)]);
+        zt_cast(s, bias, zt_tensor_make(p.data, p.dtype, p.place, zt_shape1(E)));
         rp.bias = &bias;
     }
     zt_moe_route_with(s, sv->idx, sv->rw, sv->probs, logits, rp);

@@ -1051,6 +1051,31 @@ TEST(minimax_m2_configs_take_transformers_defaults) {
     config_error(json, "\"output_router_logits\" is true");
 }
 
+/* ERNIE 4.5 MoE (ernie4_5_moe): Ernie4_5_MoeConfig's defaults (ERNIE-4.5-21B-A3B's shape), its layer range and interval,
+   parameters as transformers counts them (its routers' corrections are parameters there), and what is refused */
+TEST(ernie4_5_moe_configs_take_transformers_defaults) {
+    char json[768];
+    const char *ernie = "{\"model_type\": \"ernie4_5_moe\", \"num_hidden_layers\": %d, \"num_attention_heads\": 20, "
+                        "\"hidden_size\": 2560, \"intermediate_size\": 12288, \"max_position_embeddings\": 131072, "
+                        "\"vocab_size\": 103424%s}";
+    snprintf(json, sizeof json, ernie, 28, "");
+    zt_model_config c = config_of(json);
+    CHECK(!c.moe_sigmoid && c.moe_correction && c.n_experts == 64 && c.experts_per_token == 6 && c.norm_topk);
+    CHECK(c.expert_intermediate == 1536 && c.shared_intermediate == 3072 && c.shared_ungated && c.head_dim == 128);
+    CHECK(c.n_kv_head == 4 && c.rope_interleaved && c.tied_embeddings && c.rope_theta == 5e5f && c.pad_token_id == 0);
+    CHECK(c.sparse[0] == (((uint64_t)1 << 28) - 2)); /* layer 0 dense */
+    CHECK_EQ_INT(zt_model_config_params(&c), 21825437888);
+    snprintf(json, sizeof json, ernie, 4, ", \"moe_layer_start_index\": 0, \"moe_layer_end_index\": 2, "
+             "\"moe_layer_interval\": 2, \"moe_num_shared_experts\": 0, \"moe_num_experts\": 16, \"moe_k\": 4");
+    c = config_of(json); /* every second layer from 0 to 2: layer 1 alone */
+    CHECK(c.sparse[0] == 2 && c.n_experts == 16 && c.experts_per_token == 4 && c.shared_intermediate == 0);
+    CHECK_EQ_INT(zt_model_config_params(&c), 799603216);
+    snprintf(json, sizeof json, ernie, 4, ", \"output_router_logits\": true");
+    config_error(json, "\"output_router_logits\" is true");
+    snprintf(json, sizeof json, ernie, 4, ", \"use_bias\": true");
+    config_error(json, "\"use_bias\" is true");
+}
+
 /* Phi (phi-1, 1.5 and 2): PhiConfig's defaults (phi-1.5's shape) and phi-2's, parameters as transformers counts them
    (the output layer's bias among them), and what is refused */
 TEST(phi_configs_take_transformers_defaults) {

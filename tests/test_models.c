@@ -371,7 +371,7 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
         CHECK_MSG(cfg.post_norms_only && cfg.qk_norm == 1 && cfg.windowed[0] == 1 && cfg.nope[0] == 2 &&
                   cfg.sliding_window == 6, "%s: windowed %llx, nope %llx", path, (unsigned long long)cfg.windowed[0],
                   (unsigned long long)cfg.nope[0]);
-    if (strcmp(type, "ernie4_5") == 0) /* the whole head rotated in interleaved pairs */
+    if (strncmp(type, "ernie4_5", 8) == 0) /* the whole head rotated in interleaved pairs */
         CHECK_MSG(cfg.rope_interleaved && cfg.rotary_dim == 0 && cfg.tied_embeddings, "%s: interleaved %d", path,
                   cfg.rope_interleaved);
     if (strcmp(type, "cohere") == 0) /* one LayerNorm a layer, the MLP beside the attention; all four biases */
@@ -405,6 +405,13 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.mlp_bias && cfg.head_bias && cfg.rotary_dim == 4 && !cfg.tied_embeddings && !cfg.qk_norm,
                   "%s: layernorm %d, parallel %d, plain_mlp %d, head_bias %d, rotary_dim %lld", path, cfg.layernorm,
                   cfg.parallel_block, cfg.plain_mlp, cfg.head_bias, (long long)cfg.rotary_dim);
+    if (strcmp(type, "ernie4_5_moe") == 0) /* layer 1 sparse: 4 experts, 2 a token by softmax probability + a correction,
+                                              normalized, 2 ungated shared experts; the rope interleaved */
+        CHECK_MSG(!cfg.moe_sigmoid && cfg.moe_correction && cfg.n_experts == 4 && cfg.experts_per_token == 2 &&
+                  cfg.expert_intermediate == 24 && cfg.norm_topk && cfg.shared_ungated && cfg.shared_intermediate == 48 &&
+                  cfg.sparse[0] == 2 && cfg.rope_interleaved && cfg.tied_embeddings && cfg.router_aux_coef == 0,
+                  "%s: correction %d, experts %lld, shared %lld, sparse %llx", path, cfg.moe_correction,
+                  (long long)cfg.n_experts, (long long)cfg.shared_intermediate, (unsigned long long)cfg.sparse[0]);
     if (strcmp(type, "minimax_m2") == 0) /* every layer 4 experts, 2 a token by sigmoid score + a correction, normalized;
                                             OLMo 2's q and k norms; half of each head rotated (rotary_dim 8) */
         CHECK_MSG(cfg.moe_sigmoid && cfg.moe_groups == 1 && cfg.n_experts == 4 && cfg.experts_per_token == 2 &&
@@ -543,7 +550,8 @@ static void model_test(const char *type, zt_precision prec) {
     memset(&r, 0, sizeof r);
     int gpu = strcmp(test_backend(), "cpu") != 0;
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0 ||
-              strcmp(type, "olmoe") == 0 || strcmp(type, "glm4_moe") == 0 || strcmp(type, "minimax_m2") == 0;
+              strcmp(type, "olmoe") == 0 || strcmp(type, "glm4_moe") == 0 || strcmp(type, "minimax_m2") == 0 ||
+              strcmp(type, "ernie4_5_moe") == 0;
     const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") || strcmp(type, "glm4_moe") == 0 ||
                             strcmp(type, "minimax_m2") == 0
                           ? &tol_bf16_balance
@@ -694,6 +702,7 @@ TEST(models_phi_dropout_fp32) { model_test("phi_dropout", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_fp32) { model_test("gpt_neox", ZT_PRECISION_FP32); }
 TEST(models_glm4_moe_fp32) { model_test("glm4_moe", ZT_PRECISION_FP32); }
 TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
+TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_dropout_fp32) { model_test("gpt_neox_dropout", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
@@ -740,6 +749,7 @@ TEST(models_phi_bf16) { model_test("phi", ZT_PRECISION_BF16); }
 TEST(models_gpt_neox_bf16) { model_test("gpt_neox", ZT_PRECISION_BF16); }
 TEST(models_glm4_moe_bf16) { model_test("glm4_moe", ZT_PRECISION_BF16); }
 TEST(models_minimax_m2_bf16) { model_test("minimax_m2", ZT_PRECISION_BF16); }
+TEST(models_ernie4_5_moe_bf16) { model_test("ernie4_5_moe", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }
 TEST(models_cohere_qk_norm_bf16) { model_test("cohere_qk_norm", ZT_PRECISION_BF16); }
 TEST(models_exaone4_bf16) { model_test("exaone4", ZT_PRECISION_BF16); }

@@ -305,6 +305,12 @@ def make_config(model_type):
         return transformers.Starcoder2Config(**{k: v for k, v in common_llama.items() if k != "rms_norm_eps"},
                                              norm_epsilon=1e-5, use_bias=True, sliding_window=7, residual_dropout=0.0,
                                              embedding_dropout=0.0)
+    if model_type == "ernie4_5_moe":  # tied; ERNIE 4.5's layer (the rope in interleaved pairs over the whole head);
+        # layer 0 dense, layer 1 4 experts of 24, 2 a token by softmax probability + a fixed correction, weights
+        # normalized, beside 2 ungated shared experts
+        return transformers.Ernie4_5_MoeConfig(**common_llama, head_dim=16, pad_token_id=0, moe_num_experts=4, moe_k=2,
+                                               moe_intermediate_size=24, moe_num_shared_experts=2,
+                                               moe_layer_start_index=1)
     if model_type == "minimax_m2":  # untied; MiniMax-M2's layer: an RMSNorm over all of q's heads and one over k's (OLMo
         # 2's), the rope on half of each head (its files' rotary_dim), every layer 4 experts of 24, 2 a token chosen by
         # sigmoid score + a fixed correction, weights normalized
@@ -378,6 +384,8 @@ def experts_by_name(model_type, name, t):
     mixtral = model_type in ("mixtral", "minimax_m2")
     if name.endswith(".mlp.e_score_correction_bias") and mixtral:
         return [(name.replace(".mlp.", ".block_sparse_moe."), t)]
+    if name.endswith(".mlp.gate.moe_statics.e_score_correction_bias"):  # ERNIE 4.5's, as its files name it
+        return [(name.replace(".gate.moe_statics.", ".moe_statics."), t)]
     if model_type == "gpt_neox" and name == "lm_head.weight":  # transformers 5's name in memory; its files' (and zt's)
         return [("embed_out.weight", t)]
     if ".mlp.gate." in name and mixtral:
@@ -398,7 +406,7 @@ def experts_by_name(model_type, name, t):
 
 def randomize(model, gen):
     """Seeded parameters: weights N(0, 1/fan_in), embeddings N(0, 0.2^2), biases N(0, 0.1^2), norm
-    weights 1 + N(0, 0.1^2); then GLM-4.5's routers' correction buffers N(0, 0.05^2)."""
+    weights 1 + N(0, 0.1^2); then the MoE routers' fixed corrections N(0, 0.05^2)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if p.dim() == 2 and ("wte" in name or "wpe" in name or "embed_tokens" in name):
@@ -413,8 +421,8 @@ def randomize(model, gen):
                         else 0.1 * torch.randn(p.shape, generator=gen))
             else:
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
-        for name, b in model.named_buffers():  # GLM-4.5's routers' fixed corrections (0 at initialisation), of a
-            if name.endswith("e_score_correction_bias"):  # size that moves choices
+        for name, b in list(model.named_buffers()) + list(model.named_parameters()):  # the routers' fixed corrections
+            if name.endswith("e_score_correction_bias"):  # (0 at initialisation), of a size that moves choices
                 b.copy_(0.05 * torch.randn(b.shape, generator=gen))
 
 
@@ -475,7 +483,9 @@ def make(fixture, seed):
     model.train()  # every dropout is 0 but the *_dropout fixtures': train mode is what training uses
     randomize(model, gen)
     buffers = [(n, b) for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")]
-    params = list(model.named_parameters())  # tied weights appear once, under the embedding's name
+    # ERNIE 4.5's correction is a parameter without a gradient: zt's frozen parameters, as the buffers
+    buffers += [(n, p) for n, p in model.named_parameters() if not p.requires_grad]
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]  # tied weights appear once
     names = [n for n, _ in params]
     tied = bool(getattr(model.config, "tie_word_embeddings", False))
     assert ("lm_head.weight" in names) != tied, (model_type, tied)
@@ -573,7 +583,7 @@ def make(fixture, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
-    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2"):  # the split above is what
+    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -605,7 +615,7 @@ def main():
                                  "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
-                                 "minimax_m2", "cohere2", "cohere_qk_norm"]):
+                                 "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
