@@ -3493,10 +3493,11 @@ static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int6
     return ZT_OK;
 }
 
-/* ERNIE 4.5's MoE: a softmax router whose choice adds e_score_correction_bias, weights normalized (by a sum clamped
-   at moe_norm_min, 1e-12: the sum itself, but for a router that gives every chosen expert almost nothing), sparse
-   layers every moe_layer_interval-th from moe_layer_start_index to moe_layer_end_index (-1: the last),
-   moe_num_shared_experts ungated shared experts; Ernie4_5_MoeConfig's names and defaults */
+/* ERNIE 4.5's MoE: a softmax router whose choice adds e_score_correction_bias, weights normalized, sparse layers every
+   moe_layer_interval-th from moe_layer_start_index to moe_layer_end_index (-1: the last), moe_num_shared_experts
+   ungated shared experts; Ernie4_5_MoeConfig's names and defaults. transformers divides by the chosen probabilities'
+   sum clamped at moe_norm_min (1e-12), zt by the sum itself: they differ only where the chosen experts' probabilities
+   add up to less than that, so another moe_norm_min gets a warning. */
 static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, int64_t *shared, int64_t *step,
                                          int64_t *from, int64_t *to) {
     zt_result r;
@@ -3512,6 +3513,11 @@ static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, 
         if (t < 0 && keys[k].alias) t = zt__json_get(j, 0, keys[k].alias), name = keys[k].alias; /* attribute_map */
         if (t >= 0 && !zt__json_is_null(j, t) && (r = zt__json_int(j, t, name, keys[k].v))) return r;
     }
+    double norm_min = 1e-12;
+    if ((r = zt__json_number(j, zt__json_get(j, 0, "moe_norm_min"), "moe_norm_min", &norm_min))) return r;
+    if (norm_min != 1e-12)
+        zt_log(ZT_LOG_WARN, "%s: moe_norm_min %g is not read: zt divides the chosen experts' weights by their sum itself "
+               "(transformers by the sum clamped at moe_norm_min)", j->file, norm_min);
     if (*step < 1 || *from < 0 || *to < -1 || *shared < 0 || *shared > 64)
         return zt_fail(ZT_ERROR_INVALID, "%s: moe_layer_interval must be 1 or more, moe_layer_start_index 0 or more, "
                        "moe_layer_end_index -1 or more and moe_num_shared_experts 0 to 64 (found %lld, %lld, %lld, %lld)",
@@ -3544,7 +3550,8 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
     if (glm && (r = zt__config_glm4_moe(c, j, &first_dense, &shared))) return r;
     if (ernie && (r = zt__config_ernie4_5_moe(c, j, &shared, &step, &from, &to))) return r;
-    if (glm) from = first_dense;
+    if (glm) from = first_dense < 0 ? 0 : first_dense; /* below 0: every layer sparse, as transformers' comparison */
+    if (ernie) t = -1; /* its num_experts, moe_num_experts read above; num_local_experts is no key of its */
     if (glm) { /* n_routed_experts, or its num_local_experts (Glm4MoeConfig's attribute_map) */
         int routed = zt__json_get(j, 0, "n_routed_experts") >= 0;
         experts = routed ? "n_routed_experts" : "num_local_experts", t = zt__json_get(j, 0, experts);
@@ -4623,7 +4630,8 @@ typedef struct zt__layer_saved {
 } zt__layer_saved;
 
 /* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert, then the
-   shared expert's gate, up and down and its gate (Qwen2-MoE's), then the router's fixed correction (GLM-4.5's) */
+   shared expert's gate, up and down and its gate (Qwen2-MoE's; GLM-4.5's and ERNIE 4.5's have none), then the router's
+   fixed correction (moe_correction) */
 static int zt__moe_slot(const zt_model_config *c) {
     return ZT__L_DOWN_B + 1 + (c->qk_norm || c->sandwich_norms ? 2 : 0) + (c->sandwich_norms ? 2 : 0);
 }

@@ -1025,6 +1025,8 @@ TEST(glm4_moe_configs_take_transformers_defaults) {
     config_error(json, "\"n_group\" 64 and \"topk_group\" 3 do not fit 128 experts, 8 a token");
     snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"num_local_experts\": 16");
     CHECK(config_of(json).n_experts == 16); /* Glm4MoeConfig's attribute_map */
+    snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"first_k_dense_replace\": -100");
+    CHECK(config_of(json).sparse[0] == 3); /* every layer, as transformers' layer_idx >= first_k_dense_replace */
     snprintf(json, sizeof json, glm, 2, ", \"head_dim\": 128, \"routed_scaling_factor\": 0");
     config_error(json, "\"routed_scaling_factor\" must be a positive number, found 0");
 }
@@ -1070,6 +1072,9 @@ TEST(ernie4_5_moe_configs_take_transformers_defaults) {
     c = config_of(json); /* every second layer from 0 to 2: layer 1 alone */
     CHECK(c.sparse[0] == 2 && c.n_experts == 16 && c.experts_per_token == 4 && c.shared_intermediate == 0);
     CHECK_EQ_INT(zt_model_config_params(&c), 799603216);
+    snprintf(json, sizeof json, ernie, 4, ", \"num_local_experts\": 8, \"num_experts\": 32");
+    c = config_of(json); /* num_experts, its attribute_map's name for moe_num_experts; num_local_experts no key of its */
+    CHECK(c.n_experts == 32);
     snprintf(json, sizeof json, ernie, 4, ", \"output_router_logits\": true");
     config_error(json, "\"output_router_logits\" is true");
     snprintf(json, sizeof json, ernie, 4, ", \"use_bias\": true");
