@@ -3466,11 +3466,6 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
     return ZT_OK;
 }
 
-/* Mixtral, Qwen2-MoE, Qwen3-MoE and OLMoE: the experts' count, size and choice, Qwen2-MoE's shared expert, and
-   which layers have them (the Qwens: every decoder_sparse_step-th but those in mlp_only_layers, as transformers
-   builds them; the others: all). output_router_logits adds the routers' load-balancing loss times router_aux_loss_coef, as transformers'
-   training does; Mixtral's router_jitter_noise multiplies the sparse layers' inputs by noise in training (the
-   Qwens' configs carry the key, which their models do not read). */
 /* GLM-4.5's router (DeepSeek-V3's): sigmoid scores, n_group groups of which topk_group are chosen from,
    routed_scaling_factor, norm_topk_prob true; n_shared_experts ungated shared experts; dense layers below
    first_k_dense_replace. Glm4MoeConfig's defaults. */
@@ -3525,6 +3520,12 @@ static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, 
     return ZT_OK;
 }
 
+/* The MoE models (Mixtral, the Qwens, OLMoE, GLM-4.5, MiniMax-M2, ERNIE 4.5): the experts' count, size and choice,
+   the shared experts, and which layers have them (the Qwens: every decoder_sparse_step-th but those in
+   mlp_only_layers, as transformers builds them; GLM-4.5 and ERNIE 4.5: above; the others: all). output_router_logits
+   adds the routers' load-balancing loss times router_aux_loss_coef, as transformers' training does (GLM-4.5's adds
+   none; MiniMax-M2's and ERNIE 4.5's are refused); Mixtral's and MiniMax-M2's router_jitter_noise multiplies the
+   sparse layers' inputs by noise in training (the Qwens' configs carry the key, which their models do not read). */
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
