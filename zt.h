@@ -3433,7 +3433,9 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
    and Qwen3's from max_window_layers on; with a pattern P (Gemma 2: 2, Gemma 3: 6), all but every P-th layer.
    Where "layer_types" is written out (transformers 5 writes it), it names them ("sliding_attention"). */
 static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int64_t pattern, int every) {
-    int64_t from = 0, layers = 0, n = 0;
+    int64_t from = strncmp(c->model_type, "qwen", 4) == 0 ? 28 : 0, layers = 0, n = 0; /* Qwen2Config's, Qwen3Config's
+                                                                                       and Qwen2MoeConfig's max_window_layers */
+    int even_below = strcmp(c->model_type, "qwen2_moe") == 0; /* Qwen2-MoE: the even layers below it, not those above */
     int lt = zt__json_get(j, 0, "layer_types"), t = zt__json_get(j, 0, "max_window_layers");
     zt_result r = ZT_OK;
     memset(c->windowed, 0, sizeof c->windowed);
@@ -3456,7 +3458,7 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
                            (long long)n, (long long)layers);
     } else {
         for (int64_t l = 0; l < layers; l++) {
-            int on = every || (pattern ? (l + 1) % pattern != 0 : use_window && l >= from);
+            int on = every || (pattern ? (l + 1) % pattern != 0 : use_window && (even_below ? l % 2 == 0 && l < from : l >= from));
             if (on) c->windowed[l / 64] |= (uint64_t)1 << (l % 64);
         }
     }
@@ -4071,6 +4073,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if (c->sliding_window <= 0 && (r = zt__config_window_needed(j, "every layer but every fourth"))) return r;
         global_nope = c->sliding_window > 0 || is_cohere2;
     }
+    if (strcmp(c->model_type, "qwen3_moe") == 0) every = use_window; /* Qwen3-MoE: every layer (its config has no
+                                                                       max_window_layers nor layer_types) */
     if ((r = zt__config_windows(c, j, use_window, pattern, every))) return r;
     for (int64_t l = 0; global_nope && l < c->n_layer && l < 64 * 64; l++)
         if (!zt__layer_windowed(c, l)) c->nope[l / 64] |= (uint64_t)1 << (l % 64);

@@ -564,6 +564,22 @@ TEST(model_config_errors_name_the_key) {
     }
     config_error("{\"model_type\": \"gemma2\", \"num_hidden_layers\": 3, \"layer_types\": [\"full_attention\"]}",
                  "\"layer_types\" names 1 layers; num_hidden_layers is 3");
+    /* with use_sliding_window and no layer_types, the layers transformers' configs window: Qwen2's and Qwen3's from
+       max_window_layers (28 unless given), Qwen2-MoE's even layers below it, Qwen3-MoE's all (it reads neither key) */
+    struct { const char *type, *extra; uint64_t windowed; } rules[] = {
+        {"qwen2", "", ~(((uint64_t)1 << 28) - 1) & 0xffffffffu}, {"qwen3", "", ~(((uint64_t)1 << 28) - 1) & 0xffffffffu},
+        {"qwen2_moe", ", \"max_window_layers\": 6", 0x15}, {"qwen2_moe", "", 0x5555555 & (((uint64_t)1 << 28) - 1)},
+        {"qwen3_moe", ", \"max_window_layers\": 6, \"layer_types\": [\"full_attention\"]", 0xffffffffu}};
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"num_hidden_layers\": 32, \"num_attention_heads\": 2, "
+                 "\"hidden_size\": 16, \"intermediate_size\": 8, \"max_position_embeddings\": 16, \"vocab_size\": 8, "
+                 "\"sliding_window\": 8, \"use_sliding_window\": true%s}", rules[k].type, rules[k].extra);
+        zt_model_config c = config_of(json);
+        CHECK_MSG(c.windowed[0] == rules[k].windowed && c.sliding_window == 8, "%s%s: windowed %llx, want %llx",
+                  rules[k].type, rules[k].extra, (unsigned long long)c.windowed[0],
+                  (unsigned long long)rules[k].windowed);
+    }
 }
 
 /* dropout: each model's keys with transformers' defaults (GPT-2: 0.1 each; Phi-3's embd_pdrop unread, as its model
