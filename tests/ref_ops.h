@@ -296,6 +296,29 @@ REF void ref_geglu_backward(double *dinp, const double *dout, const double *inp,
         }
 }
 
+/* One token's k choices by c (E) among the experts whose group of per keep marks (NULL: all), the best first (ties:
+   the lower expert), then in increasing order into ix (k); returns the sum of their p, in the order they were chosen */
+REF double ref_moe_choose(int32_t *ix, const double *c, const double *p, const int *keep, int64_t per, int64_t E,
+                          int64_t k) {
+    double chosen = 0;
+    for (int64_t j = 0; j < k; j++) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < E; e++) {
+            int taken = keep && !keep[e / per];
+            for (int64_t i = 0; i < j; i++) taken |= ix[i] == e;
+            if (!taken && (best < 0 || c[e] > c[best])) best = e;
+        }
+        ix[j] = (int32_t)best;
+        chosen += p[best];
+    }
+    for (int64_t j = 1; j < k; j++)
+        for (int64_t i = j; i > 0 && ix[i - 1] > ix[i]; i--) {
+            int32_t v = ix[i];
+            ix[i] = ix[i - 1], ix[i - 1] = v;
+        }
+    return chosen;
+}
+
 /* Mixture-of-experts routing: logits (N,E) -> probs (N,E) = softmax; idx (N,k), each token's k likeliest
    experts in increasing order (ties: the lower expert); weight (N,k), their probabilities, divided by their
    sum when normalize. */
@@ -303,26 +326,12 @@ REF void ref_moe_route_forward(int32_t *idx, double *weight, double *probs, cons
                                int64_t E, int64_t k, int normalize) {
     for (int64_t t = 0; t < N; t++) {
         const double *x = logits + t * E;
-        double *p = probs + t * E, top = x[0], sum = 0, chosen = 0;
+        double *p = probs + t * E, top = x[0], sum = 0, chosen;
         for (int64_t e = 1; e < E; e++) top = x[e] > top ? x[e] : top;
         for (int64_t e = 0; e < E; e++) sum += (p[e] = exp(x[e] - top));
         for (int64_t e = 0; e < E; e++) p[e] /= sum;
         int32_t *ix = idx + t * k;
-        for (int64_t j = 0; j < k; j++) {
-            int64_t best = -1;
-            for (int64_t e = 0; e < E; e++) {
-                int taken = 0;
-                for (int64_t i = 0; i < j; i++) taken |= ix[i] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = e;
-            }
-            ix[j] = (int32_t)best;
-            chosen += p[best];
-        }
-        for (int64_t j = 1; j < k; j++)
-            for (int64_t i = j; i > 0 && ix[i - 1] > ix[i]; i--) {
-                int32_t v = ix[i];
-                ix[i] = ix[i - 1], ix[i - 1] = v;
-            }
+        chosen = ref_moe_choose(ix, p, p, NULL, E, E, k);
         for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] / (normalize ? chosen : 1.0);
     }
 }
@@ -350,7 +359,7 @@ REF void ref_moe_route_sigmoid_forward(int32_t *idx, double *weight, double *pro
                                        int64_t topk_groups, double scale, int normalize) {
     int64_t per = E / groups;
     for (int64_t t = 0; t < N; t++) {
-        double *p = probs + t * E, c[1024], score[64], chosen = 0;
+        double *p = probs + t * E, c[1024], score[64], chosen;
         int keep[64] = {0};
         for (int64_t e = 0; e < E; e++) p[e] = 1.0 / (1.0 + exp(-logits[t * E + e])), c[e] = p[e] + bias[e];
         for (int64_t g = 0; g < groups; g++) {
@@ -367,21 +376,7 @@ REF void ref_moe_route_sigmoid_forward(int32_t *idx, double *weight, double *pro
             keep[best] = 1;
         }
         int32_t *ix = idx + t * k;
-        for (int64_t j = 0; j < k; j++) {
-            int64_t best = -1;
-            for (int64_t e = 0; e < E; e++) {
-                int taken = !keep[e / per];
-                for (int64_t i = 0; i < j; i++) taken |= ix[i] == e;
-                if (!taken && (best < 0 || c[e] > c[best])) best = e;
-            }
-            ix[j] = (int32_t)best;
-            chosen += p[best];
-        }
-        for (int64_t j = 1; j < k; j++)
-            for (int64_t i = j; i > 0 && ix[i - 1] > ix[i]; i--) {
-                int32_t v = ix[i];
-                ix[i] = ix[i - 1], ix[i - 1] = v;
-            }
+        chosen = ref_moe_choose(ix, c, p, keep, per, E, k);
         for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] / (normalize ? chosen : 1.0) * scale;
     }
 }
