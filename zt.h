@@ -519,6 +519,14 @@ ZT_API void zt_attention_ex_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, z
                                      zt_tensor dout, zt_tensor q, zt_tensor k, zt_tensor v, zt_tensor out,
                                      zt_tensor lse, const zt_tensor *starts, const zt_attention_opts *opts);
 
+/* Columns between rows of heads (multi-head latent attention builds its keys and values with it). out (..., HO, DO)
+   and inp (..., HI, DI) have the same leading rows and HI is HO or 1: forward writes out[.., h, o0 + j] =
+   inp[.., HI == 1 ? 0 : h, i0 + j] for j < D and leaves out's other columns as they are (a copy into a part of each
+   head, one head read by all where HI is 1: DeepSeek's shared rotary key). Backward adds each of dout's heads' columns
+   into the head it read: dinp[.., hi, i0 + j] += dout[.., h, o0 + j] (summed in head order where HI is 1). */
+ZT_API void zt_head_cols_forward(zt_stream *s, zt_tensor out, int64_t o0, zt_tensor inp, int64_t i0, int64_t D);
+ZT_API void zt_head_cols_backward(zt_stream *s, zt_tensor dinp, int64_t i0, zt_tensor dout, int64_t o0, int64_t D);
+
 /* Softmax + cross-entropy fused. logits (N,Vp) with only the first `vocab` columns real (the rest is
    padding and never counts), targets (N) i32. losses (N) f32 = -log softmax(row)[target], 0 where
    target == ignore_index. With dlogits (N,Vp), which may alias logits: dlogits = (softmax - onehot) *
@@ -597,7 +605,8 @@ typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
-                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe" */
+                                   "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
+                                   "deepseek_v3" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -677,6 +686,11 @@ typedef struct zt_model_config {
                                    probabilities (zt_attention_opts.dropout) */
     float mlp_dropout;          /* StableLM's hidden_dropout: on the MLP's output alone, before its residual add */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
+    /* multi-head latent attention (DeepSeek-V3's MLA; kv_lora_rank 0 elsewhere): q through a q_lora_rank bottleneck
+       with an RMSNorm (0: q_proj straight from the layer's norm); each head's key and value out of one latent of
+       kv_lora_rank with an RMSNorm, and beside the key's head_dim - qk_rope_dim dimensions from there, qk_rope_dim
+       rotated dimensions one projection gives every head alike; values of v_head_dim. n_kv_head is n_head. */
+    int64_t q_lora_rank, kv_lora_rank, qk_rope_dim, v_head_dim;
 } zt_model_config;
 
 /* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
@@ -1972,7 +1986,7 @@ typedef enum zt__op_kind {
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
     ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD, ZT__OP_GATED_ADD_FWD, ZT__OP_GATED_ADD_BWD,
-    ZT__OP_MOE_BALANCE_BWD, ZT__OP_NOISE, ZT__OP_COUNT
+    ZT__OP_MOE_BALANCE_BWD, ZT__OP_NOISE, ZT__OP_HEAD_COLS_FWD, ZT__OP_HEAD_COLS_BWD, ZT__OP_COUNT
 } zt__op_kind;
 
 typedef struct zt__args_unary { zt_tensor out, inp; } zt__args_unary; /* copy cast sum_rows sumsq, fwd */
@@ -2028,6 +2042,8 @@ typedef struct zt__args_moe {
     float scale;
     zt_tensor bias;
 } zt__args_moe;
+/* zt_head_cols_*: forward dst = out, src = inp (dst's columns d0.. from src's s0..); backward dst = dinp, src = dout */
+typedef struct zt__args_cols { zt_tensor dst, src; int64_t d0, s0, D; } zt__args_cols;
 typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
 /* stride: elements between the ranks' parts of a reduce-scatter's input or an all-gather's output
@@ -2053,6 +2069,7 @@ typedef struct zt__op {
         zt__args_adamw adamw;
         zt__args_comm comm;
         zt__args_moe moe;
+        zt__args_cols cols;
     };
 } zt__op;
 
@@ -2575,6 +2592,44 @@ ZT_API void zt_gated_add_forward(zt_stream *s, zt_tensor out, zt_tensor y, zt_te
 ZT_API void zt_gated_add_backward(zt_stream *s, zt_tensor dy, zt_tensor dgate, zt_tensor dout, zt_tensor y,
                                   zt_tensor gate) {
     zt__gated_add(s, ZT__OP_GATED_ADD_BWD, "zt_gated_add_backward", dy, dgate, dout, y, gate);
+}
+
+/* ---- columns between heads ---- */
+
+/* a tensor as (rows, heads, dim): its last two dimensions (a 2-D tensor is one row) */
+static void zt__heads_of(zt_tensor t, int64_t *rows, int64_t *heads, int64_t *dim) {
+    int nd = t.shape.ndim;
+    *heads = nd >= 2 ? t.shape.d[nd - 2] : 0, *dim = nd >= 2 ? t.shape.d[nd - 1] : 0;
+    *rows = *heads * *dim > 0 ? zt_numel(t) / (*heads * *dim) : 0;
+}
+
+static void zt__head_cols(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor dst, int64_t d0, zt_tensor src,
+                          int64_t s0, int64_t D) {
+    int fwd = kind == ZT__OP_HEAD_COLS_FWD;
+    zt_tensor out = fwd ? dst : src, inp = fwd ? src : dst; /* the forward's */
+    int64_t R, HO, DO, RI, HI, DI, o0 = fwd ? d0 : s0, i0 = fwd ? s0 : d0;
+    zt__need_tensor(name, fwd ? "out" : "dout", out, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need_tensor(name, fwd ? "inp" : "dinp", inp, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need(out.shape.ndim >= 2 && inp.shape.ndim >= 2, name, "out and inp must be (..., heads, dim)");
+    zt__heads_of(out, &R, &HO, &DO);
+    zt__heads_of(inp, &RI, &HI, &DI);
+    zt__need(R == RI && (HI == HO || HI == 1), name, "out (%lld rows of %lld heads) and inp (%lld rows of %lld heads) "
+             "must have the same rows, and inp as many heads or one", (long long)R, (long long)HO, (long long)RI,
+             (long long)HI);
+    zt__need(D >= 0 && o0 >= 0 && i0 >= 0 && o0 + D <= DO && i0 + D <= DI, name, "columns [%lld, %lld) of out's %lld "
+             "and [%lld, %lld) of inp's %lld are not inside the heads", (long long)o0, (long long)(o0 + D), (long long)DO,
+             (long long)i0, (long long)(i0 + D), (long long)DI);
+    zt__op op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    op.cols.dst = dst, op.cols.src = src, op.cols.d0 = d0, op.cols.s0 = s0, op.cols.D = D;
+    zt__launch(s, &op);
+}
+ZT_API void zt_head_cols_forward(zt_stream *s, zt_tensor out, int64_t o0, zt_tensor inp, int64_t i0, int64_t D) {
+    zt__head_cols(s, ZT__OP_HEAD_COLS_FWD, "zt_head_cols_forward", out, o0, inp, i0, D);
+}
+ZT_API void zt_head_cols_backward(zt_stream *s, zt_tensor dinp, int64_t i0, zt_tensor dout, int64_t o0, int64_t D) {
+    zt__head_cols(s, ZT__OP_HEAD_COLS_BWD, "zt_head_cols_backward", dinp, i0, dout, o0, D);
 }
 
 static zt__op zt__moe_op(zt__op_kind kind) {
@@ -3468,14 +3523,16 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
     return ZT_OK;
 }
 
-/* GLM-4.5's router (DeepSeek-V3's): sigmoid scores, n_group groups of which topk_group are chosen from,
+/* GLM-4.5's router and DeepSeek-V3's: sigmoid scores, n_group groups of which topk_group are chosen from,
    routed_scaling_factor, norm_topk_prob true; n_shared_experts ungated shared experts; dense layers below
-   first_k_dense_replace. Glm4MoeConfig's defaults. */
+   first_k_dense_replace. Glm4MoeConfig's defaults, or DeepseekV3Config's. */
 static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int64_t *first_dense, int64_t *shared) {
     zt_result r;
-    double scale = 1.0;
-    c->n_experts = 128, c->experts_per_token = 8, c->expert_intermediate = 1408, c->norm_topk = 1;
-    c->moe_sigmoid = c->moe_correction = 1, c->moe_groups = 1, c->moe_topk_groups = 1;
+    int deepseek = strcmp(c->model_type, "deepseek_v3") == 0;
+    double scale = deepseek ? 2.5 : 1.0;
+    c->n_experts = deepseek ? 256 : 128, c->experts_per_token = 8, c->expert_intermediate = deepseek ? 2048 : 1408;
+    c->norm_topk = 1, c->moe_sigmoid = c->moe_correction = 1;
+    c->moe_groups = deepseek ? 8 : 1, c->moe_topk_groups = deepseek ? 4 : 1, *first_dense = deepseek ? 3 : 1;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "n_group"), "n_group", &c->moe_groups)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "topk_group"), "topk_group", &c->moe_topk_groups)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace", first_dense)) ||
@@ -3531,6 +3588,7 @@ static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, 
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
+    glm |= strcmp(c->model_type, "deepseek_v3") == 0; /* GLM-4.5's experts are DeepSeek-V3's */
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
     int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
     int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie;
@@ -3580,8 +3638,8 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         return zt__config_refuse(j, "output_router_logits", "is true (ERNIE 4.5's load-balancing loss, which counts the "
                                  "choices its router would make without e_score_correction_bias, is not built)");
     if (glm && logits_out)
-        zt_log(ZT_LOG_WARN, "%s: output_router_logits is true, but transformers' glm4_moe adds no load-balancing loss, and "
-               "neither does zt", j->file);
+        zt_log(ZT_LOG_WARN, "%s: output_router_logits is true, but transformers' %s adds no load-balancing loss, and "
+               "neither does zt", j->file, c->model_type);
     c->router_aux_coef = logits_out && !glm ? (float)coef : 0.0f;
     if (glm || ernie) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
     if (!(jitter >= 0 && jitter < 1))
@@ -3961,6 +4019,65 @@ static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *a
     return ZT_OK;
 }
 
+/* DeepSeek-V3's multi-head latent attention (zt_model_config.kv_lora_rank): q_lora_rank (null: q_proj straight),
+   kv_lora_rank, qk_nope_head_dim and qk_rope_head_dim (a head's key: head_dim their sum), v_head_dim; the rope on the
+   rotated part in interleaved pairs unless rope_interleave is false (or null, as transformers tests it); the scores'
+   scale 1/sqrt(head_dim), times yarn's mscale(factor, mscale_all_dim) squared where a scaled rope gives mscale_all_dim
+   (transformers' yarn_apply_mscale). num_key_value_heads must be the heads' number (transformers' repeat_kv would not
+   fit otherwise); attention_bias (biases on q_a_proj, kv_a_proj_with_mqa and o_proj) is refused. DeepseekV3Config's
+   defaults. */
+static zt_result zt__config_mla(zt_model_config *c, const zt__json *j, int attention_bias, double partial) {
+    zt_result r = ZT_OK;
+    int64_t q = 1536, kv = 512, nope = 128, rope = 64, v = 128;
+    int interleave = 1, t = zt__json_get(j, 0, "q_lora_rank");
+    if (t >= 0 && zt__json_is_null(j, t)) q = 0;
+    else if ((r = zt__json_int(j, t, "q_lora_rank", &q))) return r;
+    if ((r = zt__json_int(j, zt__json_get(j, 0, "kv_lora_rank"), "kv_lora_rank", &kv)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "qk_nope_head_dim"), "qk_nope_head_dim", &nope)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "qk_rope_head_dim"), "qk_rope_head_dim", &rope)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "v_head_dim"), "v_head_dim", &v)))
+        return r;
+    t = zt__json_get(j, 0, "rope_interleave");
+    if (t >= 0 && zt__json_is_null(j, t)) interleave = 0;
+    else if ((r = zt__json_bool(j, t, "rope_interleave", &interleave))) return r;
+    if (q < 0 || q > 65536 || kv < 1 || kv > 65536 || nope < 0 || rope < 2 || rope % 2 || v < 1 || nope + rope > 256 ||
+        v > nope + rope)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: q_lora_rank %lld, kv_lora_rank %lld, qk_nope_head_dim %lld, "
+                       "qk_rope_head_dim %lld, v_head_dim %lld: zt takes ranks up to 65536 (q_lora_rank 0 or null: none, "
+                       "kv_lora_rank at least 1), an even qk_rope_head_dim of 2 or more, qk_nope_head_dim + "
+                       "qk_rope_head_dim up to 256 and a v_head_dim of 1 up to that sum", j->file, (long long)q,
+                       (long long)kv, (long long)nope, (long long)rope, (long long)v);
+    if (c->n_kv_head != 0 && c->n_kv_head != c->n_head)
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"num_key_value_heads\" is %lld; DeepSeek-V3's attention gives every one of "
+                       "its %lld heads its own key and value, so it must be num_attention_heads", j->file,
+                       (long long)c->n_kv_head, (long long)c->n_head);
+    if (attention_bias) return zt__config_refuse(j, "attention_bias", "is true (biases on q_a_proj, kv_a_proj_with_mqa "
+                                                 "and o_proj in DeepSeek-V3's attention)");
+    if (partial != 1.0) return zt__config_refuse(j, "partial_rotary_factor", "is set (DeepSeek-V3 rotates "
+                                                 "qk_rope_head_dim dimensions of each head)");
+    c->q_lora_rank = q, c->kv_lora_rank = kv, c->qk_rope_dim = rope, c->v_head_dim = v;
+    c->head_dim = nope + rope, c->n_kv_head = c->n_head, c->rope_interleaved = interleave;
+    /* yarn_apply_mscale: the rope's own object, rope_scaling where it replaces rope_parameters */
+    double factor = 0, all = 0, m = 1;
+    int rs = zt__json_get(j, 0, "rope_scaling"), rp = zt__json_get(j, 0, "rope_parameters");
+    int rope_obj = rs >= 0 && j->tok[rs].type == JSMN_OBJECT && j->tok[rs].size > 0 ? rs
+                 : rp >= 0 && j->tok[rp].type == JSMN_OBJECT ? rp : -1;
+    char type[32] = "default";
+    if (rope_obj >= 0) {
+        int ty = zt__json_get(j, rope_obj, "rope_type");
+        if (ty < 0) ty = zt__json_get(j, rope_obj, "type");
+        int at = zt__json_get(j, rope_obj, "mscale_all_dim"), ft = zt__json_get(j, rope_obj, "factor");
+        if ((r = zt__json_string(j, ty, "rope_type", type, sizeof type)) ||
+            (at >= 0 && !zt__json_is_null(j, at) && (r = zt__json_number(j, at, "mscale_all_dim", &all))) ||
+            (ft >= 0 && !zt__json_is_null(j, ft) && (r = zt__json_number(j, ft, "factor", &factor))))
+            return r;
+    }
+    if (factor == 0) factor = c->rope_scaling.factor; /* yarn's, where its file left it to be inferred */
+    if (strcmp(type, "default") != 0 && all != 0 && factor > 1) m = 0.1 * all * log(factor) + 1.0;
+    c->attn_scale = (float)(pow((double)c->head_dim, -0.5) * m * m);
+    return ZT_OK;
+}
+
 static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
     double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
@@ -3969,8 +4086,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
     int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
     int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0, is_minimax = strcmp(c->model_type, "minimax_m2") == 0;
-    int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
-    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0, is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0;
+    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -4035,8 +4152,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_smollm3 && t < 0) c->n_kv_head = 4;          /* SmolLM3Config's default */
     if (t >= 0 && zt__json_is_null(j, t)) c->n_kv_head = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
-    t = is_stablelm || is_neox ? -1 : zt__json_get(j, 0, "head_dim"); /* null: hidden_size / num_attention_heads
-                                                                         (StableLM's and GPT-NeoX's always) */
+    t = is_stablelm || is_neox || is_deepseek ? -1 : zt__json_get(j, 0, "head_dim"); /* null: hidden_size /
+                                    num_attention_heads (StableLM's and GPT-NeoX's always; DeepSeek-V3's: its MLA's) */
     if (t >= 0 && zt__json_is_null(j, t)) c->head_dim = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
@@ -4183,6 +4300,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if (qk) return zt__config_refuse(j, "qk_layernorm", "is true (a LayerNorm with a bias shared by every head)");
         attention_bias = 1;
     }
+    if (is_deepseek && (r = zt__config_mla(c, j, attention_bias, partial))) return r;
     if (c->n_kv_head == 0) c->n_kv_head = c->n_head;
     if (c->head_dim == 0 && c->n_head > 0) c->head_dim = c->hidden / c->n_head;
     if (partial != 1.0) { /* Phi-4-mini's 0.75: the first int(head_dim x partial) dimensions rotate, as transformers */
@@ -4207,7 +4325,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     c->qk_norm = is_olmo || is_olmoe || is_minimax ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
-    c->fused_mlp = is_glm, c->rope_interleaved = is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
+    c->fused_mlp = is_glm, c->rope_interleaved |= is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
     c->layernorm = is_cohere || is_stablelm || is_starcoder2 || is_phi || is_neox, c->parallel_block |= is_cohere || is_phi;
     c->norm_bias = is_stablelm || is_starcoder2 || is_phi || is_neox, c->head_bias = is_phi;
     c->plain_mlp = is_starcoder2 || is_phi || is_neox, c->gelu_erf = is_neox && strcmp(act, "gelu") == 0;
@@ -4292,11 +4410,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
-        strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe"))
+        strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v3"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
-                       "cohere2, stablelm, starcoder2, gpt_neox and minimax_m2", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2 and deepseek_v3", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -4630,16 +4748,23 @@ typedef struct zt__layer_saved {
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
     zt_tensor probs, idx, rw, order, where, xs, ys;
     zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
+    /* DeepSeek-V3's attention: q's bottleneck before and after its norm and 1/rms, the latent likewise, the shared rotary
+       key, kv_b_proj's each head's [key | value], and the attention's output before its value columns are taken (att) */
+    zt_tensor cq, cqn, cq_rstd, ckv, ckvn, ckv_rstd, kpe, kv, attp;
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
     float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
 } zt__layer_saved;
 
+/* after the norms: DeepSeek-V3's attention's q_a_proj, q_a_layernorm and kv_a_layernorm (its q_b_proj or q_proj,
+   kv_a_proj_with_mqa and kv_b_proj are in the slots of q, k and v) */
+enum { ZT__MLA_QA_W, ZT__MLA_QA_NORM, ZT__MLA_KVA_NORM, ZT__MLA_COUNT };
+static int zt__mla_slot(const zt_model_config *c) {
+    return ZT__L_DOWN_B + 1 + (c->qk_norm || c->sandwich_norms ? 2 : 0) + (c->sandwich_norms ? 2 : 0);
+}
 /* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert, then the
    shared expert's gate, up and down and its gate (Qwen2-MoE's; GLM-4.5's and ERNIE 4.5's have none), then the router's
    fixed correction (moe_correction) */
-static int zt__moe_slot(const zt_model_config *c) {
-    return ZT__L_DOWN_B + 1 + (c->qk_norm || c->sandwich_norms ? 2 : 0) + (c->sandwich_norms ? 2 : 0);
-}
+static int zt__moe_slot(const zt_model_config *c) { return zt__mla_slot(c) + (c->kv_lora_rank ? ZT__MLA_COUNT : 0); }
 static int zt__moe_shared_slot(const zt_model_config *c) { return zt__moe_slot(c) + 1 + 3 * (int)c->n_experts; }
 static int zt__moe_bias_slot(const zt_model_config *c) {
     return zt__moe_shared_slot(c) + (c->shared_intermediate > 0 ? (c->shared_ungated ? 3 : 4) : 0);
@@ -4708,12 +4833,27 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         int nb = c->norm_bias; /* StableLM's and Starcoder2's LayerNorms have biases */
         zt_block_param(def, pre ? ZT__P("input_layernorm.weight") : NULL, zt_shape1(pre ? C : 0), 0, ones, 0);
         zt_block_param(def, nb ? ZT__P("input_layernorm.bias") : NULL, zt_shape1(nb ? C : 0), 0, ZT_INIT_ZEROS, 0);
-        zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
-        zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
-        zt_block_param(def, ZT__P("self_attn.k_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
-        zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.k_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
-        zt_block_param(def, ZT__P("self_attn.v_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
-        zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.v_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
+        int64_t QR = c->q_lora_rank, KVR = c->kv_lora_rank, RD = c->qk_rope_dim, VD = c->v_head_dim;
+        if (KVR) { /* DeepSeek-V3: q (through q_a_proj when QR), the latent and the shared rotary key, each head's key
+                      part and value from the latent; the rest in zt__mla_slot */
+            zt_block_param(def, ZT__P(QR ? "self_attn.q_b_proj.weight" : "self_attn.q_proj.weight"),
+                           zt_shape2(q, QR ? QR : C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+            zt_block_param(def, ZT__P("self_attn.kv_a_proj_with_mqa.weight"), zt_shape2(KVR + RD, C), ZT_PARAM_DECAY,
+                           ZT_INIT_NORMAL, std);
+            zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+            zt_block_param(def, ZT__P("self_attn.kv_b_proj.weight"), zt_shape2(c->n_head * (HD - RD + VD), KVR),
+                           ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
+            q = c->n_head * VD; /* o_proj's input */
+        } else {
+            zt_block_param(def, ZT__P("self_attn.q_proj.weight"), zt_shape2(q, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.q_proj.bias") : NULL, zt_shape1(c->qkv_bias ? q : 0), 0, ZT_INIT_ZEROS, 0);
+            zt_block_param(def, ZT__P("self_attn.k_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.k_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
+            zt_block_param(def, ZT__P("self_attn.v_proj.weight"), zt_shape2(kv, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, c->qkv_bias ? ZT__P("self_attn.v_proj.bias") : NULL, zt_shape1(c->qkv_bias ? kv : 0), 0, ZT_INIT_ZEROS, 0);
+        }
         int phi = strcmp(c->model_type, "phi") == 0; /* Phi's names: dense, fc1, fc2 */
         zt_block_param(def, ZT__P(phi ? "self_attn.dense.weight" : "self_attn.o_proj.weight"), zt_shape2(C, q), ZT_PARAM_DECAY,
                        ZT_INIT_NORMAL, proj_std);
@@ -4778,6 +4918,12 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                            zt_shape1(C), 0, ones, 0);
             zt_block_param(def, glm4 ? ZT__P("post_mlp_layernorm.weight") : ZT__P("post_feedforward_layernorm.weight"),
                            zt_shape1(C), 0, ones, 0);
+        }
+        if (KVR) { /* at zt__mla_slot */
+            zt_block_param(def, QR ? ZT__P("self_attn.q_a_proj.weight") : NULL, QR ? zt_shape2(QR, C) : zt_shape1(0),
+                           QR ? ZT_PARAM_DECAY : 0, ZT_INIT_NORMAL, std);
+            zt_block_param(def, QR ? ZT__P("self_attn.q_a_layernorm.weight") : NULL, zt_shape1(QR), 0, ZT_INIT_ONES, 0);
+            zt_block_param(def, ZT__P("self_attn.kv_a_layernorm.weight"), zt_shape1(KVR), 0, ZT_INIT_ONES, 0);
         }
         if (sparse) { /* at zt__moe_slot: the router, then each expert's gate and up (joined) and down, by the
                          checkpoints' names (Mixtral's w1, w3 and w2) */
@@ -5068,30 +5214,125 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
 }
 
-static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+/* ---- DeepSeek-V3's multi-head latent attention: the layer's norm n1 (N, C) -> att (B, T, NH, v_head_dim) ----
+   A head's query and key are [nope | rope] of head_dim, its value v_head_dim padded with zeros to head_dim, so that
+   the attention op (one head dim) runs it as it is; the padding's output columns are zeros, left out of att. */
+
+typedef struct zt__mla_weights { zt_tensor wq, wqa, qa_norm, wkva, wkvb, kva_norm; } zt__mla_weights;
+static zt__mla_weights zt__mla_views(const zt_model_config *c, const zt_tensor *p) {
+    zt__mla_weights w;
+    int m = zt__mla_slot(c);
+    w.wq = p[ZT__L_QKV_W], w.wkva = p[ZT__L_K_W], w.wkvb = p[ZT__L_V_W]; /* q_b_proj or q_proj */
+    w.wqa = p[m + ZT__MLA_QA_W], w.qa_norm = p[m + ZT__MLA_QA_NORM], w.kva_norm = p[m + ZT__MLA_KVA_NORM];
+    return w;
+}
+#define ZT__MLA_EPS 1e-6f /* q_a_layernorm's and kv_a_layernorm's (DeepseekV3RMSNorm's default, not rms_norm_eps) */
+
+static void zt__mla_forward(zt_block_ctx *ctx) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_stream *s = ctx->stream;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    int64_t B = b->B, T = b->T, N = B * T, NH = c->n_head, HD = c->head_dim, RD = c->qk_rope_dim, NOPE = HD - RD;
+    int64_t VD = c->v_head_dim, QR = c->q_lora_rank, KVR = c->kv_lora_rank;
+    zt__mla_weights w = zt__mla_views(c, ctx->param);
+    zt_dtype A = ctx->act;
+    sv->q = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
+    if (QR) { /* q_b_proj(q_a_layernorm(q_a_proj(n1))) */
+        sv->cq = zt_block_keep(ctx, A, zt_shape2(N, QR)), sv->cqn = zt_block_keep(ctx, A, zt_shape2(N, QR));
+        sv->cq_rstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        zt_matmul_forward(s, sv->cq, sv->n1, w.wqa, NULL);
+        zt_rmsnorm_forward(s, sv->cqn, sv->cq_rstd, sv->cq, w.qa_norm, ZT__MLA_EPS);
+        zt_matmul_forward(s, zt__flat(sv->q), sv->cqn, w.wq, NULL);
+    } else {
+        zt_matmul_forward(s, zt__flat(sv->q), sv->n1, w.wq, NULL);
+    }
+    /* kv_a_proj_with_mqa's first KVR rows give the latent, its last RD the rotary key every head shares */
+    sv->ckv = zt_block_keep(ctx, A, zt_shape2(N, KVR)), sv->ckvn = zt_block_keep(ctx, A, zt_shape2(N, KVR));
+    sv->ckv_rstd = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+    sv->kpe = zt_block_keep(ctx, A, zt_shape4(B, T, 1, RD));
+    zt_matmul_forward(s, sv->ckv, sv->n1, zt__rows_of(w.wkva, 0, KVR), NULL);
+    zt_matmul_forward(s, zt__flat(sv->kpe), sv->n1, zt__rows_of(w.wkva, KVR, RD), NULL);
+    zt_rmsnorm_forward(s, sv->ckvn, sv->ckv_rstd, sv->ckv, w.kva_norm, ZT__MLA_EPS);
+    sv->kv = zt_block_keep(ctx, A, zt_shape4(B, T, NH, NOPE + VD));
+    zt_matmul_forward(s, zt__flat(sv->kv), sv->ckvn, w.wkvb, NULL);
+    /* the rotations: q's rope part of each head (taken out, rotated, put back) and the shared key */
+    zt_rope_scaling rs;
+    float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
+    zt_tensor qpe = zt_block_temp(ctx, A, zt_shape4(B, T, NH, RD));
+    zt_head_cols_forward(s, qpe, 0, sv->q, NOPE, RD);
+    zt_rope_forward(s, qpe, qpe, b->pos, theta, &rs);
+    zt_head_cols_forward(s, sv->q, NOPE, qpe, 0, RD);
+    zt_rope_forward(s, sv->kpe, sv->kpe, b->pos, theta, &rs);
+    /* each head's key [its nope part | the shared rotary key], its value [v | zeros] */
+    sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD)), sv->v = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
+    zt_head_cols_forward(s, sv->k, 0, sv->kv, 0, NOPE);
+    zt_head_cols_forward(s, sv->k, NOPE, sv->kpe, 0, RD);
+    if (VD < HD) zt_fill(s, sv->v, 0.0f);
+    zt_head_cols_forward(s, sv->v, 0, sv->kv, NOPE, VD);
+    sv->attp = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
+    sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
+    zt_attention_opts ao = zt__layer_attention(ctx);
+    zt_attention_ex_forward(s, sv->attp, sv->lse, sv->q, sv->k, sv->v, zt__present(b->starts) ? &b->starts : NULL, &ao);
+    sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, VD));
+    zt_head_cols_forward(s, sv->att, 0, sv->attp, 0, VD);
+}
+
+/* datt (B, T, NH, v_head_dim): att's gradient; adds n1's into dn (N, C) */
+static void zt__mla_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor datt) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_stream *s = ctx->stream;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    int64_t B = b->B, T = b->T, N = B * T, NH = c->n_head, HD = c->head_dim, RD = c->qk_rope_dim, NOPE = HD - RD;
+    int64_t VD = c->v_head_dim, QR = c->q_lora_rank, KVR = c->kv_lora_rank;
+    zt__mla_weights w = zt__mla_views(c, ctx->param), g = zt__mla_views(c, ctx->grad);
+    zt_dtype A = ctx->act;
+    zt_tensor dattp = zt__temp0(ctx, A, sv->attp.shape); /* the padding's columns: no gradient */
+    zt_head_cols_backward(s, dattp, 0, datt, 0, VD);
+    zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
+    zt_attention_opts ao = zt__layer_attention(ctx);
+    zt_attention_ex_backward(s, dq, dk, dv, dattp, sv->q, sv->k, sv->v, sv->attp, sv->lse,
+                             zt__present(b->starts) ? &b->starts : NULL, &ao);
+    zt_tensor dkv = zt__temp0(ctx, A, sv->kv.shape), dkpe = zt__temp0(ctx, A, sv->kpe.shape);
+    zt_head_cols_backward(s, dkv, 0, dk, 0, NOPE);
+    zt_head_cols_backward(s, dkpe, 0, dk, NOPE, RD); /* summed over the heads */
+    zt_head_cols_backward(s, dkv, NOPE, dv, 0, VD);
+    zt_rope_scaling rs;
+    float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
+    zt_tensor dkpe0 = zt__temp0(ctx, A, dkpe.shape);
+    zt_rope_backward(s, dkpe0, dkpe, b->pos, theta, &rs);
+    zt_tensor dqpe = zt_block_temp(ctx, A, zt_shape4(B, T, NH, RD)), dqpe0 = zt__temp0(ctx, A, dqpe.shape);
+    zt_head_cols_forward(s, dqpe, 0, dq, NOPE, RD);
+    zt_rope_backward(s, dqpe0, dqpe, b->pos, theta, &rs);
+    zt_head_cols_forward(s, dq, NOPE, dqpe0, 0, RD); /* dq: q_b_proj's (or q_proj's) output's gradient now */
+    zt_tensor dckvn = zt__temp0(ctx, A, zt_shape2(N, KVR)), dckv = zt__temp0(ctx, A, zt_shape2(N, KVR));
+    zt_matmul_backward(s, &dckvn, zt__maybe(&g.wkvb), NULL, zt__flat(dkv), sv->ckvn, w.wkvb);
+    zt_rmsnorm_backward(s, dckv, g.kva_norm, dckvn, sv->ckv, w.kva_norm, sv->ckv_rstd);
+    zt_tensor glat = zt__rows_of(g.wkva, 0, KVR), grot = zt__rows_of(g.wkva, KVR, RD);
+    zt_matmul_backward(s, &dn, zt__maybe(&glat), NULL, dckv, sv->n1, zt__rows_of(w.wkva, 0, KVR));
+    zt_matmul_backward(s, &dn, zt__maybe(&grot), NULL, zt__flat(dkpe0), sv->n1, zt__rows_of(w.wkva, KVR, RD));
+    if (QR) {
+        zt_tensor dcqn = zt__temp0(ctx, A, zt_shape2(N, QR)), dcq = zt__temp0(ctx, A, zt_shape2(N, QR));
+        zt_matmul_backward(s, &dcqn, zt__maybe(&g.wq), NULL, zt__flat(dq), sv->cqn, w.wq);
+        zt_rmsnorm_backward(s, dcq, g.qa_norm, dcqn, sv->cq, w.qa_norm, sv->cq_rstd);
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wqa), NULL, dcq, sv->n1, w.wqa);
+    } else {
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wq), NULL, zt__flat(dq), sv->n1, w.wq);
+    }
+}
+
+/* q, k and v of n1, their norms and rotations where the model has them, and the attention: -> att (B, T, NH, HD) */
+static void zt__layer_attention_forward(zt_block_ctx *ctx) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     const zt_batch *b = ctx->batch;
     zt_stream *s = ctx->stream;
     zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
-    int64_t B = b->B, T = b->T, C = c->hidden, HD = c->head_dim, NH = c->n_head, NKV = c->n_kv_head;
-    int64_t N = B * T, I = c->intermediate;
+    int64_t B = b->B, T = b->T, N = B * T, HD = c->head_dim, NH = c->n_head, NKV = c->n_kv_head;
     zt__layer_weights w = zt__layer_views(c, ctx->param);
     const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
     zt_dtype A = ctx->act;
-
-    int pre = !c->post_norms_only; /* OLMo: the attention and the MLP read the residual stream as it is */
-    sv->n1 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : inp;
-    int nb = gpt2 || c->norm_bias; /* Cohere's LayerNorms have no bias */
-    if (gpt2 || c->layernorm) {
-        sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W],
-                             nb ? ctx->param[ZT__L_NORM1_B] : zt__none(), c->norm_eps);
-    } else if (pre) {
-        sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
-        zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
-    }
     sv->q = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
     sv->v = zt_block_keep(ctx, A, zt_shape4(B, T, NKV, HD));
@@ -5130,6 +5371,32 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
     zt_attention_opts ao = zt__layer_attention(ctx);
     zt_attention_ex_forward(s, sv->att, sv->lse, sv->q, sv->k, sv->v, starts, &ao);
+}
+
+static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_stream *s = ctx->stream;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t N = b->B * b->T, C = c->hidden, I = c->intermediate;
+    zt__layer_weights w = zt__layer_views(c, ctx->param);
+    zt_dtype A = ctx->act;
+
+    int pre = !c->post_norms_only; /* OLMo: the attention and the MLP read the residual stream as it is */
+    sv->n1 = pre ? zt_block_keep(ctx, A, zt_shape2(N, C)) : inp;
+    int nb = gpt2 || c->norm_bias; /* Cohere's LayerNorms have no bias */
+    if (gpt2 || c->layernorm) {
+        sv->mean1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        zt_layernorm_forward(s, sv->n1, sv->mean1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W],
+                             nb ? ctx->param[ZT__L_NORM1_B] : zt__none(), c->norm_eps);
+    } else if (pre) {
+        sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
+        zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
+    }
+    if (c->kv_lora_rank) zt__mla_forward(ctx); /* DeepSeek-V3 */
+    else zt__layer_attention_forward(ctx);
     int sandwich = c->sandwich_norms;
     zt_tensor proj = sandwich ? (sv->pa = zt_block_keep(ctx, A, zt_shape2(N, C))) : zt_block_temp(ctx, A, zt_shape2(N, C));
     zt_matmul_forward(s, proj, zt__flat(sv->att), w.wo, zt__bias(&w.bo, w.has_out_bias));
@@ -5186,6 +5453,64 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
     zt_add(s, out, sv->x2, proj);
 }
 
+/* the attention's gradient datt (B, T, NH, HD) back through it, the rotations and q's and k's norms to q, k and v's
+   projections: their weights' gradients, and n1's added into dn */
+static void zt__layer_attention_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor datt) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const zt_batch *b = ctx->batch;
+    zt_stream *s = ctx->stream;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
+    int64_t q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
+    zt__layer_weights w = zt__layer_views(c, ctx->param);
+    zt__layer_weights g = zt__layer_views(c, ctx->grad);
+    const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
+    zt_dtype A = ctx->act;
+    float off = c->norm_offset;
+    zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
+    zt_attention_opts ao = zt__layer_attention(ctx);
+    zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
+    if (!gpt2 && !zt__layer_nope(c, ctx->index - 1)) { /* rotate the gradients of the rotated q and k back */
+        zt_tensor t = zt__temp0(ctx, A, dq.shape);
+        zt_rope_scaling rs;
+        float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
+        zt_rope_backward(s, t, dq, b->pos, theta, &rs);
+        dq = t;
+        t = zt__temp0(ctx, A, dk.shape);
+        zt_rope_backward(s, t, dk, b->pos, theta, &rs);
+        dk = t;
+    }
+    if (c->qk_norm) { /* through each head's norm (OLMo: q's and k's), to q and k as the projections made them */
+        zt_tensor t = zt__temp0(ctx, A, dq.shape), u = zt__temp0(ctx, A, dk.shape);
+        if (c->qk_norm == 3) { /* Cohere's and StableLM's LayerNorms */
+            zt_layernorm_backward(s, zt__qk_rows(c, t), zt__qk_norm_weight(c, ctx->grad, 0), zt__none(), zt__qk_rows(c, dq),
+                                  zt__qk_rows(c, sv->q0), zt__qk_norm_weight(c, ctx->param, 0), sv->qmean, sv->qrstd);
+            zt_layernorm_backward(s, zt__qk_rows(c, u), zt__qk_norm_weight(c, ctx->grad, 1), zt__none(), zt__qk_rows(c, dk),
+                                  zt__qk_rows(c, sv->k0), zt__qk_norm_weight(c, ctx->param, 1), sv->kmean, sv->krstd);
+        } else {
+            zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__qk_rows(c, dq),
+                                       zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
+            zt_rmsnorm_offset_backward(s, zt__qk_rows(c, u), ctx->grad[ZT__L_KNORM_W], zt__qk_rows(c, dk),
+                                       zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
+        }
+        dq = t, dk = u;
+    }
+    int qb = w.has_qkv_bias;
+    dq = zt__flat(dq), dk = zt__flat(dk), dv = zt__flat(dv);
+    if (gpt2) {
+        zt_tensor gw = ctx->grad[ZT__L_QKV_W], gb = ctx->grad[ZT__L_QKV_B];
+        zt_tensor gwq = zt__rows_of(gw, 0, q), gwk = zt__rows_of(gw, q, kv), gwv = zt__rows_of(gw, q + kv, kv);
+        zt_tensor gbq = zt__rows_of(gb, 0, q), gbk = zt__rows_of(gb, q, kv), gbv = zt__rows_of(gb, q + kv, kv);
+        zt_matmul_backward(s, &dn, zt__maybe(&gwq), zt__maybe(&gbq), dq, sv->n1, w.wq);
+        zt_matmul_backward(s, &dn, zt__maybe(&gwk), zt__maybe(&gbk), dk, sv->n1, w.wk);
+        zt_matmul_backward(s, &dn, zt__maybe(&gwv), zt__maybe(&gbv), dv, sv->n1, w.wv);
+    } else {
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wq), qb ? zt__maybe(&g.bq) : NULL, dq, sv->n1, w.wq);
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wk), qb ? zt__maybe(&g.bk) : NULL, dk, sv->n1, w.wk);
+        zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
+    }
+}
+
 static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     const zt_batch *b = ctx->batch;
@@ -5194,10 +5519,8 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int plain = gpt2 || c->plain_mlp, nb = gpt2 || c->norm_bias;
     int64_t N = b->B * b->T, C = c->hidden, I = c->intermediate, H = plain ? I : 2 * I;
-    int64_t q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim;
     zt__layer_weights w = zt__layer_views(c, ctx->param);
     zt__layer_weights g = zt__layer_views(c, ctx->grad);
-    const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
     zt_dtype A = ctx->act;
     int ob = w.has_mlp_bias;
 
@@ -5250,56 +5573,14 @@ static void zt__layer_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout
     }
     zt_tensor datt = zt__temp0(ctx, A, sv->att.shape), datt2 = zt__flat(datt);
     zt_matmul_backward(s, &datt2, zt__maybe(&g.wo), w.has_out_bias ? zt__maybe(&g.bo) : NULL, dpa, zt__flat(sv->att), w.wo);
-    zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
-    zt_attention_opts ao = zt__layer_attention(ctx);
-    zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
-    if (!gpt2 && !zt__layer_nope(c, ctx->index - 1)) { /* rotate the gradients of the rotated q and k back */
-        zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rope_scaling rs;
-        float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
-        zt_rope_backward(s, t, dq, b->pos, theta, &rs);
-        dq = t;
-        t = zt__temp0(ctx, A, dk.shape);
-        zt_rope_backward(s, t, dk, b->pos, theta, &rs);
-        dk = t;
-    }
-    if (c->qk_norm) { /* through each head's norm (OLMo: q's and k's), to q and k as the projections made them */
-        zt_tensor t = zt__temp0(ctx, A, dq.shape), u = zt__temp0(ctx, A, dk.shape);
-        if (c->qk_norm == 3) { /* Cohere's and StableLM's LayerNorms */
-            zt_layernorm_backward(s, zt__qk_rows(c, t), zt__qk_norm_weight(c, ctx->grad, 0), zt__none(), zt__qk_rows(c, dq),
-                                  zt__qk_rows(c, sv->q0), zt__qk_norm_weight(c, ctx->param, 0), sv->qmean, sv->qrstd);
-            zt_layernorm_backward(s, zt__qk_rows(c, u), zt__qk_norm_weight(c, ctx->grad, 1), zt__none(), zt__qk_rows(c, dk),
-                                  zt__qk_rows(c, sv->k0), zt__qk_norm_weight(c, ctx->param, 1), sv->kmean, sv->krstd);
-        } else {
-            zt_rmsnorm_offset_backward(s, zt__qk_rows(c, t), ctx->grad[ZT__L_QNORM_W], zt__qk_rows(c, dq),
-                                       zt__qk_rows(c, sv->q0), ctx->param[ZT__L_QNORM_W], off, sv->qrstd);
-            zt_rmsnorm_offset_backward(s, zt__qk_rows(c, u), ctx->grad[ZT__L_KNORM_W], zt__qk_rows(c, dk),
-                                       zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
-        }
-        dq = t, dk = u;
-    }
-    if (c->parallel_block != 1) zt_fill(s, dn, 0.0f);
-    int qb = w.has_qkv_bias;
-    dq = zt__flat(dq), dk = zt__flat(dk), dv = zt__flat(dv);
-    if (gpt2) {
-        zt_tensor gw = ctx->grad[ZT__L_QKV_W], gb = ctx->grad[ZT__L_QKV_B];
-        zt_tensor gwq = zt__rows_of(gw, 0, q), gwk = zt__rows_of(gw, q, kv), gwv = zt__rows_of(gw, q + kv, kv);
-        zt_tensor gbq = zt__rows_of(gb, 0, q), gbk = zt__rows_of(gb, q, kv), gbv = zt__rows_of(gb, q + kv, kv);
-        zt_matmul_backward(s, &dn, zt__maybe(&gwq), zt__maybe(&gbq), dq, sv->n1, w.wq);
-        zt_matmul_backward(s, &dn, zt__maybe(&gwk), zt__maybe(&gbk), dk, sv->n1, w.wk);
-        zt_matmul_backward(s, &dn, zt__maybe(&gwv), zt__maybe(&gbv), dv, sv->n1, w.wv);
-        zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], ctx->grad[ZT__L_NORM1_B], dn, inp,
+    if (c->parallel_block != 1) zt_fill(s, dn, 0.0f); /* Cohere: dn holds the MLP's part of n1's gradient */
+    if (c->kv_lora_rank) zt__mla_backward(ctx, dn, datt);
+    else zt__layer_attention_backward(ctx, dn, datt);
+    if (gpt2 || c->layernorm)
+        zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], nb ? ctx->grad[ZT__L_NORM1_B] : zt__none(), dn, inp,
                               ctx->param[ZT__L_NORM1_W], sv->mean1, sv->rstd1);
-    } else {
-        zt_matmul_backward(s, &dn, zt__maybe(&g.wq), qb ? zt__maybe(&g.bq) : NULL, dq, sv->n1, w.wq);
-        zt_matmul_backward(s, &dn, zt__maybe(&g.wk), qb ? zt__maybe(&g.bk) : NULL, dk, sv->n1, w.wk);
-        zt_matmul_backward(s, &dn, zt__maybe(&g.wv), qb ? zt__maybe(&g.bv) : NULL, dv, sv->n1, w.wv);
-        if (c->post_norms_only) zt_add(s, dinp, dinp, dn);
-        else if (c->layernorm)
-            zt_layernorm_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], nb ? ctx->grad[ZT__L_NORM1_B] : zt__none(), dn, inp,
-                                  ctx->param[ZT__L_NORM1_W], sv->mean1, sv->rstd1);
-        else zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
-    }
+    else if (c->post_norms_only) zt_add(s, dinp, dinp, dn);
+    else zt_rmsnorm_offset_backward(s, dinp, ctx->grad[ZT__L_NORM1_W], dn, inp, ctx->param[ZT__L_NORM1_W], off, sv->rstd1);
 }
 
 static const zt_block_type zt__gpt2_layer = {"gpt2.layer", sizeof(zt__layer_saved), zt__layer_declare,
@@ -18054,6 +18335,35 @@ static void zt__gated_add_task(void *ctx, int64_t task, int thread) {
     }
 }
 
+/* columns between heads, a row per step: forward copies each of out's heads' part (converted through f32); backward
+   sums the heads that read one head of inp in order, then adds that once */
+static void zt__head_cols_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_cols *a = &job->op->cols;
+    int fwd = job->op->kind == ZT__OP_HEAD_COLS_FWD;
+    int64_t R, HO, DO, HI, DI, D = a->D;
+    zt__heads_of(fwd ? a->dst : a->src, &R, &HO, &DO);
+    zt__heads_of(fwd ? a->src : a->dst, &R, &HI, &DI);
+    float *acc = job->cpu->scratch[thread], *buf = acc + D;
+    for (int64_t n = task * job->per_task; n < ZT__MIN(R, (task + 1) * job->per_task); n++) {
+        if (fwd) {
+            for (int64_t h = 0; h < HO; h++) {
+                const float *x = zt__row_in(a->src, (n * HI + (HI == 1 ? 0 : h)) * DI + a->s0, D, buf);
+                zt__from_f32(a->dst.data, a->dst.dtype, (n * HO + h) * DO + a->d0, x, D);
+            }
+            continue;
+        }
+        for (int64_t hi = 0; hi < HI; hi++) {
+            for (int64_t j = 0; j < D; j++) acc[j] = 0.0f;
+            for (int64_t h = HI == 1 ? 0 : hi; h < (HI == 1 ? HO : hi + 1); h++) {
+                const float *g = zt__row_in(a->src, (n * HO + h) * DO + a->s0, D, buf);
+                for (int64_t j = 0; j < D; j++) acc[j] += g[j];
+            }
+            zt__add_into(a->dst, (n * HI + hi) * DI + a->d0, acc, D, buf);
+        }
+    }
+}
+
 static void zt__norm_fwd_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_norm *a = &job->op->norm;
@@ -18490,6 +18800,8 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_MOE_COMBINE_BWD: return 4 * zt_cols(op->moe.dout);
     case ZT__OP_GATED_ADD_FWD:
     case ZT__OP_GATED_ADD_BWD: return 4 * zt_cols(op->moe.inp);
+    case ZT__OP_HEAD_COLS_FWD:
+    case ZT__OP_HEAD_COLS_BWD: return 2 * op->cols.D;
     case ZT__OP_ATTENTION_FWD:
     case ZT__OP_ATTENTION_BWD: return (3 * ZT__ATT_QB + 5 * ZT__ATT_KB + 3) * zt_cols(op->attention.q);
     default: return 0;
@@ -18552,6 +18864,14 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     case ZT__OP_GATED_ADD_BWD: {
         int64_t per = zt__rows_per_task(zt_cols(op->moe.inp));
         zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(op->moe.inp), per), per, NULL, zt__gated_add_task);
+        return;
+    }
+    case ZT__OP_HEAD_COLS_FWD:
+    case ZT__OP_HEAD_COLS_BWD: {
+        int64_t R, H, Dh;
+        zt__heads_of(op->cols.src, &R, &H, &Dh);
+        int64_t per = zt__rows_per_task(H * op->cols.D);
+        zt__cpu_run(cpu, op, ZT__CDIV(R, per), per, NULL, zt__head_cols_task);
         return;
     }
     case ZT__OP_MOE_GATHER_FWD: {

@@ -736,6 +736,30 @@ __global__ void __launch_bounds__(1024) zt__cu_gated_add(int fwd, zt__cu_t out_o
     }
 }
 
+/* columns between heads (zt_head_cols_*): a block per row, a thread per (head, column) of the written side; backward
+   sums the heads that read one head in order, as the CPU backend */
+__global__ void __launch_bounds__(1024) zt__cu_head_cols(int fwd, zt__cu_t dst, int64_t d0, zt__cu_t src, int64_t s0,
+                                                         int64_t D, int64_t R, int64_t HO, int64_t DO, int64_t HI,
+                                                         int64_t DI) {
+    for (int64_t n = blockIdx.x; n < R; n += gridDim.x) {
+        if (fwd) {
+            for (int64_t i = threadIdx.x; i < HO * D; i += blockDim.x) {
+                int64_t h = i / D, j = i % D;
+                float x = zt__cu_ld(src.p, src.t, (n * HI + (HI == 1 ? 0 : h)) * DI + s0 + j);
+                zt__cu_st(dst.p, dst.t, (n * HO + h) * DO + d0 + j, x);
+            }
+            continue;
+        }
+        for (int64_t i = threadIdx.x; i < HI * D; i += blockDim.x) {
+            int64_t hi = i / D, j = i % D, at = (n * HI + hi) * DI + d0 + j;
+            float acc = 0.0f;
+            for (int64_t h = HI == 1 ? 0 : hi; h < (HI == 1 ? HO : hi + 1); h++)
+                acc += zt__cu_ld(src.p, src.t, (n * HO + h) * DO + s0 + j);
+            zt__cu_st(dst.p, dst.t, at, zt__cu_ld(dst.p, dst.t, at) + acc);
+        }
+    }
+}
+
 /* >>columns ------------------------------------------------------------------------------------- */
 
 /* Column sums over rows, for bias gradients (mode 0: out[c] += sum_r x) and norm weights (mode 1:
@@ -2419,6 +2443,19 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         zt__cu_moe_sort<<<1, ZT__CU_MOE_SORT_THREADS, shared, st>>>((int32_t *)a->order.data, (int32_t *)a->where.data,
                                                                    (int32_t *)a->counts.data,
                                                                    (const int32_t *)a->idx.data, zt_numel(a->idx), E);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
+    case ZT__OP_HEAD_COLS_FWD:
+    case ZT__OP_HEAD_COLS_BWD: {
+        const zt__args_cols *a = &op->cols;
+        int fwd = op->kind == ZT__OP_HEAD_COLS_FWD;
+        int64_t R, HO, DO, HI, DI;
+        zt__heads_of(fwd ? a->dst : a->src, &R, &HO, &DO);
+        zt__heads_of(fwd ? a->src : a->dst, &R, &HI, &DI);
+        if (R == 0 || a->D == 0) return;
+        zt__cu_head_cols<<<(unsigned)ZT__MIN(R, (int64_t)1 << 20), zt__cu_row_threads((fwd ? HO : HI) * a->D), 0, st>>>(
+            fwd, zt__cu_of(a->dst), a->d0, zt__cu_of(a->src), a->s0, a->D, R, HO, DO, HI, DI);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -980,6 +980,48 @@ TEST(ops_moe_f32) { check_moe(ZT_F32); }
 TEST(ops_moe_bf16) { check_moe(ZT_BF16); }
 TEST(ops_moe_f16) { check_moe(ZT_F16); }
 
+/* columns between heads (MLA's keys and values): a part of each head copied, one head read by all (DeepSeek's shared
+   rotary key), the rest of the written tensor untouched; backward adds back, summing over the heads where one fed all */
+static void head_cols_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t HO, int64_t DO, int64_t o0, int64_t HI,
+                           int64_t DI, int64_t i0, int64_t D) {
+    const char *cfg = label("head cols %s N %lld: out (%lld, %lld) [%lld, +%lld) from inp (%lld, %lld) [%lld, ..)",
+                            dt_name(dt), (long long)N, (long long)HO, (long long)DO, (long long)o0, (long long)D,
+                            (long long)HI, (long long)DI, (long long)i0);
+    int64_t no = N * HO * DO, ni = N * HI * DI;
+    zt_tensor Out = to_dev(d, dt, zt_shape3(N, HO, DO), drand(r, no, -1, 1));
+    zt_tensor Inp = to_dev(d, dt, zt_shape3(N, HI, DI), drand(r, ni, -1, 1));
+    double *out = download(d, Out), *inp = download(d, Inp); /* as rounded to dt */
+    zt_head_cols_forward(d->s, Out, o0, Inp, i0, D);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < HO; h++)
+            for (int64_t j = 0; j < D; j++)
+                out[(n * HO + h) * DO + o0 + j] = inp[(n * HI + (HI == 1 ? 0 : h)) * DI + i0 + j];
+    EXPECT_EXACT(label("%s: out", cfg), download(d, Out), out, no);
+    zt_tensor Dinp = to_dev(d, dt, zt_shape3(N, HI, DI), drand(r, ni, -1, 1));
+    zt_tensor Dout = to_dev(d, dt, zt_shape3(N, HO, DO), drand(r, no, -1, 1));
+    double *dinp = download(d, Dinp), *dout = download(d, Dout);
+    zt_head_cols_backward(d->s, Dinp, i0, Dout, o0, D);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < HO; h++)
+            for (int64_t j = 0; j < D; j++)
+                dinp[(n * HI + (HI == 1 ? 0 : h)) * DI + i0 + j] += dout[(n * HO + h) * DO + o0 + j];
+    EXPECT_CLOSE(label("%s backward: dinp = prefill + grad", cfg), download(d, Dinp), dinp, ni, tol_for(dt));
+}
+static void check_head_cols(zt_dtype dt) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {168};
+    head_cols_case(&d, &r, dt, 37, 4, 24, 0, 4, 40, 0, 16);   /* k's nope part from kv_b_proj's heads */
+    head_cols_case(&d, &r, dt, 37, 4, 24, 16, 4, 40, 16, 8);  /* ... a part inside both */
+    head_cols_case(&d, &r, dt, 37, 4, 24, 16, 1, 8, 0, 8);    /* the shared rotary key into every head */
+    head_cols_case(&d, &r, dt, 600, 16, 192, 128, 1, 64, 0, 64); /* DeepSeek-V3's, more than one task of rows */
+    head_cols_case(&d, &r, dt, 5, 3, 7, 2, 3, 9, 4, 0);       /* nothing */
+    cpu_close(&d);
+    bufs_free();
+}
+TEST(ops_head_cols_f32) { check_head_cols(ZT_F32); }
+TEST(ops_head_cols_bf16) { check_head_cols(ZT_BF16); }
+
 /* rope: head dims 64, 80 and 128, positions beyond 8192 (where an angle computed in double instead
    of f32, as transformers does, is visibly off), two thetas; separate and in-place forward */
 static void check_rope(zt_dtype dt) {

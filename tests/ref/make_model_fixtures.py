@@ -125,7 +125,7 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
-SEEDS = {"mixtral_jitter": 1616}
+SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006}  # seeds whose gradient batch has no near tie in bf16 routing
 NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale,
 # Granite before its embedding_multiplier
 MASK64 = (1 << 64) - 1
@@ -317,6 +317,28 @@ def make_config(model_type):
         return transformers.MiniMaxM2Config(**dict(common_llama, intermediate_size=24), head_dim=16, rotary_dim=8,
                                             tie_word_embeddings=False, pad_token_id=0, num_local_experts=4,
                                             num_experts_per_tok=2)
+    if model_type == "deepseek_v3":  # untied; DeepSeek-V3's multi-head latent attention: q through a bottleneck of 12
+        # with its RMSNorm, keys and values out of a latent of 16 with its RMSNorm, each head's key 8 dimensions from
+        # there and 4 rotated ones (in interleaved pairs) every head shares, values of 6 (not the keys' 12); yarn's
+        # rope with DeepSeek's two mscales (the scores' scale times mscale_all_dim's squared); layer 0 dense, layer 1
+        # GLM-4.5's experts (8 of 24 in 4 groups, 3 a token among the 2 best groups, times 2.5, a shared expert)
+        return transformers.DeepseekV3Config(**dict(common_llama, num_key_value_heads=4), tie_word_embeddings=False,
+                                             q_lora_rank=12, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                             v_head_dim=6, n_routed_experts=8, num_experts_per_tok=3,
+                                             moe_intermediate_size=24, n_shared_experts=1, n_group=4, topk_group=2,
+                                             routed_scaling_factor=2.5, first_k_dense_replace=1, norm_topk_prob=True,
+                                             rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                                              "original_max_position_embeddings": 8, "mscale": 0.8,
+                                                              "mscale_all_dim": 1.0})
+    if model_type == "deepseek_v3_plain":  # DeepSeek-V3's attention without q's bottleneck (q_lora_rank null: q_proj,
+        # DeepSeek-V2-Lite's), its rope in halves (rope_interleave false) and unscaled, values as wide as the keys;
+        # both layers sparse, unnormalized weights, one group
+        return transformers.DeepseekV3Config(**dict(common_llama, num_key_value_heads=4), tie_word_embeddings=False,
+                                             q_lora_rank=None, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8,
+                                             v_head_dim=16, rope_interleave=False, n_routed_experts=4,
+                                             num_experts_per_tok=2, moe_intermediate_size=24, n_shared_experts=2,
+                                             n_group=1, topk_group=1, routed_scaling_factor=1.0,
+                                             first_k_dense_replace=0, norm_topk_prob=False)
     if model_type == "glm4_moe":  # untied; GLM-4.5's layer: LLaMA's norms, q, k and v biases, an RMSNorm on each head
         # of q and k, the rope on half of each head; layer 0 dense, layer 1 8 experts of 24 in 4 groups: each token
         # chooses 3 by sigmoid score + a fixed correction among its 2 best groups, weights normalized and times 2.5,
@@ -583,7 +605,8 @@ def make(fixture, seed):
     os.makedirs(d, exist_ok=True)
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
-    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe"):  # the split
+    if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe",
+                      "deepseek_v3", "deepseek_v3_plain"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -615,7 +638,8 @@ def main():
                                  "seed_oss_dropout", "exaone4", "granite_neftune", "cohere", "stablelm", "stablelm_dropout",
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
-                                 "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm"]):
+                                 "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
+                                 "deepseek_v3_plain"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
