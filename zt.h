@@ -4483,6 +4483,11 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     int64_t C = c->hidden, q = c->n_head * c->head_dim, kv = c->n_kv_head * c->head_dim, I = c->intermediate;
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t attn = C * q + 2 * C * kv + q * C + (c->qkv_bias ? q + 2 * kv : 0) + (c->out_bias ? C : 0);
+    if (c->kv_lora_rank) { /* DeepSeek-V3's: q_a_proj, its norm and q_b_proj (or q_proj), kv_a_proj_with_mqa, its norm,
+                              kv_b_proj, o_proj */
+        int64_t QR = c->q_lora_rank, KVR = c->kv_lora_rank, NH = c->n_head, RD = c->qk_rope_dim, VD = c->v_head_dim;
+        attn = (QR ? QR * C + QR + QR * q : C * q) + (KVR + RD) * C + KVR + KVR * NH * (c->head_dim - RD + VD) + NH * VD * C;
+    }
     int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias || gpt2 ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + (c->shared_ungated ? 0 : C) : 0;

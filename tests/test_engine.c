@@ -1047,6 +1047,42 @@ TEST(glm4_moe_configs_take_transformers_defaults) {
     config_error(json, "\"routed_scaling_factor\" must be a positive number, found 0");
 }
 
+/* DeepSeek-V3 (deepseek_v3): DeepseekV3Config's defaults (its 671B shape: MLA, 256 experts in 8 groups), parameters as
+   transformers counts them (meta device; the routers' corrections are buffers), and what is refused */
+TEST(deepseek_v3_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *ds = "{\"model_type\": \"deepseek_v3\", \"num_hidden_layers\": %d, \"num_attention_heads\": 128, "
+                     "\"hidden_size\": 7168, \"intermediate_size\": 18432, \"max_position_embeddings\": 4096, "
+                     "\"vocab_size\": 129280, \"head_dim\": 64%s}"; /* head_dim: the rope's, as its config writes it */
+    snprintf(json, sizeof json, ds, 61, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.q_lora_rank == 1536 && c.kv_lora_rank == 512 && c.head_dim == 192 && c.qk_rope_dim == 64);
+    CHECK(c.v_head_dim == 128 && c.n_kv_head == 128 && c.rope_interleaved && c.rotary_dim == 0);
+    CHECK(fabsf(c.attn_scale - 1.0f / sqrtf(192.0f)) < 1e-9f && c.norm_eps == 1e-6f);
+    CHECK(c.moe_sigmoid && c.moe_correction && c.n_experts == 256 && c.experts_per_token == 8);
+    CHECK(c.expert_intermediate == 2048 && c.moe_groups == 8 && c.moe_topk_groups == 4 && c.moe_scale == 2.5f);
+    CHECK(c.norm_topk && c.shared_ungated && c.shared_intermediate == 2048 && c.sparse[0] == ((((uint64_t)1 << 61) - 1) & ~(uint64_t)7));
+    CHECK(c.sparse[1] == 0 && !c.tied_embeddings && !c.qkv_bias && !c.out_bias && c.router_aux_coef == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 671026404352);
+    snprintf(json, sizeof json, ds, 2, ", \"q_lora_rank\": null, \"first_k_dense_replace\": 1, "
+             "\"n_routed_experts\": 64, \"num_experts_per_tok\": 6, \"n_group\": 1, \"topk_group\": 1, "
+             "\"rope_interleave\": false, \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 40, "
+             "\"original_max_position_embeddings\": 4096, \"mscale\": 1.0, \"mscale_all_dim\": 1.0}");
+    c = config_of(json); /* q_proj; DeepSeek-V3's own rope_scaling: the scores times mscale(40, 1) squared */
+    CHECK(c.q_lora_rank == 0 && !c.rope_interleaved && c.sparse[0] == 2 && c.n_experts == 64 && c.rope_scaling.yarn);
+    CHECK(fabsf(c.attn_scale - (float)(pow(192, -0.5) * pow(0.1 * log(40.0) + 1, 2))) < 1e-7f);
+    CHECK(c.rope_scaling.attention_factor == 1.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 5741842432);
+    snprintf(json, sizeof json, ds, 2, ", \"num_key_value_heads\": 8");
+    config_error(json, "\"num_key_value_heads\" is 8; DeepSeek-V3's attention gives every one of its 128 heads");
+    snprintf(json, sizeof json, ds, 2, ", \"attention_bias\": true");
+    config_error(json, "\"attention_bias\" is true (biases on q_a_proj");
+    snprintf(json, sizeof json, ds, 2, ", \"qk_nope_head_dim\": 256");
+    config_error(json, "qk_nope_head_dim + qk_rope_head_dim up to 256");
+    snprintf(json, sizeof json, ds, 2, ", \"v_head_dim\": 0");
+    config_error(json, "v_head_dim 0");
+}
+
 /* MiniMax-M2 (minimax_m2): MiniMaxM2Config's defaults (its 230B shape), its files' rotary_dim, parameters as transformers
    counts them, and what is refused */
 TEST(minimax_m2_configs_take_transformers_defaults) {

@@ -694,6 +694,23 @@ static void case_moe(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t C, in
     case_end();
 }
 
+/* columns between heads (DeepSeek-V3's attention: each head's key from its part of the latent's projection and the
+   rotary key all share, values padded): forward into a prefilled tensor, backward summing over the heads */
+static void case_head_cols(zt_dtype dt, int64_t N, int64_t HO, int64_t DO, int64_t o0, int64_t HI, int64_t DI, int64_t i0,
+                           int64_t D) {
+    if (!case_begin("head_cols", dt, "out (%lld, %lld, %lld) [%lld, +%lld) from inp (%lld, %lld, %lld) [%lld, ..)",
+                    (long long)N, (long long)HO, (long long)DO, (long long)o0, (long long)D, (long long)N, (long long)HI,
+                    (long long)DI, (long long)i0))
+        return;
+    pair out = prand(dt, zt_shape3(N, HO, DO), -1, 1), inp = prand(dt, zt_shape3(N, HI, DI), -1, 1);
+    BOTH zt_head_cols_forward(sd[i].s, out.t[i], o0, inp.t[i], i0, D);
+    check("out", out, TOL_EXACT);
+    pair dout = prand(dt, zt_shape3(N, HO, DO), -1, 1), dinp = prand(dt, zt_shape3(N, HI, DI), -1, 1);
+    BOTH zt_head_cols_backward(sd[i].s, dinp.t[i], i0, dout.t[i], o0, D);
+    check("dinp +=", dinp, TOL_EXACT); /* the same sums in the same order */
+    case_end();
+}
+
 static void case_crossentropy(zt_dtype dt, int64_t N, int64_t Vp, int64_t vocab, float cap, float smoothing) {
     if (!case_begin("crossentropy", dt, "N %lld Vp %lld vocab %lld, 2 rows ignored%s%s", (long long)N, (long long)Vp,
                     (long long)vocab, cap > 0 ? ", logits capped" : "", smoothing > 0 ? ", labels smoothed" : ""))
@@ -907,6 +924,10 @@ int main(int argc, char **argv) {
     case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */
     case_moe_sigmoid(ZT_BF16, 2048, 256, 8, 8, 4); /* DeepSeek-V3's routing: 8 of 256 in 4 of 8 groups */
     case_moe_sigmoid(ZT_F32, 1000, 128, 8, 1, 1);  /* GLM-4.5's: one group */
+    case_head_cols(ZT_BF16, 1024, 128, 192, 0, 128, 256, 0, 128);  /* DeepSeek-V3: keys' nope part from kv_b_proj's */
+    case_head_cols(ZT_BF16, 1024, 128, 192, 128, 1, 64, 0, 64);    /* ... the rotary key every head shares */
+    case_head_cols(ZT_F32, 1000, 16, 24, 0, 16, 40, 16, 24);       /* values, padded */
+    case_attention_ex(ZT_BF16, 1, 512, 16, 16, 192, 1, 0.0f, 0.0f, 0); /* its heads of 192 (simt), documents */
     for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f, 0.0f);
     case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f, 0.0f);
     case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f, 0.0f);
