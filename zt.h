@@ -424,13 +424,14 @@ ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dwe
 /* The general form (zt_moe_route_forward is its softmax case). With sigmoid: probs = sigmoid(logits) (DeepSeek-V3's
    and GLM-4.5's routers), each token's choice by probs + bias (E) f32, a fixed per-expert correction
    (e_score_correction_bias; NULL: none) that does not enter the weights, among the experts of its topk_groups best
-   groups when groups > 1 (E / groups experts each, a group's score the sum of its two best; a tie goes to the lower
-   group); weights as above (normalized when normalize) times scale (routed_scaling_factor; 0: 1). Backward through
+   groups when groups > 1 (E / groups experts each, a group's score the sum of its two best, or with group_max its best
+   alone (DeepSeek-V2's group_limited_greedy); a tie goes to the lower group); weights as above (normalized when normalize) times scale (routed_scaling_factor; 0: 1). Backward through
    the chosen probabilities alone (the choice has no gradient). Initialise with designated fields or memset. */
 #define ZT_MOE_MAX_GROUPS 64
 typedef struct zt_moe_route_params {
     int normalize, sigmoid;
     int64_t groups, topk_groups; /* groups 0 or 1: one group of every expert */
+    int group_max;               /* a group's score is its best expert's, not its two best's sum */
     float scale;
     const zt_tensor *bias;       /* forward only */
 } zt_moe_route_params;
@@ -596,8 +597,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2; Mixtral, the Qwen MoEs and OLMoE) are
-   written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
+   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX; Mixtral, the Qwen MoEs, OLMoE,
+   GLM-4.5, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3) are written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
    per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
    and offload. */
 
@@ -606,7 +607,7 @@ typedef struct zt_model_config {
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                                   "deepseek_v3" */
+                                   "deepseek_v2", "deepseek_v3" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -672,8 +673,12 @@ typedef struct zt_model_config {
     int moe_correction;         /* each token chooses by its probabilities plus a fixed per-expert correction,
                                    e_score_correction_bias (a frozen parameter): GLM-4.5's, MiniMax-M2's, ERNIE 4.5's */
     int64_t moe_groups, moe_topk_groups;
+    int moe_group_max;          /* a group's score is its best expert's (DeepSeek-V2's group_limited_greedy), not the sum
+                                   of its two best (DeepSeek-V3's) */
     float moe_scale;
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
+    int router_f32;             /* the router's logits computed in f32 whatever the activations' dtype (transformers'
+                                   GLM-4.5, ERNIE 4.5 MoE, DeepSeek-V2 and V3 upcast; the others' are in the weights') */
     float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
@@ -2038,7 +2043,7 @@ typedef struct zt__args_moe {
     zt_tensor out, inp, dout, dinp, idx, weight, dweight, probs, order, where, counts;
     int64_t k;
     int normalize;
-    int sigmoid, groups, topk_groups; /* the routing's (zt_moe_route_params) */
+    int sigmoid, groups, topk_groups, group_max; /* the routing's (zt_moe_route_params) */
     float scale;
     zt_tensor bias;
 } zt__args_moe;
@@ -2650,7 +2655,8 @@ static void zt__moe_route_args(zt__args_moe *a, const char *name, int64_t E, int
     zt__need(isfinite(p.scale) && p.scale >= 0.0f, name, "scale %g must be 0 (none) or positive", (double)p.scale);
     if (p.bias) zt__need_tensor(name, "bias", *p.bias, ZT_F32, E);
     a->k = k, a->normalize = p.normalize != 0, a->sigmoid = p.sigmoid != 0;
-    a->groups = (int)G, a->topk_groups = (int)TG, a->scale = p.scale != 0.0f ? p.scale : 1.0f;
+    a->groups = (int)G, a->topk_groups = (int)TG, a->group_max = p.group_max != 0;
+    a->scale = p.scale != 0.0f ? p.scale : 1.0f;
     a->bias = p.bias ? *p.bias : zt__none();
 }
 
@@ -3547,6 +3553,47 @@ static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int6
     return ZT_OK;
 }
 
+/* DeepSeek-V2's router: softmax probabilities, each token's num_experts_per_tok likeliest (topk_method "greedy"), or
+   likeliest within its topk_group groups of n_group whose best expert is likeliest ("group_limited_greedy"); their
+   probabilities times routed_scaling_factor, never normalized (its router does not read norm_topk_prob); beside
+   n_shared_experts ungated shared experts; dense layers below first_k_dense_replace. DeepseekV2Config's defaults. */
+static zt_result zt__config_deepseek_v2_moe(zt_model_config *c, const zt__json *j, int64_t *first_dense, int64_t *shared) {
+    zt_result r;
+    double scale = 1.0;
+    char method[32] = "greedy";
+    int norm = 0, t = zt__json_get(j, 0, "topk_method");
+    c->n_experts = 64, c->expert_intermediate = 1407, c->experts_per_token = 0, *first_dense = 0, *shared = 2;
+    c->moe_groups = c->moe_topk_groups = 1;
+    if ((!zt__json_is_null(j, t) && (r = zt__json_string(j, t, "topk_method", method, sizeof method))) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace", first_dense)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "n_shared_experts"), "n_shared_experts", shared)) ||
+        (r = zt__json_number(j, zt__json_get(j, 0, "routed_scaling_factor"), "routed_scaling_factor", &scale)))
+        return r;
+    t = zt__json_get(j, 0, "norm_topk_prob");
+    if (!zt__json_is_null(j, t) && (r = zt__json_bool(j, t, "norm_topk_prob", &norm))) return r;
+    if (norm)
+        zt_log(ZT_LOG_WARN, "%s: norm_topk_prob is true, but transformers' deepseek_v2 router never normalizes the chosen "
+               "experts' weights, and neither does zt", j->file);
+    if (strcmp(method, "greedy") && strcmp(method, "group_limited_greedy"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"topk_method\" is \"%s\"; transformers' deepseek_v2 takes greedy and "
+                       "group_limited_greedy", j->file, method);
+    if (strcmp(method, "group_limited_greedy") == 0) {
+        int g = zt__json_get(j, 0, "n_group"), tg = zt__json_get(j, 0, "topk_group");
+        if (g < 0 || tg < 0 || zt__json_is_null(j, g) || zt__json_is_null(j, tg))
+            return zt_fail(ZT_ERROR_INVALID, "%s: topk_method group_limited_greedy needs \"n_group\" and \"topk_group\"",
+                           j->file);
+        if ((r = zt__json_int(j, g, "n_group", &c->moe_groups)) || (r = zt__json_int(j, tg, "topk_group", &c->moe_topk_groups)))
+            return r;
+        c->moe_group_max = 1;
+    }
+    if (!(scale > 0 && scale < 1e6))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"routed_scaling_factor\" must be a positive number, found %g", j->file, scale);
+    if (*shared < 0 || *shared > 64)
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"n_shared_experts\" must be 0 to 64, found %lld", j->file, (long long)*shared);
+    c->moe_scale = (float)scale;
+    return ZT_OK;
+}
+
 /* ERNIE 4.5's MoE: a softmax router whose choice adds e_score_correction_bias, weights normalized, sparse layers every
    moe_layer_interval-th from moe_layer_start_index to moe_layer_end_index (-1: the last), moe_num_shared_experts
    ungated shared experts; Ernie4_5_MoeConfig's names and defaults. transformers divides by the chosen probabilities'
@@ -3589,9 +3636,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
     glm |= strcmp(c->model_type, "deepseek_v3") == 0; /* GLM-4.5's experts are DeepSeek-V3's */
+    int deepseek2 = strcmp(c->model_type, "deepseek_v2") == 0; /* placed as they are, routed by softmax */
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
     int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
-    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie;
+    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie && !deepseek2;
     int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1, from = 0, to = -1;
     int logits_out = 0;
     double jitter = 0, coef = olmoe ? 0.01 : 0.001;
@@ -3610,18 +3658,21 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (t < 0) t = zt__json_get(j, 0, "num_experts"); /* the hub's Qwen3-MoE configs */
     const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
     if (glm && (r = zt__config_glm4_moe(c, j, &first_dense, &shared))) return r;
+    if (deepseek2 && (r = zt__config_deepseek_v2_moe(c, j, &first_dense, &shared))) return r;
     if (ernie && (r = zt__config_ernie4_5_moe(c, j, &shared, &step, &from, &to))) return r;
-    if (glm) from = first_dense < 0 ? 0 : first_dense; /* below 0: every layer sparse, as transformers' comparison */
+    if (glm || deepseek2) from = first_dense < 0 ? 0 : first_dense; /* below 0: every layer sparse, as transformers'
+                                                                      comparison */
     if (ernie) t = -1; /* its num_experts, moe_num_experts read above; num_local_experts is no key of its */
-    if (glm) { /* n_routed_experts, or its num_local_experts (Glm4MoeConfig's attribute_map) */
+    if (glm || deepseek2) { /* n_routed_experts, or its num_local_experts (Glm4MoeConfig's, DeepseekV3Config's
+                               attribute_map; DeepseekV2Config's: num_experts) */
         int routed = zt__json_get(j, 0, "n_routed_experts") >= 0;
-        experts = routed ? "n_routed_experts" : "num_local_experts", t = zt__json_get(j, 0, experts);
+        experts = routed ? "n_routed_experts" : deepseek2 ? "num_experts" : "num_local_experts", t = zt__json_get(j, 0, experts);
     }
     if ((r = zt__json_int(j, t, experts, &c->n_experts)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
-        ((qwen || glm || ernie) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"),
+        ((qwen || glm || ernie || deepseek2) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"),
                                                      "moe_intermediate_size", &c->expert_intermediate))) ||
-        (!mixtral && !minimax && !ernie && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
+        (!mixtral && !minimax && !ernie && !deepseek2 && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
                                                               &c->norm_topk))) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
@@ -3637,11 +3688,12 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (ernie && logits_out && coef > 0) /* its balance loss counts the choices without the correction */
         return zt__config_refuse(j, "output_router_logits", "is true (ERNIE 4.5's load-balancing loss, which counts the "
                                  "choices its router would make without e_score_correction_bias, is not built)");
-    if (glm && logits_out)
+    if ((glm || deepseek2) && logits_out)
         zt_log(ZT_LOG_WARN, "%s: output_router_logits is true, but transformers' %s adds no load-balancing loss, and "
                "neither does zt", j->file, c->model_type);
-    c->router_aux_coef = logits_out && !glm ? (float)coef : 0.0f;
-    if (glm || ernie) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
+    c->router_aux_coef = logits_out && !glm && !deepseek2 ? (float)coef : 0.0f;
+    if (glm || ernie || deepseek2) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
+    c->router_f32 = glm || ernie || deepseek2; /* F.linear(hidden_states.float(), weight.float()) */
     if (!(jitter >= 0 && jitter < 1))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"router_jitter_noise\" must be 0 (none) or more, below 1, found %g", j->file,
                        jitter);
@@ -3662,7 +3714,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         return zt_fail(ZT_ERROR_INVALID, "%s: \"num_experts_per_tok\" is %lld; it must be 1 to the %lld experts (zt "
                        "takes at most %d)", j->file, (long long)c->experts_per_token, (long long)c->n_experts, ZT_MOE_MAX_K);
     int64_t G = c->moe_groups, TG = c->moe_topk_groups, E = c->n_experts;
-    if (glm && (G < 1 || G > ZT_MOE_MAX_GROUPS || E % G || E / G < 2 || TG < 1 || TG > G || TG * (E / G) < c->experts_per_token))
+    if ((glm || deepseek2) && (G < 1 || G > ZT_MOE_MAX_GROUPS || E % G || E / G < 2 || TG < 1 || TG > G || TG * (E / G) < c->experts_per_token))
         return zt_fail(ZT_ERROR_INVALID, "%s: \"n_group\" %lld and \"topk_group\" %lld do not fit %lld experts, %lld a "
                        "token (n_group must split them into groups of 2 or more, at most %d groups, and topk_group groups "
                        "must hold num_experts_per_tok)", j->file, (long long)G, (long long)TG, (long long)E,
@@ -4019,9 +4071,10 @@ static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *a
     return ZT_OK;
 }
 
-/* DeepSeek-V3's multi-head latent attention (zt_model_config.kv_lora_rank): q_lora_rank (null: q_proj straight),
-   kv_lora_rank, qk_nope_head_dim and qk_rope_head_dim (a head's key: head_dim their sum), v_head_dim; the rope on the
-   rotated part in interleaved pairs unless rope_interleave is false (or null, as transformers tests it); the scores'
+/* DeepSeek-V2's and V3's multi-head latent attention (zt_model_config.kv_lora_rank): q_lora_rank (null: q_proj
+   straight), kv_lora_rank, qk_nope_head_dim and qk_rope_head_dim (a head's key: head_dim their sum), v_head_dim; the
+   rope on the rotated part in interleaved pairs (V2's complex product; V3's unless rope_interleave is false, or null
+   as transformers tests it); the scores'
    scale 1/sqrt(head_dim), times yarn's mscale(factor, mscale_all_dim) squared where a scaled rope gives mscale_all_dim
    (transformers' yarn_apply_mscale). num_key_value_heads must be the heads' number (transformers' repeat_kv would not
    fit otherwise); attention_bias (biases on q_a_proj, kv_a_proj_with_mqa and o_proj) is refused. DeepseekV3Config's
@@ -4037,7 +4090,7 @@ static zt_result zt__config_mla(zt_model_config *c, const zt__json *j, int atten
         (r = zt__json_int(j, zt__json_get(j, 0, "qk_rope_head_dim"), "qk_rope_head_dim", &rope)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "v_head_dim"), "v_head_dim", &v)))
         return r;
-    t = zt__json_get(j, 0, "rope_interleave");
+    t = strcmp(c->model_type, "deepseek_v3") == 0 ? zt__json_get(j, 0, "rope_interleave") : -1;
     if (t >= 0 && zt__json_is_null(j, t)) interleave = 0;
     else if ((r = zt__json_bool(j, t, "rope_interleave", &interleave))) return r;
     if (q < 0 || q > 65536 || kv < 1 || kv > 65536 || nope < 0 || rope < 2 || rope % 2 || v < 1 || nope + rope > 256 ||
@@ -4048,12 +4101,12 @@ static zt_result zt__config_mla(zt_model_config *c, const zt__json *j, int atten
                        "qk_rope_head_dim up to 256 and a v_head_dim of 1 up to that sum", j->file, (long long)q,
                        (long long)kv, (long long)nope, (long long)rope, (long long)v);
     if (c->n_kv_head != 0 && c->n_kv_head != c->n_head)
-        return zt_fail(ZT_ERROR_INVALID, "%s: \"num_key_value_heads\" is %lld; DeepSeek-V3's attention gives every one of "
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"num_key_value_heads\" is %lld; DeepSeek's attention gives every one of "
                        "its %lld heads its own key and value, so it must be num_attention_heads", j->file,
                        (long long)c->n_kv_head, (long long)c->n_head);
     if (attention_bias) return zt__config_refuse(j, "attention_bias", "is true (biases on q_a_proj, kv_a_proj_with_mqa "
-                                                 "and o_proj in DeepSeek-V3's attention)");
-    if (partial != 1.0) return zt__config_refuse(j, "partial_rotary_factor", "is set (DeepSeek-V3 rotates "
+                                                 "and o_proj in DeepSeek's attention)");
+    if (partial != 1.0) return zt__config_refuse(j, "partial_rotary_factor", "is set (DeepSeek rotates "
                                                  "qk_rope_head_dim dimensions of each head)");
     c->q_lora_rank = q, c->kv_lora_rank = kv, c->qk_rope_dim = rope, c->v_head_dim = v;
     c->head_dim = nope + rope, c->n_kv_head = c->n_head, c->rope_interleaved = interleave;
@@ -4086,7 +4139,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_qwen3 = strcmp(c->model_type, "qwen3") == 0 || strcmp(c->model_type, "qwen3_moe") == 0;
     int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
     int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0, is_minimax = strcmp(c->model_type, "minimax_m2") == 0;
-    int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0, is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0;
+    int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
+    int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0;
     int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
@@ -4410,11 +4464,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "ernie4_5") && strcmp(c->model_type, "exaone4") && strcmp(c->model_type, "cohere") &&
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
-        strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v3"))
+        strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
+        strcmp(c->model_type, "deepseek_v3"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
-                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2 and deepseek_v3", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2 and deepseek_v3", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -5084,7 +5139,7 @@ static zt_moe_route_params zt__moe_route(const zt_model_config *c) {
     zt_moe_route_params p;
     memset(&p, 0, sizeof p);
     p.normalize = c->norm_topk, p.sigmoid = c->moe_sigmoid, p.scale = c->moe_scale;
-    p.groups = c->moe_groups, p.topk_groups = c->moe_topk_groups;
+    p.groups = c->moe_groups, p.topk_groups = c->moe_topk_groups, p.group_max = c->moe_group_max;
     return p;
 }
 
@@ -5096,7 +5151,8 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     zt_stream *s = ctx->stream;
     zt_dtype A = ctx->act;
     int64_t N = zt_rows(sv->n2), C = c->hidden, E = c->n_experts, k = c->experts_per_token, EI = c->expert_intermediate;
-    zt_tensor logits = zt_block_temp(ctx, A, zt_shape2(N, E)), counts = zt_block_temp(ctx, ZT_I32, zt_shape1(E));
+    zt_tensor logits = zt_block_temp(ctx, c->router_f32 ? ZT_F32 : A, zt_shape2(N, E));
+    zt_tensor counts = zt_block_temp(ctx, ZT_I32, zt_shape1(E));
     if (ctx->training && c->router_jitter > 0) zt__jitter(ctx, sv->n2); /* Mixtral's, in place: router and experts */
     zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)], NULL);
     sv->probs = zt_block_keep(ctx, ZT_F32, zt_shape2(N, E));
@@ -18146,7 +18202,8 @@ static void zt__moe_route_fwd_task(void *ctx, int64_t task, int thread) {
             for (int64_t e = 0; e < E; e++) p[e] /= sum;
         }
         for (int64_t e = 0; e < E; e++) c[e] = bias ? p[e] + bias[e] : p[e]; /* what the choice reads */
-        if (a->groups > 1) { /* the topk_groups groups whose two best sum highest (the lower on a tie); the rest out */
+        if (a->groups > 1) { /* the topk_groups groups whose two best sum highest (or whose best is: group_max; the lower
+                                on a tie); the rest out */
             float score[ZT_MOE_MAX_GROUPS];
             uint64_t keep = 0;
             for (int g = 0; g < a->groups; g++) {
@@ -18154,7 +18211,7 @@ static void zt__moe_route_fwd_task(void *ctx, int64_t task, int thread) {
                 for (int64_t e = g * per; e < (g + 1) * per; e++)
                     if (c[e] > b1) b2 = b1, b1 = c[e];
                     else if (c[e] > b2) b2 = c[e];
-                score[g] = b1 + b2;
+                score[g] = a->group_max ? b1 : b1 + b2;
             }
             for (int i = 0; i < a->topk_groups; i++) {
                 int best = -1;

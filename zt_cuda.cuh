@@ -508,7 +508,7 @@ __device__ __forceinline__ void zt__cu_argmax(float *v, int *i) {
    ranks them), then its k choices by probability (+ the fixed bias), as the CPU backend's */
 __global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, zt__cu_t logits, const float *bias,
                                      int64_t N, int64_t E, int k, int normalize, int sigmoid, int groups, int topk_groups,
-                                     float scale) {
+                                     int group_max, float scale) {
     int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
     int64_t per = E / groups;
     for (int64_t t = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); t < N; t += (int64_t)gridDim.x * warps) {
@@ -534,7 +534,7 @@ __global__ void zt__cu_moe_route_fwd(int32_t *idx, float *weight, float *probs, 
                         if (c > b1) b2 = b1, b1 = c;
                         else if (c > b2) b2 = c;
                     }
-                    score[g] = b1 + b2;
+                    score[g] = group_max ? b1 : b1 + b2;
                 }
                 keep = 0;
                 for (int i = 0; i < topk_groups; i++) {
@@ -2426,7 +2426,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
                                                          (float *)a->probs.data, zt__cu_of(a->inp),
                                                          zt__present(a->bias) ? (const float *)a->bias.data : NULL, N, E,
                                                          (int)a->k, a->normalize, a->sigmoid, a->groups, a->topk_groups,
-                                                         a->scale);
+                                                         a->group_max, a->scale);
         else
             zt__cu_moe_route_bwd<<<blocks, 128, 0, st>>>(zt__cu_of(a->dinp), (const float *)a->dweight.data,
                                                          (const float *)a->probs.data, (const int32_t *)a->idx.data, N,

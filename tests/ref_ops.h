@@ -319,6 +319,26 @@ REF double ref_moe_choose(int32_t *ix, const double *c, const double *p, const i
     return chosen;
 }
 
+/* keep (groups): the topk_groups groups of E / groups experts whose two best c sum highest, or (group_max) whose best
+   is highest (ties: the lower group) */
+REF void ref_moe_keep_groups(int *keep, const double *c, int64_t per, int64_t groups, int64_t topk_groups,
+                             int group_max) {
+    double score[64];
+    for (int64_t g = 0; g < groups; g++) {
+        double b1 = -INFINITY, b2 = -INFINITY;
+        keep[g] = 0;
+        for (int64_t e = g * per; e < (g + 1) * per; e++)
+            if (c[e] > b1) b2 = b1, b1 = c[e];
+            else if (c[e] > b2) b2 = c[e];
+        score[g] = group_max ? b1 : b1 + b2;
+    }
+    for (int64_t i = 0; i < topk_groups; i++) {
+        int64_t best = -1;
+        for (int64_t g = 0; g < groups; g++)
+            if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
+        keep[best] = 1;
+    }
+}
 /* Mixture-of-experts routing: logits (N,E) -> probs (N,E) = softmax; idx (N,k), each token's k likeliest
    experts in increasing order (ties: the lower expert); weight (N,k), their probabilities, divided by their
    sum when normalize. */
@@ -333,6 +353,24 @@ REF void ref_moe_route_forward(int32_t *idx, double *weight, double *probs, cons
         int32_t *ix = idx + t * k;
         chosen = ref_moe_choose(ix, p, p, NULL, E, E, k);
         for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] / (normalize ? chosen : 1.0);
+    }
+}
+/* DeepSeek-V2's group_limited_greedy: probs (N,E) = softmax(logits); each token's k likeliest among the experts of its
+   topk_groups groups whose best is likeliest; weight (N,k) their probabilities times scale, unnormalized */
+REF void ref_moe_route_grouped_forward(int32_t *idx, double *weight, double *probs, const double *logits, int64_t N,
+                                       int64_t E, int64_t k, int64_t groups, int64_t topk_groups, double scale) {
+    int64_t per = E / groups;
+    for (int64_t t = 0; t < N; t++) {
+        const double *x = logits + t * E;
+        double *p = probs + t * E, top = x[0], sum = 0;
+        int keep[64];
+        for (int64_t e = 1; e < E; e++) top = x[e] > top ? x[e] : top;
+        for (int64_t e = 0; e < E; e++) sum += (p[e] = exp(x[e] - top));
+        for (int64_t e = 0; e < E; e++) p[e] /= sum;
+        ref_moe_keep_groups(keep, p, per, groups, topk_groups, 1);
+        int32_t *ix = idx + t * k;
+        ref_moe_choose(ix, p, p, keep, per, E, k);
+        for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] * scale;
     }
 }
 /* dlogits (N,E) += d(sum dweight * weight)/d logits, for the choices idx made */
@@ -359,22 +397,10 @@ REF void ref_moe_route_sigmoid_forward(int32_t *idx, double *weight, double *pro
                                        int64_t topk_groups, double scale, int normalize) {
     int64_t per = E / groups;
     for (int64_t t = 0; t < N; t++) {
-        double *p = probs + t * E, c[1024], score[64], chosen;
-        int keep[64] = {0};
+        double *p = probs + t * E, c[1024], chosen;
+        int keep[64];
         for (int64_t e = 0; e < E; e++) p[e] = 1.0 / (1.0 + exp(-logits[t * E + e])), c[e] = p[e] + bias[e];
-        for (int64_t g = 0; g < groups; g++) {
-            double b1 = -INFINITY, b2 = -INFINITY;
-            for (int64_t e = g * per; e < (g + 1) * per; e++)
-                if (c[e] > b1) b2 = b1, b1 = c[e];
-                else if (c[e] > b2) b2 = c[e];
-            score[g] = b1 + b2;
-        }
-        for (int64_t i = 0; i < topk_groups; i++) {
-            int64_t best = -1;
-            for (int64_t g = 0; g < groups; g++)
-                if (!keep[g] && (best < 0 || score[g] > score[best])) best = g;
-            keep[best] = 1;
-        }
+        ref_moe_keep_groups(keep, c, per, groups, topk_groups, 0);
         int32_t *ix = idx + t * k;
         chosen = ref_moe_choose(ix, c, p, keep, per, E, k);
         for (int64_t j = 0; j < k; j++) weight[t * k + j] = p[ix[j]] / (normalize ? chosen : 1.0) * scale;

@@ -1074,13 +1074,45 @@ TEST(deepseek_v3_configs_take_transformers_defaults) {
     CHECK(c.rope_scaling.attention_factor == 1.0f);
     CHECK_EQ_INT(zt_model_config_params(&c), 5741842432);
     snprintf(json, sizeof json, ds, 2, ", \"num_key_value_heads\": 8");
-    config_error(json, "\"num_key_value_heads\" is 8; DeepSeek-V3's attention gives every one of its 128 heads");
+    config_error(json, "\"num_key_value_heads\" is 8; DeepSeek's attention gives every one of its 128 heads");
     snprintf(json, sizeof json, ds, 2, ", \"attention_bias\": true");
     config_error(json, "\"attention_bias\" is true (biases on q_a_proj");
     snprintf(json, sizeof json, ds, 2, ", \"qk_nope_head_dim\": 256");
     config_error(json, "qk_nope_head_dim + qk_rope_head_dim up to 256");
     snprintf(json, sizeof json, ds, 2, ", \"v_head_dim\": 0");
     config_error(json, "v_head_dim 0");
+}
+
+/* DeepSeek-V2 (deepseek_v2): DeepSeek-V2-Lite's shape (its files' keys), its parameters as transformers counts them,
+   group_limited_greedy, and what is refused */
+TEST(deepseek_v2_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *ds = "{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": %d, \"num_attention_heads\": 16, "
+                     "\"hidden_size\": 2048, \"intermediate_size\": 10944, \"max_position_embeddings\": 163840, "
+                     "\"vocab_size\": 102400, \"moe_intermediate_size\": 1408%s}";
+    snprintf(json, sizeof json, ds, 27, ", \"q_lora_rank\": null, \"num_experts_per_tok\": 6, \"first_k_dense_replace\": 1, "
+             "\"norm_topk_prob\": false, \"topk_method\": \"greedy\", \"n_group\": 1, \"topk_group\": 1");
+    zt_model_config c = config_of(json);
+    CHECK(c.q_lora_rank == 0 && c.kv_lora_rank == 512 && c.head_dim == 192 && c.qk_rope_dim == 64 && c.v_head_dim == 128);
+    CHECK(c.rope_interleaved && c.n_kv_head == 16 && !c.moe_sigmoid && !c.moe_correction && c.router_f32);
+    CHECK(c.n_experts == 64 && c.experts_per_token == 6 && c.moe_groups == 1 && !c.moe_group_max && !c.norm_topk);
+    CHECK(c.moe_scale == 1.0f && c.shared_ungated && c.shared_intermediate == 2 * 1408);
+    CHECK(c.sparse[0] == ((((uint64_t)1 << 27) - 1) & ~(uint64_t)1) && c.router_aux_coef == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 15706484224);
+    snprintf(json, sizeof json, ds, 2, ", \"num_experts_per_tok\": 6, \"topk_method\": \"group_limited_greedy\", "
+             "\"n_group\": 8, \"topk_group\": 3, \"n_routed_experts\": 160, \"routed_scaling_factor\": 16.0, "
+             "\"norm_topk_prob\": true");
+    c = config_of(json); /* DeepSeek-V2's routing; norm_topk_prob is unread by its router (a warning) */
+    CHECK(c.moe_group_max && c.moe_groups == 8 && c.moe_topk_groups == 3 && c.n_experts == 160 && c.moe_scale == 16.0f);
+    CHECK(!c.norm_topk && c.sparse[0] == 3 && c.q_lora_rank == 1536);
+    snprintf(json, sizeof json, ds, 2, ", \"num_experts_per_tok\": 6, \"topk_method\": \"noaux_tc\"");
+    config_error(json, "\"topk_method\" is \"noaux_tc\"; transformers' deepseek_v2 takes greedy and group_limited_greedy");
+    snprintf(json, sizeof json, ds, 2, ", \"num_experts_per_tok\": 6, \"topk_method\": \"group_limited_greedy\"");
+    config_error(json, "group_limited_greedy needs \"n_group\" and \"topk_group\"");
+    snprintf(json, sizeof json, ds, 2, "");
+    config_error(json, "\"num_experts_per_tok\" is 0");
+    snprintf(json, sizeof json, ds, 2, ", \"num_experts_per_tok\": 6, \"mlp_bias\": true");
+    config_error(json, "\"mlp_bias\" is true");
 }
 
 /* MiniMax-M2 (minimax_m2): MiniMaxM2Config's defaults (its 230B shape), its files' rotary_dim, parameters as transformers

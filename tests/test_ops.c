@@ -963,6 +963,35 @@ static void moe_sigmoid_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t
     ref_moe_route_sigmoid_backward(dlogits, dweight, probs, idx, N, E, k, 2.5, normalize);
     EXPECT_CLOSE(label("%s backward: dlogits = prefill + grad", cfg), download(d, Dlogits), dlogits, N * E, tol_for(dt));
 }
+/* DeepSeek-V2's routing: softmax probabilities, the choice within the topk_groups groups whose best is likeliest,
+   unnormalized weights times routed_scaling_factor */
+static void moe_grouped_case(cpu_dev *d, rng *r, zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t groups,
+                             int64_t topk_groups) {
+    const char *dn = dt_name(dt);
+    double *logits = drand(r, N * E, -3, 3);
+    zt_tensor Logits = to_dev(d, dt, zt_shape2(N, E), logits);
+    zt_tensor Idx = dev_new(d, ZT_I32, zt_shape2(N, k)), Weight = dev_new(d, ZT_F32, zt_shape2(N, k));
+    zt_tensor Probs = dev_new(d, ZT_F32, zt_shape2(N, E));
+    zt_moe_route_params p;
+    memset(&p, 0, sizeof p);
+    p.groups = groups, p.topk_groups = topk_groups, p.group_max = 1, p.scale = 16.0f;
+    zt_moe_route_with(d->s, Idx, Weight, Probs, Logits, p);
+    int32_t *idx = ibuf(N * k);
+    double *weight = dbuf(N * k), *probs = dbuf(N * E), *idx_d = dbuf(N * k);
+    ref_moe_route_grouped_forward(idx, weight, probs, logits, N, E, k, groups, topk_groups, 16.0);
+    for (int64_t i = 0; i < N * k; i++) idx_d[i] = idx[i];
+    const char *cfg = label("moe softmax route %s N %lld E %lld k %lld, %lld of %lld groups by their best", dn,
+                            (long long)N, (long long)E, (long long)k, (long long)topk_groups, (long long)groups);
+    EXPECT_EXACT(label("%s: idx", cfg), download(d, Idx), idx_d, N * k);
+    EXPECT_CLOSE(label("%s: probs", cfg), download(d, Probs), probs, N * E, TOL_F32);
+    EXPECT_CLOSE(label("%s: weight", cfg), download(d, Weight), weight, N * k, TOL_F32);
+    double *dweight = drand(r, N * k, -1, 1), *dlogits = drand(r, N * E, -1, 1), *scaled = dbuf(N * k);
+    zt_tensor Dweight = to_dev(d, ZT_F32, zt_shape2(N, k), dweight), Dlogits = to_dev(d, dt, zt_shape2(N, E), dlogits);
+    zt_moe_route_backward_with(d->s, Dlogits, Dweight, Probs, Idx, p);
+    for (int64_t i = 0; i < N * k; i++) scaled[i] = 16.0 * dweight[i]; /* weight = scale p */
+    ref_moe_route_backward(dlogits, scaled, probs, idx, N, E, k, 0);
+    EXPECT_CLOSE(label("%s backward: dlogits = prefill + grad", cfg), download(d, Dlogits), dlogits, N * E, tol_for(dt));
+}
 static void check_moe(zt_dtype dt) {
     cpu_dev d;
     if (!cpu_open(&d, 2, 0)) return;
@@ -970,6 +999,8 @@ static void check_moe(zt_dtype dt) {
     moe_sigmoid_case(&d, &r, dt, 29, 16, 3, 4, 2, 1); /* groups of 4, 2 of them */
     moe_sigmoid_case(&d, &r, dt, 300, 64, 8, 8, 4, 1); /* DeepSeek-V3's 8 groups, 4 chosen (of 64 experts) */
     moe_sigmoid_case(&d, &r, dt, 17, 8, 2, 1, 1, 0);  /* one group (GLM-4.5's), unnormalized */
+    moe_grouped_case(&d, &r, dt, 300, 160, 6, 8, 3);  /* DeepSeek-V2's 160 experts in 8 groups, 3 by their best */
+    moe_grouped_case(&d, &r, dt, 29, 16, 2, 4, 1);
     moe_case(&d, &r, dt, 37, 8, 2, 33, 1); /* Mixtral's 8 and 2 */
     moe_case(&d, &r, dt, 13, 16, 4, 20, 0);
     moe_case(&d, &r, dt, 300, 64, 8, 8, 1); /* more than one task of rows */

@@ -624,9 +624,12 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
 /* the MoE steps: routing (exact choices; probabilities and weights to f32's few ulp of expf; the gradient a
    sum over the choices), the balancing loss's gradient and probability sums, the sort and the gather (exact), the combine and its backward (sums in another order) */
 /* the sigmoid routing (DeepSeek-V3's, GLM-4.5's): a correction bias, groups, a scale; exact choices */
-static void case_moe_sigmoid(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t groups, int64_t topk_groups) {
-    if (!case_begin("moe_sigmoid", dt, "N %lld E %lld k %lld, %lld of %lld groups", (long long)N, (long long)E, (long long)k,
-                    (long long)topk_groups, (long long)groups))
+/* sigmoid: DeepSeek-V3's routing (a correction, groups by their two best, normalized, times 2.5); else DeepSeek-V2's
+   group_limited_greedy (softmax, groups by their best, unnormalized, times 16) */
+static void case_moe_grouped(int sigmoid, zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t groups,
+                             int64_t topk_groups) {
+    if (!case_begin(sigmoid ? "moe_sigmoid" : "moe_grouped_softmax", dt, "N %lld E %lld k %lld, %lld of %lld groups",
+                    (long long)N, (long long)E, (long long)k, (long long)topk_groups, (long long)groups))
         return;
     pair logits = prand(dt, zt_shape2(N, E), -4, 4), probs = pnew(ZT_F32, zt_shape2(N, E));
     pair bias = prand(ZT_F32, zt_shape1(E), -0.1f, 0.1f);
@@ -635,7 +638,8 @@ static void case_moe_sigmoid(zt_dtype dt, int64_t N, int64_t E, int64_t k, int64
     BOTH {
         zt_moe_route_params p;
         memset(&p, 0, sizeof p);
-        p.normalize = 1, p.sigmoid = 1, p.groups = groups, p.topk_groups = topk_groups, p.scale = 2.5f, p.bias = &bias.t[i];
+        p.normalize = sigmoid, p.sigmoid = sigmoid, p.groups = groups, p.topk_groups = topk_groups, p.group_max = !sigmoid;
+        p.scale = sigmoid ? 2.5f : 16.0f, p.bias = sigmoid ? &bias.t[i] : NULL;
         zt_moe_route_with(sd[i].s, idx.t[i], weight.t[i], probs.t[i], logits.t[i], p);
         zt_moe_route_backward_with(sd[i].s, dlogits.t[i], dweight.t[i], probs.t[i], idx.t[i], p);
     }
@@ -922,8 +926,9 @@ int main(int argc, char **argv) {
     case_moe(ZT_BF16, 4096, 8, 2, 4096, 1);  /* Mixtral 8x7B */
     case_moe(ZT_BF16, 2048, 128, 8, 2048, 1); /* Qwen3-30B-A3B */
     case_moe(ZT_F32, 1000, 60, 4, 1000, 0);   /* Qwen1.5-MoE's 60 experts, unnormalized */
-    case_moe_sigmoid(ZT_BF16, 2048, 256, 8, 8, 4); /* DeepSeek-V3's routing: 8 of 256 in 4 of 8 groups */
-    case_moe_sigmoid(ZT_F32, 1000, 128, 8, 1, 1);  /* GLM-4.5's: one group */
+    case_moe_grouped(1, ZT_BF16, 2048, 256, 8, 8, 4); /* DeepSeek-V3's routing: 8 of 256 in 4 of 8 groups */
+    case_moe_grouped(1, ZT_F32, 1000, 128, 8, 1, 1);  /* GLM-4.5's: one group */
+    case_moe_grouped(0, ZT_BF16, 2048, 160, 6, 8, 3); /* DeepSeek-V2's: 6 of 160 in 3 of 8 groups by their best */
     case_head_cols(ZT_BF16, 1024, 128, 192, 0, 128, 256, 0, 128);  /* DeepSeek-V3: keys' nope part from kv_b_proj's */
     case_head_cols(ZT_BF16, 1024, 128, 192, 128, 1, 64, 0, 64);    /* ... the rotary key every head shares */
     case_head_cols(ZT_F32, 1000, 16, 24, 0, 16, 40, 16, 24);       /* values, padded */

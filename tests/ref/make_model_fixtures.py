@@ -125,7 +125,7 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
-SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006}  # seeds whose gradient batch has no near tie in bf16 routing
+SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006, "deepseek_v2": 2005, "deepseek_v3_plain": 2001}  # no near tie in bf16 routing
 NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale,
 # Granite before its embedding_multiplier
 MASK64 = (1 << 64) - 1
@@ -317,6 +317,19 @@ def make_config(model_type):
         return transformers.MiniMaxM2Config(**dict(common_llama, intermediate_size=24), head_dim=16, rotary_dim=8,
                                             tie_word_embeddings=False, pad_token_id=0, num_local_experts=4,
                                             num_experts_per_tok=2)
+    if model_type == "deepseek_v2":  # untied; DeepSeek-V2's attention (V3's, the rope as a complex product: interleaved
+        # pairs) without q's bottleneck (V2-Lite's), values of 6 against keys of 12; yarn's rope with its mscales equal
+        # (V2's); layer 0 dense, layer 1 8 experts of 24 in 4 groups: each token's 3 likeliest by softmax within its 2
+        # groups whose best is likeliest (group_limited_greedy), unnormalized, times 4, beside 2 ungated shared experts
+        return transformers.DeepseekV2Config(**dict(common_llama, num_key_value_heads=4), tie_word_embeddings=False,
+                                             q_lora_rank=None, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                             v_head_dim=6, n_routed_experts=8, num_experts_per_tok=3,
+                                             moe_intermediate_size=24, n_shared_experts=2, n_group=4, topk_group=2,
+                                             topk_method="group_limited_greedy", routed_scaling_factor=4.0,
+                                             first_k_dense_replace=1,
+                                             rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                                              "original_max_position_embeddings": 8, "mscale": 0.707,
+                                                              "mscale_all_dim": 0.707})
     if model_type == "deepseek_v3":  # untied; DeepSeek-V3's multi-head latent attention: q through a bottleneck of 12
         # with its RMSNorm, keys and values out of a latent of 16 with its RMSNorm, each head's key 8 dimensions from
         # there and 4 rotated ones (in interleaved pairs) every head shares, values of 6 (not the keys' 12); yarn's
@@ -606,7 +619,7 @@ def make(fixture, seed):
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                      "deepseek_v3", "deepseek_v3_plain"):  # the split
+                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -639,7 +652,7 @@ def main():
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
-                                 "deepseek_v3_plain"]):
+                                 "deepseek_v3_plain", "deepseek_v2"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
