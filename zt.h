@@ -425,8 +425,9 @@ ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dwe
    and GLM-4.5's routers), each token's choice by probs + bias (E) f32, a fixed per-expert correction
    (e_score_correction_bias; NULL: none) that does not enter the weights, among the experts of its topk_groups best
    groups when groups > 1 (E / groups experts each, a group's score the sum of its two best, or with group_max its best
-   alone (DeepSeek-V2's group_limited_greedy); a tie goes to the lower group); weights as above (normalized when normalize) times scale (routed_scaling_factor; 0: 1). Backward through
-   the chosen probabilities alone (the choice has no gradient). Initialise with designated fields or memset. */
+   alone (DeepSeek-V2's group_limited_greedy); a tie goes to the lower group); weights as above (normalized when
+   normalize) times scale (routed_scaling_factor; 0: 1). Backward through the chosen probabilities alone (the choice
+   has no gradient). Initialise with designated fields or memset. */
 #define ZT_MOE_MAX_GROUPS 64
 typedef struct zt_moe_route_params {
     int normalize, sigmoid;
@@ -598,9 +599,9 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
    InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX; Mixtral, the Qwen MoEs, OLMoE,
-   GLM-4.5, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3) are written with this same interface. A block declares its parameters; the engine owns them (flat groups, one
-   per block), their gradients and optimizer state, the activation memory, recomputation, and later sharding
-   and offload. */
+   GLM-4.5, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3) are written with this same interface. A block declares
+   its parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state, the
+   activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
@@ -691,7 +692,7 @@ typedef struct zt_model_config {
                                    probabilities (zt_attention_opts.dropout) */
     float mlp_dropout;          /* StableLM's hidden_dropout: on the MLP's output alone, before its residual add */
     uint64_t sparse[64];        /* bit l % 64 of word l / 64: layer l has the experts (the others: the dense MLP) */
-    /* multi-head latent attention (DeepSeek-V3's MLA; kv_lora_rank 0 elsewhere): q through a q_lora_rank bottleneck
+    /* multi-head latent attention (DeepSeek-V2's and V3's MLA; kv_lora_rank 0 elsewhere): q through a q_lora_rank bottleneck
        with an RMSNorm (0: q_proj straight from the layer's norm); each head's key and value out of one latent of
        kv_lora_rank with an RMSNorm, and beside the key's head_dim - qk_rope_dim dimensions from there, qk_rope_dim
        rotated dimensions one projection gives every head alike; values of v_head_dim. n_kv_head is n_head. */
@@ -4074,11 +4075,10 @@ static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *a
 /* DeepSeek-V2's and V3's multi-head latent attention (zt_model_config.kv_lora_rank): q_lora_rank (null: q_proj
    straight), kv_lora_rank, qk_nope_head_dim and qk_rope_head_dim (a head's key: head_dim their sum), v_head_dim; the
    rope on the rotated part in interleaved pairs (V2's complex product; V3's unless rope_interleave is false, or null
-   as transformers tests it); the scores'
-   scale 1/sqrt(head_dim), times yarn's mscale(factor, mscale_all_dim) squared where a scaled rope gives mscale_all_dim
-   (transformers' yarn_apply_mscale). num_key_value_heads must be the heads' number (transformers' repeat_kv would not
-   fit otherwise); attention_bias (biases on q_a_proj, kv_a_proj_with_mqa and o_proj) is refused. DeepseekV3Config's
-   defaults. */
+   as transformers tests it); the scores' scale 1/sqrt(head_dim), times yarn's mscale(factor, mscale_all_dim) squared
+   where a scaled rope gives mscale_all_dim (transformers' yarn_apply_mscale). num_key_value_heads must be the heads'
+   number (transformers' repeat_kv would not fit otherwise); attention_bias (biases on q_a_proj, kv_a_proj_with_mqa and
+   o_proj) is refused. The two configs' defaults (the same). */
 static zt_result zt__config_mla(zt_model_config *c, const zt__json *j, int attention_bias, double partial) {
     zt_result r = ZT_OK;
     int64_t q = 1536, kv = 512, nope = 128, rope = 64, v = 128;
@@ -4207,7 +4207,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (t >= 0 && zt__json_is_null(j, t)) c->n_kv_head = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "num_key_value_heads", &c->n_kv_head))) return r;
     t = is_stablelm || is_neox || is_deepseek ? -1 : zt__json_get(j, 0, "head_dim"); /* null: hidden_size /
-                                    num_attention_heads (StableLM's and GPT-NeoX's always; DeepSeek-V3's: its MLA's) */
+                                    num_attention_heads (StableLM's and GPT-NeoX's always; DeepSeek's: its MLA's) */
     if (t >= 0 && zt__json_is_null(j, t)) c->head_dim = 0;
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "head_dim", &c->head_dim))) return r;
     t = zt__json_get(j, 0, "sliding_window");
@@ -4808,14 +4808,14 @@ typedef struct zt__layer_saved {
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
     zt_tensor probs, idx, rw, order, where, xs, ys;
     zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
-    /* DeepSeek-V3's attention: q's bottleneck before and after its norm and 1/rms, the latent likewise, the shared rotary
+    /* DeepSeek's attention (MLA): q's bottleneck before and after its norm and 1/rms, the latent likewise, the shared rotary
        key, kv_b_proj's each head's [key | value], and the attention's output before its value columns are taken (att) */
     zt_tensor cq, cqn, cq_rstd, ckv, ckvn, ckv_rstd, kpe, kv, attp;
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
     float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
 } zt__layer_saved;
 
-/* after the norms: DeepSeek-V3's attention's q_a_proj, q_a_layernorm and kv_a_layernorm (its q_b_proj or q_proj,
+/* after the norms: DeepSeek's attention's q_a_proj, q_a_layernorm and kv_a_layernorm (its q_b_proj or q_proj,
    kv_a_proj_with_mqa and kv_b_proj are in the slots of q, k and v) */
 enum { ZT__MLA_QA_W, ZT__MLA_QA_NORM, ZT__MLA_KVA_NORM, ZT__MLA_COUNT };
 static int zt__mla_slot(const zt_model_config *c) {
@@ -4894,7 +4894,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
         zt_block_param(def, pre ? ZT__P("input_layernorm.weight") : NULL, zt_shape1(pre ? C : 0), 0, ones, 0);
         zt_block_param(def, nb ? ZT__P("input_layernorm.bias") : NULL, zt_shape1(nb ? C : 0), 0, ZT_INIT_ZEROS, 0);
         int64_t QR = c->q_lora_rank, KVR = c->kv_lora_rank, RD = c->qk_rope_dim, VD = c->v_head_dim;
-        if (KVR) { /* DeepSeek-V3: q (through q_a_proj when QR), the latent and the shared rotary key, each head's key
+        if (KVR) { /* DeepSeek-V2, V3: q (through q_a_proj when QR), the latent and the shared rotary key, each head's key
                       part and value from the latent; the rest in zt__mla_slot */
             zt_block_param(def, ZT__P(QR ? "self_attn.q_b_proj.weight" : "self_attn.q_proj.weight"),
                            zt_shape2(q, QR ? QR : C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
@@ -5275,7 +5275,7 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
 }
 
-/* ---- DeepSeek-V3's multi-head latent attention: the layer's norm n1 (N, C) -> att (B, T, NH, v_head_dim) ----
+/* ---- DeepSeek-V2's and V3's multi-head latent attention: the layer's norm n1 (N, C) -> att (B, T, NH, v_head_dim) ----
    A head's query and key are [nope | rope] of head_dim, its value v_head_dim padded with zeros to head_dim, so that
    the attention op (one head dim) runs it as it is; the padding's output columns are zeros, left out of att. */
 
@@ -5456,7 +5456,7 @@ static void zt__layer_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {
         sv->rstd1 = zt_block_keep(ctx, ZT_F32, zt_shape1(N));
         zt_rmsnorm_offset_forward(s, sv->n1, sv->rstd1, inp, ctx->param[ZT__L_NORM1_W], c->norm_offset, c->norm_eps);
     }
-    if (c->kv_lora_rank) zt__mla_forward(ctx); /* DeepSeek-V3 */
+    if (c->kv_lora_rank) zt__mla_forward(ctx); /* DeepSeek-V2, V3 */
     else zt__layer_attention_forward(ctx);
     int sandwich = c->sandwich_norms;
     zt_tensor proj = sandwich ? (sv->pa = zt_block_keep(ctx, A, zt_shape2(N, C))) : zt_block_temp(ctx, A, zt_shape2(N, C));
