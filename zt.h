@@ -1,7 +1,7 @@
 /* zt.h - train transformer language models from C.          MIT licence, see the end of this file.
 
-   zt trains GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi, Phi-3, Gemma 1-3, GPT-NeoX and some twenty other Hugging
-   Face model types, dense and mixture-of-experts (and blocks you write), with what Transformers + Accelerate +
+   zt trains GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi, Phi-3, Gemma 1-3, GPT-NeoX, DeepSeek-V2 and V3 and some twenty
+   other Hugging Face model types, dense and mixture-of-experts (and blocks you write), with what Transformers + Accelerate +
    DeepSpeed give Python users. This file is the whole library: declarations first, then the implementation,
    compiled in exactly one translation unit:
 
@@ -599,7 +599,7 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
    InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX; Mixtral, the Qwen MoEs, OLMoE,
-   GLM-4.5, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3) are written with this same interface. A block declares
+   GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3) are written with this same interface. A block declares
    its parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state, the
    activation memory, recomputation, and later sharding and offload. */
 
@@ -608,7 +608,7 @@ typedef struct zt_model_config {
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                                   "deepseek_v2", "deepseek_v3" */
+                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -679,7 +679,8 @@ typedef struct zt_model_config {
     float moe_scale;
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
     int router_f32;             /* the router's logits computed in f32 whatever the activations' dtype (transformers'
-                                   GLM-4.5, ERNIE 4.5 MoE, DeepSeek-V2 and V3 upcast; the others' are in the weights') */
+                                   GLM-4.5, GLM-4.7-Flash, ERNIE 4.5 MoE, DeepSeek-V2 and V3 upcast; the others' are in
+                                   the weights') */
     float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
@@ -3532,17 +3533,20 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
 
 /* GLM-4.5's router and DeepSeek-V3's: sigmoid scores, n_group groups of which topk_group are chosen from,
    routed_scaling_factor, norm_topk_prob true; n_shared_experts ungated shared experts; dense layers below
-   first_k_dense_replace. Glm4MoeConfig's defaults, or DeepseekV3Config's. */
+   first_k_dense_replace (GLM-4.7-Flash: by mlp_layer_types, zt__config_mlp_layer_types). Glm4MoeConfig's defaults,
+   DeepseekV3Config's or Glm4MoeLiteConfig's. */
 static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int64_t *first_dense, int64_t *shared) {
     zt_result r;
-    int deepseek = strcmp(c->model_type, "deepseek_v3") == 0;
-    double scale = deepseek ? 2.5 : 1.0;
-    c->n_experts = deepseek ? 256 : 128, c->experts_per_token = 8, c->expert_intermediate = deepseek ? 2048 : 1408;
+    int deepseek = strcmp(c->model_type, "deepseek_v3") == 0, lite = strcmp(c->model_type, "glm4_moe_lite") == 0;
+    double scale = deepseek ? 2.5 : lite ? 1.8 : 1.0;
+    c->n_experts = deepseek ? 256 : lite ? 64 : 128, c->experts_per_token = lite ? 4 : 8;
+    c->expert_intermediate = deepseek ? 2048 : lite ? 1536 : 1408;
     c->norm_topk = 1, c->moe_sigmoid = c->moe_correction = 1;
     c->moe_groups = deepseek ? 8 : 1, c->moe_topk_groups = deepseek ? 4 : 1, *first_dense = deepseek ? 3 : 1;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "n_group"), "n_group", &c->moe_groups)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "topk_group"), "topk_group", &c->moe_topk_groups)) ||
-        (r = zt__json_int(j, zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace", first_dense)) ||
+        (r = zt__json_int(j, lite ? -1 : zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace",
+                          first_dense)) || /* GLM-4.7-Flash reads mlp_layer_types instead */
         (r = zt__json_int(j, zt__json_get(j, 0, "n_shared_experts"), "n_shared_experts", shared)) ||
         (r = zt__json_number(j, zt__json_get(j, 0, "routed_scaling_factor"), "routed_scaling_factor", &scale)))
         return r;
@@ -3627,6 +3631,28 @@ static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, 
     return ZT_OK;
 }
 
+/* GLM-4.7-Flash's mlp_layer_types: "dense" or "sparse" for each layer (null or absent: the first dense, the rest
+   sparse, as Glm4MoeLiteConfig) */
+static zt_result zt__config_mlp_layer_types(zt_model_config *c, const zt__json *j, int64_t layers) {
+    zt_result r;
+    int t = zt__json_get(j, 0, "mlp_layer_types");
+    if (t < 0 || zt__json_is_null(j, t)) return ZT_OK; /* zt__config_moe's first_k_dense_replace of 1 */
+    if (j->tok[t].type != JSMN_ARRAY) return zt__json_type_error(j, t, "mlp_layer_types", "a list of \"dense\" or \"sparse\"");
+    if (j->tok[t].size != layers)
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"mlp_layer_types\" names %d layers; num_hidden_layers is %lld", j->file,
+                       j->tok[t].size, (long long)layers);
+    memset(c->sparse, 0, sizeof c->sparse);
+    for (int k = 0, it = t + 1; k < j->tok[t].size; k++, it = zt__json_skip(j, it)) {
+        char kind[16] = "";
+        if ((r = zt__json_string(j, it, "mlp_layer_types", kind, sizeof kind))) return r;
+        if (strcmp(kind, "dense") && strcmp(kind, "sparse"))
+            return zt_fail(ZT_ERROR_INVALID, "%s: mlp_layer_types[%d] is \"%s\"; it must be \"dense\" or \"sparse\"",
+                           j->file, k, kind);
+        if (kind[0] == 's') c->sparse[k / 64] |= (uint64_t)1 << (k % 64);
+    }
+    return ZT_OK;
+}
+
 /* The MoE models (Mixtral, the Qwens, OLMoE, GLM-4.5, MiniMax-M2, ERNIE 4.5): the experts' count, size and choice,
    the shared experts, and which layers have them (the Qwens: every decoder_sparse_step-th but those in
    mlp_only_layers, as transformers builds them; GLM-4.5 and ERNIE 4.5: above; the others: all). output_router_logits
@@ -3636,7 +3662,8 @@ static zt_result zt__config_ernie4_5_moe(zt_model_config *c, const zt__json *j, 
 static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
-    glm |= strcmp(c->model_type, "deepseek_v3") == 0; /* GLM-4.5's experts are DeepSeek-V3's */
+    int lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* its layers' kinds by mlp_layer_types */
+    glm |= strcmp(c->model_type, "deepseek_v3") == 0 || lite; /* GLM-4.5's experts are DeepSeek-V3's */
     int deepseek2 = strcmp(c->model_type, "deepseek_v2") == 0; /* placed as they are, routed by softmax */
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
     int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
@@ -3733,6 +3760,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (to < 0) to = layers - 1; /* GLM-4.5: dense below first_k_dense_replace; ERNIE 4.5: its start, end, interval */
     for (int64_t l = from; l <= to && l < layers; l++)
         if ((l + 1) % step == 0) c->sparse[l / 64] |= (uint64_t)1 << (l % 64);
+    if (lite) return zt__config_mlp_layer_types(c, j, layers);
     if (dense) {
         for (int k = 0, it = t + 1; k < j->tok[t].size; k++, it = zt__json_skip(j, it)) {
             int64_t l = -1;
@@ -4078,19 +4106,22 @@ static zt_result zt__config_gemma(zt_model_config *c, const zt__json *j, char *a
    as transformers tests it); the scores' scale 1/sqrt(head_dim), times yarn's mscale(factor, mscale_all_dim) squared
    where a scaled rope gives mscale_all_dim (transformers' yarn_apply_mscale). num_key_value_heads must be the heads'
    number (transformers' repeat_kv would not fit otherwise); attention_bias (biases on q_a_proj, kv_a_proj_with_mqa and
-   o_proj) is refused. The two configs' defaults (the same). */
+   o_proj) is refused. The configs' defaults (GLM-4.7-Flash's glm4_moe_lite: its own, and head_dim its name for
+   qk_rope_head_dim). */
 static zt_result zt__config_mla(zt_model_config *c, const zt__json *j, int attention_bias, double partial) {
     zt_result r = ZT_OK;
-    int64_t q = 1536, kv = 512, nope = 128, rope = 64, v = 128;
+    int lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* Glm4MoeLiteConfig's defaults */
+    int64_t q = lite ? 768 : 1536, kv = 512, nope = lite ? 192 : 128, rope = 64, v = lite ? 256 : 128;
     int interleave = 1, t = zt__json_get(j, 0, "q_lora_rank");
     if (t >= 0 && zt__json_is_null(j, t)) q = 0;
     else if ((r = zt__json_int(j, t, "q_lora_rank", &q))) return r;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "kv_lora_rank"), "kv_lora_rank", &kv)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "qk_nope_head_dim"), "qk_nope_head_dim", &nope)) ||
-        (r = zt__json_int(j, zt__json_get(j, 0, "qk_rope_head_dim"), "qk_rope_head_dim", &rope)) ||
+        (r = zt__json_int(j, zt__json_get(j, 0, "qk_rope_head_dim") < 0 && lite ? zt__json_get(j, 0, "head_dim")
+                                : zt__json_get(j, 0, "qk_rope_head_dim"), "qk_rope_head_dim", &rope)) || /* its alias */
         (r = zt__json_int(j, zt__json_get(j, 0, "v_head_dim"), "v_head_dim", &v)))
         return r;
-    t = strcmp(c->model_type, "deepseek_v3") == 0 ? zt__json_get(j, 0, "rope_interleave") : -1;
+    t = strcmp(c->model_type, "deepseek_v2") != 0 ? zt__json_get(j, 0, "rope_interleave") : -1;
     if (t >= 0 && zt__json_is_null(j, t)) interleave = 0;
     else if ((r = zt__json_bool(j, t, "rope_interleave", &interleave))) return r;
     if (q < 0 || q > 65536 || kv < 1 || kv > 65536 || nope < 0 || rope < 2 || rope % 2 || v < 1 || nope + rope > 256 ||
@@ -4140,7 +4171,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_olmoe = strcmp(c->model_type, "olmoe") == 0;
     int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0, is_minimax = strcmp(c->model_type, "minimax_m2") == 0;
     int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
-    int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0;
+    int is_lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* GLM-4.7-Flash: DeepSeek-V3's attention */
+    int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0 || is_lite;
     int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
@@ -4179,6 +4211,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
     if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
     if (is_glm4_moe) eps = 1e-5, partial = 0.5, c->n_kv_head = 8;    /* Glm4MoeConfig's */
+    if (is_lite) eps = 1e-5;                                         /* Glm4MoeLiteConfig's */
     if (is_minimax) theta = 5000000.0, c->n_kv_head = 8, c->head_dim = 128; /* MiniMaxM2Config's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
         eps = 1e-5, partial = 0.25, attention_bias = 1;
@@ -4465,10 +4498,10 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
         strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
-        strcmp(c->model_type, "deepseek_v3"))
+        strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
-                       "olmoe, granite, glm, glm4, glm4_moe, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
+                       "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
                        "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2 and deepseek_v3", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||

@@ -1115,6 +1115,33 @@ TEST(deepseek_v2_configs_take_transformers_defaults) {
     config_error(json, "\"mlp_bias\" is true");
 }
 
+/* GLM-4.7-Flash (glm4_moe_lite): Glm4MoeLiteConfig's defaults (its 30B shape: DeepSeek-V3's attention with heads of
+   256, GLM-4.5's experts), parameters as transformers counts them, mlp_layer_types, and what is refused */
+TEST(glm4_moe_lite_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *lite = "{\"model_type\": \"glm4_moe_lite\", \"num_hidden_layers\": %d, \"num_attention_heads\": 20, "
+                       "\"hidden_size\": 2048, \"intermediate_size\": 10240, \"max_position_embeddings\": 202752, "
+                       "\"vocab_size\": 154880%s}";
+    snprintf(json, sizeof json, lite, 47, "");
+    zt_model_config c = config_of(json);
+    CHECK(c.q_lora_rank == 768 && c.kv_lora_rank == 512 && c.head_dim == 256 && c.qk_rope_dim == 64 && c.v_head_dim == 256);
+    CHECK(c.rope_interleaved && c.n_kv_head == 20 && c.norm_eps == 1e-5f && c.moe_sigmoid && c.moe_correction);
+    CHECK(c.n_experts == 64 && c.experts_per_token == 4 && c.expert_intermediate == 1536 && c.moe_scale == 1.8f);
+    CHECK(c.norm_topk && c.shared_intermediate == 1536 && c.sparse[0] == ((((uint64_t)1 << 47) - 1) & ~(uint64_t)1));
+    CHECK_EQ_INT(zt_model_config_params(&c), 29943390976);
+    snprintf(json, sizeof json, lite, 3, ", \"mlp_layer_types\": [\"dense\", \"dense\", \"sparse\"], \"q_lora_rank\": null, "
+             "\"first_k_dense_replace\": 0, \"head_dim\": 32, \"qk_nope_head_dim\": 224");
+    c = config_of(json); /* first_k_dense_replace unread; head_dim its name for qk_rope_head_dim when that is absent */
+    CHECK(c.sparse[0] == 4 && c.q_lora_rank == 0 && c.qk_rope_dim == 32 && c.head_dim == 256);
+    snprintf(json, sizeof json, lite, 3, ", \"mlp_layer_types\": [\"dense\", \"dense\", \"sparse\"], \"q_lora_rank\": null");
+    c = config_of(json);
+    CHECK_EQ_INT(zt_model_config_params(&c), 1453997568);
+    snprintf(json, sizeof json, lite, 3, ", \"mlp_layer_types\": [\"dense\", \"sparse\"]");
+    config_error(json, "\"mlp_layer_types\" names 2 layers; num_hidden_layers is 3");
+    snprintf(json, sizeof json, lite, 2, ", \"mlp_layer_types\": [\"dense\", \"moe\"]");
+    config_error(json, "mlp_layer_types[1] is \"moe\"; it must be \"dense\" or \"sparse\"");
+}
+
 /* MiniMax-M2 (minimax_m2): MiniMaxM2Config's defaults (its 230B shape), its files' rotary_dim, parameters as transformers
    counts them, and what is refused */
 TEST(minimax_m2_configs_take_transformers_defaults) {

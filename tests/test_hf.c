@@ -80,6 +80,7 @@ TEST(hf_models_load_with_transformers_loss) {
         {"ernie4_5_moe", 2e-6}, /* a softmax router with a correction, (1, E), in moe_statics; shared experts */
         {"deepseek_v3", 2e-6}, /* MLA: q through its bottleneck, keys and values from the latent; GLM-4.5's router */
         {"deepseek_v2", 2e-6}, /* MLA without q's bottleneck; softmax routing in groups by their best, times a scale */
+        {"glm4_moe_lite", 2e-6}, /* GLM-4.7-Flash: MLA and GLM-4.5's router, its layers' kinds by mlp_layer_types */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
@@ -116,7 +117,7 @@ TEST(hf_load_then_export_gives_back_every_tensor) {
                                   "mixtral", "qwen3_moe", "qwen2_moe", "smollm3", "olmo2", "olmo3", "olmoe", "granite", "glm", "glm4",
                                   "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2", "cohere_qk_norm",
                                   "stablelm", "stablelm_qk_norm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                                  "deepseek_v3", "deepseek_v2"};
+                                  "deepseek_v3", "deepseek_v2", "glm4_moe_lite"};
     for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++) {
         char dir[256], out[256], a[300], b[300];
         snprintf(dir, sizeof dir, "tests/ref/hf/%s", names[m]);

@@ -317,6 +317,16 @@ def make_config(model_type):
         return transformers.MiniMaxM2Config(**dict(common_llama, intermediate_size=24), head_dim=16, rotary_dim=8,
                                             tie_word_embeddings=False, pad_token_id=0, num_local_experts=4,
                                             num_experts_per_tok=2)
+    if model_type == "glm4_moe_lite":  # untied; GLM-4.7-Flash's layer: DeepSeek-V3's attention (q through 12, a latent
+        # of 16, keys of 8 + 4 rotated, values as wide as the keys) with GLM-4.5's experts (8 of 24, 3 a token by sigmoid
+        # score + a correction, one group, times 1.8, a shared expert), its layers' kinds from mlp_layer_types (here
+        # the first sparse, the second dense: the reverse of its default)
+        return transformers.Glm4MoeLiteConfig(**dict(common_llama, num_key_value_heads=4, rms_norm_eps=1e-5),
+                                              q_lora_rank=12, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                              v_head_dim=12, n_routed_experts=8, num_experts_per_tok=3,
+                                              moe_intermediate_size=24, n_shared_experts=1, n_group=1, topk_group=1,
+                                              routed_scaling_factor=1.8, mlp_layer_types=["sparse", "dense"],
+                                              rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
     if model_type == "deepseek_v2":  # untied; DeepSeek-V2's attention (V3's, the rope as a complex product: interleaved
         # pairs) without q's bottleneck (V2-Lite's), values of 6 against keys of 12; yarn's rope with its mscales equal
         # (V2's); layer 0 dense, layer 1 8 experts of 24 in 4 groups: each token's 3 likeliest by softmax within its 2
@@ -619,7 +629,7 @@ def make(fixture, seed):
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2"):  # the split
+                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -652,7 +662,7 @@ def main():
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
-                                 "deepseek_v3_plain", "deepseek_v2"]):
+                                 "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
