@@ -1,9 +1,9 @@
 /* zt.h - train transformer language models from C.          MIT licence, see the end of this file.
 
    zt trains GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi, Phi-3, Gemma 1-3, GPT-NeoX, DeepSeek-V2 and V3 and some twenty
-   other Hugging Face model types, dense and mixture-of-experts (and blocks you write), with what Transformers + Accelerate +
-   DeepSpeed give Python users. This file is the whole library: declarations first, then the implementation,
-   compiled in exactly one translation unit:
+   other Hugging Face model types, dense and mixture-of-experts (and blocks you write), with what Transformers +
+   Accelerate + DeepSpeed give Python users. This file is the whole library: declarations first, then the
+   implementation, compiled in exactly one translation unit:
 
        #define ZT_IMPLEMENTATION
        #include "zt.h"
