@@ -4841,9 +4841,9 @@ typedef struct zt__layer_saved {
        (order) and back (where), the gathered rows and the experts' outputs; h and a above are the experts' too */
     zt_tensor probs, idx, rw, order, where, xs, ys;
     zt_tensor sh, sa, sy, sg; /* Qwen2-MoE's shared expert: its [gate | up] product, SwiGLU, output, and its gate */
-    /* DeepSeek's attention (MLA): q's bottleneck before and after its norm and 1/rms, the latent likewise, the shared rotary
-       key, kv_b_proj's each head's [key | value], and the attention's output before its value columns are taken (att) */
-    zt_tensor cq, cqn, cq_rstd, ckv, ckvn, ckv_rstd, kpe, kv, attp;
+    /* DeepSeek's attention (MLA): q's bottleneck before and after its norm and 1/rms, the latent likewise, the shared
+       rotary key, and kv_b_proj's each head's [key | value] (q and att above are its query and its output's values) */
+    zt_tensor cq, cqn, cq_rstd, ckv, ckvn, ckv_rstd, kpe, kv;
     int32_t counts[ZT_MOE_MAX_EXPERTS]; /* each expert's rows, on the host (their products are launched by row) */
     float dbalance[ZT_MOE_MAX_EXPERTS]; /* the balancing loss's gradient on each expert's probability, to copy */
 } zt__layer_saved;
@@ -5310,7 +5310,9 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
 
 /* ---- DeepSeek-V2's and V3's multi-head latent attention: the layer's norm n1 (N, C) -> att (B, T, NH, v_head_dim) ----
    A head's query and key are [nope | rope] of head_dim, its value v_head_dim padded with zeros to head_dim, so that
-   the attention op (one head dim) runs it as it is; the padding's output columns are zeros, left out of att. */
+   the attention op (one head dim) runs it as it is; the padding's output columns are zeros, left out of att. The keys,
+   the values and that padded output are temporaries, built again for the backward from what they are made of (kv_b_proj's
+   output, the rotary key, att: cheap copies), which halves the attention's saved activations. */
 
 typedef struct zt__mla_weights { zt_tensor wq, wqa, qa_norm, wkva, wkvb, kva_norm; } zt__mla_weights;
 static zt__mla_weights zt__mla_views(const zt_model_config *c, const zt_tensor *p) {
@@ -5321,6 +5323,22 @@ static zt__mla_weights zt__mla_views(const zt_model_config *c, const zt_tensor *
     return w;
 }
 #define ZT__MLA_EPS 1e-6f /* q_a_layernorm's and kv_a_layernorm's (DeepseekV3RMSNorm's default, not rms_norm_eps) */
+
+/* each head's key [its nope part | the shared rotary key] and value [v | zeros]; with attp, the padded output [att |
+   zeros] (the backward's) */
+static void zt__mla_keys(zt_block_ctx *ctx, zt_tensor k, zt_tensor v, const zt_tensor *attp) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
+    zt_stream *s = ctx->stream;
+    int64_t HD = c->head_dim, RD = c->qk_rope_dim, NOPE = HD - RD, VD = c->v_head_dim;
+    zt_head_cols_forward(s, k, 0, sv->kv, 0, NOPE);
+    zt_head_cols_forward(s, k, NOPE, sv->kpe, 0, RD);
+    if (VD < HD) zt_fill(s, v, 0.0f);
+    zt_head_cols_forward(s, v, 0, sv->kv, NOPE, VD);
+    if (!attp) return;
+    if (VD < HD) zt_fill(s, *attp, 0.0f);
+    zt_head_cols_forward(s, *attp, 0, sv->att, 0, VD);
+}
 
 static void zt__mla_forward(zt_block_ctx *ctx) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
@@ -5358,18 +5376,14 @@ static void zt__mla_forward(zt_block_ctx *ctx) {
     zt_rope_forward(s, qpe, qpe, b->pos, theta, &rs);
     zt_head_cols_forward(s, sv->q, NOPE, qpe, 0, RD);
     zt_rope_forward(s, sv->kpe, sv->kpe, b->pos, theta, &rs);
-    /* each head's key [its nope part | the shared rotary key], its value [v | zeros] */
-    sv->k = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD)), sv->v = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
-    zt_head_cols_forward(s, sv->k, 0, sv->kv, 0, NOPE);
-    zt_head_cols_forward(s, sv->k, NOPE, sv->kpe, 0, RD);
-    if (VD < HD) zt_fill(s, sv->v, 0.0f);
-    zt_head_cols_forward(s, sv->v, 0, sv->kv, NOPE, VD);
-    sv->attp = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
+    zt_shape heads = zt_shape4(B, T, NH, HD);
+    zt_tensor k = zt_block_temp(ctx, A, heads), v = zt_block_temp(ctx, A, heads), attp = zt_block_temp(ctx, A, heads);
+    zt__mla_keys(ctx, k, v, NULL);
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
     zt_attention_opts ao = zt__layer_attention(ctx);
-    zt_attention_ex_forward(s, sv->attp, sv->lse, sv->q, sv->k, sv->v, zt__present(b->starts) ? &b->starts : NULL, &ao);
+    zt_attention_ex_forward(s, attp, sv->lse, sv->q, k, v, zt__present(b->starts) ? &b->starts : NULL, &ao);
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, VD));
-    zt_head_cols_forward(s, sv->att, 0, sv->attp, 0, VD);
+    zt_head_cols_forward(s, sv->att, 0, attp, 0, VD);
 }
 
 /* datt (B, T, NH, v_head_dim): att's gradient; adds n1's into dn (N, C) */
@@ -5382,12 +5396,15 @@ static void zt__mla_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor datt) {
     int64_t VD = c->v_head_dim, QR = c->q_lora_rank, KVR = c->kv_lora_rank;
     zt__mla_weights w = zt__mla_views(c, ctx->param), g = zt__mla_views(c, ctx->grad);
     zt_dtype A = ctx->act;
-    zt_tensor dattp = zt__temp0(ctx, A, sv->attp.shape); /* the padding's columns: no gradient */
+    zt_shape heads = sv->q.shape;
+    zt_tensor k = zt_block_temp(ctx, A, heads), v = zt_block_temp(ctx, A, heads), attp = zt_block_temp(ctx, A, heads);
+    zt__mla_keys(ctx, k, v, &attp); /* as the forward made them: the padding's output was exactly 0 */
+    zt_tensor dattp = zt__temp0(ctx, A, heads); /* the padding's columns: no gradient */
     zt_head_cols_backward(s, dattp, 0, datt, 0, VD);
-    zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
+    zt_tensor dq = zt__temp0(ctx, A, heads), dk = zt__temp0(ctx, A, heads), dv = zt__temp0(ctx, A, heads);
     zt_attention_opts ao = zt__layer_attention(ctx);
-    zt_attention_ex_backward(s, dq, dk, dv, dattp, sv->q, sv->k, sv->v, sv->attp, sv->lse,
-                             zt__present(b->starts) ? &b->starts : NULL, &ao);
+    zt_attention_ex_backward(s, dq, dk, dv, dattp, sv->q, k, v, attp, sv->lse, zt__present(b->starts) ? &b->starts : NULL,
+                             &ao);
     zt_tensor dkv = zt__temp0(ctx, A, sv->kv.shape), dkpe = zt__temp0(ctx, A, sv->kpe.shape);
     zt_head_cols_backward(s, dkv, 0, dk, 0, NOPE);
     zt_head_cols_backward(s, dkpe, 0, dk, NOPE, RD); /* summed over the heads */
