@@ -599,16 +599,16 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
    InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX; Mixtral, the Qwen MoEs, OLMoE,
-   GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3) are written with this same interface. A block declares
-   its parameters; the engine owns them (flat groups, one per block), their gradients and optimizer state, the
-   activation memory, recomputation, and later sharding and offload. */
+   GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1) are written with this same
+   interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients
+   and optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
     char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite" */
+                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -679,8 +679,8 @@ typedef struct zt_model_config {
     float moe_scale;
     int norm_topk;              /* the picked experts' weights divided by their sum (Mixtral; Qwen3-MoE's norm_topk_prob) */
     int router_f32;             /* the router's logits computed in f32 whatever the activations' dtype (transformers'
-                                   GLM-4.5, GLM-4.7-Flash, ERNIE 4.5 MoE, DeepSeek-V2 and V3 upcast; the others' are in
-                                   the weights') */
+                                   GLM-4.5, GLM-4.7-Flash, dots.llm1, ERNIE 4.5 MoE, DeepSeek-V2 and V3 upcast; the
+                                   others' are in the weights') */
     float router_aux_coef;      /* > 0: the routers' load-balancing loss times this joins the loss (output_router_logits
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
@@ -3496,8 +3496,8 @@ static zt_result zt__config_gpt2(zt_model_config *c, const zt__json *j) {
    and Qwen3's from max_window_layers on; with a pattern P (Gemma 2: 2, Gemma 3: 6), all but every P-th layer.
    Where "layer_types" is written out (transformers 5 writes it), it names them ("sliding_attention"). */
 static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int use_window, int64_t pattern, int every) {
-    int64_t from = strncmp(c->model_type, "qwen", 4) == 0 ? 28 : 0, layers = 0, n = 0; /* Qwen2Config's, Qwen3Config's
-                                                                                       and Qwen2MoeConfig's max_window_layers */
+    int64_t from = strncmp(c->model_type, "qwen", 4) == 0 ? 28 : strcmp(c->model_type, "dots1") == 0 ? 62 : 0;
+    int64_t layers = 0, n = 0; /* Qwen2Config's, Qwen3Config's, Qwen2MoeConfig's and Dots1Config's max_window_layers */
     int even_below = strcmp(c->model_type, "qwen2_moe") == 0; /* Qwen2-MoE: the even layers below it, not those above */
     int lt = zt__json_get(j, 0, "layer_types"), t = zt__json_get(j, 0, "max_window_layers");
     zt_result r = ZT_OK;
@@ -3534,15 +3534,22 @@ static zt_result zt__config_windows(zt_model_config *c, const zt__json *j, int u
 /* GLM-4.5's router and DeepSeek-V3's: sigmoid scores, n_group groups of which topk_group are chosen from,
    routed_scaling_factor, norm_topk_prob true; n_shared_experts ungated shared experts; dense layers below
    first_k_dense_replace (GLM-4.7-Flash: by mlp_layer_types, zt__config_mlp_layer_types). Glm4MoeConfig's defaults,
-   DeepseekV3Config's or Glm4MoeLiteConfig's. */
+   DeepseekV3Config's, Glm4MoeLiteConfig's or Dots1Config's (norm_topk_prob false, every layer sparse). */
 static zt_result zt__config_glm4_moe(zt_model_config *c, const zt__json *j, int64_t *first_dense, int64_t *shared) {
     zt_result r;
     int deepseek = strcmp(c->model_type, "deepseek_v3") == 0, lite = strcmp(c->model_type, "glm4_moe_lite") == 0;
+    int dots1 = strcmp(c->model_type, "dots1") == 0; /* Dots1Config has no default for the experts' numbers */
     double scale = deepseek ? 2.5 : lite ? 1.8 : 1.0;
     c->n_experts = deepseek ? 256 : lite ? 64 : 128, c->experts_per_token = lite ? 4 : 8;
     c->expert_intermediate = deepseek ? 2048 : lite ? 1536 : 1408;
-    c->norm_topk = 1, c->moe_sigmoid = c->moe_correction = 1;
-    c->moe_groups = deepseek ? 8 : 1, c->moe_topk_groups = deepseek ? 4 : 1, *first_dense = deepseek ? 3 : 1;
+    c->norm_topk = !dots1, c->moe_sigmoid = c->moe_correction = 1;
+    c->moe_groups = deepseek ? 8 : 1, c->moe_topk_groups = deepseek ? 4 : 1, *first_dense = deepseek ? 3 : !dots1;
+    const char *need[3] = {"n_routed_experts", "num_experts_per_tok", "n_shared_experts"};
+    for (int i = 0; dots1 && i < 3; i++) {
+        int t = zt__json_get(j, 0, need[i]);
+        if (t < 0 || zt__json_is_null(j, t))
+            return zt_fail(ZT_ERROR_INVALID, "%s: dots1 needs \"%s\" (Dots1Config has no default for it)", j->file, need[i]);
+    }
     if ((r = zt__json_int(j, zt__json_get(j, 0, "n_group"), "n_group", &c->moe_groups)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "topk_group"), "topk_group", &c->moe_topk_groups)) ||
         (r = zt__json_int(j, lite ? -1 : zt__json_get(j, 0, "first_k_dense_replace"), "first_k_dense_replace",
@@ -3663,7 +3670,8 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int mixtral = strcmp(c->model_type, "mixtral") == 0, qwen2 = strcmp(c->model_type, "qwen2_moe") == 0;
     int olmoe = strcmp(c->model_type, "olmoe") == 0, glm = strcmp(c->model_type, "glm4_moe") == 0;
     int lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* its layers' kinds by mlp_layer_types */
-    glm |= strcmp(c->model_type, "deepseek_v3") == 0 || lite; /* GLM-4.5's experts are DeepSeek-V3's */
+    glm |= strcmp(c->model_type, "deepseek_v3") == 0 || lite || strcmp(c->model_type, "dots1") == 0; /* GLM-4.5's
+                                                                   experts are DeepSeek-V3's, and dots.llm1's */
     int deepseek2 = strcmp(c->model_type, "deepseek_v2") == 0; /* placed as they are, routed by softmax */
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
     int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
@@ -4172,8 +4180,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_glm4_moe = strcmp(c->model_type, "glm4_moe") == 0, is_minimax = strcmp(c->model_type, "minimax_m2") == 0;
     int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
     int is_lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* GLM-4.7-Flash: DeepSeek-V3's attention */
+    int is_dots1 = strcmp(c->model_type, "dots1") == 0;        /* dots.llm1: Qwen3's attention, DeepSeek-V3's experts */
     int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0 || is_lite;
-    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || is_dots1 || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -4212,6 +4221,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
     if (is_glm4_moe) eps = 1e-5, partial = 0.5, c->n_kv_head = 8;    /* Glm4MoeConfig's */
     if (is_lite) eps = 1e-5;                                         /* Glm4MoeLiteConfig's */
+    if (is_dots1) c->sliding_window = 4096, use_window = 1; /* Dots1Config's: windows past max_window_layers (62) */
     if (is_minimax) theta = 5000000.0, c->n_kv_head = 8, c->head_dim = 128; /* MiniMaxM2Config's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
         eps = 1e-5, partial = 0.25, attention_bias = 1;
@@ -4256,7 +4266,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4 && !is_cohere2)
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4 && !is_cohere2 && !is_dots1)
         c->sliding_window = 0;
     if (is_olmo3 && c->sliding_window <= 0 &&
         (r = zt__config_window_needed(j, "Olmo3Config's default of all but every fourth")))
@@ -4409,7 +4419,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
                                                                                    its own */
     if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
     c->mlp_bias = ((is_starcoder2 || is_phi) && attention_bias) || is_neox; /* Starcoder2's use_bias: every projection */
-    c->qk_norm = is_olmo || is_olmoe || is_minimax ? 2 : is_qwen3 || is_gemma3 || is_exaone4 ? 1 : c->qk_norm; /* Cohere's: above */
+    c->qk_norm = is_olmo || is_olmoe || is_minimax ? 2 : is_qwen3 || is_gemma3 || is_exaone4 || is_dots1 ? 1
+               : c->qk_norm; /* Cohere's: above */
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved |= is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
@@ -4498,11 +4509,11 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
         strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
-        strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite"))
+        strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite") && strcmp(c->model_type, "dots1"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
-                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2 and deepseek_v3", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3 and dots1", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;

@@ -1142,6 +1142,32 @@ TEST(glm4_moe_lite_configs_take_transformers_defaults) {
     config_error(json, "mlp_layer_types[1] is \"moe\"; it must be \"dense\" or \"sparse\"");
 }
 
+/* dots.llm1 (dots1): its 142B shape, parameters as transformers counts them, its windows past max_window_layers (62
+   by default: none on a 62-layer model), and the keys Dots1Config has no default for */
+TEST(dots1_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *dots = "{\"model_type\": \"dots1\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                       "\"num_key_value_heads\": 32, \"hidden_size\": 4096, \"intermediate_size\": 10944, "
+                       "\"moe_intermediate_size\": 1408, \"max_position_embeddings\": 32768, \"vocab_size\": 152064, "
+                       "\"n_routed_experts\": 128, \"num_experts_per_tok\": 6, \"n_shared_experts\": 2%s}";
+    snprintf(json, sizeof json, dots, 62, ", \"first_k_dense_replace\": 1, \"routed_scaling_factor\": 2.5, "
+             "\"norm_topk_prob\": true");
+    zt_model_config c = config_of(json);
+    CHECK(c.qk_norm == 1 && c.head_dim == 128 && c.sliding_window == 0 && c.moe_sigmoid && c.moe_correction);
+    CHECK(c.moe_groups == 1 && c.moe_scale == 2.5f && c.norm_topk && c.shared_intermediate == 2816 && c.router_f32);
+    CHECK(c.sparse[0] == ((((uint64_t)1 << 62) - 1) & ~(uint64_t)1));
+    CHECK_EQ_INT(zt_model_config_params(&c), 142774373888);
+    snprintf(json, sizeof json, dots, 4, ", \"max_window_layers\": 2, \"sliding_window\": 512");
+    c = config_of(json); /* Dots1Config's: norm_topk_prob false, every layer sparse, windows from layer 2 */
+    CHECK(!c.norm_topk && c.sparse[0] == 15 && c.sliding_window == 512 && c.windowed[0] == 12);
+    snprintf(json, sizeof json, dots, 4, ", \"max_window_layers\": 2");
+    CHECK(config_of(json).sliding_window == 4096); /* its default window */
+    const char *need = "{\"model_type\": \"dots1\", \"num_hidden_layers\": 2, \"num_attention_heads\": 32, "
+                       "\"hidden_size\": 4096, \"intermediate_size\": 10944, \"max_position_embeddings\": 32768, "
+                       "\"vocab_size\": 152064, \"n_routed_experts\": 128, \"num_experts_per_tok\": 6}";
+    config_error(need, "dots1 needs \"n_shared_experts\" (Dots1Config has no default for it)");
+}
+
 /* MiniMax-M2 (minimax_m2): MiniMaxM2Config's defaults (its 230B shape), its files' rotary_dim, parameters as transformers
    counts them, and what is refused */
 TEST(minimax_m2_configs_take_transformers_defaults) {

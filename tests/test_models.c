@@ -464,6 +464,13 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.sparse[0] == 1 && cfg.router_f32 && cfg.norm_eps == 1e-5f && cfg.rope_theta == 1e6f,
                   "%s: head_dim %lld, v %lld, scale %g, sparse %llx", path, (long long)cfg.head_dim,
                   (long long)cfg.v_head_dim, (double)cfg.moe_scale, (unsigned long long)cfg.sparse[0]);
+    if (strcmp(type, "dots1") == 0) /* Qwen3's attention, layer 1 windowed; layer 1 DeepSeek-V3's experts, unnormalized */
+        CHECK_MSG(cfg.qk_norm == 1 && cfg.head_dim == 16 && cfg.sliding_window == 7 && cfg.windowed[0] == 2 &&
+                  cfg.moe_sigmoid && cfg.moe_correction && cfg.moe_groups == 4 && cfg.moe_topk_groups == 2 &&
+                  cfg.moe_scale == 2.0f && !cfg.norm_topk && cfg.shared_intermediate == 24 && cfg.sparse[0] == 2 &&
+                  cfg.router_f32 && !cfg.kv_lora_rank && !cfg.qkv_bias,
+                  "%s: qk_norm %d, windowed %llx, sparse %llx, norm_topk %d", path, cfg.qk_norm,
+                  (unsigned long long)cfg.windowed[0], (unsigned long long)cfg.sparse[0], cfg.norm_topk);
     if (strcmp(type, "deepseek_v3_plain") == 0) /* q_proj, the rope in halves, values as wide as the keys */
         CHECK_MSG(cfg.q_lora_rank == 0 && cfg.head_dim == 16 && cfg.v_head_dim == 16 && !cfg.rope_interleaved &&
                   cfg.rope_scaling.factor == 0 && fabsf(cfg.attn_scale - 0.25f) < 1e-7f && cfg.sparse[0] == 3 &&
@@ -593,10 +600,11 @@ static void model_test(const char *type, zt_precision prec) {
     int gpu = strcmp(test_backend(), "cpu") != 0;
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0 ||
               strcmp(type, "olmoe") == 0 || strcmp(type, "glm4_moe") == 0 || strcmp(type, "minimax_m2") == 0 ||
-              strcmp(type, "ernie4_5_moe") == 0 || strncmp(type, "deepseek_v", 10) == 0 || strcmp(type, "glm4_moe_lite") == 0;
+              strcmp(type, "ernie4_5_moe") == 0 || strncmp(type, "deepseek_v", 10) == 0 || strcmp(type, "glm4_moe_lite") == 0 ||
+              strcmp(type, "dots1") == 0;
     const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") || strcmp(type, "glm4_moe") == 0 ||
                             strcmp(type, "minimax_m2") == 0 || strncmp(type, "deepseek_v", 10) == 0 ||
-                            strcmp(type, "glm4_moe_lite") == 0
+                            strcmp(type, "glm4_moe_lite") == 0 || strcmp(type, "dots1") == 0
                           ? &tol_bf16_balance
                           : strstr(type, "_yarn") ? (gpu ? &tol_bf16_yarn_gpu : &tol_bf16_yarn) : moe ? &tol_bf16_moe
                           : strncmp(type, "stablelm", 8) == 0 ? &tol_bf16_stablelm : gpu ? &tol_bf16_gpu : &tol_bf16;
@@ -748,6 +756,7 @@ TEST(models_deepseek_v3_fp32) { model_test("deepseek_v3", ZT_PRECISION_FP32); }
 TEST(models_deepseek_v3_plain_fp32) { model_test("deepseek_v3_plain", ZT_PRECISION_FP32); }
 TEST(models_deepseek_v2_fp32) { model_test("deepseek_v2", ZT_PRECISION_FP32); }
 TEST(models_glm4_moe_lite_fp32) { model_test("glm4_moe_lite", ZT_PRECISION_FP32); }
+TEST(models_dots1_fp32) { model_test("dots1", ZT_PRECISION_FP32); }
 TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
@@ -799,6 +808,7 @@ TEST(models_deepseek_v3_bf16) { model_test("deepseek_v3", ZT_PRECISION_BF16); }
 TEST(models_deepseek_v3_plain_bf16) { model_test("deepseek_v3_plain", ZT_PRECISION_BF16); }
 TEST(models_deepseek_v2_bf16) { model_test("deepseek_v2", ZT_PRECISION_BF16); }
 TEST(models_glm4_moe_lite_bf16) { model_test("glm4_moe_lite", ZT_PRECISION_BF16); }
+TEST(models_dots1_bf16) { model_test("dots1", ZT_PRECISION_BF16); }
 TEST(models_minimax_m2_bf16) { model_test("minimax_m2", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_moe_bf16) { model_test("ernie4_5_moe", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }

@@ -125,7 +125,8 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
-SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006, "deepseek_v2": 2005, "deepseek_v3_plain": 2001}  # no near tie in bf16 routing
+SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006, "deepseek_v2": 2005, "deepseek_v3_plain": 2001,
+         "dots1": 2003}  # seeds whose gradient batch has no near tie in bf16 routing
 NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale,
 # Granite before its embedding_multiplier
 MASK64 = (1 << 64) - 1
@@ -317,6 +318,13 @@ def make_config(model_type):
         return transformers.MiniMaxM2Config(**dict(common_llama, intermediate_size=24), head_dim=16, rotary_dim=8,
                                             tie_word_embeddings=False, pad_token_id=0, num_local_experts=4,
                                             num_experts_per_tok=2)
+    if model_type == "dots1":  # untied; dots.llm1's layer: Qwen3's attention (an RMSNorm on each head of q and k) with
+        # a window of 7 on the layers from max_window_layers (here layer 1), DeepSeek-V3's experts: layer 0 dense, layer
+        # 1 8 of 24, 3 a token by sigmoid score + a correction among the 2 best of 4 groups, unnormalized, times 2
+        return transformers.Dots1Config(**common_llama, head_dim=16, n_routed_experts=8, num_experts_per_tok=3,
+                                        moe_intermediate_size=24, n_shared_experts=1, n_group=4, topk_group=2,
+                                        routed_scaling_factor=2.0, first_k_dense_replace=1, norm_topk_prob=False,
+                                        sliding_window=7, max_window_layers=1)
     if model_type == "glm4_moe_lite":  # untied; GLM-4.7-Flash's layer: DeepSeek-V3's attention (q through 12, a latent
         # of 16, keys of 8 + 4 rotated, values as wide as the keys) with GLM-4.5's experts (8 of 24, 3 a token by sigmoid
         # score + a correction, one group, times 1.8, a shared expert), its layers' kinds from mlp_layer_types (here
@@ -629,7 +637,7 @@ def make(fixture, seed):
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite"):  # the split
+                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -662,7 +670,7 @@ def main():
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
-                                 "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite"]):
+                                 "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
