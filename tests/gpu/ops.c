@@ -623,9 +623,9 @@ static void case_attention(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_
    one row is shifted by +60 (the max must be subtracted), rows 3 and N-2 are ignored */
 /* the MoE steps: routing (exact choices; probabilities and weights to f32's few ulp of expf; the gradient a
    sum over the choices), the balancing loss's gradient and probability sums, the sort and the gather (exact), the combine and its backward (sums in another order) */
-/* the sigmoid routing (DeepSeek-V3's, GLM-4.5's): a correction bias, groups, a scale; exact choices */
-/* sigmoid: DeepSeek-V3's routing (a correction, groups by their two best, normalized, times 2.5); else DeepSeek-V2's
-   group_limited_greedy (softmax, groups by their best, unnormalized, times 16) */
+/* the grouped routings, exact choices: sigmoid, DeepSeek-V3's and GLM-4.5's (a correction, groups by their two best,
+   normalized, times 2.5); else DeepSeek-V2's group_limited_greedy (softmax, groups by their best, unnormalized, times
+   16) */
 static void case_moe_grouped(int sigmoid, zt_dtype dt, int64_t N, int64_t E, int64_t k, int64_t groups,
                              int64_t topk_groups) {
     if (!case_begin(sigmoid ? "moe_sigmoid" : "moe_grouped_softmax", dt, "N %lld E %lld k %lld, %lld of %lld groups",
