@@ -4517,6 +4517,15 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
+    int qt = zt__json_get(&j, 0, "quantization_config"); /* FP8 (DeepSeek-V3's files), GPTQ, AWQ, bitsandbytes */
+    if (qt >= 0 && !zt__json_is_null(&j, qt)) {
+        char method[32] = "";
+        int mt = j.tok[qt].type == JSMN_OBJECT ? zt__json_get(&j, qt, "quant_method") : -1;
+        if (mt >= 0 && j.tok[mt].type == JSMN_STRING) zt__json_string(&j, mt, "quant_method", method, sizeof method);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"quantization_config\" is set (%s): the checkpoint's weights are "
+                       "quantized, and zt trains f32, bf16 or f16 weights; dequantize it to bf16 first", name,
+                       method[0] ? method : "its quant_method not named");
+    }
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
     struct { const char *key; int64_t v; } need[] = {

@@ -1168,6 +1168,22 @@ TEST(dots1_configs_take_transformers_defaults) {
     config_error(need, "dots1 needs \"n_shared_experts\" (Dots1Config has no default for it)");
 }
 
+/* a quantized checkpoint's config (DeepSeek-V3's own files: FP8 blocks) is refused before any weight is read */
+TEST(quantized_checkpoints_are_refused_by_their_config) {
+    config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "
+                 "\"intermediate_size\": 128, \"max_position_embeddings\": 64, \"vocab_size\": 100, "
+                 "\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": "
+                 "\"fp8\", \"weight_block_size\": [128, 128]}}",
+                 "\"quantization_config\" is set (fp8): the checkpoint's weights are quantized, and zt trains f32, bf16 or "
+                 "f16 weights; dequantize it to bf16 first");
+    config_error("{\"model_type\": \"qwen2\", \"quantization_config\": 4}", "\"quantization_config\" is set (its "
+                 "quant_method not named)");
+    zt_model_config c = config_of("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                                  "\"hidden_size\": 64, \"intermediate_size\": 128, \"max_position_embeddings\": 64, "
+                                  "\"vocab_size\": 100, \"quantization_config\": null}");
+    CHECK(c.n_layer == 2); /* null: none */
+}
+
 /* MiniMax-M2 (minimax_m2): MiniMaxM2Config's defaults (its 230B shape), its files' rotary_dim, parameters as transformers
    counts them, and what is refused */
 TEST(minimax_m2_configs_take_transformers_defaults) {
