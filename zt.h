@@ -598,17 +598,17 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 /* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX; Mixtral, the Qwen MoEs, OLMoE,
-   GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1) are written with this same
-   interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients
+   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX, Hunyuan; Mixtral, the Qwen MoEs,
+   OLMoE, GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1) are written with this
+   same interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients
    and optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
-    char model_type[16];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+    char model_type[24];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1" */
+                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1", "hunyuan_v1_dense" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -627,6 +627,8 @@ typedef struct zt_model_config {
                                    use_qk_norm: q_norm.weight (heads, head_dim); StableLM's qk_layernorm) */
     int qk_norm_heads;          /* with qk_norm 3, each head's weight a parameter of its own (StableLM's
                                    q_layernorm.norms.{h}.weight), the heads back to back */
+    int qk_norm_after_rope;     /* the q and k norms read them rotated (Hunyuan's query_layernorm and key_layernorm),
+                                   not before the rotation */
     int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
     int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
@@ -4053,8 +4055,20 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         /* transformers' dynamic NTK rope: theta times ((factor s / max_position_embeddings) - (factor - 1))^(d/(d-2))
            at a batch of s > max_position_embeddings positions, theta itself up to there. zt's rows never pass
            max_position_embeddings (zt_init refuses longer ones), so it is the plain rope; factor is checked alone. */
-        double factor = 0;
-        int ft = zt__json_get(j, t, "factor");
+        double factor = 0, alpha = 0;
+        int ft = zt__json_get(j, t, "factor"), at = zt__json_get(j, t, "alpha");
+        if (strcmp(c->model_type, "hunyuan_v1_dense") == 0 && at >= 0 && !zt__json_is_null(j, at)) {
+            /* Hunyuan's ntk_alpha: a fixed alpha stretches the base alone, theta alpha^(d / (d - 2)) for a head of d */
+            if ((r = zt__json_number(j, at, "alpha", &alpha))) return r;
+            double d = (double)(c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0);
+            if (!(alpha > 0 && isfinite(alpha) && d > 2) && alpha != 0)
+                return zt_fail(ZT_ERROR_INVALID, "%s: %s's \"alpha\" must be positive, found %g", j->file, where, alpha);
+            if (alpha != 0 && theta) {
+                *theta *= pow(alpha, d / (d - 2));
+                memset(sc, 0, sizeof *sc);
+                return ZT_OK;
+            }
+        }
         if (ft < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type dynamic needs \"factor\"", j->file, where);
         if ((r = zt__json_number(j, ft, "factor", &factor))) return r;
         if (!(factor > 0 && isfinite(factor)))
@@ -4181,6 +4195,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
     int is_lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* GLM-4.7-Flash: DeepSeek-V3's attention */
     int is_dots1 = strcmp(c->model_type, "dots1") == 0;        /* dots.llm1: Qwen3's attention, DeepSeek-V3's experts */
+    int is_hunyuan = strcmp(c->model_type, "hunyuan_v1_dense") == 0; /* LLaMA's layer, q and k normed after the rope */
     int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0 || is_lite;
     int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || is_dots1 || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
@@ -4220,7 +4235,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_starcoder2) eps = 1e-5, std = 0.018042, c->n_kv_head = 2; /* Starcoder2Config's */
     if (is_phi) eps = 1e-5, partial = 0.5;                           /* PhiConfig's */
     if (is_glm4_moe) eps = 1e-5, partial = 0.5, c->n_kv_head = 8;    /* Glm4MoeConfig's */
-    if (is_lite) eps = 1e-5;                                         /* Glm4MoeLiteConfig's */
+    if (is_lite || is_hunyuan) eps = 1e-5;                           /* Glm4MoeLiteConfig's, HunYuanDenseV1Config's */
     if (is_dots1) c->sliding_window = 4096, use_window = 1; /* Dots1Config's: windows past max_window_layers (62) */
     if (is_minimax) theta = 5000000.0, c->n_kv_head = 8, c->head_dim = 128; /* MiniMaxM2Config's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
@@ -4419,8 +4434,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
                                                                                    its own */
     if (is_stablelm) c->out_bias = 0; /* use_qkv_bias: q, k and v alone */
     c->mlp_bias = ((is_starcoder2 || is_phi) && attention_bias) || is_neox; /* Starcoder2's use_bias: every projection */
-    c->qk_norm = is_olmo || is_olmoe || is_minimax ? 2 : is_qwen3 || is_gemma3 || is_exaone4 || is_dots1 ? 1
+    c->qk_norm = is_olmo || is_olmoe || is_minimax ? 2 : is_qwen3 || is_gemma3 || is_exaone4 || is_dots1 || is_hunyuan ? 1
                : c->qk_norm; /* Cohere's: above */
+    c->qk_norm_after_rope = is_hunyuan;
     c->sandwich_norms |= is_olmo || is_exaone4, c->post_norms_only = is_olmo || is_exaone4;
     c->fused = strcmp(c->model_type, "phi3") == 0;
     c->fused_mlp = is_glm, c->rope_interleaved |= is_glm || is_ernie || is_cohere, c->sandwich_norms |= is_glm4;
@@ -4436,6 +4452,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_seed || is_internlm3 || is_ernie || is_cohere) && t < 0) /* their configs' */
         c->has_pad_token = 1, c->pad_token_id = is_seed ? 1 : is_internlm3 ? 2 : 0; /* ERNIE's, Cohere's: 0 */
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
+    if (is_hunyuan && t < 0) c->has_pad_token = 1, c->pad_token_id = 0;       /* HunYuanDenseV1Config's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
     if (is_smollm3 && (r = zt__config_nope(c, j, use_window))) return r;
@@ -4509,11 +4526,13 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "cohere2") && strcmp(c->model_type, "stablelm") && strcmp(c->model_type, "starcoder2") &&
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
         strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
-        strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite") && strcmp(c->model_type, "dots1"))
+        strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite") && strcmp(c->model_type, "dots1") &&
+        strcmp(c->model_type, "hunyuan_v1_dense"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
-                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3 and dots1", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3, dots1 and "
+                       "hunyuan_v1_dense", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -5018,11 +5037,11 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                     zt_block_param(def, ZT__P(what), zt_shape1(HD), h > 0 ? ZT_PARAM_JOIN : 0, ones, 0);
                 }
         } else if (c->qk_norm) { /* the last slots, declared only here: the other models' parameters keep their numbers */
-            int cohere = c->qk_norm == 3; /* a weight a head */
-            zt_block_param(def, ZT__P("self_attn.q_norm.weight"), cohere ? zt_shape2(c->n_head, HD)
-                           : zt_shape1(c->qk_norm == 2 ? q : HD), 0, ones, 0);
-            zt_block_param(def, ZT__P("self_attn.k_norm.weight"), cohere ? zt_shape2(c->n_kv_head, HD)
-                           : zt_shape1(c->qk_norm == 2 ? kv : HD), 0, ones, 0);
+            int cohere = c->qk_norm == 3, hy = c->qk_norm_after_rope; /* a weight a head; Hunyuan's names */
+            zt_block_param(def, ZT__P(hy ? "self_attn.query_layernorm.weight" : "self_attn.q_norm.weight"),
+                           cohere ? zt_shape2(c->n_head, HD) : zt_shape1(c->qk_norm == 2 ? q : HD), 0, ones, 0);
+            zt_block_param(def, ZT__P(hy ? "self_attn.key_layernorm.weight" : "self_attn.k_norm.weight"),
+                           cohere ? zt_shape2(c->n_kv_head, HD) : zt_shape1(c->qk_norm == 2 ? kv : HD), 0, ones, 0);
         } else if (c->sandwich_norms) {
             for (int i = 0; i < 2; i++) zt_block_param(def, NULL, zt_shape1(0), 0, ZT_INIT_ZEROS, 0);
         }
@@ -5453,13 +5472,33 @@ static void zt__mla_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor datt) {
     }
 }
 
+/* rotary positions on q and k (B, T, H, HD), in place, where the layer has them (not GPT-2's, not a NoPE layer's);
+   the backward rotates their gradients back (from new temporaries) */
+static void zt__layer_rotate(zt_block_ctx *ctx, zt_tensor q, zt_tensor k) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    if (strcmp(c->model_type, "gpt2") == 0 || zt__layer_nope(c, ctx->index - 1)) return;
+    zt_rope_scaling rs;
+    float theta = zt__layer_rope(c, ctx->batch, ctx->index - 1, &rs);
+    zt_rope_forward(ctx->stream, q, q, ctx->batch->pos, theta, &rs);
+    zt_rope_forward(ctx->stream, k, k, ctx->batch->pos, theta, &rs);
+}
+static void zt__layer_rotate_back(zt_block_ctx *ctx, zt_tensor *dq, zt_tensor *dk) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    if (strcmp(c->model_type, "gpt2") == 0 || zt__layer_nope(c, ctx->index - 1)) return;
+    zt_rope_scaling rs;
+    float theta = zt__layer_rope(c, ctx->batch, ctx->index - 1, &rs);
+    zt_tensor t = zt__temp0(ctx, ctx->act, dq->shape), u = zt__temp0(ctx, ctx->act, dk->shape);
+    zt_rope_backward(ctx->stream, t, *dq, ctx->batch->pos, theta, &rs);
+    zt_rope_backward(ctx->stream, u, *dk, ctx->batch->pos, theta, &rs);
+    *dq = t, *dk = u;
+}
+
 /* q, k and v of n1, their norms and rotations where the model has them, and the attention: -> att (B, T, NH, HD) */
 static void zt__layer_attention_forward(zt_block_ctx *ctx) {
     const zt_model_config *c = (const zt_model_config *)ctx->config;
     const zt_batch *b = ctx->batch;
     zt_stream *s = ctx->stream;
     zt__layer_saved *sv = (zt__layer_saved *)ctx->saved;
-    int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int64_t B = b->B, T = b->T, N = B * T, HD = c->head_dim, NH = c->n_head, NKV = c->n_kv_head;
     zt__layer_weights w = zt__layer_views(c, ctx->param);
     const zt_tensor *starts = zt__present(b->starts) ? &b->starts : NULL;
@@ -5475,6 +5514,7 @@ static void zt__layer_attention_forward(zt_block_ctx *ctx) {
         sv->krstd = zt_block_keep(ctx, ZT_F32, zt_shape1(whole ? N : N * NKV));
         zt_matmul_forward(s, zt__flat(sv->q0), sv->n1, w.wq, zt__bias(&w.bq, w.has_qkv_bias));
         zt_matmul_forward(s, zt__flat(sv->k0), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
+        if (c->qk_norm_after_rope) zt__layer_rotate(ctx, sv->q0, sv->k0); /* Hunyuan: the norms read them rotated */
         if (c->qk_norm == 3) { /* Cohere, StableLM: LayerNorms, each head by its own weight */
             sv->qmean = zt_block_keep(ctx, ZT_F32, sv->qrstd.shape), sv->kmean = zt_block_keep(ctx, ZT_F32, sv->krstd.shape);
             zt_layernorm_forward(s, zt__qk_rows(c, sv->q), sv->qmean, sv->qrstd, zt__qk_rows(c, sv->q0),
@@ -5492,12 +5532,7 @@ static void zt__layer_attention_forward(zt_block_ctx *ctx) {
         zt_matmul_forward(s, zt__flat(sv->k), sv->n1, w.wk, zt__bias(&w.bk, w.has_qkv_bias));
     }
     zt_matmul_forward(s, zt__flat(sv->v), sv->n1, w.wv, zt__bias(&w.bv, w.has_qkv_bias));
-    if (!gpt2 && !zt__layer_nope(c, ctx->index - 1)) { /* rotary positions, in place: backward rotates them back */
-        zt_rope_scaling rs;
-        float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
-        zt_rope_forward(s, sv->q, sv->q, b->pos, theta, &rs);
-        zt_rope_forward(s, sv->k, sv->k, b->pos, theta, &rs);
-    }
+    if (!c->qk_norm_after_rope) zt__layer_rotate(ctx, sv->q, sv->k);
     sv->att = zt_block_keep(ctx, A, zt_shape4(B, T, NH, HD));
     sv->lse = zt_block_keep(ctx, ZT_F32, zt_shape3(B, NH, T));
     zt_attention_opts ao = zt__layer_attention(ctx);
@@ -5601,16 +5636,7 @@ static void zt__layer_attention_backward(zt_block_ctx *ctx, zt_tensor dn, zt_ten
     zt_tensor dq = zt__temp0(ctx, A, sv->q.shape), dk = zt__temp0(ctx, A, sv->k.shape), dv = zt__temp0(ctx, A, sv->v.shape);
     zt_attention_opts ao = zt__layer_attention(ctx);
     zt_attention_ex_backward(s, dq, dk, dv, datt, sv->q, sv->k, sv->v, sv->att, sv->lse, starts, &ao);
-    if (!gpt2 && !zt__layer_nope(c, ctx->index - 1)) { /* rotate the gradients of the rotated q and k back */
-        zt_tensor t = zt__temp0(ctx, A, dq.shape);
-        zt_rope_scaling rs;
-        float theta = zt__layer_rope(c, b, ctx->index - 1, &rs);
-        zt_rope_backward(s, t, dq, b->pos, theta, &rs);
-        dq = t;
-        t = zt__temp0(ctx, A, dk.shape);
-        zt_rope_backward(s, t, dk, b->pos, theta, &rs);
-        dk = t;
-    }
+    if (!c->qk_norm_after_rope) zt__layer_rotate_back(ctx, &dq, &dk); /* the rotated q and k's gradients */
     if (c->qk_norm) { /* through each head's norm (OLMo: q's and k's), to q and k as the projections made them */
         zt_tensor t = zt__temp0(ctx, A, dq.shape), u = zt__temp0(ctx, A, dk.shape);
         if (c->qk_norm == 3) { /* Cohere's and StableLM's LayerNorms */
@@ -5625,6 +5651,7 @@ static void zt__layer_attention_backward(zt_block_ctx *ctx, zt_tensor dn, zt_ten
                                        zt__qk_rows(c, sv->k0), ctx->param[ZT__L_KNORM_W], off, sv->krstd);
         }
         dq = t, dk = u;
+        if (c->qk_norm_after_rope) zt__layer_rotate_back(ctx, &dq, &dk);
     }
     int qb = w.has_qkv_bias;
     dq = zt__flat(dq), dk = zt__flat(dk), dv = zt__flat(dv);

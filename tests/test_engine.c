@@ -1168,6 +1168,29 @@ TEST(dots1_configs_take_transformers_defaults) {
     config_error(need, "dots1 needs \"n_shared_experts\" (Dots1Config has no default for it)");
 }
 
+/* Hunyuan (hunyuan_v1_dense): Hunyuan-7B's shape, its parameters as transformers counts them, the rope's base
+   stretched by alpha (the "dynamic" type with alpha: transformers' ntk_alpha, for Hunyuan alone) */
+TEST(hunyuan_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *hy = "{\"model_type\": \"hunyuan_v1_dense\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                     "\"num_key_value_heads\": 8, \"head_dim\": 128, \"hidden_size\": 4096, \"intermediate_size\": 14336, "
+                     "\"max_position_embeddings\": 32768, \"vocab_size\": 128167%s}";
+    snprintf(json, sizeof json, hy, 32, ", \"tie_word_embeddings\": true, \"rope_scaling\": {\"type\": \"dynamic\", "
+             "\"alpha\": 1000.0, \"factor\": 1.0, \"beta_fast\": 32, \"beta_slow\": 1, \"mscale\": 1.0}");
+    zt_model_config c = config_of(json);
+    CHECK(c.qk_norm == 1 && c.qk_norm_after_rope && c.norm_eps == 1e-5f && c.has_pad_token && c.pad_token_id == 0);
+    CHECK(c.rope_theta == (float)(1e4 * pow(1000.0, 128.0 / 126.0)) && c.rope_scaling.factor == 0 && !c.qkv_bias);
+    CHECK_EQ_INT(zt_model_config_params(&c), 7504568320);
+    snprintf(json, sizeof json, hy, 2, ", \"rope_scaling\": {\"type\": \"dynamic\", \"alpha\": -1, \"factor\": 1.0}");
+    config_error(json, "rope_scaling's \"alpha\" must be positive, found -1");
+    snprintf(json, sizeof json, hy, 2, ", \"rope_parameters\": {\"rope_type\": \"dynamic\", \"rope_theta\": 5e5, \"factor\": 2}");
+    CHECK(config_of(json).rope_theta == 5e5f); /* no alpha: the dynamic rope, plain below max_position_embeddings */
+    const char *llama = "{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                        "\"hidden_size\": 64, \"intermediate_size\": 128, \"max_position_embeddings\": 64, "
+                        "\"vocab_size\": 100, \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2, \"alpha\": 1000}}";
+    CHECK(config_of(llama).rope_theta == 1e4f); /* LLaMA's rope reads no alpha */
+}
+
 /* a quantized checkpoint's config (DeepSeek-V3's own files: FP8 blocks) is refused before any weight is read */
 TEST(quantized_checkpoints_are_refused_by_their_config) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "

@@ -464,6 +464,13 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.sparse[0] == 1 && cfg.router_f32 && cfg.norm_eps == 1e-5f && cfg.rope_theta == 1e6f,
                   "%s: head_dim %lld, v %lld, scale %g, sparse %llx", path, (long long)cfg.head_dim,
                   (long long)cfg.v_head_dim, (double)cfg.moe_scale, (unsigned long long)cfg.sparse[0]);
+    if (strcmp(type, "hunyuan_v1_dense") == 0) /* q and k normed after the rotation, biases on q, k, v and o, the rope's base
+                                                  stretched by alpha 1000: 1e4 * 1000^(16/14) */
+        CHECK_MSG(cfg.qk_norm == 1 && cfg.qk_norm_after_rope && cfg.qkv_bias && cfg.out_bias && cfg.head_dim == 16 &&
+                  fabs(cfg.rope_theta - 1e4 * pow(1000.0, 16.0 / 14.0)) < 4 && cfg.rope_scaling.factor == 0 &&
+                  cfg.has_pad_token && cfg.pad_token_id == 0,
+                  "%s: qk_norm %d after the rope %d, theta %g", path, cfg.qk_norm, cfg.qk_norm_after_rope,
+                  (double)cfg.rope_theta);
     if (strcmp(type, "dots1") == 0) /* Qwen3's attention, layer 1 windowed; layer 1 DeepSeek-V3's experts, unnormalized */
         CHECK_MSG(cfg.qk_norm == 1 && cfg.head_dim == 16 && cfg.sliding_window == 7 && cfg.windowed[0] == 2 &&
                   cfg.moe_sigmoid && cfg.moe_correction && cfg.moe_groups == 4 && cfg.moe_topk_groups == 2 &&
@@ -757,6 +764,7 @@ TEST(models_deepseek_v3_plain_fp32) { model_test("deepseek_v3_plain", ZT_PRECISI
 TEST(models_deepseek_v2_fp32) { model_test("deepseek_v2", ZT_PRECISION_FP32); }
 TEST(models_glm4_moe_lite_fp32) { model_test("glm4_moe_lite", ZT_PRECISION_FP32); }
 TEST(models_dots1_fp32) { model_test("dots1", ZT_PRECISION_FP32); }
+TEST(models_hunyuan_v1_dense_fp32) { model_test("hunyuan_v1_dense", ZT_PRECISION_FP32); }
 TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
@@ -809,6 +817,7 @@ TEST(models_deepseek_v3_plain_bf16) { model_test("deepseek_v3_plain", ZT_PRECISI
 TEST(models_deepseek_v2_bf16) { model_test("deepseek_v2", ZT_PRECISION_BF16); }
 TEST(models_glm4_moe_lite_bf16) { model_test("glm4_moe_lite", ZT_PRECISION_BF16); }
 TEST(models_dots1_bf16) { model_test("dots1", ZT_PRECISION_BF16); }
+TEST(models_hunyuan_v1_dense_bf16) { model_test("hunyuan_v1_dense", ZT_PRECISION_BF16); }
 TEST(models_minimax_m2_bf16) { model_test("minimax_m2", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_moe_bf16) { model_test("ernie4_5_moe", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }

@@ -318,6 +318,12 @@ def make_config(model_type):
         return transformers.MiniMaxM2Config(**dict(common_llama, intermediate_size=24), head_dim=16, rotary_dim=8,
                                             tie_word_embeddings=False, pad_token_id=0, num_local_experts=4,
                                             num_experts_per_tok=2)
+    if model_type == "hunyuan_v1_dense":  # untied; Hunyuan's LLaMA layer with biases on q, k, v and o, an RMSNorm on each
+        # head of q and k after the rotation (query_layernorm, key_layernorm), its rope's base stretched by a fixed
+        # alpha (the "dynamic" type with alpha: transformers' ntk_alpha)
+        return transformers.HunYuanDenseV1Config(**common_llama, head_dim=16, attention_bias=True, pad_token_id=0,
+                                                 rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
+                                                                  "factor": 1.0, "alpha": 1000.0})
     if model_type == "dots1":  # untied; dots.llm1's layer: Qwen3's attention (an RMSNorm on each head of q and k) with
         # a window of 7 on the layers from max_window_layers (here layer 1), DeepSeek-V3's experts: layer 0 dense, layer
         # 1 8 of 24, 3 a token by sigmoid score + a correction among the 2 best of 4 groups, unnormalized, times 2
@@ -670,7 +676,8 @@ def main():
                                  "starcoder2", "starcoder2_dropout", "phi", "phi_dropout",
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
-                                 "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1"]):
+                                 "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
+                                 "hunyuan_v1_dense"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
