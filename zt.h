@@ -599,8 +599,8 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
    activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
    models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
    InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX, Hunyuan; Mixtral, the Qwen MoEs,
-   OLMoE, GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1) are written with this
-   same interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients
+   OLMoE, GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1, Hunyuan MoE) are
+   written with this same interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients
    and optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
@@ -608,7 +608,8 @@ typedef struct zt_model_config {
                                    "phi3", "smollm3", "gemma", "gemma2", "gemma3_text", "olmo2", "olmo3", "olmoe",
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1", "hunyuan_v1_dense" */
+                                   "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1", "hunyuan_v1_dense",
+                                   "hunyuan_v1_moe" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -3608,6 +3609,27 @@ static zt_result zt__config_deepseek_v2_moe(zt_model_config *c, const zt__json *
     return ZT_OK;
 }
 
+/* Hunyuan's MoE (Hunyuan-A13B): in every layer num_experts experts of intermediate_size, moe_topk a token by softmax
+   probability, normalized, beside a shared MLP of intermediate_size added as it is (shared_mlp). Per-layer lists of
+   num_experts or moe_topk are refused. HunYuanMoEV1Config's defaults (one expert, one a token). */
+static zt_result zt__config_hunyuan_moe(zt_model_config *c, const zt__json *j) {
+    zt_result r;
+    const char *keys[2] = {"num_experts", "moe_topk"};
+    int64_t *vals[2] = {&c->n_experts, &c->experts_per_token};
+    for (int i = 0; i < 2; i++) {
+        int t = zt__json_get(j, 0, keys[i]);
+        *vals[i] = 1;
+        if (t >= 0 && j->tok[t].type == JSMN_ARRAY)
+            return zt__config_refuse(j, keys[i], "is a list (a number for each layer)");
+        if (t >= 0 && (r = zt__json_int(j, t, keys[i], vals[i]))) return r;
+    }
+    if (c->n_experts >= 1 && (c->experts_per_token < 1 || c->experts_per_token > ZT__MIN(c->n_experts, ZT_MOE_MAX_K)))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"moe_topk\" is %lld; it must be 1 to the %lld experts (zt takes at most %d)",
+                       j->file, (long long)c->experts_per_token, (long long)c->n_experts, ZT_MOE_MAX_K);
+    c->expert_intermediate = c->shared_intermediate = c->intermediate, c->shared_ungated = 1, c->norm_topk = 1;
+    return ZT_OK;
+}
+
 /* ERNIE 4.5's MoE: a softmax router whose choice adds e_score_correction_bias, weights normalized, sparse layers every
    moe_layer_interval-th from moe_layer_start_index to moe_layer_end_index (-1: the last), moe_num_shared_experts
    ungated shared experts; Ernie4_5_MoeConfig's names and defaults. transformers divides by the chosen probabilities'
@@ -3675,9 +3697,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     glm |= strcmp(c->model_type, "deepseek_v3") == 0 || lite || strcmp(c->model_type, "dots1") == 0; /* GLM-4.5's
                                                                    experts are DeepSeek-V3's, and dots.llm1's */
     int deepseek2 = strcmp(c->model_type, "deepseek_v2") == 0; /* placed as they are, routed by softmax */
+    int hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* every layer: experts and a shared MLP */
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
     int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
-    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie && !deepseek2;
+    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie && !deepseek2 && !hunyuan;
     int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1, from = 0, to = -1;
     int logits_out = 0;
     double jitter = 0, coef = olmoe ? 0.01 : 0.001;
@@ -3697,6 +3720,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     const char *experts = zt__json_get(j, 0, "num_local_experts") >= 0 ? "num_local_experts" : "num_experts";
     if (glm && (r = zt__config_glm4_moe(c, j, &first_dense, &shared))) return r;
     if (deepseek2 && (r = zt__config_deepseek_v2_moe(c, j, &first_dense, &shared))) return r;
+    if (hunyuan && (r = zt__config_hunyuan_moe(c, j))) return r;
     if (ernie && (r = zt__config_ernie4_5_moe(c, j, &shared, &step, &from, &to))) return r;
     if (glm || deepseek2) from = first_dense < 0 ? 0 : first_dense; /* below 0: every layer sparse, as transformers'
                                                                       comparison */
@@ -3706,11 +3730,14 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         int routed = zt__json_get(j, 0, "n_routed_experts") >= 0;
         experts = routed ? "n_routed_experts" : deepseek2 ? "num_experts" : "num_local_experts", t = zt__json_get(j, 0, experts);
     }
+    if (hunyuan) t = -1; /* num_experts and moe_topk: read by zt__config_hunyuan_moe */
     if ((r = zt__json_int(j, t, experts, &c->n_experts)) ||
-        (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok", &c->experts_per_token)) ||
+        (!hunyuan && (r = zt__json_int(j, zt__json_get(j, 0, "num_experts_per_tok"), "num_experts_per_tok",
+                                       &c->experts_per_token))) ||
         ((qwen || glm || ernie || deepseek2) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"),
                                                      "moe_intermediate_size", &c->expert_intermediate))) ||
-        (!mixtral && !minimax && !ernie && !deepseek2 && (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
+        (!mixtral && !minimax && !ernie && !deepseek2 && !hunyuan &&
+         (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
                                                               &c->norm_topk))) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "output_router_logits"), "output_router_logits", &logits_out)))
@@ -3726,10 +3753,10 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     if (ernie && logits_out && coef > 0) /* its balance loss counts the choices without the correction */
         return zt__config_refuse(j, "output_router_logits", "is true (ERNIE 4.5's load-balancing loss, which counts the "
                                  "choices its router would make without e_score_correction_bias, is not built)");
-    if ((glm || deepseek2) && logits_out)
+    if ((glm || deepseek2 || hunyuan) && logits_out)
         zt_log(ZT_LOG_WARN, "%s: output_router_logits is true, but transformers' %s adds no load-balancing loss, and "
                "neither does zt", j->file, c->model_type);
-    c->router_aux_coef = logits_out && !glm && !deepseek2 ? (float)coef : 0.0f;
+    c->router_aux_coef = logits_out && !glm && !deepseek2 && !hunyuan ? (float)coef : 0.0f;
     if (glm || ernie || deepseek2) c->shared_intermediate = shared * c->expert_intermediate, c->shared_ungated = 1;
     c->router_f32 = glm || ernie || deepseek2; /* F.linear(hidden_states.float(), weight.float()) */
     if (!(jitter >= 0 && jitter < 1))
@@ -4057,7 +4084,7 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
            max_position_embeddings (zt_init refuses longer ones), so it is the plain rope; factor is checked alone. */
         double factor = 0, alpha = 0;
         int ft = zt__json_get(j, t, "factor"), at = zt__json_get(j, t, "alpha");
-        if (strcmp(c->model_type, "hunyuan_v1_dense") == 0 && at >= 0 && !zt__json_is_null(j, at)) {
+        if (strncmp(c->model_type, "hunyuan_v1", 10) == 0 && at >= 0 && !zt__json_is_null(j, at)) {
             /* Hunyuan's ntk_alpha: a fixed alpha stretches the base alone, theta alpha^(d / (d - 2)) for a head of d */
             if ((r = zt__json_number(j, at, "alpha", &alpha))) return r;
             double d = (double)(c->head_dim > 0 ? c->head_dim : c->n_head > 0 ? c->hidden / c->n_head : 0);
@@ -4195,9 +4222,11 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_ernie_moe = strcmp(c->model_type, "ernie4_5_moe") == 0;
     int is_lite = strcmp(c->model_type, "glm4_moe_lite") == 0; /* GLM-4.7-Flash: DeepSeek-V3's attention */
     int is_dots1 = strcmp(c->model_type, "dots1") == 0;        /* dots.llm1: Qwen3's attention, DeepSeek-V3's experts */
-    int is_hunyuan = strcmp(c->model_type, "hunyuan_v1_dense") == 0; /* LLaMA's layer, q and k normed after the rope */
+    int is_hunyuan_moe = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* every layer's MLP experts and a shared one */
+    int is_hunyuan = is_hunyuan_moe || strcmp(c->model_type, "hunyuan_v1_dense") == 0; /* LLaMA's layer, q and k normed
+                                                                                           after the rope */
     int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0 || is_lite;
-    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || is_dots1 || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || is_dots1 || is_hunyuan_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -4452,7 +4481,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if ((is_seed || is_internlm3 || is_ernie || is_cohere) && t < 0) /* their configs' */
         c->has_pad_token = 1, c->pad_token_id = is_seed ? 1 : is_internlm3 ? 2 : 0; /* ERNIE's, Cohere's: 0 */
     if (is_smollm3 && t < 0) c->has_pad_token = 1, c->pad_token_id = 128004; /* SmolLM3Config's */
-    if (is_hunyuan && t < 0) c->has_pad_token = 1, c->pad_token_id = 0;       /* HunYuanDenseV1Config's */
+    if (is_hunyuan && t < 0) c->has_pad_token = 1, c->pad_token_id = 0;       /* HunYuanDenseV1Config's, MoE's */
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
     if (is_smollm3 && (r = zt__config_nope(c, j, use_window))) return r;
@@ -4527,12 +4556,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
         strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
         strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite") && strcmp(c->model_type, "dots1") &&
-        strcmp(c->model_type, "hunyuan_v1_dense"))
+        strcmp(c->model_type, "hunyuan_v1_dense") && strcmp(c->model_type, "hunyuan_v1_moe"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
-                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3, dots1 and "
-                       "hunyuan_v1_dense", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3, dots1, "
+                       "hunyuan_v1_dense and hunyuan_v1_moe", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -5064,7 +5093,8 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
             const char *moe = mixtral ? "block_sparse_moe" : "mlp", *names[3] = {"gate_proj", "up_proj", "down_proj"};
             if (mixtral) names[0] = "w1", names[1] = "w3", names[2] = "w2";
             char what[96];
-            snprintf(what, sizeof what, "%s.gate.weight", moe);
+            int hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* its router mlp.gate.wg, its shared_mlp */
+            snprintf(what, sizeof what, hunyuan ? "%s.gate.wg.weight" : "%s.gate.weight", moe);
             zt_block_param(def, ZT__P(what), zt_shape2(E, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
             for (int64_t e = 0; e < E; e++)
                 for (int w = 0; w < 3; w++) {
@@ -5074,7 +5104,7 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
                 }
             if (c->shared_intermediate > 0) { /* Qwen2-MoE: then the shared expert and its gate (GLM-4.5: experts, none) */
                 int64_t SI = c->shared_intermediate;
-                const char *sh = c->shared_ungated ? "mlp.shared_experts" : "mlp.shared_expert";
+                const char *sh = hunyuan ? "mlp.shared_mlp" : c->shared_ungated ? "mlp.shared_experts" : "mlp.shared_expert";
                 for (int w = 0; w < 3; w++) {
                     snprintf(what, sizeof what, "%s.%s.weight", sh, w == 0 ? "gate_proj" : w == 1 ? "up_proj" : "down_proj");
                     zt_block_param(def, ZT__P(what), w == 2 ? zt_shape2(C, SI) : zt_shape2(SI, C),

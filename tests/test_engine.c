@@ -1191,6 +1191,28 @@ TEST(hunyuan_configs_take_transformers_defaults) {
     CHECK(config_of(llama).rope_theta == 1e4f); /* LLaMA's rope reads no alpha */
 }
 
+/* Hunyuan MoE (hunyuan_v1_moe): Hunyuan-A13B's shape, its parameters as transformers counts them, per-layer lists
+   refused */
+TEST(hunyuan_moe_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *hy = "{\"model_type\": \"hunyuan_v1_moe\", \"num_hidden_layers\": %d, \"num_attention_heads\": 32, "
+                     "\"num_key_value_heads\": 8, \"head_dim\": 128, \"hidden_size\": 4096, \"intermediate_size\": 3072, "
+                     "\"max_position_embeddings\": 32768, \"vocab_size\": 128167%s}";
+    snprintf(json, sizeof json, hy, 32, ", \"tie_word_embeddings\": true, \"num_experts\": 64, \"moe_topk\": 8");
+    zt_model_config c = config_of(json);
+    CHECK(c.qk_norm_after_rope && c.n_experts == 64 && c.experts_per_token == 8 && c.expert_intermediate == 3072);
+    CHECK(c.shared_intermediate == 3072 && c.shared_ungated && c.norm_topk && !c.moe_sigmoid && !c.router_f32);
+    CHECK(c.sparse[0] == 0xffffffffull && c.router_aux_coef == 0.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 80393183232);
+    snprintf(json, sizeof json, hy, 2, "");
+    c = config_of(json); /* HunYuanMoEV1Config's: one expert, one a token */
+    CHECK(c.n_experts == 1 && c.experts_per_token == 1);
+    snprintf(json, sizeof json, hy, 2, ", \"num_experts\": 8, \"moe_topk\": [2, 2]");
+    config_error(json, "\"moe_topk\" is a list (a number for each layer); zt does not implement it");
+    snprintf(json, sizeof json, hy, 2, ", \"num_experts\": 8, \"moe_topk\": 9");
+    config_error(json, "\"moe_topk\" is 9; it must be 1 to the 8 experts");
+}
+
 /* a quantized checkpoint's config (DeepSeek-V3's own files: FP8 blocks) is refused before any weight is read */
 TEST(quantized_checkpoints_are_refused_by_their_config) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "

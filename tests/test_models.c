@@ -471,6 +471,12 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.has_pad_token && cfg.pad_token_id == 0,
                   "%s: qk_norm %d after the rope %d, theta %g", path, cfg.qk_norm, cfg.qk_norm_after_rope,
                   (double)cfg.rope_theta);
+    if (strcmp(type, "hunyuan_v1_moe") == 0) /* every layer 4 experts of 24, 2 a token by softmax, normalized, a shared MLP */
+        CHECK_MSG(cfg.qk_norm_after_rope && cfg.n_experts == 4 && cfg.experts_per_token == 2 && cfg.expert_intermediate == 24 &&
+                  cfg.norm_topk && !cfg.moe_sigmoid && cfg.shared_ungated && cfg.shared_intermediate == 24 &&
+                  cfg.sparse[0] == 3 && !cfg.router_f32,
+                  "%s: experts %lld (%lld a token), shared %lld, sparse %llx", path, (long long)cfg.n_experts,
+                  (long long)cfg.experts_per_token, (long long)cfg.shared_intermediate, (unsigned long long)cfg.sparse[0]);
     if (strcmp(type, "dots1") == 0) /* Qwen3's attention, layer 1 windowed; layer 1 DeepSeek-V3's experts, unnormalized */
         CHECK_MSG(cfg.qk_norm == 1 && cfg.head_dim == 16 && cfg.sliding_window == 7 && cfg.windowed[0] == 2 &&
                   cfg.moe_sigmoid && cfg.moe_correction && cfg.moe_groups == 4 && cfg.moe_topk_groups == 2 &&
@@ -608,7 +614,7 @@ static void model_test(const char *type, zt_precision prec) {
     int moe = strncmp(type, "mixtral", 7) == 0 || strncmp(type, "qwen3_moe", 9) == 0 || strcmp(type, "qwen2_moe") == 0 ||
               strcmp(type, "olmoe") == 0 || strcmp(type, "glm4_moe") == 0 || strcmp(type, "minimax_m2") == 0 ||
               strcmp(type, "ernie4_5_moe") == 0 || strncmp(type, "deepseek_v", 10) == 0 || strcmp(type, "glm4_moe_lite") == 0 ||
-              strcmp(type, "dots1") == 0;
+              strcmp(type, "dots1") == 0 || strcmp(type, "hunyuan_v1_moe") == 0;
     const model_tol *bf16 = strstr(type, "_balance") || strstr(type, "_jitter") || strcmp(type, "glm4_moe") == 0 ||
                             strcmp(type, "minimax_m2") == 0 || strncmp(type, "deepseek_v", 10) == 0 ||
                             strcmp(type, "glm4_moe_lite") == 0 || strcmp(type, "dots1") == 0
@@ -765,6 +771,7 @@ TEST(models_deepseek_v2_fp32) { model_test("deepseek_v2", ZT_PRECISION_FP32); }
 TEST(models_glm4_moe_lite_fp32) { model_test("glm4_moe_lite", ZT_PRECISION_FP32); }
 TEST(models_dots1_fp32) { model_test("dots1", ZT_PRECISION_FP32); }
 TEST(models_hunyuan_v1_dense_fp32) { model_test("hunyuan_v1_dense", ZT_PRECISION_FP32); }
+TEST(models_hunyuan_v1_moe_fp32) { model_test("hunyuan_v1_moe", ZT_PRECISION_FP32); }
 TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
@@ -818,6 +825,7 @@ TEST(models_deepseek_v2_bf16) { model_test("deepseek_v2", ZT_PRECISION_BF16); }
 TEST(models_glm4_moe_lite_bf16) { model_test("glm4_moe_lite", ZT_PRECISION_BF16); }
 TEST(models_dots1_bf16) { model_test("dots1", ZT_PRECISION_BF16); }
 TEST(models_hunyuan_v1_dense_bf16) { model_test("hunyuan_v1_dense", ZT_PRECISION_BF16); }
+TEST(models_hunyuan_v1_moe_bf16) { model_test("hunyuan_v1_moe", ZT_PRECISION_BF16); }
 TEST(models_minimax_m2_bf16) { model_test("minimax_m2", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_moe_bf16) { model_test("ernie4_5_moe", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }

@@ -126,7 +126,7 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006, "deepseek_v2": 2005, "deepseek_v3_plain": 2001,
-         "dots1": 2003}  # seeds whose gradient batch has no near tie in bf16 routing
+         "dots1": 2003, "hunyuan_v1_moe": 2005}  # seeds whose gradient batch has no near tie in bf16 routing
 NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale,
 # Granite before its embedding_multiplier
 MASK64 = (1 << 64) - 1
@@ -324,6 +324,13 @@ def make_config(model_type):
         return transformers.HunYuanDenseV1Config(**common_llama, head_dim=16, attention_bias=True, pad_token_id=0,
                                                  rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
                                                                   "factor": 1.0, "alpha": 1000.0})
+    if model_type == "hunyuan_v1_moe":  # untied; Hunyuan-A13B's layer: Hunyuan's attention (q and k normed after the
+        # rope, its base stretched by alpha) and in every layer 4 experts of intermediate_size, 2 a token by softmax
+        # probability, normalized, beside a shared MLP of that size (shared_mlp), the router mlp.gate.wg
+        return transformers.HunYuanMoEV1Config(**dict(common_llama, intermediate_size=24), head_dim=16, pad_token_id=0,
+                                               num_experts=4, moe_topk=2,
+                                               rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
+                                                                "factor": 1.0, "alpha": 1000.0})
     if model_type == "dots1":  # untied; dots.llm1's layer: Qwen3's attention (an RMSNorm on each head of q and k) with
         # a window of 7 on the layers from max_window_layers (here layer 1), DeepSeek-V3's experts: layer 0 dense, layer
         # 1 8 of 24, 3 a token by sigmoid score + a correction among the 2 best of 4 groups, unnormalized, times 2
@@ -643,7 +650,8 @@ def make(fixture, seed):
     model.config.architectures = [type(model).__name__]
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe",
-                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1"):  # the split
+                      "deepseek_v3", "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
+                      "hunyuan_v1_moe"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -677,7 +685,7 @@ def main():
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
                                  "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
-                                 "hunyuan_v1_dense"]):
+                                 "hunyuan_v1_dense", "hunyuan_v1_moe"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
