@@ -595,13 +595,13 @@ ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
 
 /* >>model ====================================================================================== */
 
-/* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns
-   activations into per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in
-   models (GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS,
-   InternLM3, ERNIE 4.5, EXAONE 4, Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX, Hunyuan; Mixtral, the Qwen MoEs,
-   OLMoE, GLM-4.5, GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1, Hunyuan MoE) are
-   written with this same interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients
-   and optimizer state, the activation memory, recomputation, and later sharding and offload. */
+/* A model is a list of blocks: block 0 turns tokens into (B,T,C) activations, the last block turns activations into
+   per-token losses, and every block between maps (B,T,C) to (B,T,C). The built-in models (GPT-2, LLaMA, Mistral,
+   Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 1-3, OLMo 2-3, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, EXAONE 4,
+   Cohere 1-2, StableLM, Starcoder2, Phi, GPT-NeoX, Hunyuan, Ministral; Mixtral, the Qwen MoEs, OLMoE, GLM-4.5,
+   GLM-4.7-Flash, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V2 and V3, dots.llm1, Hunyuan MoE) are written with this same
+   interface. A block declares its parameters; the engine owns them (flat groups, one per block), their gradients and
+   optimizer state, the activation memory, recomputation, and later sharding and offload. */
 
 typedef struct zt_model_config {
     char model_type[24];        /* "gpt2", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
@@ -609,7 +609,7 @@ typedef struct zt_model_config {
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
                                    "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1", "hunyuan_v1_dense",
-                                   "hunyuan_v1_moe" */
+                                   "hunyuan_v1_moe", "ministral" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -4266,6 +4266,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_glm4_moe) eps = 1e-5, partial = 0.5, c->n_kv_head = 8;    /* Glm4MoeConfig's */
     if (is_lite || is_hunyuan) eps = 1e-5;                           /* Glm4MoeLiteConfig's, HunYuanDenseV1Config's */
     if (is_dots1) c->sliding_window = 4096, use_window = 1; /* Dots1Config's: windows past max_window_layers (62) */
+    int is_ministral = strcmp(c->model_type, "ministral") == 0; /* Mistral's layer, its windows by layer_types */
+    if (is_ministral || strcmp(c->model_type, "mistral") == 0) c->sliding_window = 4096; /* their configs' default */
+    if (is_ministral) use_window = 1;
     if (is_minimax) theta = 5000000.0, c->n_kv_head = 8, c->head_dim = 128; /* MiniMaxM2Config's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
         eps = 1e-5, partial = 0.25, attention_bias = 1;
@@ -4300,17 +4303,19 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     t = zt__json_get(j, 0, "sliding_window");
     if (!zt__json_is_null(j, t) && (r = zt__json_int(j, t, "sliding_window", &c->sliding_window))) return r;
     if (t >= 0 && zt__json_is_null(j, t)) c->sliding_window = 0;
-    /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer; Gemma 2 all but every second layer,
-       Gemma 3 all but every sixth (its old configs' sliding_window_pattern) */
+    /* transformers' LLaMA has no window; Mistral and Phi-3 window every layer (Ministral too, unless layer_types names
+       them); Gemma 2 all but every second layer, Gemma 3 all but every sixth (its old configs' sliding_window_pattern) */
+    int listed = zt__json_get(j, 0, "layer_types") >= 0 && j->tok[zt__json_get(j, 0, "layer_types")].type == JSMN_ARRAY;
     int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "mixtral") == 0 ||
-                strcmp(c->model_type, "phi3") == 0 || is_starcoder2;
+                strcmp(c->model_type, "phi3") == 0 || is_starcoder2 || (is_ministral && !listed);
     int64_t pattern = is_gemma2 ? 2 : is_olmo3 ? 4 : 0; /* OLMo 3: all but every fourth, as Olmo3Config */
     if (is_gemma3) {
         pattern = 6;
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
-    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4 && !is_cohere2 && !is_dots1)
+    if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4 && !is_cohere2 && !is_dots1 &&
+        !is_ministral)
         c->sliding_window = 0;
     if (is_olmo3 && c->sliding_window <= 0 &&
         (r = zt__config_window_needed(j, "Olmo3Config's default of all but every fourth")))
@@ -4556,12 +4561,13 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "phi") && strcmp(c->model_type, "gpt_neox") && strcmp(c->model_type, "glm4_moe") &&
         strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
         strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite") && strcmp(c->model_type, "dots1") &&
-        strcmp(c->model_type, "hunyuan_v1_dense") && strcmp(c->model_type, "hunyuan_v1_moe"))
+        strcmp(c->model_type, "hunyuan_v1_dense") && strcmp(c->model_type, "hunyuan_v1_moe") &&
+        strcmp(c->model_type, "ministral"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
                        "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3, dots1, "
-                       "hunyuan_v1_dense and hunyuan_v1_moe", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "hunyuan_v1_dense, hunyuan_v1_moe and ministral", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;

@@ -1213,6 +1213,27 @@ TEST(hunyuan_moe_configs_take_transformers_defaults) {
     config_error(json, "\"moe_topk\" is 9; it must be 1 to the 8 experts");
 }
 
+/* Ministral (ministral) and Mistral: their configs' window of 4096 where the key is absent (MistralConfig's and
+   MinistralConfig's default; null: none); Ministral's every layer unless layer_types names them */
+TEST(ministral_windows_as_transformers) {
+    char json[768];
+    const char *m = "{\"model_type\": \"%s\", \"num_hidden_layers\": 3, \"num_attention_heads\": 4, \"head_dim\": 16, "
+                    "\"hidden_size\": 64, \"intermediate_size\": 128, \"max_position_embeddings\": 8192, "
+                    "\"vocab_size\": 100%s}";
+    snprintf(json, sizeof json, m, "ministral", "");
+    zt_model_config c = config_of(json);
+    CHECK(c.sliding_window == 4096 && c.windowed[0] == 7);
+    snprintf(json, sizeof json, m, "mistral", "");
+    c = config_of(json);
+    CHECK(c.sliding_window == 4096 && c.windowed[0] == 7);
+    snprintf(json, sizeof json, m, "mistral", ", \"sliding_window\": null");
+    CHECK(config_of(json).sliding_window == 0);
+    snprintf(json, sizeof json, m, "ministral", ", \"sliding_window\": 512, \"layer_types\": [\"sliding_attention\", "
+             "\"full_attention\", \"sliding_attention\"]");
+    c = config_of(json);
+    CHECK(c.sliding_window == 512 && c.windowed[0] == 5);
+}
+
 /* a quantized checkpoint's config (DeepSeek-V3's own files: FP8 blocks) is refused before any weight is read */
 TEST(quantized_checkpoints_are_refused_by_their_config) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "

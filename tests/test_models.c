@@ -479,6 +479,9 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   cfg.sparse[0] == 3 && !cfg.router_f32,
                   "%s: experts %lld (%lld a token), shared %lld, sparse %llx", path, (long long)cfg.n_experts,
                   (long long)cfg.experts_per_token, (long long)cfg.shared_intermediate, (unsigned long long)cfg.sparse[0]);
+    if (strcmp(type, "ministral") == 0) /* Mistral's layer, layer_types windowing the second alone */
+        CHECK_MSG(cfg.sliding_window == 7 && cfg.windowed[0] == 2 && !cfg.qkv_bias && !cfg.qk_norm && cfg.n_experts == 0,
+                  "%s: window %lld on %llx", path, (long long)cfg.sliding_window, (unsigned long long)cfg.windowed[0]);
     if (strcmp(type, "dots1") == 0) /* Qwen3's attention, layer 1 windowed; layer 1 DeepSeek-V3's experts, unnormalized */
         CHECK_MSG(cfg.qk_norm == 1 && cfg.head_dim == 16 && cfg.sliding_window == 7 && cfg.windowed[0] == 2 &&
                   cfg.moe_sigmoid && cfg.moe_correction && cfg.moe_groups == 4 && cfg.moe_topk_groups == 2 &&
@@ -774,6 +777,7 @@ TEST(models_glm4_moe_lite_fp32) { model_test("glm4_moe_lite", ZT_PRECISION_FP32)
 TEST(models_dots1_fp32) { model_test("dots1", ZT_PRECISION_FP32); }
 TEST(models_hunyuan_v1_dense_fp32) { model_test("hunyuan_v1_dense", ZT_PRECISION_FP32); }
 TEST(models_hunyuan_v1_moe_fp32) { model_test("hunyuan_v1_moe", ZT_PRECISION_FP32); }
+TEST(models_ministral_fp32) { model_test("ministral", ZT_PRECISION_FP32); }
 TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
@@ -828,6 +832,7 @@ TEST(models_glm4_moe_lite_bf16) { model_test("glm4_moe_lite", ZT_PRECISION_BF16)
 TEST(models_dots1_bf16) { model_test("dots1", ZT_PRECISION_BF16); }
 TEST(models_hunyuan_v1_dense_bf16) { model_test("hunyuan_v1_dense", ZT_PRECISION_BF16); }
 TEST(models_hunyuan_v1_moe_bf16) { model_test("hunyuan_v1_moe", ZT_PRECISION_BF16); }
+TEST(models_ministral_bf16) { model_test("ministral", ZT_PRECISION_BF16); }
 TEST(models_minimax_m2_bf16) { model_test("minimax_m2", ZT_PRECISION_BF16); }
 TEST(models_ernie4_5_moe_bf16) { model_test("ernie4_5_moe", ZT_PRECISION_BF16); }
 TEST(models_cohere2_bf16) { model_test("cohere2", ZT_PRECISION_BF16); }

@@ -46,7 +46,7 @@ SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4, "qwen3": 7, "phi3": 8,
          "internlm3": 23, "ernie4_5": 24, "exaone4": 25, "cohere": 26, "cohere2": 27, "stablelm": 29,
          "starcoder2": 30, "phi": 32,
          "gpt_neox": 33, "glm4_moe": 34, "minimax_m2": 35,
-         "ernie4_5_moe": 36, "deepseek_v3": 37, "deepseek_v2": 38, "glm4_moe_lite": 39, "dots1": 40, "hunyuan_v1_dense": 41, "hunyuan_v1_moe": 42}
+         "ernie4_5_moe": 36, "deepseek_v3": 37, "deepseek_v2": 38, "glm4_moe_lite": 39, "dots1": 40, "hunyuan_v1_dense": 41, "hunyuan_v1_moe": 42, "ministral": 43}
 
 
 # cases of a model type with other settings: (its type, the settings, a seed)

@@ -324,6 +324,10 @@ def make_config(model_type):
         return transformers.HunYuanDenseV1Config(**common_llama, head_dim=16, attention_bias=True, pad_token_id=0,
                                                  rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
                                                                   "factor": 1.0, "alpha": 1000.0})
+    if model_type == "ministral":  # untied; Ministral's Mistral layer with a window of 7 on the layers layer_types names
+        # (here the second alone)
+        return transformers.MinistralConfig(**common_llama, head_dim=8, sliding_window=7,
+                                            layer_types=["full_attention", "sliding_attention"])
     if model_type == "hunyuan_v1_moe":  # untied; Hunyuan-A13B's layer: Hunyuan's attention (q and k normed after the
         # rope, its base stretched by alpha) and in every layer 4 experts of intermediate_size, 2 a token by softmax
         # probability, normalized, beside a shared MLP of that size (shared_mlp), the router mlp.gate.wg
@@ -685,7 +689,7 @@ def main():
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
                                  "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
-                                 "hunyuan_v1_dense", "hunyuan_v1_moe"]):
+                                 "hunyuan_v1_dense", "hunyuan_v1_moe", "ministral"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
