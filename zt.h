@@ -410,6 +410,12 @@ ZT_API void zt_swiglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_
    gelu_pytorch_tanh) */
 ZT_API void zt_geglu_forward(zt_stream *s, zt_tensor out, zt_tensor inp);
 ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp);
+/* gpt-oss's clamped SwiGLU: inp (N,2H), each row's gate and up interleaved [g0 u0 g1 u1 ...] (its gate_up_proj's
+   columns) -> out (N,H) = (clamp(u, -limit, limit) + 1) * g sigmoid(alpha g) with g = min(gate, limit)
+   (swiglu_alpha, swiglu_limit). The clamps pass no gradient where they cut (torch's clamp: a bound itself passes). */
+ZT_API void zt_swiglu_clamped_forward(zt_stream *s, zt_tensor out, zt_tensor inp, float alpha, float limit);
+ZT_API void zt_swiglu_clamped_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp, float alpha,
+                                       float limit);
 
 #define ZT_MOE_MAX_EXPERTS 1024
 #define ZT_MOE_MAX_K 32
@@ -514,6 +520,11 @@ typedef struct zt_attention_opts {
                        weighs v (lse is of the probabilities before it); the backward takes the same options */
     uint64_t dropout_seed;
     int64_t dropout_offset; /* where batch row 0 begins in the draws (a rank's rows: its first row NH T T) */
+    const zt_tensor *sinks; /* (NH), or NULL: each head's sink, a logit that joins every query's softmax with no value
+                               (gpt-oss's sinks; neither scaled nor capped): its exp(sink) is in the denominator and
+                               in lse, so the probabilities of the keys sum to less than 1 */
+    const zt_tensor *dsinks; /* backward, with sinks: (NH) += the sinks' gradient, -sum over (b, i) of p_sink D_i,
+                                D_i = dout_i . out_i, summed in (b, i) order */
 } zt_attention_opts;
 ZT_API void zt_attention_ex_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
                                     zt_tensor v, const zt_tensor *starts, const zt_attention_opts *opts);
@@ -1996,7 +2007,8 @@ typedef enum zt__op_kind {
     ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
     ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD, ZT__OP_GATED_ADD_FWD, ZT__OP_GATED_ADD_BWD,
-    ZT__OP_MOE_BALANCE_BWD, ZT__OP_NOISE, ZT__OP_HEAD_COLS_FWD, ZT__OP_HEAD_COLS_BWD, ZT__OP_COUNT
+    ZT__OP_MOE_BALANCE_BWD, ZT__OP_NOISE, ZT__OP_HEAD_COLS_FWD, ZT__OP_HEAD_COLS_BWD,
+    ZT__OP_SWIGLU_CLAMPED_FWD, ZT__OP_SWIGLU_CLAMPED_BWD, ZT__OP_COUNT
 } zt__op_kind;
 
 typedef struct zt__args_unary { zt_tensor out, inp; } zt__args_unary; /* copy cast sum_rows sumsq, fwd */
@@ -2012,6 +2024,8 @@ typedef struct zt__args_noise {
     int64_t offset;
 } zt__args_noise;
 typedef struct zt__args_add { zt_tensor out, a, b; } zt__args_add;
+/* the clamped SwiGLU: out is dinp in the backward */
+typedef struct zt__args_glu { zt_tensor out, inp, dout; float alpha, limit; } zt__args_glu;
 typedef struct zt__args_gemm {
     zt_tensor c, a, b, bias;
     int trans_a, trans_b;
@@ -2029,6 +2043,7 @@ typedef struct zt__args_rope { zt_tensor out, inp, pos; float theta; zt_rope_sca
 typedef struct zt__args_attention {
     zt_tensor out, lse, q, k, v, starts;
     zt_tensor dq, dk, dv, dout; /* backward only */
+    zt_tensor sinks, dsinks;    /* absent: none (dsinks: backward only, and absent where the sinks are frozen) */
     float scale, softcap;       /* scale: never 0 here (the caller's 0 becomes 1/sqrt(HD)); softcap 0: none */
     int64_t window;             /* 0: none */
     float dropout, dscale;      /* dropout 0: none; dscale 1 / (1 - dropout) */
@@ -2068,6 +2083,7 @@ typedef struct zt__op {
         zt__args_fill fill;
         zt__args_noise noise;
         zt__args_add add;
+        zt__args_glu glu;
         zt__args_gemm gemm;
         zt__args_embedding embedding;
         zt__args_embedding_bwd embedding_bwd;
@@ -2575,6 +2591,33 @@ ZT_API void zt_geglu_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_t
     zt__unary_bwd(s, ZT__OP_GEGLU_BWD, "zt_geglu_backward", dinp, dout, inp, 2);
 }
 
+static void zt__swiglu_clamped(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor out, zt_tensor dout,
+                               zt_tensor inp, float alpha, float limit) {
+    int fwd = kind == ZT__OP_SWIGLU_CLAMPED_FWD;
+    zt__need_tensor(name, "inp", inp, ZT__FLOAT, ZT__ANY_SIZE);
+    zt__need(zt_cols(inp) % 2 == 0, name, "inp's last dimension must be even");
+    zt__need_tensor(name, fwd ? "out" : "dinp", out, ZT__FLOAT, fwd ? zt_numel(inp) / 2 : zt_numel(inp));
+    zt__need(zt_rows(out) == zt_rows(inp), name, "%s and inp must have the same rows", fwd ? "out" : "dinp");
+    if (!fwd) {
+        zt__need_tensor(name, "dout", dout, ZT__FLOAT, zt_numel(inp) / 2);
+        zt__need(zt_rows(dout) == zt_rows(inp), name, "dout and inp must have the same rows");
+    }
+    zt__need(isfinite(alpha) && isfinite(limit) && limit > 0, name, "alpha must be finite and limit > 0, got %g and %g",
+             (double)alpha, (double)limit);
+    zt__op op;
+    memset(&op, 0, sizeof op);
+    op.kind = kind;
+    op.glu.out = out, op.glu.inp = inp, op.glu.dout = dout, op.glu.alpha = alpha, op.glu.limit = limit;
+    zt__launch(s, &op);
+}
+ZT_API void zt_swiglu_clamped_forward(zt_stream *s, zt_tensor out, zt_tensor inp, float alpha, float limit) {
+    zt__swiglu_clamped(s, ZT__OP_SWIGLU_CLAMPED_FWD, "zt_swiglu_clamped_forward", out, zt__none(), inp, alpha, limit);
+}
+ZT_API void zt_swiglu_clamped_backward(zt_stream *s, zt_tensor dinp, zt_tensor dout, zt_tensor inp, float alpha,
+                                       float limit) {
+    zt__swiglu_clamped(s, ZT__OP_SWIGLU_CLAMPED_BWD, "zt_swiglu_clamped_backward", dinp, dout, inp, alpha, limit);
+}
+
 /* ---- mixture of experts ---- */
 
 static void zt__gated_add(zt_stream *s, zt__op_kind kind, const char *name, zt_tensor out_or_dy, zt_tensor dgate,
@@ -2886,7 +2929,7 @@ static void zt__need_capping(const char *name, float scale, float softcap) {
 }
 
 /* the options into the op's arguments, checked */
-static void zt__attention_opts(const char *name, zt__args_attention *a, const zt_attention_opts *opts) {
+static void zt__attention_opts(const char *name, zt__args_attention *a, const zt_attention_opts *opts, int bwd) {
     zt_attention_opts o;
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
@@ -2902,6 +2945,15 @@ static void zt__attention_opts(const char *name, zt__args_attention *a, const zt
     a->dscale = zt__dropout_scale(o.dropout);
     a->dseed = o.dropout_seed;
     a->doffset = o.dropout_offset;
+    int64_t NH = a->q.shape.d[2];
+    if (o.sinks) zt__need_tensor(name, "sinks", *o.sinks, ZT__FLOAT, NH);
+    a->sinks = o.sinks ? zt_view(*o.sinks, 0, zt_shape1(NH)) : zt__none();
+    a->dsinks = zt__none();
+    if (bwd && o.dsinks && zt__present(*o.dsinks)) {
+        zt__need(o.sinks != NULL, name, "dsinks needs sinks");
+        zt__need_tensor(name, "dsinks", *o.dsinks, ZT__FLOAT, NH);
+        a->dsinks = zt_view(*o.dsinks, 0, zt_shape1(NH));
+    }
 }
 
 ZT_API void zt_attention_forward(zt_stream *s, zt_tensor out, zt_tensor lse, zt_tensor q, zt_tensor k,
@@ -2927,7 +2979,7 @@ ZT_API void zt_attention_ex_forward(zt_stream *s, zt_tensor out, zt_tensor lse, 
     op.attention.k = k;
     op.attention.v = zt_view(v, 0, k.shape);
     op.attention.starts = zt__opt(starts);
-    zt__attention_opts("zt_attention_forward", &op.attention, opts);
+    zt__attention_opts("zt_attention_forward", &op.attention, opts, 0);
     zt__launch(s, &op);
 }
 
@@ -2952,7 +3004,7 @@ ZT_API void zt_attention_ex_backward(zt_stream *s, zt_tensor dq, zt_tensor dk, z
     op.attention.dk = zt_view(dk, 0, k.shape);
     op.attention.dv = zt_view(dv, 0, k.shape);
     op.attention.dout = zt_view(dout, 0, q.shape);
-    zt__attention_opts(name, &op.attention, opts);
+    zt__attention_opts(name, &op.attention, opts, 1);
     zt__launch(s, &op);
 }
 
@@ -18648,6 +18700,32 @@ static void zt__glu_task(void *ctx, int64_t task, int thread) {
     }
 }
 
+/* gpt-oss's clamped SwiGLU, gate and up interleaved */
+static void zt__glu_clamped_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_glu *a = &job->op->glu;
+    int fwd = job->op->kind == ZT__OP_SWIGLU_CLAMPED_FWD;
+    int64_t N = zt_rows(a->inp), H = zt_cols(a->inp) / 2;
+    float *xb = job->cpu->scratch[thread], *y = xb + 2 * H, *gb = y + 2 * H, L = a->limit, al = a->alpha;
+    for (int64_t r = task * job->per_task; r < ZT__MIN(N, (task + 1) * job->per_task); r++) {
+        const float *x = zt__row_in(a->inp, r * 2 * H, 2 * H, xb);
+        const float *g = fwd ? NULL : zt__row_in(a->dout, r * H, H, gb);
+        if (!fwd) zt__to_f32(y, a->out.data, a->out.dtype, r * 2 * H, 2 * H);
+        for (int64_t i = 0; i < H; i++) {
+            float gate = ZT__MIN(x[2 * i], L), up = ZT__MAX(-L, ZT__MIN(x[2 * i + 1], L));
+            float sg = 1.0f / (1.0f + expf(-al * gate)), glu = gate * sg;
+            if (fwd) {
+                y[i] = (up + 1.0f) * glu;
+            } else {
+                if (x[2 * i] <= L) y[2 * i] += g[i] * (up + 1.0f) * (sg + al * gate * sg * (1.0f - sg));
+                if (x[2 * i + 1] >= -L && x[2 * i + 1] <= L) y[2 * i + 1] += g[i] * glu;
+            }
+        }
+        if (fwd) zt__from_f32(a->out.data, a->out.dtype, r * H, y, H);
+        else zt__from_f32(a->out.data, a->out.dtype, r * 2 * H, y, 2 * H);
+    }
+}
+
 /* rope over tokens: the angles of a token are shared by its heads */
 static void zt__rope_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
@@ -18794,12 +18872,36 @@ static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
             mx[i] = m;
         }
     }
-    for (int64_t i = 0; i < nq; i++) {
-        float *o = acc + i * HD, inv = 1.0f / l[i];
+    float sink = -INFINITY; /* none: exp(sink - m) is 0 */
+    if (zt__present(a->sinks)) zt__to_f32(&sink, a->sinks.data, a->sinks.dtype, h, 1);
+    for (int64_t i = 0; i < nq; i++) { /* the sink joins the sum last, under the larger of the two maxima */
+        float m = ZT__MAX(mx[i], sink), keep = expf(mx[i] - m), sum = l[i] * keep + expf(sink - m);
+        float *o = acc + i * HD, inv = keep / sum;
         for (int64_t c = 0; c < HD; c++) o[c] *= inv;
         zt__from_f32(a->out.data, a->out.dtype, ((b * d.T + t0 + i) * d.NH + h) * HD, o, HD);
-        ((float *)a->lse.data)[(b * d.NH + h) * d.T + t0 + i] = mx[i] + logf(l[i]);
+        ((float *)a->lse.data)[(b * d.NH + h) * d.T + t0 + i] = m + logf(sum);
     }
+}
+
+/* dsinks[h] += -sum over (b, i) of p_sink D_i, p_sink = exp(sink - lse): a task per head, rows in order */
+static void zt__att_dsink_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_attention *a = &job->op->attention;
+    zt__att_dims d = zt__att_dims_of(a);
+    int64_t h = task, HD = d.HD;
+    float *dO = job->cpu->scratch[thread], *o = dO + HD, sink, g;
+    double sum = 0.0;
+    zt__to_f32(&sink, a->sinks.data, a->sinks.dtype, h, 1);
+    for (int64_t b = 0; b < d.B; b++)
+        for (int64_t i = 0; i < d.T; i++) {
+            zt__att_rows(dO, a->dout, b, h, i, 1);
+            zt__att_rows(o, a->out, b, h, i, 1);
+            float lse = ((const float *)a->lse.data)[(b * d.NH + h) * d.T + i];
+            sum += (double)expf(sink - lse) * (double)zt__dot(dO, o, HD);
+        }
+    zt__to_f32(&g, a->dsinks.data, a->dsinks.dtype, h, 1);
+    g -= (float)sum;
+    zt__from_f32(a->dsinks.data, a->dsinks.dtype, h, &g, 1);
 }
 
 /* dq for a block of queries of one head: dq_i += scale * sum_j p_ij (z_ij dO_i.v_j - D_i) k_j, z_ij the dropout
@@ -18982,6 +19084,8 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_GEGLU_FWD: return 5 * zt_cols(op->unary.inp) / 2;
     case ZT__OP_SWIGLU_BWD:
     case ZT__OP_GEGLU_BWD: return 5 * zt_cols(op->unary_bwd.inp) / 2;
+    case ZT__OP_SWIGLU_CLAMPED_FWD:
+    case ZT__OP_SWIGLU_CLAMPED_BWD: return 5 * zt_cols(op->glu.inp) / 2;
     case ZT__OP_ROPE_FWD:
     case ZT__OP_ROPE_BWD: return 3 * zt_cols(op->rope.inp) + zt_cols(op->rope.inp) / 2;
     case ZT__OP_CROSSENTROPY: return zt_cols(op->crossentropy.logits);
@@ -19111,6 +19215,12 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(inp), per), per, NULL, zt__glu_task);
         return;
     }
+    case ZT__OP_SWIGLU_CLAMPED_FWD:
+    case ZT__OP_SWIGLU_CLAMPED_BWD: {
+        int64_t per = zt__rows_per_task(zt_cols(op->glu.inp));
+        zt__cpu_run(cpu, op, ZT__CDIV(zt_rows(op->glu.inp), per), per, NULL, zt__glu_clamped_task);
+        return;
+    }
     case ZT__OP_ROPE_FWD:
     case ZT__OP_ROPE_BWD: {
         zt_tensor x = op->rope.inp;
@@ -19127,6 +19237,7 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
         } else {
             zt__cpu_run(cpu, op, q_tasks, 0, NULL, zt__att_dq_task);
             zt__cpu_run(cpu, op, d.B * d.NKV * ZT__CDIV(d.T, ZT__ATT_KB), 0, NULL, zt__att_dkv_task);
+            if (zt__present(op->attention.dsinks)) zt__cpu_run(cpu, op, d.NH, 0, NULL, zt__att_dsink_task);
         }
         return;
     }

@@ -204,6 +204,25 @@ REF void ref_swiglu_forward(double *out, const double *inp, int64_t N, int64_t H
         for (int64_t h = 0; h < H; h++)
             out[n * H + h] = ref_silu(inp[n * 2 * H + h]) * inp[n * 2 * H + H + h];
 }
+/* gpt-oss's: inp (N,2H) rows [g0 u0 g1 u1 ...] -> out (N,H) = (clamp(u, -L, L) + 1) g' sigmoid(alpha g'),
+   g' = min(g, L); no gradient where a clamp cuts */
+REF void ref_swiglu_clamped_forward(double *out, const double *inp, int64_t N, int64_t H, double alpha, double L) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++) {
+            double g = fmin(inp[n * 2 * H + 2 * h], L), u = fmax(-L, fmin(inp[n * 2 * H + 2 * h + 1], L));
+            out[n * H + h] = (u + 1) * g / (1 + exp(-alpha * g));
+        }
+}
+REF void ref_swiglu_clamped_backward(double *dinp, const double *dout, const double *inp, int64_t N, int64_t H,
+                                     double alpha, double L) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++) {
+            double g0 = inp[n * 2 * H + 2 * h], u0 = inp[n * 2 * H + 2 * h + 1], dy = dout[n * H + h];
+            double g = fmin(g0, L), u = fmax(-L, fmin(u0, L)), sg = 1 / (1 + exp(-alpha * g));
+            if (g0 <= L) dinp[n * 2 * H + 2 * h] += dy * (u + 1) * (sg + alpha * g * sg * (1 - sg));
+            if (u0 >= -L && u0 <= L) dinp[n * 2 * H + 2 * h + 1] += dy * g * sg;
+        }
+}
 REF void ref_swiglu_backward(double *dinp, const double *dout, const double *inp, int64_t N,
                              int64_t H) {
     for (int64_t n = 0; n < N; n++)
@@ -497,10 +516,11 @@ REF int64_t ref_attn_first(const int32_t *starts, int64_t b, int64_t t, int64_t 
    NULL). Query head h reads key/value head h / (NH/NKV); query t sees keys [starts[t], t]; scores
    are scaled by 1/sqrt(HD); lse is the natural log-sum-exp of the scaled scores. z (B,NH,T,T) or NULL:
    dropout's factors, probability (b, h, t, j) times z[((b NH + h) T + t) T + j] before it weighs v. */
-REF void ref_attention_drop_forward(double *out, double *lse, const double *q, const double *k,
+/* sinks (NH) or NULL: a logit per head in every row's softmax, with no value (gpt-oss) */
+REF void ref_attention_sink_forward(double *out, double *lse, const double *q, const double *k,
                                     const double *v, const int32_t *starts, int64_t B, int64_t T,
                                     int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
-                                    int64_t window, const double *z) {
+                                    int64_t window, const double *z, const double *sinks) {
     if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     for (int64_t b = 0; b < B; b++)
@@ -516,7 +536,8 @@ REF void ref_attention_drop_forward(double *out, double *lse, const double *q, c
                     sc = ref_attn_score(sc, scale, cap);
                     if (sc > mx) mx = sc;
                 }
-                double sum = 0;
+                if (sinks && sinks[h] > mx) mx = sinks[h];
+                double sum = sinks ? exp(sinks[h] - mx) : 0;
                 double *o = out + ((b * T + t) * NH + h) * HD;
                 for (int64_t d = 0; d < HD; d++) o[d] = 0;
                 for (int64_t j = j0; j <= t; j++) {
@@ -533,6 +554,12 @@ REF void ref_attention_drop_forward(double *out, double *lse, const double *q, c
                 if (lse) lse[(b * NH + h) * T + t] = mx + log(sum);
             }
 }
+REF void ref_attention_drop_forward(double *out, double *lse, const double *q, const double *k,
+                                    const double *v, const int32_t *starts, int64_t B, int64_t T,
+                                    int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
+                                    int64_t window, const double *z) {
+    ref_attention_sink_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window, z, NULL);
+}
 REF void ref_attention_ex_forward(double *out, double *lse, const double *q, const double *k,
                                   const double *v, const int32_t *starts, int64_t B, int64_t T,
                                   int64_t NH, int64_t NKV, int64_t HD, double scale, double cap,
@@ -545,12 +572,13 @@ REF void ref_attention_forward(double *out, double *lse, const double *q, const 
     ref_attention_ex_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, 0, 0, 0);
 }
 
-/* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. */
-REF void ref_attention_drop_backward(double *dq, double *dk, double *dv, const double *dout,
+/* dq (B,T,NH,HD), dk, dv (B,T,NKV,HD) += gradients of sum(dout * out); recomputes the softmax. With sinks,
+   dsinks (NH) += theirs. */
+REF void ref_attention_sink_backward(double *dq, double *dk, double *dv, double *dsinks, const double *dout,
                                      const double *q, const double *k, const double *v,
                                      const int32_t *starts, int64_t B, int64_t T, int64_t NH,
                                      int64_t NKV, int64_t HD, double scale, double cap, int64_t window,
-                                     const double *z) {
+                                     const double *z, const double *sinks) {
     if (scale == 0) scale = 1.0 / sqrt((double)HD);
     int64_t rep = NH / NKV;
     double *p = (double *)malloc(sizeof(double) * (size_t)T);
@@ -571,6 +599,8 @@ REF void ref_attention_drop_backward(double *dq, double *dk, double *dv, const d
                     dc[j] = cap > 0 ? 1.0 - (p[j] / cap) * (p[j] / cap) : 1.0;
                     if (p[j] > mx) mx = p[j];
                 }
+                if (sinks && sinks[h] > mx) mx = sinks[h];
+                if (sinks) sum = exp(sinks[h] - mx);
                 for (int64_t j = j0; j <= t; j++) sum += (p[j] = exp(p[j] - mx));
                 const double *zr = z ? z + ((b * NH + h) * T + t) * T : NULL;
                 for (int64_t j = j0; j <= t; j++) {
@@ -581,7 +611,8 @@ REF void ref_attention_drop_backward(double *dq, double *dk, double *dv, const d
                     if (zr) dp[j] *= zr[j]; /* d out / d p_j: z_j v_j */
                     dsum += p[j] * dp[j];
                 }
-                /* softmax backward: dscore_j = p_j (dp_j - sum_i p_i dp_i) */
+                /* softmax backward: dscore_j = p_j (dp_j - sum_i p_i dp_i), the sink's dp 0 */
+                if (sinks && dsinks) dsinks[h] -= exp(sinks[h] - mx) / sum * dsum;
                 for (int64_t j = j0; j <= t; j++) {
                     double ds = p[j] * (dp[j] - dsum) * dc[j] * scale, pz = zr ? p[j] * zr[j] : p[j];
                     const double *kr = k + ((b * T + j) * NKV + kh) * HD;
@@ -598,6 +629,13 @@ REF void ref_attention_drop_backward(double *dq, double *dk, double *dv, const d
     free(p);
     free(dp);
     free(dc);
+}
+REF void ref_attention_drop_backward(double *dq, double *dk, double *dv, const double *dout,
+                                     const double *q, const double *k, const double *v,
+                                     const int32_t *starts, int64_t B, int64_t T, int64_t NH,
+                                     int64_t NKV, int64_t HD, double scale, double cap, int64_t window,
+                                     const double *z) {
+    ref_attention_sink_backward(dq, dk, dv, NULL, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window, z, NULL);
 }
 REF void ref_attention_ex_backward(double *dq, double *dk, double *dv, const double *dout,
                                    const double *q, const double *k, const double *v,

@@ -153,6 +153,10 @@ static void fd_geglu_fwd(void *p, double *out) {
     fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
     ref_geglu_forward(out, c->inp, c->n, c->H);
 }
+static void fd_swiglu_clamped_fwd(void *p, double *out) {
+    fd_pointwise_ctx *c = (fd_pointwise_ctx *)p;
+    ref_swiglu_clamped_forward(out, c->inp, c->n, c->H, 1.702, 2.0);
+}
 TEST(ref_fd_gelu_silu_swiglu) {
     rng r = {15};
     fd_pointwise_ctx c = {NULL, 41, 0};
@@ -183,6 +187,15 @@ TEST(ref_fd_gelu_silu_swiglu) {
     d = dbuf(g.n * 2 * g.H);
     ref_geglu_backward(d, f.w, g.inp, g.n, g.H);
     FD_CHECK("geglu dinp", &f, g.inp, g.n * 2 * g.H, d);
+
+    /* gpt-oss's, its limit 2 so that inputs in [-4, 4] land on both sides of both clamps (none within FD_H of one) */
+    f = fd_make(fd_swiglu_clamped_fwd, &g, g.n * g.H, &r);
+    d = dbuf(g.n * 2 * g.H);
+    ref_swiglu_clamped_backward(d, f.w, g.inp, g.n, g.H, 1.702, 2.0);
+    int cut = 0;
+    for (int64_t i = 0; i < g.n * 2 * g.H; i++) cut += fabs(g.inp[i]) > 2.0 && d[i] == 0.0;
+    CHECK(cut > 3); /* a clamp that cuts passes no gradient */
+    FD_CHECK("clamped swiglu dinp", &f, g.inp, g.n * 2 * g.H, d);
     bufs_free();
 }
 
@@ -306,27 +319,36 @@ typedef struct {
     double scale, cap;
     int64_t window;
     const double *z;
+    double *sinks;
 } fd_attn_ctx;
 static void fd_attn_fwd(void *p, double *out) {
     fd_attn_ctx *c = (fd_attn_ctx *)p;
-    ref_attention_drop_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
-                               c->cap, c->window, c->z);
+    ref_attention_sink_forward(out, NULL, c->q, c->k, c->v, c->starts, c->B, c->T, c->NH, c->NKV, c->HD, c->scale,
+                               c->cap, c->window, c->z, c->sinks);
 }
 /* scale 0: 1/sqrt(HD); cap 0: none; window 0: none; z: dropout's factors (B,NH,T,T), or NULL */
-static void fd_attention_drop_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH, int64_t NKV,
-                                   int64_t HD, double scale, double cap, int64_t window, const double *z) {
-    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap, window, z};
+/* ... with sinks: each head's sink logit in every row's softmax, its gradient checked too */
+static void fd_attention_sink_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH, int64_t NKV,
+                                   int64_t HD, double scale, double cap, int64_t window, const double *z, int sinks) {
+    fd_attn_ctx c = {NULL, NULL, NULL, starts, B, T, NH, NKV, HD, scale, cap, window, z, NULL};
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     c.q = drand(r, nq, -1.5, 1.5), c.k = drand(r, nk, -1.5, 1.5), c.v = drand(r, nk, -1, 1);
+    if (sinks) c.sinks = drand(r, NH, -1, 2);
     fd_fn f = fd_make(fd_attn_fwd, &c, nq, r);
-    double *dq = dbuf(nq), *dk = dbuf(nk), *dv = dbuf(nk);
-    ref_attention_drop_backward(dq, dk, dv, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap, window, z);
-    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g window %lld%s", (long long)B,
+    double *dq = dbuf(nq), *dk = dbuf(nk), *dv = dbuf(nk), *ds = dbuf(NH);
+    ref_attention_sink_backward(dq, dk, dv, ds, f.w, c.q, c.k, c.v, starts, B, T, NH, NKV, HD, scale, cap, window, z,
+                                c.sinks);
+    const char *cfg = label("attention B%lld T%lld NH%lld NKV%lld HD%lld%s scale %g cap %g window %lld%s%s", (long long)B,
                             (long long)T, (long long)NH, (long long)NKV, (long long)HD, starts ? " starts" : "", scale, cap,
-                            (long long)window, z ? " dropout" : "");
+                            (long long)window, z ? " dropout" : "", sinks ? " sinks" : "");
     FD_CHECK(label("%s dq", cfg), &f, c.q, nq, dq);
     FD_CHECK(label("%s dk", cfg), &f, c.k, nk, dk);
     FD_CHECK(label("%s dv", cfg), &f, c.v, nk, dv);
+    if (sinks) FD_CHECK(label("%s dsinks", cfg), &f, c.sinks, NH, ds);
+}
+static void fd_attention_drop_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH, int64_t NKV,
+                                   int64_t HD, double scale, double cap, int64_t window, const double *z) {
+    fd_attention_sink_case(r, starts, B, T, NH, NKV, HD, scale, cap, window, z, 0);
 }
 static void fd_attention_case(rng *r, const int32_t *starts, int64_t B, int64_t T, int64_t NH, int64_t NKV,
                               int64_t HD, double scale, double cap, int64_t window) {
@@ -348,6 +370,10 @@ TEST(ref_fd_attention) {
     /* dropout after the softmax: a third of the probabilities dropped, the rest times 1.5 */
     fd_attention_drop_case(&r, NULL, 2, 5, 8, 2, 3, 0, 0, 0, drop_factors(2, 8, 5, 1.0f / 3, 99, 0));
     fd_attention_drop_case(&r, starts, 2, 6, 4, 2, 5, 0.9, 1.2, 2, drop_factors(2, 4, 6, 0.5f, 7, 1000));
+    /* gpt-oss's sinks: alone, with a window and documents, and with dropout */
+    fd_attention_sink_case(&r, NULL, 2, 5, 8, 2, 3, 0, 0, 0, NULL, 1);
+    fd_attention_sink_case(&r, starts, 2, 6, 4, 2, 5, 0, 0, 2, NULL, 1);
+    fd_attention_sink_case(&r, starts, 2, 6, 4, 2, 5, 0, 0, 0, drop_factors(2, 4, 6, 0.5f, 7, 1000), 1);
     /* the first query sees one key: its output is that value, whatever q and k are */
     double q[4] = {1, 2, 3, 4}, k[4] = {-1, 0.5, 2, 0}, v[4] = {0.25, -3, 7, 1}, out[4], lse[1];
     ref_attention_forward(out, lse, q, k, v, NULL, 1, 1, 1, 1, 4);
@@ -846,6 +872,18 @@ static void check_pointwise(zt_dtype dt) {
     EXPECT_CLOSE(label("geglu %s N %lld H %lld backward: dinp = prefill + grad", dt_name(dt),
                        (long long)N, (long long)H),
                  download(&d, Dx), dx2, N * 2 * H, tol_for(dt));
+    /* gpt-oss's clamped SwiGLU (interleaved), its limit 2 inside the inputs' range */
+    double *dx3 = drand(&r, N * 2 * H, -1, 1);
+    upload(&d, Dx, dx3);
+    zt_swiglu_clamped_forward(d.s, Out, X, 1.702f, 2.0f);
+    zt_swiglu_clamped_backward(d.s, Dx, Dout, X, 1.702f, 2.0f);
+    ref_swiglu_clamped_forward(out, x, N, H, 1.702, 2.0);
+    ref_swiglu_clamped_backward(dx3, dout, x, N, H, 1.702, 2.0);
+    EXPECT_CLOSE(label("clamped swiglu %s N %lld H %lld: out", dt_name(dt), (long long)N, (long long)H),
+                 download(&d, Out), out, N * H, tol_for(dt));
+    EXPECT_CLOSE(label("clamped swiglu %s N %lld H %lld backward: dinp = prefill + grad", dt_name(dt),
+                       (long long)N, (long long)H),
+                 download(&d, Dx), dx3, N * 2 * H, tol_for(dt));
     cpu_close(&d);
     bufs_free();
 }
@@ -1119,14 +1157,18 @@ TEST(ops_rope_f32) { check_rope(ZT_F32); }
 TEST(ops_rope_bf16) { check_rope(ZT_BF16); }
 TEST(ops_rope_f16) { check_rope(ZT_F16); }
 
-/* scale 0: 1/sqrt(HD); cap > 0: capped scores (Gemma 2); window > 0: a sliding window */
-static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
-                              int64_t NH, int64_t NKV, int64_t HD, float scale, float cap, int64_t window) {
-    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s scale %g cap %g window %lld",
+/* scale 0: 1/sqrt(HD); cap > 0: capped scores (Gemma 2); window > 0: a sliding window; sinks: gpt-oss's */
+static void attention_sink_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                                int64_t NH, int64_t NKV, int64_t HD, float scale, float cap, int64_t window, int sinks) {
+    const char *cfg = label("attention %s B %lld T %lld NH %lld NKV %lld HD %lld%s scale %g cap %g window %lld%s",
                             dt_name(dt), (long long)B, (long long)T, (long long)NH, (long long)NKV, (long long)HD,
-                            starts ? " with starts" : "", scale, cap, (long long)window);
-    zt_attention_opts ao = {scale, cap, window, 0.0f, 0, 0};
-    int ex = scale != 0 || cap != 0 || window != 0;
+                            starts ? " with starts" : "", scale, cap, (long long)window, sinks ? " sinks" : "");
+    zt_attention_opts ao = {scale, cap, window, 0.0f, 0, 0, NULL, NULL};
+    double *sk = sinks ? drand(r, NH, -1, 3) : NULL, *dsk = sinks ? drand(r, NH, -1, 1) : NULL;
+    zt_tensor Sk = sinks ? to_dev(d, dt, zt_shape1(NH), sk) : zt_tensor_make(NULL, ZT_F32, ZT_DEVICE, zt_shape1(0));
+    zt_tensor Dsk = sinks ? to_dev(d, ZT_F32, zt_shape1(NH), dsk) : Sk;
+    if (sinks) ao.sinks = &Sk, ao.dsinks = &Dsk;
+    int ex = scale != 0 || cap != 0 || window != 0 || sinks;
     int64_t nq = B * T * NH * HD, nk = B * T * NKV * HD;
     double *q = drand(r, nq, -2, 2), *k = drand(r, nk, -2, 2), *v = drand(r, nk, -1, 1);
     zt_tensor Q = to_dev(d, dt, zt_shape4(B, T, NH, HD), q);
@@ -1137,7 +1179,7 @@ static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *st
     if (ex) zt_attention_ex_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL, &ao);
     else zt_attention_forward(d->s, Out, Lse, Q, K, V, starts ? &Starts : NULL);
     double *out = dbuf(nq), *lse = dbuf(B * NH * T);
-    ref_attention_ex_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window);
+    ref_attention_sink_forward(out, lse, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window, NULL, sk);
     EXPECT_CLOSE(label("%s: out", cfg), download(d, Out), out, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s: lse (f32)", cfg), download(d, Lse), lse, B * NH * T, TOL_F32);
 
@@ -1148,10 +1190,17 @@ static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *st
     zt_tensor Dk = to_dev(d, dt, ks, dk), Dv = to_dev(d, dt, ks, dv);
     if (ex) zt_attention_ex_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL, &ao);
     else zt_attention_backward(d->s, Dq, Dk, Dv, Dout, Q, K, V, Out, Lse, starts ? &Starts : NULL);
-    ref_attention_ex_backward(dq, dk, dv, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window);
+    ref_attention_sink_backward(dq, dk, dv, dsk, dout, q, k, v, starts, B, T, NH, NKV, HD, scale, cap, window, NULL, sk);
+    /* dsinks sums over rows of D_i = dout_i . out_i, out rounded to the dtype: its tolerance */
+    if (sinks) EXPECT_CLOSE(label("%s backward: dsinks (f32) = prefill + grad", cfg), download(d, Dsk), dsk, NH,
+                            dt == ZT_F32 ? TOL_F32 : tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dq = prefill + grad", cfg), download(d, Dq), dq, nq, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dk = prefill + grad", cfg), download(d, Dk), dk, nk, tol_for(dt));
     EXPECT_CLOSE(label("%s backward: dv = prefill + grad", cfg), download(d, Dv), dv, nk, tol_for(dt));
+}
+static void attention_ex_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
+                              int64_t NH, int64_t NKV, int64_t HD, float scale, float cap, int64_t window) {
+    attention_sink_case(d, r, dt, starts, B, T, NH, NKV, HD, scale, cap, window, 0);
 }
 /* attention dropout (p, seed, offset) against the reference with zt_dropout_factor's factors */
 static void attention_drop_case(cpu_dev *d, rng *r, zt_dtype dt, const int32_t *starts, int64_t B, int64_t T,
@@ -1211,6 +1260,9 @@ static void check_attention(zt_dtype dt) {
     attention_ex_case(&d, &r, dt, NULL, 1, 150, 4, 2, 8, 0.0f, 0.0f, 40);
     attention_ex_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.0f, 0.0f, 7);
     attention_ex_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.5f, 2.0f, 1); /* each query sees itself only */
+    /* gpt-oss's sinks: with grouped heads, with its sliding window and documents over the tiles' boundaries */
+    attention_sink_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.0f, 0.0f, 0, 1);
+    attention_sink_case(&d, &r, dt, long_starts, 1, 70, 4, 2, 8, 0.0f, 0.0f, 7, 1);
     /* dropout: grouped heads, documents across the 32-query blocks and 64-key tiles, a cap and a window, and draws
        from an offset (a rank's rows) */
     attention_drop_case(&d, &r, dt, NULL, 2, 13, 8, 2, 16, 0.0f, 0, 0.1f, 0);
