@@ -275,6 +275,26 @@ __global__ void zt__cu_glu(int fwd, int gelu, zt__cu_t out, zt__cu_t inp, zt__cu
     }
 }
 
+/* gpt-oss's clamped SwiGLU over (N, 2H) rows of interleaved gate and up (the CPU's zt__glu_clamped_task): one thread
+   per (row, i); backward adds into dinp (out) where the clamps pass */
+__global__ void zt__cu_glu_clamped(int fwd, zt__cu_t out, zt__cu_t inp, zt__cu_t dout, int64_t N, int64_t H, float alpha,
+                                   float limit) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < N * H; e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t gi = e / H * 2 * H + 2 * (e % H), ui = gi + 1;
+        const float g0 = zt__cu_ld(inp.p, inp.t, gi), u0 = zt__cu_ld(inp.p, inp.t, ui);
+        const float g = g0 < limit ? g0 : limit, u = u0 < -limit ? -limit : u0 < limit ? u0 : limit;
+        const float sg = 1.0f / (1.0f + expf(-alpha * g)), glu = g * sg;
+        if (fwd) {
+            zt__cu_st(out.p, out.t, e, (u + 1.0f) * glu);
+        } else {
+            const float d = zt__cu_ld(dout.p, dout.t, e);
+            if (g0 <= limit)
+                zt__cu_st(out.p, out.t, gi, zt__cu_ld(out.p, out.t, gi) + d * (u + 1.0f) * (sg + alpha * g * sg * (1.0f - sg)));
+            if (u0 >= -limit && u0 <= limit) zt__cu_st(out.p, out.t, ui, zt__cu_ld(out.p, out.t, ui) + d * glu);
+        }
+    }
+}
+
 /* Rotary embedding, one thread per (token, head, i < RD/2): pairs i and i + RD/2 (interleaved: 2i and 2i + 1) of
    the first RD dimensions (RD = rotary_dim, HD unless partial), angles as the CPU computes them, and one per passing dimension RD..HD.
    Forward may run in place (each thread reads what it writes first); backward adds the inverse rotation of
@@ -1136,6 +1156,8 @@ typedef struct zt__cuatt_p {
     float drop, dscale;    /* drop > 0: attention dropout, the kept probabilities times dscale */
     uint64_t dseed;
     int64_t doffset;
+    const void *sinks;     /* (NH) or NULL: gpt-oss's sinks, in the forward's last step and dsinks' kernel */
+    int tsinks;
 } zt__cuatt_p;
 
 typedef void (*zt__cuatt_kernel)(zt__cuatt_p);
@@ -1298,19 +1320,22 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_simt(zt__cuat
             }
         }
     }
+    const float sink = p.sinks ? zt__cuatt_ld(p.sinks, p.tsinks, h) : -INFINITY; /* none: exp(sink - m) is 0 */
 #pragma unroll
     for (int r = 0; r < ZT__CUATT_GR; r++) {
         const int t = t0 + warp * ZT__CUATT_GR + r;
         const float lt = zt__cuatt_wsum(l[r]);
         if (t >= T) continue;
-        const float inv = 1.0f / lt;
+        /* the sink joins the sum last, under the larger of the two maxima (the CPU's order) */
+        const float mt = fmaxf(m[r], sink), keep = expf(m[r] - mt), sum = lt * keep + expf(sink - mt);
+        const float inv = keep / sum;
         const int64_t off = zt__cuatt_off(b, t, h, T, p.NH, HD);
 #pragma unroll
         for (int cc = 0; cc < NC; cc++) {
             const int c = lane + 32 * cc;
             if (c < HD) zt__cuatt_st(p.o, p.to, off + c, o[r][cc] * inv);
         }
-        if (lane == 0) p.lse[((int64_t)b * p.NH + h) * T + t] = m[r] + logf(lt);
+        if (lane == 0) p.lse[((int64_t)b * p.NH + h) * T + t] = mt + logf(sum);
     }
 }
 
@@ -1803,8 +1828,11 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_fwd_wmma(zt__cuat
         }
     }
     l += __shfl_xor_sync(ZT__CUATT_ALL, l, 1);
-    if (qi < T) {
-        const float inv = 1.0f / l;
+    if (qi < T) { /* the sink (log2 units as m) joins the sum last, under the larger of the two maxima */
+        const float sink = p.sinks ? zt__cuatt_ld(p.sinks, p.tsinks, h) * ZT__CUATT_LOG2E : -INFINITY;
+        const float mt = fmaxf(m, sink), keep = exp2f(m - mt);
+        m = mt, l = l * keep + exp2f(sink - mt);
+        const float inv = keep / l;
         E *orow = (E *)p.o + zt__cuatt_off(b, qi, h, T, p.NH, HD) + 4 * hh;
 #pragma unroll
         for (int n = 0; n < NB; n++) {
@@ -2009,6 +2037,29 @@ static zt__cuatt_dev zt__cuatt_device(void) {
     return d;
 }
 
+/* dsinks[h] += -sum over (b, i) of exp(sink_h - lse_bhi) D_bhi, D = dout . out (the CPU's zt__att_dsink_task): a block
+   per head, warp w taking rows w, w + 4, ..., the four warps' sums added in order (deterministic, no atomics) */
+__global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dsinks(zt__cuatt_p p, int B, void *dsinks, int tds) {
+    __shared__ float part[ZT__CUATT_THREADS / 32];
+    const int h = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, T = p.T, HD = p.HD;
+    const float sink = zt__cuatt_ld(p.sinks, p.tsinks, h);
+    float acc = 0.0f;
+    for (int64_t row = warp; row < (int64_t)B * T; row += ZT__CUATT_THREADS / 32) {
+        const int b = (int)(row / T), t = (int)(row % T);
+        const int64_t off = zt__cuatt_off(b, t, h, T, p.NH, HD);
+        float d = 0.0f;
+        for (int c = lane; c < HD; c += 32) d += zt__cuatt_ld(p.dout, p.tdout, off + c) * zt__cuatt_ld(p.o, p.to, off + c);
+        acc += expf(sink - p.lse[((int64_t)b * p.NH + h) * T + t]) * zt__cuatt_wsum(d);
+    }
+    if (lane == 0) part[warp] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0.0f;
+        for (int w = 0; w < ZT__CUATT_THREADS / 32; w++) sum += part[w];
+        zt__cuatt_st(dsinks, tds, h, zt__cuatt_ld(dsinks, tds, h) - sum);
+    }
+}
+
 static zt__cuatt_p zt__cuatt_params(const zt__args_attention *a, int bwd, int64_t *B) {
     zt__cuatt_p p;
     memset(&p, 0, sizeof p);
@@ -2029,6 +2080,7 @@ static zt__cuatt_p zt__cuatt_params(const zt__args_attention *a, int bwd, int64_
     if (a->window > (1 << 30)) zt_fatal("attention (CUDA): a window of %lld keys is beyond the kernels' 2^30", (long long)a->window);
     p.window = (int)a->window;
     p.drop = a->dropout, p.dscale = a->dscale, p.dseed = a->dseed, p.doffset = a->doffset;
+    p.sinks = zt__present(a->sinks) ? a->sinks.data : NULL, p.tsinks = a->sinks.dtype;
     return p;
 }
 
@@ -2116,6 +2168,10 @@ static void zt__cu_attention_backward(cudaStream_t st, const zt__args_attention 
                          rows * ld * 4 + ZT__CUATT_GQ * 4, p.HD, st, &p);
         zt__cuatt_launch(dkv_simt[nc - 1], "dk, dv", ZT__CDIV(p.T, ZT__CUATT_GQ), p.NKV, B,
                          rows * ld * 4 + 3 * ZT__CUATT_GK * 4, p.HD, st, &p);
+    }
+    if (zt__present(a->dsinks)) {
+        zt__cuatt_dsinks<<<(unsigned)p.NH, ZT__CUATT_THREADS, 0, st>>>(p, (int)B, a->dsinks.data, (int)a->dsinks.dtype);
+        ZT__CU_CHECK(cudaGetLastError());
     }
 }
 
@@ -2347,6 +2403,17 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         if (N * H == 0) return;
         zt__cu_glu<<<zt__cu_blocks(N * H, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(fwd, gelu, zt__cu_of(out), zt__cu_of(inp),
                                                                                      zt__cu_of(dout), N, H);
+        ZT__CU_CHECK(cudaGetLastError());
+        return;
+    }
+    case ZT__OP_SWIGLU_CLAMPED_FWD:
+    case ZT__OP_SWIGLU_CLAMPED_BWD: {
+        const zt__args_glu *a = &op->glu;
+        int64_t N = zt_rows(a->inp), H = zt_cols(a->inp) / 2;
+        if (N * H == 0) return;
+        zt__cu_glu_clamped<<<zt__cu_blocks(N * H, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(
+            op->kind == ZT__OP_SWIGLU_CLAMPED_FWD, zt__cu_of(a->out), zt__cu_of(a->inp),
+            zt__cu_of(zt__present(a->dout) ? a->dout : a->inp), N, H, a->alpha, a->limit);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

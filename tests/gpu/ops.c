@@ -534,6 +534,18 @@ static void case_pointwise(zt_dtype dt) {
         check("dinp +=", dinp, tol_of(dt, TOL_F32));
         case_end();
     }
+    /* gpt-oss's clamped SwiGLU (its alpha 1.702 and limit 7, inputs on both sides of the clamps; its width 2880) */
+    if (case_begin("swiglu_clamped", dt, "inp (%lld, 2 x 2880)", (long long)R)) {
+        pair inp = prand(dt, zt_shape2(R, 2 * 2880), -9, 9), out = pnew(dt, zt_shape2(R, 2880));
+        pair dout = prand(dt, zt_shape2(R, 2880), -1, 1), dinp = prand(dt, zt_shape2(R, 2 * 2880), -1, 1);
+        BOTH {
+            zt_swiglu_clamped_forward(sd[i].s, out.t[i], inp.t[i], 1.702f, 7.0f);
+            zt_swiglu_clamped_backward(sd[i].s, dinp.t[i], dout.t[i], inp.t[i], 1.702f, 7.0f);
+        }
+        check("out", out, tol_of(dt, TOL_F32));
+        check("dinp +=", dinp, tol_of(dt, TOL_F32));
+        case_end();
+    }
 }
 
 /* B = 3 rows of positions: 0..T-1; restarting at a document boundary (t = 200); 7000 + t, far out, where an
@@ -576,15 +588,19 @@ static void case_rope(zt_dtype dt, int64_t B, int64_t T, int64_t H, int64_t HD, 
 
 /* with docs, each row holds documents of different lengths whose boundaries straddle 64-key tiles; the options'
    zeros are the defaults (scale 1/sqrt(HD), no cap, no window, no dropout) */
-static void case_attention_drop(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
-                                float scale, float cap, int64_t window, float dropout) {
-    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s%s%s", (long long)B, (long long)T,
+static void case_attention_sinks(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
+                                 float scale, float cap, int64_t window, float dropout, int with_sinks) {
+    if (!case_begin("attention", dt, "B %lld T %lld heads %lld:%lld HD %lld%s%s%s%s%s", (long long)B, (long long)T,
                     (long long)NH, (long long)NKV, (long long)HD, docs ? " documents (starts)" : "",
                     scale || cap ? " own scale, capped scores" : "", window ? " sliding window" : "",
-                    dropout > 0 ? " dropout" : ""))
+                    dropout > 0 ? " dropout" : "", with_sinks ? " sinks" : ""))
         return;
-    /* dropout: the draws from a rank's offset, the second row's */
-    zt_attention_opts ao = {scale, cap, window, dropout, 0xd409ull, dropout > 0 ? NH * T * T : 0};
+    /* dropout: the draws from a rank's offset, the second row's; sinks (gpt-oss's) in the dtype, their gradient f32 */
+    zt_attention_opts ao[2] = {{scale, cap, window, dropout, 0xd409ull, dropout > 0 ? NH * T * T : 0, NULL, NULL},
+                               {scale, cap, window, dropout, 0xd409ull, dropout > 0 ? NH * T * T : 0, NULL, NULL}};
+    pair sinks = with_sinks ? prand(dt, zt_shape1(NH), -1, 3) : pnone();
+    pair dsinks = with_sinks ? prand(ZT_F32, zt_shape1(NH), -1, 1) : pnone();
+    for (int i = 0; i < 2 && with_sinks; i++) ao[i].sinks = &sinks.t[i], ao[i].dsinks = &dsinks.t[i];
     int32_t *st = (int32_t *)xmalloc(sizeof(int32_t) * B * T);
     for (int64_t b = 0; b < B; b++) {
         int64_t cut1 = b == 0 ? 100 : 37, cut2 = b == 0 ? T : 300 < T ? 300 : T;
@@ -594,19 +610,24 @@ static void case_attention_drop(zt_dtype dt, int64_t B, int64_t T, int64_t NH, i
     pair starts = docs ? pids(zt_shape2(B, T), st) : pnone();
     pair q = prand(dt, qs, -2, 2), k = prand(dt, ks, -2, 2), v = prand(dt, ks, -1, 1);
     pair out = pnew(dt, qs), lse = pnew(ZT_F32, zt_shape3(B, NH, T));
-    BOTH zt_attention_ex_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL, &ao);
+    BOTH zt_attention_ex_forward(sd[i].s, out.t[i], lse.t[i], q.t[i], k.t[i], v.t[i], docs ? &starts.t[i] : NULL, &ao[i]);
     check("out", out, tol_of(dt, TOL_F32_SUM));
     check("lse (f32)", lse, TOL_F32_SUM);
     pair dout = prand(dt, qs, -1, 1), dq = prand(dt, qs, -0.5f, 0.5f);
     pair dk = prand(dt, ks, -0.5f, 0.5f), dv = prand(dt, ks, -0.5f, 0.5f);
     /* the backward of the device under test reads its own out and lse, so each side is checked as a whole */
     BOTH zt_attention_ex_backward(sd[i].s, dq.t[i], dk.t[i], dv.t[i], dout.t[i], q.t[i], k.t[i], v.t[i], out.t[i],
-                                  lse.t[i], docs ? &starts.t[i] : NULL, &ao);
+                                  lse.t[i], docs ? &starts.t[i] : NULL, &ao[i]);
     check("dq +=", dq, tol_of(dt, TOL_F32_SUM));
     check("dk +=", dk, tol_of(dt, TOL_F32_SUM));
     check("dv +=", dv, tol_of(dt, TOL_F32_SUM));
+    if (with_sinks) check("dsinks += (f32, sums over B T rows of dout . out)", dsinks, tol_of(dt, TOL_F32_SUM));
     free(st);
     case_end();
+}
+static void case_attention_drop(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
+                                float scale, float cap, int64_t window, float dropout) {
+    case_attention_sinks(dt, B, T, NH, NKV, HD, docs, scale, cap, window, dropout, 0);
 }
 static void case_attention_ex(zt_dtype dt, int64_t B, int64_t T, int64_t NH, int64_t NKV, int64_t HD, int docs,
                               float scale, float cap, int64_t window) {
@@ -933,6 +954,10 @@ int main(int argc, char **argv) {
     case_head_cols(ZT_BF16, 1024, 128, 192, 128, 1, 64, 0, 64);    /* ... the rotary key every head shares */
     case_head_cols(ZT_F32, 1000, 16, 24, 0, 16, 40, 16, 24);       /* values, padded */
     case_attention_ex(ZT_BF16, 1, 512, 16, 16, 192, 1, 0.0f, 0.0f, 0); /* its heads of 192 (simt), documents */
+    /* gpt-oss's sinks: its heads (64 of 64, 8 kv heads) with its window of 128 on tensor cores, and simt (f32) */
+    case_attention_sinks(ZT_BF16, 2, 512, 64, 8, 64, 1, 0.0f, 0.0f, 128, 0.0f, 1);
+    case_attention_sinks(ZT_BF16, 1, 500, 64, 8, 64, 0, 0.0f, 0.0f, 0, 0.0f, 1);
+    case_attention_sinks(ZT_F32, 1, 300, 16, 8, 64, 1, 0.0f, 0.0f, 37, 0.0f, 1);
     for (int a = 0; a < 3; a++) case_crossentropy(floats[a], 32, 50304, 50257, 0.0f, 0.0f);
     case_crossentropy(ZT_F32, 16, 128256, 128256, 0.0f, 0.0f);
     case_crossentropy(ZT_BF16, 16, 128256, 128256, 0.0f, 0.0f);
