@@ -620,7 +620,7 @@ typedef struct zt_model_config {
                                    "granite", "glm", "glm4", "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2",
                                    "stablelm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
                                    "deepseek_v2", "deepseek_v3", "glm4_moe_lite", "dots1", "hunyuan_v1_dense",
-                                   "hunyuan_v1_moe", "ministral" */
+                                   "hunyuan_v1_moe", "ministral", "gpt_oss" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
     int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
@@ -699,6 +699,13 @@ typedef struct zt_model_config {
                                    with router_aux_loss_coef); 0: the language-model loss alone */
     float router_jitter;        /* Mixtral's router_jitter_noise: in training a sparse layer's input (router and
                                    experts alike) is multiplied by noise uniform in [1 - j, 1 + j] */
+    int experts_packed;         /* the experts as gpt-oss holds them: every expert's gate and up in one gate_up_proj
+                                   (E, C, 2 EI) (in, out: x @ w), its columns gate and up interleaved, down_proj (E, EI, C),
+                                   each with a bias, (E, 2 EI) and (E, C); the router with a bias; their SwiGLU clamped
+                                   (zt_swiglu_clamped_forward with swiglu_alpha and swiglu_limit) */
+    float swiglu_alpha, swiglu_limit;
+    int attn_sinks;             /* each head's sink logit joins its softmax (gpt-oss's self_attn.sinks, a parameter;
+                                   zt_attention_opts.sinks) */
     /* dropout in training, where transformers has it (0: none; each in [0, 1]) */
     float embd_dropout;         /* GPT-2's embd_pdrop: on the embeddings' sum (tokens and positions) */
     float resid_dropout;        /* resid_pdrop (GPT-2, Phi-3): on the attention's and the MLP's outputs before
@@ -3736,6 +3743,22 @@ static zt_result zt__config_mlp_layer_types(zt_model_config *c, const zt__json *
     return ZT_OK;
 }
 
+/* gpt-oss's experts: packed (zt_model_config.experts_packed), their SwiGLU clamped at swiglu_limit with swiglu_alpha in
+   the sigmoid (GptOssConfig's 7 and 1.702); the router's softmax over its top k is Mixtral's normalized top k */
+static zt_result zt__config_gpt_oss_experts(zt_model_config *c, const zt__json *j) {
+    double alpha = 1.702, limit = 7.0;
+    zt_result r;
+    int at = zt__json_get(j, 0, "swiglu_alpha"), lt = zt__json_get(j, 0, "swiglu_limit");
+    if ((!zt__json_is_null(j, at) && (r = zt__json_number(j, at, "swiglu_alpha", &alpha))) ||
+        (!zt__json_is_null(j, lt) && (r = zt__json_number(j, lt, "swiglu_limit", &limit))))
+        return r;
+    if (!(isfinite(alpha) && fabs(alpha) < 1e6 && limit > 0 && limit < 1e30))
+        return zt_fail(ZT_ERROR_INVALID, "%s: \"swiglu_alpha\" must be finite and \"swiglu_limit\" positive, found %g "
+                       "and %g", j->file, alpha, limit);
+    c->experts_packed = 1, c->swiglu_alpha = (float)alpha, c->swiglu_limit = (float)limit;
+    return ZT_OK;
+}
+
 /* The MoE models (Mixtral, the Qwens, OLMoE, GLM-4.5, MiniMax-M2, ERNIE 4.5): the experts' count, size and choice,
    the shared experts, and which layers have them (the Qwens: every decoder_sparse_step-th but those in
    mlp_only_layers, as transformers builds them; GLM-4.5 and ERNIE 4.5: above; the others: all). output_router_logits
@@ -3752,14 +3775,16 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
     int hunyuan = strcmp(c->model_type, "hunyuan_v1_moe") == 0; /* every layer: experts and a shared MLP */
     int minimax = strcmp(c->model_type, "minimax_m2") == 0; /* Mixtral's layout with a sigmoid router */
     int ernie = strcmp(c->model_type, "ernie4_5_moe") == 0;
-    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie && !deepseek2 && !hunyuan;
+    int gptoss = strcmp(c->model_type, "gpt_oss") == 0; /* softmax over its top k, experts of intermediate_size */
+    int qwen = !mixtral && !olmoe && !glm && !minimax && !ernie && !deepseek2 && !hunyuan && !gptoss;
     int64_t step = 1, layers = c->n_layer, first_dense = 1, shared = 1, from = 0, to = -1;
     int logits_out = 0;
     double jitter = 0, coef = olmoe ? 0.01 : 0.001;
     zt_result r = ZT_OK;
     /* the transformers configs' defaults (Mixtral's and OLMoE's experts are of intermediate_size) */
-    c->n_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : minimax ? 256 : 128, c->experts_per_token = mixtral ? 2 : qwen2 ? 4 : 8;
-    c->expert_intermediate = !qwen ? c->intermediate : qwen2 ? 1408 : 768, c->norm_topk = mixtral;
+    c->n_experts = mixtral ? 8 : qwen2 ? 60 : olmoe ? 64 : minimax ? 256 : 128;
+    c->experts_per_token = mixtral ? 2 : qwen2 || gptoss ? 4 : 8;
+    c->expert_intermediate = !qwen ? c->intermediate : qwen2 ? 1408 : 768, c->norm_topk = mixtral || gptoss;
     c->shared_intermediate = qwen2 ? 5632 : 0;
     if (qwen2 && (r = zt__json_int(j, zt__json_get(j, 0, "shared_expert_intermediate_size"),
                                    "shared_expert_intermediate_size", &c->shared_intermediate)))
@@ -3788,7 +3813,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
                                        &c->experts_per_token))) ||
         ((qwen || glm || ernie || deepseek2) && (r = zt__json_int(j, zt__json_get(j, 0, "moe_intermediate_size"),
                                                      "moe_intermediate_size", &c->expert_intermediate))) ||
-        (!mixtral && !minimax && !ernie && !deepseek2 && !hunyuan &&
+        (!mixtral && !minimax && !ernie && !deepseek2 && !hunyuan && !gptoss &&
          (r = zt__json_bool(j, zt__json_get(j, 0, "norm_topk_prob"), "norm_topk_prob",
                                                               &c->norm_topk))) ||
         (qwen && (r = zt__json_int(j, zt__json_get(j, 0, "decoder_sparse_step"), "decoder_sparse_step", &step))) ||
@@ -3818,6 +3843,7 @@ static zt_result zt__config_moe(zt_model_config *c, const zt__json *j) {
         zt_log(ZT_LOG_WARN, "%s: router_jitter_noise %g is left out, as transformers' %s leaves it (Mixtral's and "
                "MiniMax-M2's alone add it)", j->file, jitter, c->model_type);
     c->router_jitter = mixtral || minimax ? (float)jitter : 0.0f;
+    if (gptoss && (r = zt__config_gpt_oss_experts(c, j))) return r;
     if (minimax) { /* sigmoid scores, the choice by them plus e_score_correction_bias, always normalized */
         c->norm_topk = 1, c->moe_sigmoid = c->moe_correction = 1, c->moe_groups = c->moe_topk_groups = 1;
         if (logits_out && coef > 0) /* its balance loss reads a softmax of the router's logits, not the sigmoid */
@@ -4263,6 +4289,14 @@ static zt_result zt__config_mla(zt_model_config *c, const zt__json *j, int atten
     return ZT_OK;
 }
 
+/* GptOssConfig's rope where its file gives none: yarn, factor 32 over 4096 positions, beta_fast 32, beta_slow 1, not
+   truncated, cos and sin times 0.1 ln 32 + 1 */
+static void zt__rope_gpt_oss(zt_rope_scaling *sc) {
+    memset(sc, 0, sizeof *sc);
+    sc->yarn = 1, sc->factor = 32.0f, sc->original_max_positions = 4096.0f, sc->beta_fast = 32.0, sc->beta_slow = 1.0;
+    sc->truncate = 0, sc->attention_factor = (float)(0.1 * log(32.0) + 1.0);
+}
+
 static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     zt_result r = ZT_OK;
     double eps = 1e-6, theta = 10000.0, std = 0.02, partial = 1.0;
@@ -4278,7 +4312,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int is_hunyuan = is_hunyuan_moe || strcmp(c->model_type, "hunyuan_v1_dense") == 0; /* LLaMA's layer, q and k normed
                                                                                            after the rope */
     int is_deepseek = strcmp(c->model_type, "deepseek_v3") == 0 || strcmp(c->model_type, "deepseek_v2") == 0 || is_lite;
-    int is_moe = is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || is_dots1 || is_hunyuan_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
+    int is_gpt_oss = strcmp(c->model_type, "gpt_oss") == 0; /* sinks, windows every second layer, packed experts */
+    int is_moe = is_gpt_oss || is_glm4_moe || is_minimax || is_ernie_moe || is_deepseek || is_dots1 || is_hunyuan_moe || strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "qwen2_moe") == 0 ||
                  strcmp(c->model_type, "qwen3_moe") == 0 || is_olmoe;
     int qkv_bias = is_qwen2; /* Qwen2's always; Qwen2-MoE's by its qkv_bias, true by default */
     int is_gemma2 = strcmp(c->model_type, "gemma2") == 0, is_gemma3 = strcmp(c->model_type, "gemma3_text") == 0;
@@ -4322,6 +4357,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_ministral || strcmp(c->model_type, "mistral") == 0) c->sliding_window = 4096; /* their configs' default */
     if (is_ministral) use_window = 1;
     if (is_minimax) theta = 5000000.0, c->n_kv_head = 8, c->head_dim = 128; /* MiniMaxM2Config's */
+    if (is_gpt_oss) eps = 1e-5, theta = 150000.0, c->sliding_window = 128, attention_bias = 1, c->n_kv_head = 8,
+                    c->head_dim = 64; /* GptOssConfig's */
     if (is_neox) { /* GPTNeoXConfig's: its older rotary_emb_base and rotary_pct, which rope_parameters' keys override */
         eps = 1e-5, partial = 0.25, attention_bias = 1;
         if ((r = zt__json_number(j, zt__json_get(j, 0, "rotary_emb_base"), "rotary_emb_base", &theta)) ||
@@ -4360,14 +4397,15 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     int listed = zt__json_get(j, 0, "layer_types") >= 0 && j->tok[zt__json_get(j, 0, "layer_types")].type == JSMN_ARRAY;
     int every = strcmp(c->model_type, "mistral") == 0 || strcmp(c->model_type, "mixtral") == 0 ||
                 strcmp(c->model_type, "phi3") == 0 || is_starcoder2 || (is_ministral && !listed);
-    int64_t pattern = is_gemma2 ? 2 : is_olmo3 ? 4 : 0; /* OLMo 3: all but every fourth, as Olmo3Config */
+    int64_t pattern = is_gemma2 || is_gpt_oss ? 2 : is_olmo3 ? 4 : 0; /* OLMo 3: all but every fourth, as Olmo3Config;
+                                                                          gpt-oss: the even layers, as GptOssConfig */
     if (is_gemma3) {
         pattern = 6;
         if ((r = zt__json_int(j, zt__json_get(j, 0, "sliding_window_pattern"), "sliding_window_pattern", &pattern))) return r;
         if (pattern < 1) return zt_fail(ZT_ERROR_INVALID, "%s: \"sliding_window_pattern\" must be at least 1", j->file);
     }
     if (!every && !is_qwen2 && !is_qwen3 && !is_gemma && !is_smollm3 && !is_olmo3 && !is_exaone4 && !is_cohere2 && !is_dots1 &&
-        !is_ministral)
+        !is_ministral && !is_gpt_oss)
         c->sliding_window = 0;
     if (is_olmo3 && c->sliding_window <= 0 &&
         (r = zt__config_window_needed(j, "Olmo3Config's default of all but every fourth")))
@@ -4438,6 +4476,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         if ((r = zt__config_rope(c, j, replaced ? -1 : rp, "rope_parameters", &theta, &c->rope_scaling, &partial)) ||
             (r = zt__config_rope(c, j, rs, "rope_scaling", replaced ? &theta : NULL, &c->rope_scaling, &partial)))
             return r;
+        if (is_gpt_oss && !replaced && (rp < 0 || zt__json_is_null(j, rp)) && (rs < 0 || zt__json_is_null(j, rs)))
+            zt__rope_gpt_oss(&c->rope_scaling); /* no rope given: GptOssConfig's */
         if (is_gemma3) {
             double local = 10000.0;
             if ((r = zt__json_number(j, zt__json_get(j, 0, "rope_local_base_freq"), "rope_local_base_freq", &local))) return r;
@@ -4542,6 +4582,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (c->has_pad_token && (r = zt__json_int(j, t, "pad_token_id", &c->pad_token_id))) return r;
     if (is_moe && (r = zt__config_moe(c, j))) return r;
     if (is_smollm3 && (r = zt__config_nope(c, j, use_window))) return r;
+    c->attn_sinks = is_gpt_oss;
     return ZT_OK;
 }
 
@@ -4614,12 +4655,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         strcmp(c->model_type, "minimax_m2") && strcmp(c->model_type, "ernie4_5_moe") && strcmp(c->model_type, "deepseek_v2") &&
         strcmp(c->model_type, "deepseek_v3") && strcmp(c->model_type, "glm4_moe_lite") && strcmp(c->model_type, "dots1") &&
         strcmp(c->model_type, "hunyuan_v1_dense") && strcmp(c->model_type, "hunyuan_v1_moe") &&
-        strcmp(c->model_type, "ministral"))
+        strcmp(c->model_type, "ministral") && strcmp(c->model_type, "gpt_oss"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"model_type\" is \"%s\"; zt trains gpt2, llama, mistral, mixtral, "
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
                        "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3, dots1, "
-                       "hunyuan_v1_dense, hunyuan_v1_moe and ministral", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "hunyuan_v1_dense, hunyuan_v1_moe, ministral and gpt_oss", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;
@@ -4704,6 +4745,8 @@ ZT_API int64_t zt_model_config_params(const zt_model_config *c) {
     }
     int64_t mlp = (gpt2 || c->plain_mlp ? 2 * C * I : 3 * C * I) + (c->mlp_bias || gpt2 ? I + C : 0);
     int64_t experts = c->n_experts * (C + 3 * C * c->expert_intermediate), sparse = 0; /* the router's row too */
+    if (c->experts_packed) experts += c->n_experts * (1 + 2 * c->expert_intermediate + C); /* gpt-oss's biases */
+    if (c->attn_sinks) attn += c->n_head;
     experts += c->shared_intermediate > 0 ? 3 * C * c->shared_intermediate + (c->shared_ungated ? 0 : C) : 0;
     /* the routers' corrections: GLM-4.5's and MiniMax-M2's are buffers to transformers, not counted, ERNIE 4.5's a
        parameter without a gradient */
@@ -4980,11 +5023,16 @@ enum { ZT__MLA_QA_W, ZT__MLA_QA_NORM, ZT__MLA_KVA_NORM, ZT__MLA_COUNT };
 static int zt__mla_slot(const zt_model_config *c) {
     return ZT__L_DOWN_B + 1 + (c->qk_norm || c->sandwich_norms ? 2 : 0) + (c->sandwich_norms ? 2 : 0);
 }
-/* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert, then the
-   shared expert's gate, up and down and its gate (Qwen2-MoE's; GLM-4.5's and ERNIE 4.5's have none), then the router's
-   fixed correction (moe_correction) */
-static int zt__moe_slot(const zt_model_config *c) { return zt__mla_slot(c) + (c->kv_lora_rank ? ZT__MLA_COUNT : 0); }
-static int zt__moe_shared_slot(const zt_model_config *c) { return zt__moe_slot(c) + 1 + 3 * (int)c->n_experts; }
+/* gpt-oss's sinks, after them */
+static int zt__sinks_slot(const zt_model_config *c) { return zt__mla_slot(c) + (c->kv_lora_rank ? ZT__MLA_COUNT : 0); }
+/* the first parameter slot of a sparse layer's experts: its router, then gate, up and down of each expert (packed:
+   ZT__PACKED_* below), then the shared expert's gate, up and down and its gate (Qwen2-MoE's; GLM-4.5's and ERNIE 4.5's
+   have none), then the router's fixed correction (moe_correction) */
+enum { ZT__PACKED_ROUTER_B = 1, ZT__PACKED_GATE_UP, ZT__PACKED_GATE_UP_B, ZT__PACKED_DOWN, ZT__PACKED_DOWN_B, ZT__PACKED_COUNT };
+static int zt__moe_slot(const zt_model_config *c) { return zt__sinks_slot(c) + (c->attn_sinks ? 1 : 0); }
+static int zt__moe_shared_slot(const zt_model_config *c) {
+    return zt__moe_slot(c) + (c->experts_packed ? ZT__PACKED_COUNT : 1 + 3 * (int)c->n_experts);
+}
 static int zt__moe_bias_slot(const zt_model_config *c) {
     return zt__moe_shared_slot(c) + (c->shared_intermediate > 0 ? (c->shared_ungated ? 3 : 4) : 0);
 }
@@ -5144,8 +5192,20 @@ static void zt__layer_declare(zt_block_def *def, const void *config) {
             zt_block_param(def, QR ? ZT__P("self_attn.q_a_layernorm.weight") : NULL, zt_shape1(QR), 0, ZT_INIT_ONES, 0);
             zt_block_param(def, ZT__P("self_attn.kv_a_layernorm.weight"), zt_shape1(KVR), 0, ZT_INIT_ONES, 0);
         }
-        if (sparse) { /* at zt__moe_slot: the router, then each expert's gate and up (joined) and down, by the
-                         checkpoints' names (Mixtral's w1, w3 and w2) */
+        if (c->attn_sinks) /* at zt__sinks_slot: decayed, as the Trainer decays every parameter but biases and norms */
+            zt_block_param(def, ZT__P("self_attn.sinks"), zt_shape1(c->n_head), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+        if (sparse && c->experts_packed) { /* at zt__moe_slot: gpt-oss's router and its experts, three tensors and their
+                                              biases; transformers' initialisation (the router's bias normal too) */
+            int64_t E = c->n_experts, EI = c->expert_intermediate;
+            zt_block_param(def, ZT__P("mlp.router.weight"), zt_shape2(E, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, ZT__P("mlp.router.bias"), zt_shape1(E), 0, ZT_INIT_NORMAL, std);
+            zt_block_param(def, ZT__P("mlp.experts.gate_up_proj"), zt_shape3(E, C, 2 * EI), ZT_PARAM_DECAY, ZT_INIT_NORMAL,
+                           std);
+            zt_block_param(def, ZT__P("mlp.experts.gate_up_proj_bias"), zt_shape2(E, 2 * EI), 0, ZT_INIT_ZEROS, 0);
+            zt_block_param(def, ZT__P("mlp.experts.down_proj"), zt_shape3(E, EI, C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, std);
+            zt_block_param(def, ZT__P("mlp.experts.down_proj_bias"), zt_shape2(E, C), 0, ZT_INIT_ZEROS, 0);
+        } else if (sparse) { /* at zt__moe_slot: the router, then each expert's gate and up (joined) and down, by the
+                                checkpoints' names (Mixtral's w1, w3 and w2) */
             int mixtral = strcmp(c->model_type, "mixtral") == 0 || strcmp(c->model_type, "minimax_m2") == 0;
             int64_t E = c->n_experts, EI = c->expert_intermediate;
             const char *moe = mixtral ? "block_sparse_moe" : "mlp", *names[3] = {"gate_proj", "up_proj", "down_proj"};
@@ -5264,6 +5324,10 @@ static zt_attention_opts zt__layer_attention(const zt_block_ctx *ctx) {
     memset(&o, 0, sizeof o);
     o.scale = c->attn_scale, o.softcap = c->attn_softcap;
     o.window = zt__layer_windowed(c, layer) ? c->sliding_window : 0;
+    if (c->attn_sinks) { /* the parameter and its gradient (absent when frozen) */
+        o.sinks = &ctx->param[zt__sinks_slot(c)];
+        o.dsinks = zt__present(ctx->grad[zt__sinks_slot(c)]) ? &ctx->grad[zt__sinks_slot(c)] : NULL;
+    }
     if (ctx->training && c->attn_dropout > 0) {
         o.dropout = c->attn_dropout;
         o.dropout_seed = zt__drop_seed(ctx, ZT__DROP_ATTN);
@@ -5284,6 +5348,14 @@ static zt_tensor zt__expert_up(const zt_model_config *c, const zt_tensor *p, int
 }
 static zt_tensor zt__expert_down(const zt_model_config *c, const zt_tensor *p, int64_t e) {
     return p[zt__moe_slot(c) + 3 + 3 * e];
+}
+/* packed (gpt-oss): expert e's part of parameter (or gradient) slot ZT__PACKED_*, (E, ...) -> (...) */
+static zt_tensor zt__expert_packed(const zt_model_config *c, const zt_tensor *p, int slot, int64_t e) {
+    zt_tensor t = p[zt__moe_slot(c) + slot];
+    if (!zt__present(t)) return t;
+    int64_t n = zt_numel(t) / t.shape.d[0];
+    zt_shape sh = t.shape.ndim == 3 ? zt_shape2(t.shape.d[1], t.shape.d[2]) : zt_shape1(t.shape.d[1]);
+    return zt_view(t, e * n, sh);
 }
 
 /* router_jitter_noise on a sparse layer's (N, C) input, or on its gradient: each layer's own noise, by global row */
@@ -5314,7 +5386,8 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     zt_tensor logits = zt_block_temp(ctx, c->router_f32 ? ZT_F32 : A, zt_shape2(N, E));
     zt_tensor counts = zt_block_temp(ctx, ZT_I32, zt_shape1(E));
     if (ctx->training && c->router_jitter > 0) zt__jitter(ctx, sv->n2); /* Mixtral's, in place: router and experts */
-    zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)], NULL);
+    zt_matmul_forward(s, logits, sv->n2, ctx->param[zt__moe_slot(c)],
+                      c->experts_packed ? &ctx->param[zt__moe_slot(c) + ZT__PACKED_ROUTER_B] : NULL);
     sv->probs = zt_block_keep(ctx, ZT_F32, zt_shape2(N, E));
     sv->idx = zt_block_keep(ctx, ZT_I32, zt_shape2(N, k)), sv->rw = zt_block_keep(ctx, ZT_F32, zt_shape2(N, k));
     zt_moe_route_params rp = zt__moe_route(c);
@@ -5347,13 +5420,27 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
         int64_t n = sv->counts[e];
         if (n < 0 || r + n > N * k) zt_fatal("an MoE layer's row counts are damaged (expert %lld: %lld)", (long long)e, (long long)n);
         if (n == 0) continue;
-        zt_matmul_forward(s, zt_slice(sv->h, r, n), zt_slice(sv->xs, r, n), zt__expert_up(c, ctx->param, e), NULL);
+        if (c->experts_packed) { /* x @ gate_up_proj[e] + its bias */
+            zt_tensor b = zt__expert_packed(c, ctx->param, ZT__PACKED_GATE_UP_B, e);
+            zt_gemm(s, zt_slice(sv->h, r, n), zt_slice(sv->xs, r, n), zt__expert_packed(c, ctx->param, ZT__PACKED_GATE_UP, e),
+                    0, 0, 1.0f, 0.0f, &b);
+        } else {
+            zt_matmul_forward(s, zt_slice(sv->h, r, n), zt_slice(sv->xs, r, n), zt__expert_up(c, ctx->param, e), NULL);
+        }
     }
-    zt_swiglu_forward(s, sv->a, sv->h);
-    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++)
-        if (sv->counts[e] > 0)
-            zt_matmul_forward(s, zt_slice(sv->ys, r, sv->counts[e]), zt_slice(sv->a, r, sv->counts[e]),
-                              zt__expert_down(c, ctx->param, e), NULL);
+    if (c->experts_packed) zt_swiglu_clamped_forward(s, sv->a, sv->h, c->swiglu_alpha, c->swiglu_limit);
+    else zt_swiglu_forward(s, sv->a, sv->h);
+    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
+        int64_t n = sv->counts[e];
+        if (n == 0) continue;
+        if (c->experts_packed) {
+            zt_tensor b = zt__expert_packed(c, ctx->param, ZT__PACKED_DOWN_B, e);
+            zt_gemm(s, zt_slice(sv->ys, r, n), zt_slice(sv->a, r, n), zt__expert_packed(c, ctx->param, ZT__PACKED_DOWN, e),
+                    0, 0, 1.0f, 0.0f, &b);
+        } else {
+            zt_matmul_forward(s, zt_slice(sv->ys, r, n), zt_slice(sv->a, r, n), zt__expert_down(c, ctx->param, e), NULL);
+        }
+    }
     zt_moe_combine_forward(s, out, sv->ys, sv->rw, sv->where);
     if (c->shared_intermediate > 0) { /* + sigmoid(n2 . w_gate) * the shared expert's MLP of n2 (GLM-4.5: ungated) */
         int64_t SI = c->shared_intermediate, at = zt__moe_shared_slot(c);
@@ -5372,6 +5459,17 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
             zt_gated_add_forward(s, out, sv->sy, sv->sg);
         }
     }
+}
+
+/* a packed expert's product y = x @ w + b backward (w of slot ZT__PACKED_GATE_UP or ZT__PACKED_DOWN, its bias the next
+   slot): dx += dy @ w^T, dw += x^T @ dy, db += dy's column sums (both skipped when frozen) */
+static void zt__packed_backward(zt_block_ctx *ctx, zt_tensor dx, zt_tensor dy, zt_tensor x, int slot, int64_t e) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    zt_tensor w = zt__expert_packed(c, ctx->param, slot, e), gw = zt__expert_packed(c, ctx->grad, slot, e);
+    zt_tensor gb = zt__expert_packed(c, ctx->grad, slot + 1, e);
+    zt_gemm(ctx->stream, dx, dy, w, 0, 1, 1.0f, 1.0f, NULL);
+    if (zt__present(gw)) zt_gemm(ctx->stream, gw, x, dy, 1, 0, 1.0f, 1.0f, NULL);
+    if (zt__present(gb)) zt_sum_rows(ctx->stream, gb, dy);
 }
 
 /* dn (N,C) += the gradient through the experts and the router of dout (N,C), with respect to their input n2 */
@@ -5406,16 +5504,19 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         int64_t n = sv->counts[e];
         if (n == 0) continue;
         zt_tensor da_e = zt_slice(da, r, n), gd = zt__expert_down(c, ctx->grad, e);
-        zt_matmul_backward(s, &da_e, zt__maybe(&gd), NULL, zt_slice(dys, r, n), zt_slice(sv->a, r, n),
-                           zt__expert_down(c, ctx->param, e));
+        if (c->experts_packed) zt__packed_backward(ctx, da_e, zt_slice(dys, r, n), zt_slice(sv->a, r, n), ZT__PACKED_DOWN, e);
+        else zt_matmul_backward(s, &da_e, zt__maybe(&gd), NULL, zt_slice(dys, r, n), zt_slice(sv->a, r, n),
+                                zt__expert_down(c, ctx->param, e));
     }
-    zt_swiglu_backward(s, dh, da, sv->h);
+    if (c->experts_packed) zt_swiglu_clamped_backward(s, dh, da, sv->h, c->swiglu_alpha, c->swiglu_limit);
+    else zt_swiglu_backward(s, dh, da, sv->h);
     for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
         int64_t n = sv->counts[e];
         if (n == 0) continue;
         zt_tensor dxs_e = zt_slice(dxs, r, n), gu = zt__expert_up(c, ctx->grad, e);
-        zt_matmul_backward(s, &dxs_e, zt__maybe(&gu), NULL, zt_slice(dh, r, n), zt_slice(sv->xs, r, n),
-                           zt__expert_up(c, ctx->param, e));
+        if (c->experts_packed) zt__packed_backward(ctx, dxs_e, zt_slice(dh, r, n), zt_slice(sv->xs, r, n), ZT__PACKED_GATE_UP, e);
+        else zt_matmul_backward(s, &dxs_e, zt__maybe(&gu), NULL, zt_slice(dh, r, n), zt_slice(sv->xs, r, n),
+                                zt__expert_up(c, ctx->param, e));
     }
     zt_moe_gather_backward(s, dn, dxs, sv->where);
     zt_tensor dlogits = zt__temp0(ctx, A, zt_shape2(N, E)), gr = ctx->grad[zt__moe_slot(c)];
@@ -5432,7 +5533,8 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         zt_copy(s, g, zt_tensor_make(sv->dbalance, ZT_F32, ZT_HOST, zt_shape1(E)));
         zt_moe_balance_backward(s, dlogits, sv->probs, g);
     }
-    zt_matmul_backward(s, &dn, zt__maybe(&gr), NULL, dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
+    zt_tensor grb = c->experts_packed ? ctx->grad[zt__moe_slot(c) + ZT__PACKED_ROUTER_B] : zt__none();
+    zt_matmul_backward(s, &dn, zt__maybe(&gr), zt__maybe(&grb), dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
 }
 
 /* ---- DeepSeek-V2's and V3's multi-head latent attention: the layer's norm n1 (N, C) -> att (B, T, NH, v_head_dim) ----

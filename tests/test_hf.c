@@ -85,6 +85,7 @@ TEST(hf_models_load_with_transformers_loss) {
         {"hunyuan_v1_dense", 2e-6}, /* q and k normed after the rope, its base stretched by alpha */
         {"hunyuan_v1_moe", 2e-6}, /* its experts, the router mlp.gate.wg, shared_mlp */
         {"ministral", 2e-6}, /* Mistral's layer, windows by layer_types */
+        {"gpt_oss", 2e-6}, /* sinks, packed experts with biases and a clamped SwiGLU, the router's bias */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
@@ -122,7 +123,7 @@ TEST(hf_load_then_export_gives_back_every_tensor) {
                                   "seed_oss", "internlm3", "ernie4_5", "exaone4", "cohere", "cohere2", "cohere_qk_norm",
                                   "stablelm", "stablelm_qk_norm", "starcoder2", "phi", "gpt_neox", "glm4_moe", "minimax_m2", "ernie4_5_moe",
                                   "deepseek_v3", "deepseek_v2", "glm4_moe_lite", "dots1", "hunyuan_v1_dense",
-                                  "hunyuan_v1_moe", "ministral"};
+                                  "hunyuan_v1_moe", "ministral", "gpt_oss"};
     for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++) {
         char dir[256], out[256], a[300], b[300];
         snprintf(dir, sizeof dir, "tests/ref/hf/%s", names[m]);

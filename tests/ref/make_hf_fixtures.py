@@ -12,7 +12,7 @@ model.safetensors, or shards with model.safetensors.index.json), tokens.bin (llm
 header, then uint16 tokens; ROWS rows of T tokens), and expected.json: {"loss": L}, the mean next-token
 loss transformers computes over those rows (labels=input_ids), which `zt_train --eval` must print.
 
-Cases: thirty-two model types of tests/ref/make_model_fixtures.py (same configurations and seeded
+Cases: the model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
     cohere_qk_norm the Cohere case with use_qk_norm (Command R+'s): q and k norms of (heads, head_dim)
     stablelm_qk_norm the StableLM case with use_parallel_residual and qk_layernorm (StableLM 2 12B's): q and k
@@ -46,7 +46,8 @@ SEEDS = {"gpt2": 1, "llama": 2, "mistral": 3, "qwen2": 4, "qwen3": 7, "phi3": 8,
          "internlm3": 23, "ernie4_5": 24, "exaone4": 25, "cohere": 26, "cohere2": 27, "stablelm": 29,
          "starcoder2": 30, "phi": 32,
          "gpt_neox": 33, "glm4_moe": 34, "minimax_m2": 35,
-         "ernie4_5_moe": 36, "deepseek_v3": 37, "deepseek_v2": 38, "glm4_moe_lite": 39, "dots1": 40, "hunyuan_v1_dense": 41, "hunyuan_v1_moe": 42, "ministral": 43}
+         "ernie4_5_moe": 36, "deepseek_v3": 37, "deepseek_v2": 38, "glm4_moe_lite": 39, "dots1": 40, "hunyuan_v1_dense": 41, "hunyuan_v1_moe": 42, "ministral": 43,
+         "gpt_oss": 44}
 
 
 # cases of a model type with other settings: (its type, the settings, a seed)

@@ -120,13 +120,16 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             # GPT-NeoX's sequential layer (Pythia's is parallel), and its hidden_dropout (on the embeddings and both
             # branches) and attention_dropout at 0.2
             "gpt_neox_sequential": ("gpt_neox", dict(use_parallel_residual=False)),
+            # gpt-oss's SwiGLU clamped at 1.5, where the clamps cut both gate and up (at its 7 they seldom do here)
+            "gpt_oss_clamped": ("gpt_oss", dict(swiglu_limit=1.5)),
             "gpt_neox_dropout": ("gpt_neox", dict(hidden_dropout=0.2, attention_dropout=0.2)),
             "starcoder2_dropout": ("starcoder2", dict(embedding_dropout=0.2, residual_dropout=0.2,
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
 # 1016, its index's, 0.011: bf16 then picks another expert for one token, which tests tie-breaking, not arithmetic)
 SEEDS = {"mixtral_jitter": 1616, "deepseek_v3": 2006, "deepseek_v2": 2005, "deepseek_v3_plain": 2001,
-         "dots1": 2003, "hunyuan_v1_moe": 2005}  # seeds whose gradient batch has no near tie in bf16 routing
+         "dots1": 2003, "hunyuan_v1_moe": 2005, "gpt_oss": 2007}  # seeds whose gradient batch has no near tie in
+# bf16 routing
 NEFTUNE_ALPHA = 5.0  # NEFTune's paper's value; GPT-2 adds the noise before its position embeddings, Gemma after its scale,
 # Granite before its embedding_multiplier
 MASK64 = (1 << 64) - 1
@@ -328,6 +331,12 @@ def make_config(model_type):
         # (here the second alone)
         return transformers.MinistralConfig(**common_llama, head_dim=8, sliding_window=7,
                                             layer_types=["full_attention", "sliding_attention"])
+    if model_type == "gpt_oss":  # untied; gpt-oss's layer: q, k, v and o with biases, a sink per head, a window of 7 on
+        # the even layers (layer_types' default), its default yarn rope; 4 experts of 24, 2 a token by a softmax over the
+        # router's (biased) top logits, packed (gate_up_proj (E, C, 2I), gate and up interleaved, down_proj (E, I, C),
+        # with biases), their SwiGLU clamped at the released models' 7 (gpt_oss_clamped: at 1.5)
+        return transformers.GptOssConfig(**dict(common_llama, intermediate_size=24), head_dim=8, sliding_window=7,
+                                         num_local_experts=4, num_experts_per_tok=2)
     if model_type == "hunyuan_v1_moe":  # untied; Hunyuan-A13B's layer: Hunyuan's attention (q and k normed after the
         # rope, its base stretched by alpha) and in every layer 4 experts of intermediate_size, 2 a token by softmax
         # probability, normalized, beside a shared MLP of that size (shared_mlp), the router mlp.gate.wg
@@ -458,6 +467,8 @@ def experts_by_name(model_type, name, t):
         return [(name.replace(".gate.moe_statics.", ".moe_statics."), t)]
     if model_type == "gpt_neox" and name == "lm_head.weight":  # transformers 5's name in memory; its files' (and zt's)
         return [("embed_out.weight", t)]
+    if model_type == "gpt_oss":  # its files', zt's and transformers' names and layouts are one
+        return [(name, t)]
     if ".mlp.gate." in name and mixtral:
         return [(name.replace(".mlp.gate.", ".block_sparse_moe.gate."), t)]
     if not name.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
@@ -481,6 +492,12 @@ def randomize(model, gen):
         for name, p in model.named_parameters():
             if p.dim() == 2 and ("wte" in name or "wpe" in name or "embed_tokens" in name):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+            elif name.endswith(".sinks"):  # gpt-oss's sinks: logits of the scores' size
+                p.copy_(torch.randn(p.shape, generator=gen))
+            elif name.endswith(".gate_up_proj_bias") or name.endswith(".down_proj_bias"):  # gpt-oss's 2-D biases
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+            elif name.endswith((".gate_up_proj", ".down_proj")) and model.config.model_type == "gpt_oss":  # (E, in, out)
+                p.copy_(torch.randn(p.shape, generator=gen) / p.shape[1] ** 0.5)
             elif p.dim() >= 2 and "norm" not in name:  # an MoE layer's experts: (E, out, in); Cohere's q and k
                 # norms are (heads, head_dim), norms
                 fan_in = p.shape[0] if conv1d(model, name) else p.shape[-1]
@@ -630,9 +647,12 @@ def make(fixture, seed):
             out.append(("eval_loss", model(input_ids=input_ids, labels=input_ids).loss.detach().reshape(1)))
         model.train()
 
-    # the Trainer's rule: not biases or norms (experts decay; Cohere's q and k norms are 2-D, norms by their names)
-    decay = [p for n, p in params if p.dim() >= 2 and "_norm." not in n]
-    no_decay = [p for n, p in params if p.dim() < 2 or "_norm." in n]
+    # the Trainer's rule: not biases or norms (experts decay; Cohere's q and k norms are 2-D, norms by their names;
+    # gpt-oss's experts' biases are 2-D, biases by their names, and its sinks 1-D, neither)
+    def decayed(n, p):
+        return (p.dim() >= 2 or n.endswith(".sinks")) and "_norm." not in n and not n.endswith("_bias")
+    decay = [p for n, p in params if decayed(n, p)]
+    no_decay = [p for n, p in params if not decayed(n, p)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR, betas=BETAS, eps=EPS)
     step_ids = torch.randint(0, VOCAB, (STEPS, B, T), generator=gen)
@@ -655,7 +675,7 @@ def make(fixture, seed):
     model.config.save_pretrained(d)  # config.json only, as save_pretrained writes it
     if model_type in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "glm4_moe", "minimax_m2", "ernie4_5_moe",
                       "deepseek_v3", "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
-                      "hunyuan_v1_moe"):  # the split
+                      "hunyuan_v1_moe", "gpt_oss"):  # the split
         # save_pretrained writes
         import tempfile
         from safetensors.torch import load_file
@@ -689,7 +709,7 @@ def main():
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
                                  "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
-                                 "hunyuan_v1_dense", "hunyuan_v1_moe", "ministral"]):
+                                 "hunyuan_v1_dense", "hunyuan_v1_moe", "ministral", "gpt_oss", "gpt_oss_clamped"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
