@@ -1213,6 +1213,44 @@ TEST(hunyuan_moe_configs_take_transformers_defaults) {
     config_error(json, "\"moe_topk\" is 9; it must be 1 to the 8 experts");
 }
 
+/* gpt-oss (gpt_oss): gpt-oss-20b's config.json as the hub has it (its rope in rope_scaling, its experts_per_token and
+   initial_context_length beside transformers' keys; quantization_config left out), gpt-oss-120b's with GptOssConfig's
+   defaults for the rest (128 experts, 4 a token, heads of 64, 8 kv heads; no rope given: yarn by 32 over 4096 positions, the even layers windowed at 128), and their
+   parameters as transformers counts them on the meta device */
+TEST(gpt_oss_configs_take_transformers_defaults) {
+    char json[1024];
+    const char *g20 = "{\"model_type\": \"gpt_oss\", \"attention_bias\": true, \"experts_per_token\": 4, \"head_dim\": 64, "
+                      "\"hidden_act\": \"silu\", \"hidden_size\": 2880, \"initial_context_length\": 4096, "
+                      "\"intermediate_size\": 2880, \"max_position_embeddings\": 131072, \"num_attention_heads\": 64, "
+                      "\"num_experts_per_tok\": 4, \"num_hidden_layers\": 24, \"num_key_value_heads\": 8, "
+                      "\"num_local_experts\": 32, \"output_router_logits\": false, \"pad_token_id\": 199999, "
+                      "\"rms_norm_eps\": 1e-05, \"rope_scaling\": {\"beta_fast\": 32.0, \"beta_slow\": 1.0, \"factor\": "
+                      "32.0, \"original_max_position_embeddings\": 4096, \"rope_type\": \"yarn\", \"truncate\": false}, "
+                      "\"rope_theta\": 150000, \"router_aux_loss_coef\": 0.9, \"sliding_window\": 128, \"swiglu_limit\": 7.0, "
+                      "\"tie_word_embeddings\": false, \"vocab_size\": 201088}";
+    zt_model_config c = config_of(g20);
+    CHECK(c.attn_sinks && c.experts_packed && c.n_experts == 32 && c.experts_per_token == 4 && c.expert_intermediate == 2880);
+    CHECK(c.norm_topk && !c.moe_sigmoid && !c.router_f32 && c.router_aux_coef == 0.0f && c.sparse[0] == 0xffffffull);
+    CHECK(c.qkv_bias && c.out_bias && c.sliding_window == 128 && c.windowed[0] == 0x555555ull && c.head_dim == 64);
+    CHECK(c.rope_scaling.yarn && c.rope_scaling.factor == 32.0f && !c.rope_scaling.truncate && c.rope_theta == 150000.0f);
+    CHECK(c.swiglu_alpha == 1.702f && c.swiglu_limit == 7.0f && c.has_pad_token && c.pad_token_id == 199999);
+    CHECK_EQ_INT(zt_model_config_params(&c), 20914757184);
+    const char *g = "{\"model_type\": \"gpt_oss\", \"num_hidden_layers\": 36, \"hidden_size\": 2880, \"intermediate_size\": "
+                    "2880, \"num_attention_heads\": 64, \"max_position_embeddings\": 131072, \"vocab_size\": 201088, "
+                    "\"pad_token_id\": 199999%s}";
+    snprintf(json, sizeof json, g, "");
+    c = config_of(json); /* GptOssConfig's: 36 layers of 128 experts, 4 a token, and its rope */
+    CHECK(c.n_layer == 36 && c.n_experts == 128 && c.experts_per_token == 4 && c.hidden == 2880 && c.n_kv_head == 8);
+    CHECK(c.rope_scaling.yarn && c.rope_scaling.factor == 32.0f && c.rope_scaling.original_max_positions == 4096.0f &&
+          !c.rope_scaling.truncate && fabsf(c.rope_scaling.attention_factor - 1.3465736f) < 1e-6f);
+    CHECK(c.sliding_window == 128 && c.windowed[0] == 0x555555555ull && c.norm_eps == 1e-5f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 116829156672);
+    snprintf(json, sizeof json, g, ", \"swiglu_limit\": 0");
+    config_error(json, "\"swiglu_alpha\" must be finite and \"swiglu_limit\" positive, found 1.702 and 0");
+    snprintf(json, sizeof json, g, ", \"quantization_config\": {\"quant_method\": \"mxfp4\"}");
+    config_error(json, "\"quantization_config\" is set (mxfp4)");
+}
+
 /* Ministral (ministral) and Mistral: their configs' window of 4096 where the key is absent (MistralConfig's and
    MinistralConfig's default; null: none); Ministral's every layer unless layer_types names them */
 TEST(ministral_windows_as_transformers) {
