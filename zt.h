@@ -706,6 +706,9 @@ typedef struct zt_model_config {
     float swiglu_alpha, swiglu_limit;
     int attn_sinks;             /* each head's sink logit joins its softmax (gpt-oss's self_attn.sinks, a parameter;
                                    zt_attention_opts.sinks) */
+    int mxfp4;                  /* its files' experts are MXFP4 (gpt-oss's quantization_config): zt_load_hf reads each
+                                   expert tensor's _blocks and _scales into f32 as transformers dequantizes them, and
+                                   zt_export_hf writes plain tensors and leaves quantization_config out */
     /* dropout in training, where transformers has it (0: none; each in [0, 1]) */
     float embd_dropout;         /* GPT-2's embd_pdrop: on the embeddings' sum (tokens and positions) */
     float resid_dropout;        /* resid_pdrop (GPT-2, Phi-3): on the attention's and the MLP's outputs before
@@ -4669,9 +4672,12 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         char method[32] = "";
         int mt = j.tok[qt].type == JSMN_OBJECT ? zt__json_get(&j, qt, "quant_method") : -1;
         if (mt >= 0 && j.tok[mt].type == JSMN_STRING) zt__json_string(&j, mt, "quant_method", method, sizeof method);
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"quantization_config\" is set (%s): the checkpoint's weights are "
-                       "quantized, and zt trains f32, bf16 or f16 weights; dequantize it to bf16 first", name,
-                       method[0] ? method : "its quant_method not named");
+        if (strcmp(c->model_type, "gpt_oss") == 0 && strcmp(method, "mxfp4") == 0)
+            c->mxfp4 = 1; /* gpt-oss's released files: its experts dequantized on load (zt_load_hf) */
+        else
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"quantization_config\" is set (%s): the checkpoint's weights are "
+                           "quantized, and zt trains f32, bf16 or f16 weights (and reads gpt-oss's mxfp4 experts); "
+                           "dequantize it to bf16 first", name, method[0] ? method : "its quant_method not named");
     }
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
@@ -12072,6 +12078,7 @@ typedef struct zt__st_entry {
     int esize;        /* bytes per element; dtype is set only for the float types zt converts */
     zt_dtype dtype;
     int convertible;
+    int u8;           /* dtype U8 (gpt-oss's MXFP4 blocks and scales) */
     int64_t shape[ZT__ST_DIMS], numel;
     const uint8_t *data;
     int64_t begin, end; /* in the file's data section */
@@ -12156,6 +12163,7 @@ static zt_result zt__st_parse(zt__st *st, int f) {
         if ((r = zt__json_string(&j, td, "dtype", dtype, sizeof dtype)) != ZT_OK) return r;
         if (!(e->esize = zt__st_dtype(dtype, &e->dtype, &e->convertible)))
             return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" has the unknown dtype \"%s\"", path, name, dtype);
+        e->u8 = strcmp(dtype, "U8") == 0;
         if (j.tok[ts].type != JSMN_ARRAY || j.tok[ts].size > ZT__ST_DIMS)
             return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of at most %d sizes", path, name,
                            ZT__ST_DIMS);
@@ -12292,6 +12300,55 @@ static int zt__hf_buffer(const char *name, int n) {
            zt__ends_with(s, ".attention.bias") || zt__ends_with(s, ".attention.masked_bias");
 }
 
+/* gpt-oss's MXFP4 experts: an expert tensor (E, in, out) as name_blocks, U8 (E, out, in / 32, 16), two 4-bit values a
+   byte (the low nibble first) of each block of 32 along in, and name_scales, U8 (E, out, in / 32), each block's power of
+   two plus 127 */
+typedef struct zt__mxfp4 { const zt__st_entry *blocks, *scales; } zt__mxfp4;
+
+static zt_result zt__mxfp4_find(zt__st *st, const char *name, zt_shape s, zt__mxfp4 *mx) {
+    char b[300], c[300];
+    snprintf(b, sizeof b, "%s_blocks", name);
+    snprintf(c, sizeof c, "%s_scales", name);
+    zt__st_entry *tb = zt__st_find(st, b), *tc = zt__st_find(st, c);
+    if (!tb || !tc) return ZT_OK; /* not quantized: the plain tensor's errors */
+    int64_t E = s.d[0], K = s.ndim == 3 ? s.d[1] : 0, R = s.ndim == 3 ? s.d[2] : 0, G = K / 32;
+    if (s.ndim != 3 || K % 32 || !tb->u8 || !tc->u8 ||
+        tb->ndim != 4 || tb->shape[0] != E || tb->shape[1] != R || tb->shape[2] != G || tb->shape[3] != 16 ||
+        tc->ndim != 3 || tc->shape[0] != E || tc->shape[1] != R || tc->shape[2] != G)
+        return zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" and \"%s\" should be U8 of shapes [%lld, %lld, %lld, 16] and [%lld, "
+                       "%lld, %lld] (MXFP4 of a tensor [%lld, %lld, %lld], config.json)", st->path[tb->file], b, c,
+                       (long long)E, (long long)R, (long long)G, (long long)E, (long long)R, (long long)G, (long long)E,
+                       (long long)K, (long long)R);
+    tb->used = tc->used = 1;
+    mx->blocks = tb, mx->scales = tc;
+    return ZT_OK;
+}
+
+/* parameter p from its MXFP4 blocks: element (e, k, r) = FP4[nibble] * 2^(scale - 127), as transformers'
+   convert_moe_packed_tensors (exact in f32) */
+static zt_result zt__mxfp4_load(zt_engine *e, int p, const zt__mxfp4 *mx) {
+    static const float fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                  -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+    zt_shape s;
+    const char *name = zt_param_name(e, p, &s);
+    int64_t E = s.d[0], K = s.d[1], R = s.d[2], G = K / 32, n = E * K * R;
+    float *buf = (float *)malloc(sizeof(float) * (size_t)(n > 0 ? n : 1)); /* load time */
+    if (!buf) return zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", name);
+    for (int64_t ex = 0; ex < E; ex++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t g = 0; g < G; g++) {
+                int64_t at = (ex * R + r) * G + g;
+                int exp = (int)mx->scales->data[at] - 127;
+                for (int j = 0; j < 32; j++) {
+                    uint8_t byte = mx->blocks->data[at * 16 + j / 2];
+                    buf[(ex * K + g * 32 + j) * R + r] = ldexpf(fp4[j % 2 ? byte >> 4 : byte & 15], exp);
+                }
+            }
+    zt_result res = zt_param_set(e, name, buf, n);
+    free(buf);
+    return res;
+}
+
 ZT_API int zt_hf_has_weights(const char *dir) {
     char path[ZT__PATH];
     struct stat sb;
@@ -12305,13 +12362,16 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     zt_result r = zt__st_open(stp, dir);
     int n_params = zt_param_count(e);
     zt__st_entry **found = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *found); /* load time */
-    if (!found && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
+    zt__mxfp4 *mx = (zt__mxfp4 *)calloc((size_t)(n_params ? n_params : 1), sizeof *mx);
+    if ((!found || !mx) && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
     /* every parameter found, with its shape and a dtype zt converts, before any is copied */
     for (int p = 0; p < n_params && r == ZT_OK; p++) {
         zt_shape s;
         const char *name = zt_param_name(e, p, &s);
         if (!name) continue;
         zt__st_entry *t = zt__st_find(stp, name);
+        if (!t && e->has_cfg && e->cfg.mxfp4 && (r = zt__mxfp4_find(stp, name, s, &mx[p])) != ZT_OK) break;
+        if (!t && mx[p].blocks) continue; /* gpt-oss's MXFP4 experts */
         if (!t && strncmp(name, "transformer.", 12) == 0) t = zt__st_find(stp, name + 12); /* old GPT-2 files */
         if (!t && strcmp(name, "embed_out.weight") == 0) t = zt__st_find(stp, "lm_head.weight"); /* GPT-NeoX's
                                                                   state_dict in transformers 5, saved as it is */
@@ -12348,6 +12408,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     /* then each one, widened to f32 (GPT-2's Conv1D weights transposed, GPT-NeoX's q, k and v rows reordered) */
     for (int p = 0; p < n_params && r == ZT_OK; p++) {
         zt__st_entry *t = found[p];
+        if (!t && mx[p].blocks) r = zt__mxfp4_load(e, p, &mx[p]);
         if (!t) continue;
         float *buf = (float *)malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1)); /* load time */
         if (!buf) {
@@ -12369,6 +12430,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         free(buf);
     }
     free(found);
+    free(mx);
     zt__st_close(stp);
     free(stp);
     return r;
@@ -12381,6 +12443,32 @@ static int zt__st_header_entry(char *b, size_t cap, const char *name, const char
     for (int d = 0; d < ndim; d++) n += snprintf(b + n, cap - (size_t)n, d ? ",%lld" : "%lld", (long long)shape[d]);
     n += snprintf(b + n, cap - (size_t)n, "],\"data_offsets\":[%lld,%lld]}", (long long)begin, (long long)end);
     return n;
+}
+
+/* text (*len bytes, a JSON object) without its top-level member `key` (the comma before it, or after it where it comes
+   first, goes with it); unchanged where it has none. The export's config.json without gpt-oss's quantization_config. */
+static zt_result zt__json_drop(char *text, size_t *len, const char *key, const char *file) {
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "config.json tokens", zt__json_token_bytes(*len));
+    zt__json j;
+    zt_result r = zt__json_parse(&j, &a, file, text, *len);
+    int v = r == ZT_OK ? zt__json_get(&j, 0, key) : -1;
+    if (v > 0) {
+        size_t b = (size_t)j.tok[v - 1].start - 1, end = (size_t)j.tok[v].end + (j.tok[v].type == JSMN_STRING);
+        size_t p = b;
+        while (p > 0 && text[p - 1] && strchr(" \t\r\n", text[p - 1])) p--;
+        if (p > 0 && text[p - 1] == ',') {
+            b = p - 1;
+        } else { /* the first member: its following comma */
+            size_t q = end;
+            while (q < *len && text[q] && strchr(" \t\r\n", text[q])) q++;
+            if (q < *len && text[q] == ',') end = q + 1;
+        }
+        memmove(text + b, text + end, *len - end);
+        *len -= end - b;
+    }
+    free(mem);
+    return r;
 }
 
 ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
@@ -12470,7 +12558,9 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size + 4096);
         char *text = NULL;
         size_t tl = 0;
-        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK) {
+        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK && k == 0 && e->has_cfg && e->cfg.mxfp4)
+            r = zt__json_drop(text, &tl, "quantization_config", from); /* the tensors written are plain */
+        if (r == ZT_OK) {
             int cf = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             r = cf < 0 ? zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno)) : zt__pwrite_all(cf, text, tl, 0, tmp);
             if (cf >= 0) close(cf);

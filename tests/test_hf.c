@@ -86,6 +86,7 @@ TEST(hf_models_load_with_transformers_loss) {
         {"hunyuan_v1_moe", 2e-6}, /* its experts, the router mlp.gate.wg, shared_mlp */
         {"ministral", 2e-6}, /* Mistral's layer, windows by layer_types */
         {"gpt_oss", 2e-6}, /* sinks, packed experts with biases and a clamped SwiGLU, the router's bias */
+        {"gpt_oss_mxfp4", 2e-6}, /* its experts in MXFP4, as the released files: transformers' dequantized loss */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
@@ -166,6 +167,73 @@ TEST(hf_load_then_export_gives_back_every_tensor) {
     }
 }
 
+/* replaces the first `from` in the header by `to` (the same length) */
+static void patch(char *file, const char *from, const char *to) {
+    char *p = strstr(file + 8, from);
+    if (p) memcpy(p, to, strlen(to));
+}
+
+/* gpt-oss's MXFP4 experts: loaded, then exported plain (f32 tensors of the experts' names, config.json without
+   quantization_config, every other key as it was); the export loads back with the same loss. Blocks of the wrong shape
+   or dtype are refused by name. */
+TEST(hf_gpt_oss_mxfp4_loads_and_exports_plain) {
+    const char *dir = "tests/ref/hf/gpt_oss_mxfp4";
+    char out[256], path[300];
+    snprintf(out, sizeof out, "/tmp/zt_hf_mxfp4_%d", (int)getpid());
+    zt_engine *e = engine_for(dir, ZT_PRECISION_FP32);
+    CHECK_MSG(e && zt_load_hf(e, dir) == ZT_OK, "%s", zt_last_error());
+    double want = rows_loss(e, dir);
+    CHECK_MSG(zt_export_hf(e, out, ZT_F32) == ZT_OK, "%s", zt_last_error());
+    zt_shutdown(e);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    char *config = test_slurp(path, NULL), *src = test_slurp("tests/ref/hf/gpt_oss_mxfp4/config.json", NULL);
+    CHECK(config && src && !strstr(config, "quantization_config") && strstr(src, "quantization_config"));
+    CHECK(config && strstr(config, "\"swiglu_limit\"") && strstr(config, "\"vocab_size\": 61"));
+    free(config), free(src);
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    size_t len = 0;
+    char *st = test_slurp(path, &len);
+    CHECK(st && strstr(st + 8, "\"model.layers.0.mlp.experts.gate_up_proj\":{\"dtype\":\"F32\",\"shape\":[4,32,64]") &&
+          !strstr(st + 8, "_blocks"));
+    free(st);
+    e = engine_for(out, ZT_PRECISION_FP32);
+    CHECK_MSG(e && zt_load_hf(e, out) == ZT_OK, "%s", zt_last_error());
+    double got = rows_loss(e, dir); /* the source's rows */
+    zt_shutdown(e);
+    CHECK_MSG(fabs(got - want) <= 1e-7 * want && fabs(got - expected_loss(dir)) <= 2e-6 * got, "export %.7f, loaded %.7f",
+              got, want);
+    unlink(path);
+    /* damaged: a scales tensor of another dtype, then blocks of another shape (the same bytes), each named */
+    len = 0;
+    char *good = test_slurp("tests/ref/hf/gpt_oss_mxfp4/model.safetensors", &len), *bad = (char *)malloc(len);
+    config = test_slurp("tests/ref/hf/gpt_oss_mxfp4/config.json", NULL);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    CHECK(good && bad && config && spew(path, config, strlen(config)));
+    const char *from[2] = {"\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"U8\"",
+                           "\"model.layers.1.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[4,64,1,16]"};
+    const char *to[2] = {"\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"I8\"",
+                         "\"model.layers.1.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[4,16,1,64]"};
+    const char *said[2] = {"\"model.layers.0.mlp.experts.down_proj_blocks\" and \"model.layers.0.mlp.experts.down_proj_scales\" "
+                           "should be U8 of shapes [4, 32, 1, 16] and [4, 32, 1] (MXFP4 of a tensor [4, 32, 32], config.json)",
+                           "\"model.layers.1.mlp.experts.gate_up_proj_blocks\" and"};
+    for (int k = 0; k < 2 && good && bad; k++) {
+        memcpy(bad, good, len);
+        CHECK(strstr(bad + 8, from[k]) != NULL);
+        patch(bad, from[k], to[k]);
+        snprintf(path, sizeof path, "%s/model.safetensors", out);
+        CHECK(spew(path, bad, len));
+        e = engine_for(out, ZT_PRECISION_FP32);
+        CHECK(e != NULL && zt_load_hf(e, out) != ZT_OK);
+        CHECK_STR_CONTAINS(zt_last_error(), said[k]);
+        zt_shutdown(e);
+    }
+    free(good), free(bad), free(config);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    unlink(path);
+    rmdir(out);
+}
+
 /* a copy of the GPT-2 fixture with model.safetensors replaced by `bytes`; loading it must fail with `want` */
 static void damaged(const char *bytes, size_t len, const char *want) {
     char dir[256], path[300];
@@ -187,12 +255,6 @@ static void damaged(const char *bytes, size_t len, const char *want) {
     rmdir(dir);
     CHECK_MSG(r != ZT_OK, "accepted: should have said \"%s\"", want);
     CHECK_STR_CONTAINS(zt_last_error(), want);
-}
-
-/* replaces the first `from` in the header by `to` (the same length) */
-static void patch(char *file, const char *from, const char *to) {
-    char *p = strstr(file + 8, from);
-    if (p) memcpy(p, to, strlen(to));
 }
 
 TEST(hf_damaged_files_get_one_clear_error) {

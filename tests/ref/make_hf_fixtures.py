@@ -26,6 +26,9 @@ parameters), plus
                    rotary_emb.inv_freq buffers in each layer, which zt skips, and the output layer under transformers
                    5's name in memory, lm_head.weight (its files, and zt's, name it embed_out.weight)
     qwen2_tok      a Qwen2 with the vocabulary of tests/ref/tokenizers/qwen2 and that tokenizer.json beside it
+    gpt_oss_mxfp4  the gpt-oss case (its experts 32 wide, as MXFP4 needs) with its experts in MXFP4, as gpt-oss's
+                   released files hold them (name_blocks and name_scales, quantization_config's mxfp4); its loss is
+                   transformers' with Mxfp4Config(dequantize=True)
 """
 import json
 import os
@@ -106,6 +109,52 @@ def save(name, model, ids, **kwargs):
     return out
 
 
+FP4 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def mxfp4(w):
+    """w (E, in, out) -> (blocks (E, out, in / 32, 16) u8, scales (E, out, in / 32) u8): each block of 32 along in
+    by a power of two that fits its largest into FP4's 6, each value the nearest of FP4's, two a byte, low first"""
+    x = w.float().transpose(1, 2).contiguous()
+    E, R, K = x.shape
+    x = x.reshape(E, R, K // 32, 32)
+    exp = torch.ceil(torch.log2(x.abs().amax(-1).clamp(min=1e-30) / 6.0)).to(torch.int32)
+    idx = (x / torch.pow(2.0, exp.float())[..., None])[..., None].sub(FP4).abs().argmin(-1).to(torch.uint8)
+    return (idx[..., 0::2] | (idx[..., 1::2] << 4)).to(torch.uint8), (exp + 127).to(torch.uint8)
+
+
+def save_gpt_oss_mxfp4():
+    cfg = make_config("gpt_oss")
+    cfg.intermediate_size = 32  # down_proj's blocks run along it
+    torch.manual_seed(45)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    randomize(model, torch.Generator().manual_seed(45))
+    ids = rows("gpt_oss")
+    out = save("gpt_oss_mxfp4", model.eval(), ids)
+    path = os.path.join(out, "model.safetensors")
+    tensors = {}
+    for name, t in load_file(path).items():
+        if name.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
+            tensors[name + "_blocks"], tensors[name + "_scales"] = mxfp4(t)
+        else:
+            tensors[name] = t
+    save_file(tensors, path, metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    config["quantization_config"] = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                                "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    deq = transformers.AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager", dtype=torch.float32,
+                                                            quantization_config=transformers.Mxfp4Config(dequantize=True))
+    with torch.no_grad():
+        loss = deq.eval()(ids, labels=ids).loss.item()
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"loss": loss}, f)
+        f.write("\n")
+
+
 def save_neox_buffers():
     """GPT-NeoX with the attention's buffers of Pythia's files, and its output layer named lm_head.weight"""
     out = save("gpt_neox_buffers", model_for("gpt_neox"), rows("gpt_neox"))
@@ -147,6 +196,7 @@ def main():
         old[f"h.{layer}.attn.masked_bias"] = torch.tensor(-1e4)
     save_file(old, path, metadata={"format": "pt"})
     save_neox_buffers()
+    save_gpt_oss_mxfp4()
     # a Qwen2 whose vocabulary is the Qwen2-style tokenizer's of tests/ref/tokenizers (the end-to-end check:
     # tokenize an instruction set with the model's own tokenizer.json, fine-tune, export)
     tok = os.path.join(os.path.dirname(HERE), "tokenizers", "qwen2", "tokenizer.json")
@@ -182,6 +232,8 @@ if __name__ == "__main__":
         for model_type in sys.argv[1:]:
             if model_type == "gpt_neox_buffers":
                 save_neox_buffers()
+            elif model_type == "gpt_oss_mxfp4":
+                save_gpt_oss_mxfp4()
             else:
                 save(model_type, model_for(model_type), rows(model_type))
     else:
