@@ -12330,7 +12330,9 @@ static zt_result zt__mxfp4_load(zt_engine *e, int p, const zt__mxfp4 *mx) {
     static const float fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
     zt_shape s;
+    memset(&s, 0, sizeof s);
     const char *name = zt_param_name(e, p, &s);
+    if (!name || s.ndim != 3) return zt_fail(ZT_ERROR_INVALID, "parameter %d is no expert tensor of three dimensions", p);
     int64_t E = s.d[0], K = s.d[1], R = s.d[2], G = K / 32, n = E * K * R;
     float *buf = (float *)malloc(sizeof(float) * (size_t)(n > 0 ? n : 1)); /* load time */
     if (!buf) return zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", name);
