@@ -4676,8 +4676,8 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
             c->mxfp4 = 1; /* gpt-oss's released files: its experts dequantized on load (zt_load_hf) */
         else
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"quantization_config\" is set (%s): the checkpoint's weights are "
-                           "quantized, and zt trains f32, bf16 or f16 weights (and reads gpt-oss's mxfp4 experts); "
-                           "dequantize it to bf16 first", name, method[0] ? method : "its quant_method not named");
+                           "quantized, and zt trains f32, bf16 or f16 weights; dequantize it to bf16 first (zt reads "
+                           "gpt-oss's mxfp4 experts alone)", name, method[0] ? method : "its quant_method not named");
     }
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;

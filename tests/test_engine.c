@@ -1248,7 +1248,13 @@ TEST(gpt_oss_configs_take_transformers_defaults) {
     snprintf(json, sizeof json, g, ", \"swiglu_limit\": 0");
     config_error(json, "\"swiglu_alpha\" must be finite and \"swiglu_limit\" positive, found 1.702 and 0");
     snprintf(json, sizeof json, g, ", \"quantization_config\": {\"quant_method\": \"mxfp4\"}");
-    config_error(json, "\"quantization_config\" is set (mxfp4)");
+    CHECK(config_of(json).mxfp4); /* its released files: the experts dequantized on load */
+    snprintf(json, sizeof json, g, ", \"quantization_config\": {\"quant_method\": \"bitsandbytes\"}");
+    config_error(json, "\"quantization_config\" is set (bitsandbytes)");
+    const char *qwen = "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "
+                       "\"intermediate_size\": 128, \"max_position_embeddings\": 64, \"vocab_size\": 100, "
+                       "\"quantization_config\": {\"quant_method\": \"mxfp4\"}}";
+    config_error(qwen, "\"quantization_config\" is set (mxfp4): the checkpoint's weights are quantized"); /* gpt-oss's alone */
 }
 
 /* Ministral (ministral) and Mistral: their configs' window of 4096 where the key is absent (MistralConfig's and
