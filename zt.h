@@ -5509,20 +5509,28 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
         int64_t n = sv->counts[e];
         if (n == 0) continue;
-        zt_tensor da_e = zt_slice(da, r, n), gd = zt__expert_down(c, ctx->grad, e);
-        if (c->experts_packed) zt__packed_backward(ctx, da_e, zt_slice(dys, r, n), zt_slice(sv->a, r, n), ZT__PACKED_DOWN, e);
-        else zt_matmul_backward(s, &da_e, zt__maybe(&gd), NULL, zt_slice(dys, r, n), zt_slice(sv->a, r, n),
-                                zt__expert_down(c, ctx->param, e));
+        zt_tensor da_e = zt_slice(da, r, n);
+        if (c->experts_packed) {
+            zt__packed_backward(ctx, da_e, zt_slice(dys, r, n), zt_slice(sv->a, r, n), ZT__PACKED_DOWN, e);
+        } else {
+            zt_tensor gd = zt__expert_down(c, ctx->grad, e);
+            zt_matmul_backward(s, &da_e, zt__maybe(&gd), NULL, zt_slice(dys, r, n), zt_slice(sv->a, r, n),
+                               zt__expert_down(c, ctx->param, e));
+        }
     }
     if (c->experts_packed) zt_swiglu_clamped_backward(s, dh, da, sv->h, c->swiglu_alpha, c->swiglu_limit);
     else zt_swiglu_backward(s, dh, da, sv->h);
     for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
         int64_t n = sv->counts[e];
         if (n == 0) continue;
-        zt_tensor dxs_e = zt_slice(dxs, r, n), gu = zt__expert_up(c, ctx->grad, e);
-        if (c->experts_packed) zt__packed_backward(ctx, dxs_e, zt_slice(dh, r, n), zt_slice(sv->xs, r, n), ZT__PACKED_GATE_UP, e);
-        else zt_matmul_backward(s, &dxs_e, zt__maybe(&gu), NULL, zt_slice(dh, r, n), zt_slice(sv->xs, r, n),
-                                zt__expert_up(c, ctx->param, e));
+        zt_tensor dxs_e = zt_slice(dxs, r, n);
+        if (c->experts_packed) {
+            zt__packed_backward(ctx, dxs_e, zt_slice(dh, r, n), zt_slice(sv->xs, r, n), ZT__PACKED_GATE_UP, e);
+        } else {
+            zt_tensor gu = zt__expert_up(c, ctx->grad, e);
+            zt_matmul_backward(s, &dxs_e, zt__maybe(&gu), NULL, zt_slice(dh, r, n), zt_slice(sv->xs, r, n),
+                               zt__expert_up(c, ctx->param, e));
+        }
     }
     zt_moe_gather_backward(s, dn, dxs, sv->where);
     zt_tensor dlogits = zt__temp0(ctx, A, zt_shape2(N, E)), gr = ctx->grad[zt__moe_slot(c)];
