@@ -1080,6 +1080,9 @@ static void zt__cu_gemm(zt__cuda *cu, int si, const zt__args_gemm *g) {
    sees at least itself, so its final m is finite and l >= 1.
    A starts value outside [0, t] is reported with zt__cu_fail(ZT__CU_E_ATT_START, b, t, value) (the
    host raises it at the next sync, as the CPU's zt_fatal) and clamped so the kernel stays in bounds.
+   Sinks (gpt-oss's, a logit per head): the forward's last step adds exp(sink) to each row's sum under the larger of
+   the two maxima, so out and lse include it; dq and dk/dv need nothing more (D_i = dout_i . out_i already is the sum
+   over the keys alone, the sink having no value); zt__cuatt_dsinks sums each head's -exp(sink - lse) D_i.
 
    Two paths, chosen on the host per call:
 
