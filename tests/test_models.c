@@ -174,7 +174,7 @@ static const model_tol tol_bf16_yarn_gpu = {5e-3, 1e-1, 6e-2, 5e-3, 3e-2};
    above 1e-1) in a gradient; zt, whose softmaxes are f32, passes tol_bf16_moe at 3 of 21 seeds (2007, 2018 and 2021,
    the fixture's: 4.6e-2, L2 4.0e-2, steps 1.4e-3, gradient norms 4.9e-3; torch there 3.1e-1) and is off by 1.5e-1
    to 5.2e-1 at most others, each a token routed elsewhere. f32 checks the maths to 3e-6 (gpt_oss_clamped too, its
-   SwiGLU's clamps cutting). */
+   SwiGLU's clamps cutting, and gpt_oss_balance, its routers' load-balancing loss). */
 
 /* On a GPU (ZT_TEST_BACKEND=cuda, build/gpu_models_cuda) the kernels sum in other orders (blocked and tree
    reductions), contract multiply-adds into FMAs and use the device's libm (expf, tanhf within 2 ulp); at these sizes
@@ -485,13 +485,14 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   "%s: experts %lld (%lld a token), shared %lld, sparse %llx", path, (long long)cfg.n_experts,
                   (long long)cfg.experts_per_token, (long long)cfg.shared_intermediate, (unsigned long long)cfg.sparse[0]);
     if (strncmp(type, "gpt_oss", 7) == 0) /* sinks, biases on q, k, v and o, the even layer windowed, GptOssConfig's yarn;
-                                             both layers 4 packed experts, 2 a token, their SwiGLU clamped at 7 (1.5) */
+                                             both layers 4 packed experts, 2 a token, their SwiGLU clamped at 7 (1.5);
+                                             gpt_oss_balance: the routers' balance loss at 0.1 */
         CHECK_MSG(cfg.attn_sinks && cfg.qkv_bias && cfg.out_bias && cfg.head_dim == 8 && cfg.sliding_window == 7 &&
                   cfg.windowed[0] == 1 && cfg.rope_scaling.yarn && !cfg.rope_scaling.truncate &&
                   cfg.rope_scaling.factor == 32.0f && cfg.rope_theta == 150000.0f && cfg.experts_packed &&
                   cfg.n_experts == 4 && cfg.experts_per_token == 2 && cfg.expert_intermediate == 24 && cfg.norm_topk &&
-                  cfg.swiglu_limit == (strcmp(type, "gpt_oss") == 0 ? 7.0f : 1.5f) && cfg.swiglu_alpha == 1.702f && cfg.sparse[0] == 3 && !cfg.router_f32 &&
-                  cfg.router_aux_coef == 0 && !cfg.tied_embeddings,
+                  cfg.swiglu_limit == (strcmp(type, "gpt_oss_clamped") == 0 ? 1.5f : 7.0f) && cfg.swiglu_alpha == 1.702f && cfg.sparse[0] == 3 && !cfg.router_f32 &&
+                  cfg.router_aux_coef == (strcmp(type, "gpt_oss_balance") == 0 ? 0.1f : 0.0f) && !cfg.tied_embeddings,
                   "%s: sinks %d, windowed %llx, rope yarn %d factor %g, experts %lld packed %d, limit %g", path,
                   cfg.attn_sinks, (unsigned long long)cfg.windowed[0], cfg.rope_scaling.yarn,
                   (double)cfg.rope_scaling.factor, (long long)cfg.n_experts, cfg.experts_packed, (double)cfg.swiglu_limit);
@@ -796,6 +797,7 @@ TEST(models_hunyuan_v1_moe_fp32) { model_test("hunyuan_v1_moe", ZT_PRECISION_FP3
 TEST(models_ministral_fp32) { model_test("ministral", ZT_PRECISION_FP32); }
 TEST(models_gpt_oss_fp32) { model_test("gpt_oss", ZT_PRECISION_FP32); }
 TEST(models_gpt_oss_clamped_fp32) { model_test("gpt_oss_clamped", ZT_PRECISION_FP32); }
+TEST(models_gpt_oss_balance_fp32) { model_test("gpt_oss_balance", ZT_PRECISION_FP32); }
 TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reference fixtures for tests/test_models.c: tiny GPT-2, LLaMA, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma, Gemma 2,
 Gemma 3 (text), OLMo 2, OLMo 3, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, EXAONE 4, Mixtral, Qwen3-MoE,
-Qwen2-MoE and OLMoE models (and Mixtral and Qwen3-MoE with the routers' load-balancing loss: the *_balance fixtures;
+Qwen2-MoE, OLMoE and gpt-oss models (and Mixtral, Qwen3-MoE and gpt-oss with the routers' load-balancing loss: the
+*_balance fixtures; gpt-oss with its SwiGLU's clamps cutting: gpt_oss_clamped;
 GPT-2, Gemma and Granite with NEFTune's noise: the *_neftune fixtures; Mixtral with router_jitter_noise:
 mixtral_jitter; Qwen2 with YaRN's rope: qwen2_yarn*; Phi-3 with longrope: phi3_longrope*; LLaMA with the dynamic NTK
 rope: llama_dynamic; Phi-3 with a partial rotation (Phi-4-mini's): phi3_partial; GPT-2, Phi-3 and Seed-OSS with
@@ -122,6 +123,8 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             "gpt_neox_sequential": ("gpt_neox", dict(use_parallel_residual=False)),
             # gpt-oss's SwiGLU clamped at 1.5, where the clamps cut both gate and up (at its 7 they seldom do here)
             "gpt_oss_clamped": ("gpt_oss", dict(swiglu_limit=1.5)),
+            # ... and with its routers' load-balancing loss (over a softmax of the biased logits), far above its 0.001
+            "gpt_oss_balance": ("gpt_oss", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
             "gpt_neox_dropout": ("gpt_neox", dict(hidden_dropout=0.2, attention_dropout=0.2)),
             "starcoder2_dropout": ("starcoder2", dict(embedding_dropout=0.2, residual_dropout=0.2,
                                                       attention_dropout=0.2))}
@@ -709,7 +712,8 @@ def main():
                                  "gpt_neox", "gpt_neox_sequential", "gpt_neox_dropout", "glm4_moe",
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
                                  "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
-                                 "hunyuan_v1_dense", "hunyuan_v1_moe", "ministral", "gpt_oss", "gpt_oss_clamped"]):
+                                 "hunyuan_v1_dense", "hunyuan_v1_moe", "ministral", "gpt_oss", "gpt_oss_clamped",
+                                 "gpt_oss_balance"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
