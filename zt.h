@@ -709,6 +709,10 @@ typedef struct zt_model_config {
     int mxfp4;                  /* its files' experts are MXFP4 (gpt-oss's quantization_config): zt_load_hf reads each
                                    expert tensor's _blocks and _scales into f32 as transformers dequantizes them, and
                                    zt_export_hf writes plain tensors and leaves quantization_config out */
+    int64_t fp8_block[2];       /* > 0: its files' weights are fine-grained FP8 (quantization_config's fp8: DeepSeek-V3's,
+                                   Qwen3's -FP8, MiniMax-M2's): an F8_E4M3 weight (R, C) times its weight_scale_inv,
+                                   one f32 for each block of weight_block_size (rows, columns), read into f32 as
+                                   transformers dequantizes them; exported plain, as mxfp4's */
     /* dropout in training, where transformers has it (0: none; each in [0, 1]) */
     float embd_dropout;         /* GPT-2's embd_pdrop: on the embeddings' sum (tokens and positions) */
     float resid_dropout;        /* resid_pdrop (GPT-2, Phi-3): on the attention's and the MLP's outputs before
@@ -1370,10 +1374,12 @@ ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
 /* Hugging Face models. zt_load_hf reads a model directory's weights: model.safetensors, or the shards
    model.safetensors.index.json names; transformers' names and layouts (GPT-2's Conv1D weights
    transposed, old GPT-2 names without "transformer.", its attention-mask buffers skipped, tied
-   embeddings absent); F32, F16 and BF16 converted. Every tensor is checked (inside the file, its size,
-   no overlap, the shape config.json gives) before any is copied. zt_export_hf writes config.json (the
-   model's, as read; its tokenizer files are copied too) and model.safetensors in transformers' names
-   and layout, unpadded, in dtype (f32, bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
+   embeddings absent); F32, F16 and BF16 converted, and quantized files dequantized as transformers does where
+   config.json says so (zt_model_config's fp8_block: F8_E4M3 weights and their scales; mxfp4: gpt-oss's experts). Every
+   tensor is checked (inside the file, its size, no overlap, the shape config.json gives) before any is copied.
+   zt_export_hf writes config.json (the model's, as read, less a quantization_config: the weights it writes are plain;
+   its tokenizer files are copied too) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
+   bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
 ZT_API int zt_hf_has_weights(const char *dir);
 ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir);
 ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype);
@@ -4631,6 +4637,32 @@ ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, siz
     return r;
 }
 
+/* quantization_config's fine-grained fp8 (FineGrainedFP8Config): e4m3 weights, a float scale a block of
+   weight_block_size (128 x 128 unless given) */
+static zt_result zt__config_fp8(zt_model_config *c, const zt__json *j, int qt) {
+    char fmt[16] = "e4m3", scale_fmt[16] = "float";
+    int64_t block[2] = {128, 128};
+    zt_result r;
+    int bt = zt__json_get(j, qt, "weight_block_size");
+    if ((r = zt__json_string(j, zt__json_get(j, qt, "fmt"), "quantization_config.fmt", fmt, sizeof fmt)) ||
+        (r = zt__json_string(j, zt__json_get(j, qt, "scale_fmt"), "quantization_config.scale_fmt", scale_fmt,
+                             sizeof scale_fmt)))
+        return r;
+    if (strcmp(fmt, "e4m3") || strcmp(scale_fmt, "float"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: quantization_config's fp8 has fmt \"%s\" and scale_fmt \"%s\"; zt reads "
+                       "e4m3 weights with float scales", j->file, fmt, scale_fmt);
+    if (bt >= 0 && (j->tok[bt].type != JSMN_ARRAY || j->tok[bt].size != 2))
+        return zt__json_type_error(j, bt, "quantization_config.weight_block_size", "a list of two sizes (rows, columns)");
+    for (int k = 0; bt >= 0 && k < 2; k++) {
+        if ((r = zt__json_int(j, bt + 1 + k, "quantization_config.weight_block_size", &block[k]))) return r;
+        if (block[k] < 1 || block[k] > 65536)
+            return zt_fail(ZT_ERROR_INVALID, "%s: quantization_config.weight_block_size[%d] must be 1 to 65536, found %lld",
+                           j->file, k, (long long)block[k]);
+    }
+    c->fp8_block[0] = block[0], c->fp8_block[1] = block[1];
+    return ZT_OK;
+}
+
 static zt_result zt__model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name,
                                         zt_arena *tokens) {
     zt_arena a = *tokens;
@@ -4674,10 +4706,14 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
         if (mt >= 0 && j.tok[mt].type == JSMN_STRING) zt__json_string(&j, mt, "quant_method", method, sizeof method);
         if (strcmp(c->model_type, "gpt_oss") == 0 && strcmp(method, "mxfp4") == 0)
             c->mxfp4 = 1; /* gpt-oss's released files: its experts dequantized on load (zt_load_hf) */
+        else if (strcmp(method, "fp8") == 0)
+            r = zt__config_fp8(c, &j, qt); /* dequantized on load (zt_load_hf) */
         else
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"quantization_config\" is set (%s): the checkpoint's weights are "
                            "quantized, and zt trains f32, bf16 or f16 weights; dequantize it to bf16 first (zt reads "
-                           "gpt-oss's mxfp4 experts alone)", name, method[0] ? method : "its quant_method not named");
+                           "gpt-oss's mxfp4 experts and fine-grained fp8 alone)", name,
+                           method[0] ? method : "its quant_method not named");
+        if (r != ZT_OK) return r;
     }
     r = gpt2 ? zt__config_gpt2(c, &j) : zt__config_llama(c, &j);
     if (r != ZT_OK) return r;
@@ -12087,6 +12123,7 @@ typedef struct zt__st_entry {
     zt_dtype dtype;
     int convertible;
     int u8;           /* dtype U8 (gpt-oss's MXFP4 blocks and scales) */
+    int f8;           /* dtype F8_E4M3 (fine-grained FP8 weights) */
     int64_t shape[ZT__ST_DIMS], numel;
     const uint8_t *data;
     int64_t begin, end; /* in the file's data section */
@@ -12171,7 +12208,7 @@ static zt_result zt__st_parse(zt__st *st, int f) {
         if ((r = zt__json_string(&j, td, "dtype", dtype, sizeof dtype)) != ZT_OK) return r;
         if (!(e->esize = zt__st_dtype(dtype, &e->dtype, &e->convertible)))
             return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" has the unknown dtype \"%s\"", path, name, dtype);
-        e->u8 = strcmp(dtype, "U8") == 0;
+        e->u8 = strcmp(dtype, "U8") == 0, e->f8 = strcmp(dtype, "F8_E4M3") == 0;
         if (j.tok[ts].type != JSMN_ARRAY || j.tok[ts].size > ZT__ST_DIMS)
             return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of at most %d sizes", path, name,
                            ZT__ST_DIMS);
@@ -12359,6 +12396,43 @@ static zt_result zt__mxfp4_load(zt_engine *e, int p, const zt__mxfp4 *mx) {
     return res;
 }
 
+/* Fine-grained FP8: weight (R, C) in F8_E4M3 beside name_scale_inv (ceil(R / rows), ceil(C / cols)) in F32 or BF16,
+   (rows, cols) the config's weight_block_size; element (i, j) is its e4m3 value times scale (i / rows, j / cols), the
+   product in f32, as transformers' Fp8Dequantize (and DeepSeek's weight_dequant where a block is partial) */
+static zt_result zt__fp8_find(zt__st *st, const zt__st_entry *t, const char *name, int moved, const zt_model_config *c,
+                              zt__st_entry **scale) {
+    char sn[300];
+    snprintf(sn, sizeof sn, "%s_scale_inv", name);
+    zt__st_entry *sc = zt__st_find(st, sn);
+    int64_t R = t->ndim == 2 ? t->shape[0] : 0, C = t->ndim == 2 ? t->shape[1] : 0;
+    int64_t SR = ZT__CDIV(R, c->fp8_block[0]), SC = ZT__CDIV(C, c->fp8_block[1]);
+    if (t->ndim != 2 || moved || !sc || !sc->convertible || sc->ndim != 2 || sc->shape[0] != SR || sc->shape[1] != SC)
+        return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" is F8_E4M3: zt reads it as a 2-D weight beside \"%s\", F32 or "
+                       "BF16 of shape [%lld, %lld] (blocks of %lld x %lld, quantization_config.weight_block_size)%s",
+                       st->path[t->file], name, sn, (long long)SR, (long long)SC, (long long)c->fp8_block[0],
+                       (long long)c->fp8_block[1], !sc ? ", which the files do not have" : "");
+    sc->used = 1;
+    *scale = sc;
+    return ZT_OK;
+}
+
+/* an e4m3 byte: sign, 4 exponent bits (bias 7), 3 mantissa bits; no infinities, S.1111.111 NaN */
+static float zt__e4m3(uint8_t b) {
+    int ex = (b >> 3) & 15, m = b & 7;
+    float v = ex == 15 && m == 7 ? NAN : ex == 0 ? ldexpf((float)m, -9) : ldexpf((float)(8 + m), ex - 10);
+    return b & 0x80 ? -v : v;
+}
+
+static void zt__fp8_dequant(const zt__st_entry *t, const zt__st_entry *sc, const zt_model_config *c, float *out) {
+    int64_t R = t->shape[0], C = t->shape[1], SC = sc->shape[1];
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++) {
+            uint8_t raw[4];
+            memcpy(raw, sc->data + ((i / c->fp8_block[0]) * SC + j / c->fp8_block[1]) * sc->esize, (size_t)sc->esize);
+            out[i * C + j] = zt__e4m3(t->data[i * C + j]) * (float)zt__load(raw, sc->dtype, 0);
+        }
+}
+
 ZT_API int zt_hf_has_weights(const char *dir) {
     char path[ZT__PATH];
     struct stat sb;
@@ -12373,7 +12447,8 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     int n_params = zt_param_count(e);
     zt__st_entry **found = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *found); /* load time */
     zt__mxfp4 *mx = (zt__mxfp4 *)calloc((size_t)(n_params ? n_params : 1), sizeof *mx);
-    if ((!found || !mx) && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
+    zt__st_entry **fp8 = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *fp8); /* their scales */
+    if ((!found || !mx || !fp8) && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
     /* every parameter found, with its shape and a dtype zt converts, before any is copied */
     for (int p = 0; p < n_params && r == ZT_OK; p++) {
         zt_shape s;
@@ -12390,8 +12465,9 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
             break;
         }
         int tr = zt__hf_transposed(e, name), same = t->ndim == s.ndim;
+        int f8 = t->f8 && e->has_cfg && e->cfg.fp8_block[0] > 0; /* fine-grained FP8, its scales beside it */
         for (int d = 0; d < s.ndim && same; d++) same = t->shape[d] == s.d[tr ? s.ndim - 1 - d : d];
-        if (!same || !t->convertible) {
+        if (!same || (!t->convertible && !f8)) {
             char want[96] = "", got[96] = "";
             for (int d = 0; d < s.ndim; d++)
                 snprintf(want + strlen(want), sizeof want - strlen(want), "%s%lld", d ? ", " : "", (long long)s.d[tr ? s.ndim - 1 - d : d]);
@@ -12401,6 +12477,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
                         "shape [%s]%s", stp->path[t->file], name, want, got, t->convertible ? "" : " of another dtype");
             break;
         }
+        if (f8 && (r = zt__fp8_find(stp, t, name, tr || zt__hf_neox_qkv(e, name), &e->cfg, &fp8[p])) != ZT_OK) break;
         t->used = 1;
         found[p] = t;
     }
@@ -12429,18 +12506,22 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         const char *name = zt_param_name(e, p, &s);
         int tr = zt__hf_transposed(e, name), qkv = zt__hf_neox_qkv(e, name);
         int64_t rows = tr || qkv ? t->shape[0] : 1, cols = rows ? t->numel / rows : 0;
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t k = 0; k < cols; k++) {
-                int64_t src = i * cols + k, dst = tr ? k * rows + i : qkv ? zt__neox_row(&e->cfg, i, 0) * cols + k : src;
-                uint8_t raw[4];
-                memcpy(raw, t->data + src * t->esize, (size_t)t->esize);
-                buf[dst] = (float)zt__load(raw, t->dtype, 0);
-            }
+        if (fp8[p]) /* 2-D, as it is */
+            zt__fp8_dequant(t, fp8[p], &e->cfg, buf);
+        else
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t k = 0; k < cols; k++) {
+                    int64_t src = i * cols + k, dst = tr ? k * rows + i : qkv ? zt__neox_row(&e->cfg, i, 0) * cols + k : src;
+                    uint8_t raw[4];
+                    memcpy(raw, t->data + src * t->esize, (size_t)t->esize);
+                    buf[dst] = (float)zt__load(raw, t->dtype, 0);
+                }
         r = zt_param_set(e, name, buf, t->numel);
         free(buf);
     }
     free(found);
     free(mx);
+    free(fp8);
     zt__st_close(stp);
     free(stp);
     return r;
@@ -12568,7 +12649,8 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size + 4096);
         char *text = NULL;
         size_t tl = 0;
-        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK && k == 0 && e->has_cfg && e->cfg.mxfp4)
+        if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK && k == 0 && e->has_cfg &&
+            (e->cfg.mxfp4 || e->cfg.fp8_block[0] > 0))
             r = zt__json_drop(text, &tl, "quantization_config", from); /* the tensors written are plain */
         if (r == ZT_OK) {
             int cf = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

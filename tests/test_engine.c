@@ -1257,6 +1257,29 @@ TEST(gpt_oss_configs_take_transformers_defaults) {
     config_error(qwen, "\"quantization_config\" is set (mxfp4): the checkpoint's weights are quantized"); /* gpt-oss's alone */
 }
 
+/* Fine-grained FP8 (DeepSeek-V3's, Qwen3's -FP8 files): read by any model, its blocks 128 x 128 unless given; e5m2 or
+   ue8m0 scales, and blocks that are no two sizes, refused by name */
+TEST(fp8_configs_take_their_blocks) {
+    char json[1024];
+    const char *q = "{\"model_type\": \"qwen3\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "
+                    "\"intermediate_size\": 128, \"max_position_embeddings\": 64, \"vocab_size\": 100, "
+                    "\"quantization_config\": {\"quant_method\": \"fp8\"%s}}";
+    snprintf(json, sizeof json, q, ", \"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"weight_block_size\": [128, 64]");
+    zt_model_config c = config_of(json);
+    CHECK(c.fp8_block[0] == 128 && c.fp8_block[1] == 64 && !c.mxfp4);
+    snprintf(json, sizeof json, q, "");
+    c = config_of(json);
+    CHECK(c.fp8_block[0] == 128 && c.fp8_block[1] == 128);
+    snprintf(json, sizeof json, q, ", \"fmt\": \"e5m2\"");
+    config_error(json, "quantization_config's fp8 has fmt \"e5m2\" and scale_fmt \"float\"; zt reads e4m3 weights");
+    snprintf(json, sizeof json, q, ", \"scale_fmt\": \"ue8m0\"");
+    config_error(json, "scale_fmt \"ue8m0\"");
+    snprintf(json, sizeof json, q, ", \"weight_block_size\": [128]");
+    config_error(json, "quantization_config.weight_block_size");
+    snprintf(json, sizeof json, q, ", \"weight_block_size\": [0, 128]");
+    config_error(json, "quantization_config.weight_block_size[0] must be 1 to 65536, found 0");
+}
+
 /* Ministral (ministral) and Mistral: their configs' window of 4096 where the key is absent (MistralConfig's and
    MinistralConfig's default; null: none); Ministral's every layer unless layer_types names them */
 TEST(ministral_windows_as_transformers) {
@@ -1278,13 +1301,13 @@ TEST(ministral_windows_as_transformers) {
     CHECK(c.sliding_window == 512 && c.windowed[0] == 5);
 }
 
-/* a quantized checkpoint's config (DeepSeek-V3's own files: FP8 blocks) is refused before any weight is read */
+/* a quantized checkpoint's config (GPTQ's, AWQ's, bitsandbytes': all but gpt-oss's MXFP4 and fine-grained FP8) is refused
+   before any weight is read */
 TEST(quantized_checkpoints_are_refused_by_their_config) {
     config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, "
                  "\"intermediate_size\": 128, \"max_position_embeddings\": 64, \"vocab_size\": 100, "
-                 "\"quantization_config\": {\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": "
-                 "\"fp8\", \"weight_block_size\": [128, 128]}}",
-                 "\"quantization_config\" is set (fp8): the checkpoint's weights are quantized, and zt trains f32, bf16 or "
+                 "\"quantization_config\": {\"bits\": 4, \"group_size\": 128, \"quant_method\": \"gptq\"}}",
+                 "\"quantization_config\" is set (gptq): the checkpoint's weights are quantized, and zt trains f32, bf16 or "
                  "f16 weights; dequantize it to bf16 first");
     config_error("{\"model_type\": \"qwen2\", \"quantization_config\": 4}", "\"quantization_config\" is set (its "
                  "quant_method not named)");

@@ -87,6 +87,7 @@ TEST(hf_models_load_with_transformers_loss) {
         {"ministral", 2e-6}, /* Mistral's layer, windows by layer_types */
         {"gpt_oss", 2e-6}, /* sinks, packed experts with biases and a clamped SwiGLU, the router's bias */
         {"gpt_oss_mxfp4", 2e-6}, /* its experts in MXFP4, as the released files: transformers' dequantized loss */
+        {"deepseek_v3_fp8", 2e-6}, /* its projections in fine-grained FP8, as DeepSeek-V3's files: the same */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };
@@ -173,56 +174,63 @@ static void patch(char *file, const char *from, const char *to) {
     if (p) memcpy(p, to, strlen(to));
 }
 
-/* gpt-oss's MXFP4 experts: loaded, then exported plain (f32 tensors of the experts' names, config.json without
-   quantization_config, every other key as it was); the export loads back with the same loss. Blocks of the wrong shape
-   or dtype are refused by name. */
-TEST(hf_gpt_oss_mxfp4_loads_and_exports_plain) {
-    const char *dir = "tests/ref/hf/gpt_oss_mxfp4";
+/* A quantized directory (gpt-oss's MXFP4 experts, DeepSeek-V3's fine-grained FP8): loaded, then exported plain (f32
+   tensors of the parameters' names, `plain` one of them, config.json without quantization_config, every other key as
+   it was); the export loads back with the same loss. */
+static void quantized_exports_plain(const char *dir, const char *plain, const char *quantized) {
     char out[256], path[300];
-    snprintf(out, sizeof out, "/tmp/zt_hf_mxfp4_%d", (int)getpid());
+    snprintf(out, sizeof out, "/tmp/zt_hf_quantized_%d", (int)getpid());
     zt_engine *e = engine_for(dir, ZT_PRECISION_FP32);
     CHECK_MSG(e && zt_load_hf(e, dir) == ZT_OK, "%s", zt_last_error());
     double want = rows_loss(e, dir);
     CHECK_MSG(zt_export_hf(e, out, ZT_F32) == ZT_OK, "%s", zt_last_error());
     zt_shutdown(e);
     snprintf(path, sizeof path, "%s/config.json", out);
-    char *config = test_slurp(path, NULL), *src = test_slurp("tests/ref/hf/gpt_oss_mxfp4/config.json", NULL);
+    char src_path[300];
+    snprintf(src_path, sizeof src_path, "%s/config.json", dir);
+    char *config = test_slurp(path, NULL), *src = test_slurp(src_path, NULL);
     CHECK(config && src && !strstr(config, "quantization_config") && strstr(src, "quantization_config"));
-    CHECK(config && strstr(config, "\"swiglu_limit\"") && strstr(config, "\"vocab_size\": 61"));
+    CHECK(config && strstr(config, "\"vocab_size\": 61") && strstr(config, "\"model_type\""));
     free(config), free(src);
     snprintf(path, sizeof path, "%s/model.safetensors", out);
     size_t len = 0;
     char *st = test_slurp(path, &len);
-    CHECK(st && strstr(st + 8, "\"model.layers.0.mlp.experts.gate_up_proj\":{\"dtype\":\"F32\",\"shape\":[4,32,64]") &&
-          !strstr(st + 8, "_blocks"));
+    CHECK_MSG(st && strstr(st + 8, plain) && !strstr(st + 8, quantized), "%s: the export's header lacks %s or has %s", dir,
+              plain, quantized);
     free(st);
     e = engine_for(out, ZT_PRECISION_FP32);
     CHECK_MSG(e && zt_load_hf(e, out) == ZT_OK, "%s", zt_last_error());
     double got = rows_loss(e, dir); /* the source's rows */
     zt_shutdown(e);
-    CHECK_MSG(fabs(got - want) <= 1e-7 * want && fabs(got - expected_loss(dir)) <= 2e-6 * got, "export %.7f, loaded %.7f",
-              got, want);
+    CHECK_MSG(fabs(got - want) <= 1e-7 * want && fabs(got - expected_loss(dir)) <= 2e-6 * got, "%s: export %.7f, loaded "
+              "%.7f", dir, got, want);
     unlink(path);
-    /* damaged: a scales tensor of another dtype, then blocks of another shape (the same bytes), each named */
-    len = 0;
-    char *good = test_slurp("tests/ref/hf/gpt_oss_mxfp4/model.safetensors", &len), *bad = (char *)malloc(len);
-    config = test_slurp("tests/ref/hf/gpt_oss_mxfp4/config.json", NULL);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    unlink(path);
+    rmdir(out);
+}
+
+/* a copy of quantized directory `dir` whose safetensors header has each from[k] replaced by to[k] (the same length,
+   the same bytes after it): loading it must fail saying said[k] */
+static void quantized_damaged(const char *dir, int n, const char *const *from, const char *const *to,
+                              const char *const *said) {
+    char out[256], path[300];
+    snprintf(out, sizeof out, "/tmp/zt_hf_quantized_damaged_%d", (int)getpid());
+    mkdir(out, 0755);
+    size_t len = 0;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    char *good = test_slurp(path, &len), *bad = (char *)malloc(len ? len : 1);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    char *config = test_slurp(path, NULL);
     snprintf(path, sizeof path, "%s/config.json", out);
     CHECK(good && bad && config && spew(path, config, strlen(config)));
-    const char *from[2] = {"\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"U8\"",
-                           "\"model.layers.1.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[4,64,1,16]"};
-    const char *to[2] = {"\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"I8\"",
-                         "\"model.layers.1.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[4,16,1,64]"};
-    const char *said[2] = {"\"model.layers.0.mlp.experts.down_proj_blocks\" and \"model.layers.0.mlp.experts.down_proj_scales\" "
-                           "should be U8 of shapes [4, 32, 1, 16] and [4, 32, 1] (MXFP4 of a tensor [4, 32, 32], config.json)",
-                           "\"model.layers.1.mlp.experts.gate_up_proj_blocks\" and"};
-    for (int k = 0; k < 2 && good && bad; k++) {
+    for (int k = 0; k < n && good && bad; k++) {
         memcpy(bad, good, len);
         CHECK(strstr(bad + 8, from[k]) != NULL);
         patch(bad, from[k], to[k]);
         snprintf(path, sizeof path, "%s/model.safetensors", out);
         CHECK(spew(path, bad, len));
-        e = engine_for(out, ZT_PRECISION_FP32);
+        zt_engine *e = engine_for(out, ZT_PRECISION_FP32);
         CHECK(e != NULL && zt_load_hf(e, out) != ZT_OK);
         CHECK_STR_CONTAINS(zt_last_error(), said[k]);
         zt_shutdown(e);
@@ -232,6 +240,41 @@ TEST(hf_gpt_oss_mxfp4_loads_and_exports_plain) {
     snprintf(path, sizeof path, "%s/config.json", out);
     unlink(path);
     rmdir(out);
+}
+
+/* gpt-oss's MXFP4 experts; blocks of the wrong shape or scales of another dtype are refused by name */
+TEST(hf_gpt_oss_mxfp4_loads_and_exports_plain) {
+    quantized_exports_plain("tests/ref/hf/gpt_oss_mxfp4",
+                            "\"model.layers.0.mlp.experts.gate_up_proj\":{\"dtype\":\"F32\",\"shape\":[4,32,64]", "_blocks");
+    static const char *const from[2] = {
+        "\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"U8\"",
+        "\"model.layers.1.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[4,64,1,16]"};
+    static const char *const to[2] = {
+        "\"model.layers.0.mlp.experts.down_proj_scales\":{\"dtype\":\"I8\"",
+        "\"model.layers.1.mlp.experts.gate_up_proj_blocks\":{\"dtype\":\"U8\",\"shape\":[4,16,1,64]"};
+    static const char *const said[2] = {
+        "\"model.layers.0.mlp.experts.down_proj_blocks\" and \"model.layers.0.mlp.experts.down_proj_scales\" should be U8 "
+        "of shapes [4, 32, 1, 16] and [4, 32, 1] (MXFP4 of a tensor [4, 32, 32], config.json)",
+        "\"model.layers.1.mlp.experts.gate_up_proj_blocks\" and"};
+    quantized_damaged("tests/ref/hf/gpt_oss_mxfp4", 2, from, to, said);
+}
+
+/* DeepSeek-V3's fine-grained FP8: its scales of another shape, or missing (renamed), are refused by name */
+TEST(hf_deepseek_v3_fp8_loads_and_exports_plain) {
+    quantized_exports_plain("tests/ref/hf/deepseek_v3_fp8",
+                            "\"model.layers.0.self_attn.q_a_proj.weight\":{\"dtype\":\"F32\",\"shape\":[12,32]",
+                            "_scale_inv");
+    static const char *const from[2] = {"\"model.layers.0.self_attn.q_a_proj.weight_scale_inv\":{\"dtype\":\"F32\",\"shape\":[3,8]",
+                                        "\"model.layers.0.self_attn.o_proj.weight_scale_inv\""};
+    static const char *const to[2] = {"\"model.layers.0.self_attn.q_a_proj.weight_scale_inv\":{\"dtype\":\"F32\",\"shape\":[8,3]",
+                                      "\"model.layers.0.self_attn.o_proj.weight_scale_inx\""};
+    static const char *const said[2] = {
+        "tensor \"model.layers.0.self_attn.q_a_proj.weight\" is F8_E4M3: zt reads it as a 2-D weight beside "
+        "\"model.layers.0.self_attn.q_a_proj.weight_scale_inv\", F32 or BF16 of shape [3, 8] (blocks of 4 x 4, "
+        "quantization_config.weight_block_size)",
+        "\"model.layers.0.self_attn.o_proj.weight_scale_inv\", F32 or BF16 of shape [8, 6] (blocks of 4 x 4, "
+        "quantization_config.weight_block_size), which the files do not have"};
+    quantized_damaged("tests/ref/hf/deepseek_v3_fp8", 2, from, to, said);
 }
 
 /* a copy of the GPT-2 fixture with model.safetensors replaced by `bytes`; loading it must fail with `want` */

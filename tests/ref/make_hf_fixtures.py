@@ -29,6 +29,9 @@ parameters), plus
     gpt_oss_mxfp4  the gpt-oss case (its experts 32 wide, as MXFP4 needs) with its experts in MXFP4, as gpt-oss's
                    released files hold them (name_blocks and name_scales, quantization_config's mxfp4); its loss is
                    transformers' with Mxfp4Config(dequantize=True)
+    deepseek_v3_fp8 the DeepSeek-V3 case with its projections in fine-grained FP8, as DeepSeek-V3's and R1's released
+                   files hold them (F8_E4M3 weights beside weight_scale_inv, quantization_config's fp8; blocks of 4 x 4
+                   here, which divide every projection, 128 x 128 there); its loss is transformers' dequantized one
 """
 import json
 import os
@@ -155,6 +158,45 @@ def save_gpt_oss_mxfp4():
         f.write("\n")
 
 
+def fp8(w, block):
+    """w (R, C) -> (e4m3 weight, f32 scale_inv (R / rows, C / cols)): each block scaled so its largest is e4m3's 448"""
+    R, C = w.shape
+    b = w.float().reshape(R // block[0], block[0], C // block[1], block[1])
+    scale = b.abs().amax(dim=(1, 3)).clamp(min=1e-12) / 448.0
+    q = (b / scale[:, None, :, None]).reshape(R, C).to(torch.float8_e4m3fn)
+    return q, scale.float()
+
+
+def save_deepseek_v3_fp8():
+    block = [4, 4]
+    model = model_for("deepseek_v3")
+    ids = rows("deepseek_v3")
+    out = save("deepseek_v3_fp8", model, ids)
+    path = os.path.join(out, "model.safetensors")
+    tensors = {}
+    for name, t in load_file(path).items():
+        if name.endswith("_proj.weight") or name.endswith("_proj_with_mqa.weight"):  # the projections, experts' too
+            tensors[name], tensors[name + "_scale_inv"] = fp8(t, block)
+        else:  # embeddings, norms, the router and its correction, the output layer
+            tensors[name] = t
+    save_file(tensors, path, metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                     "weight_block_size": block}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    deq = transformers.AutoModelForCausalLM.from_pretrained(
+        out, attn_implementation="eager", dtype=torch.float32,
+        quantization_config=transformers.FineGrainedFP8Config(dequantize=True, weight_block_size=tuple(block)))
+    with torch.no_grad():
+        loss = deq.eval()(ids, labels=ids).loss.item()
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"loss": loss}, f)
+        f.write("\n")
+
+
 def save_neox_buffers():
     """GPT-NeoX with the attention's buffers of Pythia's files, and its output layer named lm_head.weight"""
     out = save("gpt_neox_buffers", model_for("gpt_neox"), rows("gpt_neox"))
@@ -197,6 +239,7 @@ def main():
     save_file(old, path, metadata={"format": "pt"})
     save_neox_buffers()
     save_gpt_oss_mxfp4()
+    save_deepseek_v3_fp8()
     # a Qwen2 whose vocabulary is the Qwen2-style tokenizer's of tests/ref/tokenizers (the end-to-end check:
     # tokenize an instruction set with the model's own tokenizer.json, fine-tune, export)
     tok = os.path.join(os.path.dirname(HERE), "tokenizers", "qwen2", "tokenizer.json")
@@ -234,6 +277,8 @@ if __name__ == "__main__":
                 save_neox_buffers()
             elif model_type == "gpt_oss_mxfp4":
                 save_gpt_oss_mxfp4()
+            elif model_type == "deepseek_v3_fp8":
+                save_deepseek_v3_fp8()
             else:
                 save(model_type, model_for(model_type), rows(model_type))
     else:
