@@ -4672,6 +4672,9 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
     if (r != ZT_OK) return r;
     r = zt__json_string(&j, zt__json_get(&j, 0, "model_type"), "model_type", c->model_type, sizeof c->model_type);
     if (r != ZT_OK) return r;
+    if (strcmp(c->model_type, "kimi_k2") == 0) /* Kimi K2: DeepSeek-V3's model (its files' DeepseekV3ForCausalLM, their
+                                                  config DeepseekV3Config's keys); an export keeps its model_type */
+        snprintf(c->model_type, sizeof c->model_type, "deepseek_v3");
     int gpt2 = strcmp(c->model_type, "gpt2") == 0;
     int gemma = strcmp(c->model_type, "gemma") == 0 || strcmp(c->model_type, "gemma2") == 0 ||
                 strcmp(c->model_type, "gemma3_text") == 0;
@@ -4695,7 +4698,7 @@ static zt_result zt__model_config_parse(zt_model_config *c, const char *text, si
                        "qwen2, qwen2_moe, qwen3, qwen3_moe, phi, phi3, smollm3, gemma, gemma2, gemma3_text, olmo2, olmo3, "
                        "olmoe, granite, glm, glm4, glm4_moe, glm4_moe_lite, seed_oss, internlm3, ernie4_5, ernie4_5_moe, exaone4, cohere, "
                        "cohere2, stablelm, starcoder2, gpt_neox, minimax_m2, deepseek_v2, deepseek_v3, dots1, "
-                       "hunyuan_v1_dense, hunyuan_v1_moe, ministral and gpt_oss", name, c->model_type[0] ? c->model_type : "(missing)");
+                       "hunyuan_v1_dense, hunyuan_v1_moe, ministral, gpt_oss and kimi_k2", name, c->model_type[0] ? c->model_type : "(missing)");
     c->tied_embeddings = gpt2 || gemma || strcmp(c->model_type, "smollm3") == 0 || /* the transformers defaults */
                          strncmp(c->model_type, "ernie4_5", 8) == 0 || strncmp(c->model_type, "cohere", 6) == 0 ||
                          strcmp(c->model_type, "starcoder2") == 0;

@@ -1257,6 +1257,30 @@ TEST(gpt_oss_configs_take_transformers_defaults) {
     config_error(qwen, "\"quantization_config\" is set (mxfp4): the checkpoint's weights are quantized"); /* gpt-oss's alone */
 }
 
+/* Kimi K2 (kimi_k2): its config.json as the hub has it (DeepSeek-V3's keys and model, its FP8 blocks) read as
+   DeepSeek-V3's, and its parameters as transformers' DeepseekV3Config counts them on the meta device */
+TEST(kimi_k2_configs_are_deepseek_v3s) {
+    const char *k2 = "{\"architectures\": [\"DeepseekV3ForCausalLM\"], \"attention_bias\": false, \"aux_loss_alpha\": 0.001, "
+                     "\"first_k_dense_replace\": 1, \"hidden_act\": \"silu\", \"hidden_size\": 7168, \"intermediate_size\": 18432, "
+                     "\"kv_lora_rank\": 512, \"max_position_embeddings\": 131072, \"model_type\": \"kimi_k2\", "
+                     "\"moe_intermediate_size\": 2048, \"moe_layer_freq\": 1, \"n_group\": 1, \"n_routed_experts\": 384, "
+                     "\"n_shared_experts\": 1, \"norm_topk_prob\": true, \"num_attention_heads\": 64, \"num_experts_per_tok\": 8, "
+                     "\"num_hidden_layers\": 61, \"num_key_value_heads\": 64, \"num_nextn_predict_layers\": 0, "
+                     "\"q_lora_rank\": 1536, \"qk_nope_head_dim\": 128, \"qk_rope_head_dim\": 64, \"quantization_config\": "
+                     "{\"activation_scheme\": \"dynamic\", \"fmt\": \"e4m3\", \"quant_method\": \"fp8\", \"weight_block_size\": "
+                     "[128, 128]}, \"rms_norm_eps\": 1e-06, \"rope_scaling\": {\"beta_fast\": 1.0, \"beta_slow\": 1.0, "
+                     "\"factor\": 32.0, \"mscale\": 1.0, \"mscale_all_dim\": 1.0, \"original_max_position_embeddings\": 4096, "
+                     "\"type\": \"yarn\"}, \"rope_theta\": 50000.0, \"routed_scaling_factor\": 2.827, \"scoring_func\": "
+                     "\"sigmoid\", \"seq_aux\": true, \"tie_word_embeddings\": false, \"topk_group\": 1, \"topk_method\": "
+                     "\"noaux_tc\", \"v_head_dim\": 128, \"vocab_size\": 163840}";
+    zt_model_config c = config_of(k2);
+    CHECK(strcmp(c.model_type, "deepseek_v3") == 0 && c.kv_lora_rank == 512 && c.q_lora_rank == 1536 && c.head_dim == 192);
+    CHECK(c.moe_sigmoid && c.moe_correction && c.n_experts == 384 && c.experts_per_token == 8 && c.moe_groups == 1);
+    CHECK(fabsf(c.moe_scale - 2.827f) < 1e-6f && c.norm_topk && c.shared_intermediate == 2048 && (c.sparse[0] & 1) == 0);
+    CHECK(c.fp8_block[0] == 128 && c.fp8_block[1] == 128 && c.rope_scaling.yarn && c.rope_theta == 50000.0f);
+    CHECK_EQ_INT(zt_model_config_params(&c), 1026408209408);
+}
+
 /* Fine-grained FP8 (DeepSeek-V3's, Qwen3's -FP8 files): read by any model, its blocks 128 x 128 unless given; e5m2 or
    ue8m0 scales, and blocks that are no two sizes, refused by name */
 TEST(fp8_configs_take_their_blocks) {

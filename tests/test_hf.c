@@ -277,6 +277,48 @@ TEST(hf_deepseek_v3_fp8_loads_and_exports_plain) {
     quantized_damaged("tests/ref/hf/deepseek_v3_fp8", 2, from, to, said);
 }
 
+/* Kimi K2's files: DeepSeek-V3's model under model_type kimi_k2 (the DeepSeek-V3 directory with that name) give
+   transformers' DeepSeek-V3 loss, and an export keeps the name */
+TEST(hf_kimi_k2_is_deepseek_v3) {
+    char out[128], path[300], model[300];
+    snprintf(out, sizeof out, "/tmp/zt_hf_kimi_%d", (int)getpid());
+    mkdir(out, 0755);
+    char *config = test_slurp("tests/ref/hf/deepseek_v3/config.json", NULL);
+    char *at = config ? strstr(config, "\"model_type\": \"deepseek_v3\"") : NULL;
+    CHECK(at != NULL);
+    if (!at) return;
+    static const char kimi[] = "\"model_type\": \"kimi_k2\",    "; /* spaces where deepseek_v3 was longer */
+    memcpy(at, kimi, strlen(kimi)); /* over "model_type": "deepseek_v3", (its comma included) */
+    snprintf(path, sizeof path, "%s/config.json", out);
+    CHECK(spew(path, config, strlen(config)));
+    free(config);
+    snprintf(model, sizeof model, "%s/model.safetensors", out);
+    size_t len = 0;
+    char *weights = test_slurp("tests/ref/hf/deepseek_v3/model.safetensors", &len);
+    CHECK(weights && spew(model, weights, len));
+    free(weights);
+    zt_engine *e = engine_for(out, ZT_PRECISION_FP32);
+    CHECK_MSG(e && zt_load_hf(e, out) == ZT_OK, "%s", zt_last_error());
+    double got = rows_loss(e, "tests/ref/hf/deepseek_v3"), want = expected_loss("tests/ref/hf/deepseek_v3");
+    CHECK_MSG(fabs(got - want) <= 2e-6 * want, "kimi_k2: loss %.7f, transformers' DeepSeek-V3 %.7f", got, want);
+    char exported[160];
+    snprintf(exported, sizeof exported, "%s/export", out);
+    CHECK(e && zt_export_hf(e, exported, ZT_BF16) == ZT_OK);
+    zt_shutdown(e);
+    snprintf(path, sizeof path, "%s/config.json", exported);
+    config = test_slurp(path, NULL);
+    CHECK(config && strstr(config, "\"model_type\": \"kimi_k2\""));
+    free(config);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/model.safetensors", exported);
+    unlink(path);
+    rmdir(exported);
+    unlink(model);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    unlink(path);
+    rmdir(out);
+}
+
 /* a copy of the GPT-2 fixture with model.safetensors replaced by `bytes`; loading it must fail with `want` */
 static void damaged(const char *bytes, size_t len, const char *want) {
     char dir[256], path[300];
