@@ -933,14 +933,14 @@ offload_checks() {
 hf_checks() {
     local text=$1 dir=$B/check/hf m got want ok=1
     rm -rf $dir && mkdir -p $dir
-    for m in gpt2 gpt2_old llama llama31_rope mistral mistral_shards qwen2 qwen3 phi3 gemma gemma2 gemma3_text mixtral qwen3_moe qwen2_moe smollm3 olmo2 olmo3 olmoe granite glm glm4 seed_oss internlm3 ernie4_5 exaone4 cohere cohere2 cohere_qk_norm stablelm stablelm_qk_norm starcoder2 phi gpt_neox gpt_neox_buffers glm4_moe glm4_moe_lite minimax_m2 ernie4_5_moe deepseek_v3 deepseek_v2 dots1 hunyuan_v1_dense hunyuan_v1_moe ministral gpt_oss gpt_oss_mxfp4 deepseek_v3_fp8; do
+    for m in gpt2 gpt2_old llama llama31_rope mistral mistral_shards qwen2 qwen3 phi3 gemma gemma2 gemma3_text mixtral qwen3_moe qwen2_moe smollm3 olmo2 olmo3 olmoe granite glm glm4 seed_oss internlm3 ernie4_5 exaone4 cohere cohere2 cohere_qk_norm stablelm stablelm_qk_norm starcoder2 phi gpt_neox gpt_neox_buffers glm4_moe glm4_moe_lite minimax_m2 ernie4_5_moe deepseek_v3 deepseek_v2 dots1 hunyuan_v1_dense hunyuan_v1_moe ministral gpt_oss gpt_oss_mxfp4 deepseek_v3_fp8 qwen3_fp8; do
         got=$($B/zt_train --model tests/ref/hf/$m --data tests/ref/hf/$m/tokens.bin --eval --seq_len 16 \
               --per_device_train_batch_size 4 2>/dev/null | awk '$1 == "loss" { print $2 }')
         want=$(sed 's/.*"loss": *\([0-9.e+-]*\).*/\1/' tests/ref/hf/$m/expected.json)
         awk -v g="${got:-0}" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d <= 2e-6 * w) }' || { ok=0; echo "    $m: $got, transformers $want"; }
     done
     if [[ $ok == 1 ]]; then
-        pass "zt_train --eval on directories transformers wrote (GPT-2 new and old, LLaMA, LLaMA-3.1 rope scaling, Mistral whole and sharded, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2, Gemma 3, Mixtral, Qwen3-MoE, Qwen2-MoE, SmolLM3, OLMo 2, OLMo 3, OLMoE, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, EXAONE 4, Cohere with and without its q and k norms, Cohere 2, StableLM with and without its q and k norms, Starcoder2, Phi, GPT-NeoX with and without old buffers, GLM-4.5, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash, dots.llm1, Hunyuan dense and MoE, Ministral, gpt-oss with its experts plain and in MXFP4, DeepSeek-V3 in fine-grained FP8) prints transformers' loss"
+        pass "zt_train --eval on directories transformers wrote (GPT-2 new and old, LLaMA, LLaMA-3.1 rope scaling, Mistral whole and sharded, Qwen2, Qwen3, Phi-3, Gemma, Gemma 2, Gemma 3, Mixtral, Qwen3-MoE, Qwen2-MoE, SmolLM3, OLMo 2, OLMo 3, OLMoE, Granite, GLM, GLM-4, Seed-OSS, InternLM3, ERNIE 4.5, EXAONE 4, Cohere with and without its q and k norms, Cohere 2, StableLM with and without its q and k norms, Starcoder2, Phi, GPT-NeoX with and without old buffers, GLM-4.5, MiniMax-M2, ERNIE 4.5 MoE, DeepSeek-V3, DeepSeek-V2, GLM-4.7-Flash, dots.llm1, Hunyuan dense and MoE, Ministral, gpt-oss with its experts plain and in MXFP4, DeepSeek-V3 and Qwen3 in fine-grained FP8) prints transformers' loss"
     else
         fail "zt_train --eval on transformers' directories disagrees with transformers"
     fi

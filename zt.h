@@ -4637,8 +4637,9 @@ ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, siz
     return r;
 }
 
-/* quantization_config's fine-grained fp8 (FineGrainedFP8Config): e4m3 weights, a float scale a block of
-   weight_block_size (128 x 128 unless given) */
+/* quantization_config's fine-grained fp8 (FineGrainedFP8Config): e4m3 weights (fmt "e4m3", or torch's name for it,
+   "float8_e4m3fn"), a float scale a block of weight_block_size (128 x 128 unless given; a partial block at the end of a
+   row or column, as DeepSeek-V3's kv_a_proj_with_mqa of 576 rows has, takes its scale as DeepSeek's weight_dequant) */
 static zt_result zt__config_fp8(zt_model_config *c, const zt__json *j, int qt) {
     char fmt[16] = "e4m3", scale_fmt[16] = "float";
     int64_t block[2] = {128, 128};
@@ -4648,7 +4649,7 @@ static zt_result zt__config_fp8(zt_model_config *c, const zt__json *j, int qt) {
         (r = zt__json_string(j, zt__json_get(j, qt, "scale_fmt"), "quantization_config.scale_fmt", scale_fmt,
                              sizeof scale_fmt)))
         return r;
-    if (strcmp(fmt, "e4m3") || strcmp(scale_fmt, "float"))
+    if ((strcmp(fmt, "e4m3") && strcmp(fmt, "float8_e4m3fn")) || strcmp(scale_fmt, "float"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: quantization_config's fp8 has fmt \"%s\" and scale_fmt \"%s\"; zt reads "
                        "e4m3 weights with float scales", j->file, fmt, scale_fmt);
     if (bt >= 0 && (j->tok[bt].type != JSMN_ARRAY || j->tok[bt].size != 2))

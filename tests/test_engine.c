@@ -1294,6 +1294,8 @@ TEST(fp8_configs_take_their_blocks) {
     snprintf(json, sizeof json, q, "");
     c = config_of(json);
     CHECK(c.fp8_block[0] == 128 && c.fp8_block[1] == 128);
+    snprintf(json, sizeof json, q, ", \"fmt\": \"float8_e4m3fn\"");
+    CHECK(config_of(json).fp8_block[0] == 128); /* torch's name for e4m3 */
     snprintf(json, sizeof json, q, ", \"fmt\": \"e5m2\"");
     config_error(json, "quantization_config's fp8 has fmt \"e5m2\" and scale_fmt \"float\"; zt reads e4m3 weights");
     snprintf(json, sizeof json, q, ", \"scale_fmt\": \"ue8m0\"");

@@ -88,6 +88,7 @@ TEST(hf_models_load_with_transformers_loss) {
         {"gpt_oss", 2e-6}, /* sinks, packed experts with biases and a clamped SwiGLU, the router's bias */
         {"gpt_oss_mxfp4", 2e-6}, /* its experts in MXFP4, as the released files: transformers' dequantized loss */
         {"deepseek_v3_fp8", 2e-6}, /* its projections in fine-grained FP8, as DeepSeek-V3's files: the same */
+        {"qwen3_fp8", 2e-6}, /* FP8 in blocks partial at the rows' and columns' ends: DeepSeek's weight_dequant's */
         {"llama31_rope", 2e-6}, /* LLaMA-3.1's rope scaling */
         {"llama_bf16", 5e-4}, /* transformers computed in bf16, zt in fp32 from the same bf16 weights */
     };

@@ -32,6 +32,10 @@ parameters), plus
     deepseek_v3_fp8 the DeepSeek-V3 case with its projections in fine-grained FP8, as DeepSeek-V3's and R1's released
                    files hold them (F8_E4M3 weights beside weight_scale_inv, quantization_config's fp8; blocks of 4 x 4
                    here, which divide every projection, 128 x 128 there); its loss is transformers' dequantized one
+    qwen3_fp8      the Qwen3 case in fine-grained FP8 (as Qwen3's -FP8 files) in blocks of 24 x 24, partial at the end
+                   of every row and column of 32 or 64: transformers derives its blocks from the grid and cannot read
+                   these, so the loss is transformers' on the weights dequantized as DeepSeek's weight_dequant does
+                   (a partial block takes its block's scale), here in torch
 """
 import json
 import os
@@ -159,12 +163,22 @@ def save_gpt_oss_mxfp4():
 
 
 def fp8(w, block):
-    """w (R, C) -> (e4m3 weight, f32 scale_inv (R / rows, C / cols)): each block scaled so its largest is e4m3's 448"""
+    """w (R, C) -> (e4m3 weight, f32 scale_inv (ceil(R / rows), ceil(C / cols))): each block, a partial one at the end of
+    a row or column too, scaled so that its largest is e4m3's 448"""
     R, C = w.shape
-    b = w.float().reshape(R // block[0], block[0], C // block[1], block[1])
+    SR, SC = -(-R // block[0]), -(-C // block[1])
+    pad = torch.zeros(SR * block[0], SC * block[1])
+    pad[:R, :C] = w.float()
+    b = pad.reshape(SR, block[0], SC, block[1])
     scale = b.abs().amax(dim=(1, 3)).clamp(min=1e-12) / 448.0
-    q = (b / scale[:, None, :, None]).reshape(R, C).to(torch.float8_e4m3fn)
+    q = (b / scale[:, None, :, None]).reshape(SR * block[0], SC * block[1])[:R, :C].contiguous().to(torch.float8_e4m3fn)
     return q, scale.float()
+
+
+def fp8_dequant(q, scale, block):
+    """DeepSeek's weight_dequant: element (i, j) = q (i, j) * scale (i / rows, j / cols), in f32"""
+    s = scale.repeat_interleave(block[0], 0).repeat_interleave(block[1], 1)[:q.shape[0], :q.shape[1]]
+    return q.float() * s
 
 
 def save_deepseek_v3_fp8():
@@ -192,6 +206,36 @@ def save_deepseek_v3_fp8():
         quantization_config=transformers.FineGrainedFP8Config(dequantize=True, weight_block_size=tuple(block)))
     with torch.no_grad():
         loss = deq.eval()(ids, labels=ids).loss.item()
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"loss": loss}, f)
+        f.write("\n")
+
+
+def save_qwen3_fp8():
+    block = [24, 24]
+    model = model_for("qwen3")
+    ids = rows("qwen3")
+    out = save("qwen3_fp8", model, ids)
+    path = os.path.join(out, "model.safetensors")
+    tensors, plain = {}, {}
+    for name, t in load_file(path).items():
+        if name.endswith("_proj.weight"):
+            tensors[name], tensors[name + "_scale_inv"] = fp8(t, block)
+            plain[name] = fp8_dequant(tensors[name], tensors[name + "_scale_inv"], block)
+        else:
+            tensors[name] = plain[name] = t
+    save_file(tensors, path, metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                     "weight_block_size": block}
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    missing, unexpected = model.load_state_dict(plain, strict=False)
+    assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)  # tied
+    with torch.no_grad():
+        loss = model.eval()(ids, labels=ids).loss.item()
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump({"loss": loss}, f)
         f.write("\n")
@@ -240,6 +284,7 @@ def main():
     save_neox_buffers()
     save_gpt_oss_mxfp4()
     save_deepseek_v3_fp8()
+    save_qwen3_fp8()
     # a Qwen2 whose vocabulary is the Qwen2-style tokenizer's of tests/ref/tokenizers (the end-to-end check:
     # tokenize an instruction set with the model's own tokenizer.json, fine-tune, export)
     tok = os.path.join(os.path.dirname(HERE), "tokenizers", "qwen2", "tokenizer.json")
@@ -279,6 +324,8 @@ if __name__ == "__main__":
                 save_gpt_oss_mxfp4()
             elif model_type == "deepseek_v3_fp8":
                 save_deepseek_v3_fp8()
+            elif model_type == "qwen3_fp8":
+                save_qwen3_fp8()
             else:
                 save(model_type, model_for(model_type), rows(model_type))
     else:
