@@ -12541,7 +12541,8 @@ static int zt__st_header_entry(char *b, size_t cap, const char *name, const char
 }
 
 /* text (*len bytes, a JSON object) without its top-level member `key` (the comma before it, or after it where it comes
-   first, goes with it); unchanged where it has none. The export's config.json without gpt-oss's quantization_config. */
+   first, goes with it); unchanged where it has none. The export's config.json without a quantized release's
+   quantization_config (its tensors are written plain). */
 static zt_result zt__json_drop(char *text, size_t *len, const char *key, const char *file) {
     zt_arena a;
     void *mem = zt__setup_arena(&a, "config.json tokens", zt__json_token_bytes(*len));
