@@ -97,18 +97,39 @@ def read_tokens(path):
         return list(struct.unpack(f"<{header[2]}H", f.read(2 * header[2])))
 
 
+def write_loss(out, model, ids):
+    """out/expected.json: model's mean next-token loss on ids (labels=input_ids)"""
+    with torch.no_grad():
+        loss = model(ids, labels=ids).loss.item()
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"loss": loss}, f)
+        f.write("\n")
+
+
+def requantize(out, quantize, quantization_config):
+    """out's model.safetensors with each tensor replaced by quantize(name, tensor) (a dict of what to write in its
+    place), and its config.json with quantization_config"""
+    path = os.path.join(out, "model.safetensors")
+    tensors = {}
+    for name, t in load_file(path).items():
+        tensors.update(quantize(name, t))
+    save_file(tensors, path, metadata={"format": "pt"})
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    config["quantization_config"] = quantization_config
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
 def save(name, model, ids, **kwargs):
     out = os.path.join(HERE, name)
     os.makedirs(out, exist_ok=True)
     for f in os.listdir(out):
         os.remove(os.path.join(out, f))
     model.save_pretrained(out, safe_serialization=True, **kwargs)
-    with torch.no_grad():
-        loss = model(ids, labels=ids).loss.item()
+    write_loss(out, model, ids)
     write_tokens(os.path.join(out, "tokens.bin"), ids)
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"loss": loss}, f)
-        f.write("\n")
     for extra in ("generation_config.json",):
         p = os.path.join(out, extra)
         if os.path.exists(p):
@@ -138,28 +159,20 @@ def save_gpt_oss_mxfp4():
     randomize(model, torch.Generator().manual_seed(45))
     ids = rows("gpt_oss")
     out = save("gpt_oss_mxfp4", model.eval(), ids)
-    path = os.path.join(out, "model.safetensors")
-    tensors = {}
-    for name, t in load_file(path).items():
-        if name.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
-            tensors[name + "_blocks"], tensors[name + "_scales"] = mxfp4(t)
-        else:
-            tensors[name] = t
-    save_file(tensors, path, metadata={"format": "pt"})
-    with open(os.path.join(out, "config.json")) as f:
-        config = json.load(f)
-    config["quantization_config"] = {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
-                                                                "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"}
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
+
+    def quantize(name, t):
+        if not name.endswith((".mlp.experts.gate_up_proj", ".mlp.experts.down_proj")):
+            return {name: t}
+        blocks, scales = mxfp4(t)
+        return {name + "_blocks": blocks, name + "_scales": scales}
+    requantize(out, quantize, {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                          "model.embed_tokens", "lm_head"], "quant_method": "mxfp4"})
     deq = transformers.AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager", dtype=torch.float32,
                                                             quantization_config=transformers.Mxfp4Config(dequantize=True))
-    with torch.no_grad():
-        loss = deq.eval()(ids, labels=ids).loss.item()
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"loss": loss}, f)
-        f.write("\n")
+    write_loss(out, deq.eval(), ids)
+
+
+FP8_CONFIG = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8"}  # DeepSeek-V3's, less its blocks
 
 
 def fp8(w, block):
@@ -186,29 +199,17 @@ def save_deepseek_v3_fp8():
     model = model_for("deepseek_v3")
     ids = rows("deepseek_v3")
     out = save("deepseek_v3_fp8", model, ids)
-    path = os.path.join(out, "model.safetensors")
-    tensors = {}
-    for name, t in load_file(path).items():
-        if name.endswith("_proj.weight") or name.endswith("_proj_with_mqa.weight"):  # the projections, experts' too
-            tensors[name], tensors[name + "_scale_inv"] = fp8(t, block)
-        else:  # embeddings, norms, the router and its correction, the output layer
-            tensors[name] = t
-    save_file(tensors, path, metadata={"format": "pt"})
-    with open(os.path.join(out, "config.json")) as f:
-        config = json.load(f)
-    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-                                     "weight_block_size": block}
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
+
+    def quantize(name, t):  # the projections, the experts' too; not embeddings, norms, the router, the output layer
+        if not name.endswith(("_proj.weight", "_proj_with_mqa.weight")):
+            return {name: t}
+        q, scale = fp8(t, block)
+        return {name: q, name + "_scale_inv": scale}
+    requantize(out, quantize, FP8_CONFIG | {"weight_block_size": block})
     deq = transformers.AutoModelForCausalLM.from_pretrained(
         out, attn_implementation="eager", dtype=torch.float32,
         quantization_config=transformers.FineGrainedFP8Config(dequantize=True, weight_block_size=tuple(block)))
-    with torch.no_grad():
-        loss = deq.eval()(ids, labels=ids).loss.item()
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"loss": loss}, f)
-        f.write("\n")
+    write_loss(out, deq.eval(), ids)
 
 
 def save_qwen3_fp8():
@@ -216,29 +217,19 @@ def save_qwen3_fp8():
     model = model_for("qwen3")
     ids = rows("qwen3")
     out = save("qwen3_fp8", model, ids)
-    path = os.path.join(out, "model.safetensors")
-    tensors, plain = {}, {}
-    for name, t in load_file(path).items():
-        if name.endswith("_proj.weight"):
-            tensors[name], tensors[name + "_scale_inv"] = fp8(t, block)
-            plain[name] = fp8_dequant(tensors[name], tensors[name + "_scale_inv"], block)
-        else:
-            tensors[name] = plain[name] = t
-    save_file(tensors, path, metadata={"format": "pt"})
-    with open(os.path.join(out, "config.json")) as f:
-        config = json.load(f)
-    config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
-                                     "weight_block_size": block}
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(config, f, indent=2, sort_keys=True)
-        f.write("\n")
+    plain = {}  # the weights as DeepSeek's weight_dequant reads them back
+
+    def quantize(name, t):
+        plain[name] = t
+        if not name.endswith("_proj.weight"):
+            return {name: t}
+        q, scale = fp8(t, block)
+        plain[name] = fp8_dequant(q, scale, block)
+        return {name: q, name + "_scale_inv": scale}
+    requantize(out, quantize, FP8_CONFIG | {"weight_block_size": block})
     missing, unexpected = model.load_state_dict(plain, strict=False)
     assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)  # tied
-    with torch.no_grad():
-        loss = model.eval()(ids, labels=ids).loss.item()
-    with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"loss": loss}, f)
-        f.write("\n")
+    write_loss(out, model.eval(), ids)
 
 
 def save_neox_buffers():
