@@ -12349,12 +12349,14 @@ static int zt__hf_buffer(const char *name, int n) {
            zt__ends_with(s, ".attention.bias") || zt__ends_with(s, ".attention.masked_bias");
 }
 
+/* What a quantized parameter is read from besides (or in place of) its tensor: gpt-oss's MXFP4 experts, blocks and
+   scales in place of it; fine-grained FP8, the tensor's scales (blocks NULL). */
+typedef struct zt__quant { const zt__st_entry *blocks, *scales; } zt__quant;
+
 /* gpt-oss's MXFP4 experts: an expert tensor (E, in, out) as name_blocks, U8 (E, out, in / 32, 16), two 4-bit values a
    byte (the low nibble first) of each block of 32 along in, and name_scales, U8 (E, out, in / 32), each block's power of
    two plus 127 */
-typedef struct zt__mxfp4 { const zt__st_entry *blocks, *scales; } zt__mxfp4;
-
-static zt_result zt__mxfp4_find(zt__st *st, const char *name, zt_shape s, zt__mxfp4 *mx) {
+static zt_result zt__mxfp4_find(zt__st *st, const char *name, zt_shape s, zt__quant *mx) {
     char b[300], c[300];
     snprintf(b, sizeof b, "%s_blocks", name);
     snprintf(c, sizeof c, "%s_scales", name);
@@ -12375,7 +12377,7 @@ static zt_result zt__mxfp4_find(zt__st *st, const char *name, zt_shape s, zt__mx
 
 /* parameter p from its MXFP4 blocks: element (e, k, r) = FP4[nibble] * 2^(scale - 127), as transformers'
    convert_moe_packed_tensors (exact in f32) */
-static zt_result zt__mxfp4_load(zt_engine *e, int p, const zt__mxfp4 *mx) {
+static zt_result zt__mxfp4_load(zt_engine *e, int p, const zt__quant *mx) {
     static const float fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
     zt_shape s;
@@ -12404,7 +12406,7 @@ static zt_result zt__mxfp4_load(zt_engine *e, int p, const zt__mxfp4 *mx) {
    (rows, cols) the config's weight_block_size; element (i, j) is its e4m3 value times scale (i / rows, j / cols), the
    product in f32, as transformers' Fp8Dequantize (and DeepSeek's weight_dequant where a block is partial) */
 static zt_result zt__fp8_find(zt__st *st, const zt__st_entry *t, const char *name, int moved, const zt_model_config *c,
-                              zt__st_entry **scale) {
+                              zt__quant *q) {
     char sn[300];
     snprintf(sn, sizeof sn, "%s_scale_inv", name);
     zt__st_entry *sc = zt__st_find(st, sn);
@@ -12416,7 +12418,7 @@ static zt_result zt__fp8_find(zt__st *st, const zt__st_entry *t, const char *nam
                        st->path[t->file], name, sn, (long long)SR, (long long)SC, (long long)c->fp8_block[0],
                        (long long)c->fp8_block[1], !sc ? ", which the files do not have" : "");
     sc->used = 1;
-    *scale = sc;
+    q->scales = sc;
     return ZT_OK;
 }
 
@@ -12450,17 +12452,16 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     zt_result r = zt__st_open(stp, dir);
     int n_params = zt_param_count(e);
     zt__st_entry **found = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *found); /* load time */
-    zt__mxfp4 *mx = (zt__mxfp4 *)calloc((size_t)(n_params ? n_params : 1), sizeof *mx);
-    zt__st_entry **fp8 = (zt__st_entry **)calloc((size_t)(n_params ? n_params : 1), sizeof *fp8); /* their scales */
-    if ((!found || !mx || !fp8) && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
+    zt__quant *quant = (zt__quant *)calloc((size_t)(n_params ? n_params : 1), sizeof *quant); /* load time */
+    if ((!found || !quant) && r == ZT_OK) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", dir);
     /* every parameter found, with its shape and a dtype zt converts, before any is copied */
     for (int p = 0; p < n_params && r == ZT_OK; p++) {
         zt_shape s;
         const char *name = zt_param_name(e, p, &s);
         if (!name) continue;
         zt__st_entry *t = zt__st_find(stp, name);
-        if (!t && e->has_cfg && e->cfg.mxfp4 && (r = zt__mxfp4_find(stp, name, s, &mx[p])) != ZT_OK) break;
-        if (!t && mx[p].blocks) continue; /* gpt-oss's MXFP4 experts */
+        if (!t && e->has_cfg && e->cfg.mxfp4 && (r = zt__mxfp4_find(stp, name, s, &quant[p])) != ZT_OK) break;
+        if (!t && quant[p].blocks) continue; /* gpt-oss's MXFP4 experts */
         if (!t && strncmp(name, "transformer.", 12) == 0) t = zt__st_find(stp, name + 12); /* old GPT-2 files */
         if (!t && strcmp(name, "embed_out.weight") == 0) t = zt__st_find(stp, "lm_head.weight"); /* GPT-NeoX's
                                                                   state_dict in transformers 5, saved as it is */
@@ -12481,7 +12482,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
                         "shape [%s]%s", stp->path[t->file], name, want, got, t->convertible ? "" : " of another dtype");
             break;
         }
-        if (f8 && (r = zt__fp8_find(stp, t, name, tr || zt__hf_neox_qkv(e, name), &e->cfg, &fp8[p])) != ZT_OK) break;
+        if (f8 && (r = zt__fp8_find(stp, t, name, tr || zt__hf_neox_qkv(e, name), &e->cfg, &quant[p])) != ZT_OK) break;
         t->used = 1;
         found[p] = t;
     }
@@ -12499,7 +12500,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
     /* then each one, widened to f32 (GPT-2's Conv1D weights transposed, GPT-NeoX's q, k and v rows reordered) */
     for (int p = 0; p < n_params && r == ZT_OK; p++) {
         zt__st_entry *t = found[p];
-        if (!t && mx[p].blocks) r = zt__mxfp4_load(e, p, &mx[p]);
+        if (!t && quant[p].blocks) r = zt__mxfp4_load(e, p, &quant[p]);
         if (!t) continue;
         float *buf = (float *)malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1)); /* load time */
         if (!buf) {
@@ -12510,8 +12511,8 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         const char *name = zt_param_name(e, p, &s);
         int tr = zt__hf_transposed(e, name), qkv = zt__hf_neox_qkv(e, name);
         int64_t rows = tr || qkv ? t->shape[0] : 1, cols = rows ? t->numel / rows : 0;
-        if (fp8[p]) /* 2-D, as it is */
-            zt__fp8_dequant(t, fp8[p], &e->cfg, buf);
+        if (quant[p].scales) /* fine-grained FP8: 2-D, as it is */
+            zt__fp8_dequant(t, quant[p].scales, &e->cfg, buf);
         else
             for (int64_t i = 0; i < rows; i++)
                 for (int64_t k = 0; k < cols; k++) {
@@ -12524,8 +12525,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         free(buf);
     }
     free(found);
-    free(mx);
-    free(fp8);
+    free(quant);
     zt__st_close(stp);
     free(stp);
     return r;
