@@ -5421,6 +5421,50 @@ static zt_moe_route_params zt__moe_route(const zt_model_config *c) {
     return p;
 }
 
+/* Each expert's product on its rows of x (N k, in), grouped by expert as sv->counts says, into y (N k, out): down = 0
+   its [gate | up], 1 its down; y = x w^T, or gpt-oss's packed y = x @ w + b */
+static void zt__experts_forward(zt_block_ctx *ctx, int down, zt_tensor y, zt_tensor x) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const int32_t *counts = ((zt__layer_saved *)ctx->saved)->counts;
+    int slot = down ? ZT__PACKED_DOWN : ZT__PACKED_GATE_UP;
+    for (int64_t e = 0, r = 0; e < c->n_experts; r += counts[e], e++) {
+        int64_t n = counts[e];
+        if (n == 0) continue;
+        if (c->experts_packed) {
+            zt_tensor b = zt__expert_packed(c, ctx->param, slot + 1, e);
+            zt_gemm(ctx->stream, zt_slice(y, r, n), zt_slice(x, r, n), zt__expert_packed(c, ctx->param, slot, e), 0, 0,
+                    1.0f, 0.0f, &b);
+        } else {
+            zt_tensor w = down ? zt__expert_down(c, ctx->param, e) : zt__expert_up(c, ctx->param, e);
+            zt_matmul_forward(ctx->stream, zt_slice(y, r, n), zt_slice(x, r, n), w, NULL);
+        }
+    }
+}
+
+/* ... backward: dx += dy through w; each expert's weight gradient (and packed bias gradient) += its rows' share, each
+   skipped when frozen */
+static void zt__experts_backward(zt_block_ctx *ctx, int down, zt_tensor dx, zt_tensor dy, zt_tensor x) {
+    const zt_model_config *c = (const zt_model_config *)ctx->config;
+    const int32_t *counts = ((zt__layer_saved *)ctx->saved)->counts;
+    int slot = down ? ZT__PACKED_DOWN : ZT__PACKED_GATE_UP;
+    zt_stream *s = ctx->stream;
+    for (int64_t e = 0, r = 0; e < c->n_experts; r += counts[e], e++) {
+        int64_t n = counts[e];
+        if (n == 0) continue;
+        zt_tensor dx_e = zt_slice(dx, r, n), dy_e = zt_slice(dy, r, n), x_e = zt_slice(x, r, n);
+        if (c->experts_packed) { /* dx += dy @ w^T, dw += x^T @ dy, db += dy's column sums */
+            zt_tensor gw = zt__expert_packed(c, ctx->grad, slot, e), gb = zt__expert_packed(c, ctx->grad, slot + 1, e);
+            zt_gemm(s, dx_e, dy_e, zt__expert_packed(c, ctx->param, slot, e), 0, 1, 1.0f, 1.0f, NULL);
+            if (zt__present(gw)) zt_gemm(s, gw, x_e, dy_e, 1, 0, 1.0f, 1.0f, NULL);
+            if (zt__present(gb)) zt_sum_rows(s, gb, dy_e);
+        } else {
+            zt_tensor g = down ? zt__expert_down(c, ctx->grad, e) : zt__expert_up(c, ctx->grad, e);
+            zt_matmul_backward(s, &dx_e, zt__maybe(&g), NULL, dy_e, x_e,
+                               down ? zt__expert_down(c, ctx->param, e) : zt__expert_up(c, ctx->param, e));
+        }
+    }
+}
+
 /* Route each token to its experts; group the tokens' rows by expert; each expert's SwiGLU MLP on its rows (the
    row counts come to the host: one sync per layer); the outputs weighted back into the tokens' rows. */
 static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
@@ -5462,31 +5506,13 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     sv->ys = zt_block_keep(ctx, A, zt_shape2(N * k, C));
     zt_stream_sync(s); /* the counts */
     if (balance) memcpy(zt__tally_counts(c, ctx->batch, ctx->index - 1), sv->counts, (size_t)E * sizeof(int32_t));
-    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
-        int64_t n = sv->counts[e];
-        if (n < 0 || r + n > N * k) zt_fatal("an MoE layer's row counts are damaged (expert %lld: %lld)", (long long)e, (long long)n);
-        if (n == 0) continue;
-        if (c->experts_packed) { /* x @ gate_up_proj[e] + its bias */
-            zt_tensor b = zt__expert_packed(c, ctx->param, ZT__PACKED_GATE_UP_B, e);
-            zt_gemm(s, zt_slice(sv->h, r, n), zt_slice(sv->xs, r, n), zt__expert_packed(c, ctx->param, ZT__PACKED_GATE_UP, e),
-                    0, 0, 1.0f, 0.0f, &b);
-        } else {
-            zt_matmul_forward(s, zt_slice(sv->h, r, n), zt_slice(sv->xs, r, n), zt__expert_up(c, ctx->param, e), NULL);
-        }
-    }
+    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++)
+        if (sv->counts[e] < 0 || r + sv->counts[e] > N * k)
+            zt_fatal("an MoE layer's row counts are damaged (expert %lld: %lld)", (long long)e, (long long)sv->counts[e]);
+    zt__experts_forward(ctx, 0, sv->h, sv->xs);
     if (c->experts_packed) zt_swiglu_clamped_forward(s, sv->a, sv->h, c->swiglu_alpha, c->swiglu_limit);
     else zt_swiglu_forward(s, sv->a, sv->h);
-    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
-        int64_t n = sv->counts[e];
-        if (n == 0) continue;
-        if (c->experts_packed) {
-            zt_tensor b = zt__expert_packed(c, ctx->param, ZT__PACKED_DOWN_B, e);
-            zt_gemm(s, zt_slice(sv->ys, r, n), zt_slice(sv->a, r, n), zt__expert_packed(c, ctx->param, ZT__PACKED_DOWN, e),
-                    0, 0, 1.0f, 0.0f, &b);
-        } else {
-            zt_matmul_forward(s, zt_slice(sv->ys, r, n), zt_slice(sv->a, r, n), zt__expert_down(c, ctx->param, e), NULL);
-        }
-    }
+    zt__experts_forward(ctx, 1, sv->ys, sv->a);
     zt_moe_combine_forward(s, out, sv->ys, sv->rw, sv->where);
     if (c->shared_intermediate > 0) { /* + sigmoid(n2 . w_gate) * the shared expert's MLP of n2 (GLM-4.5: ungated) */
         int64_t SI = c->shared_intermediate, at = zt__moe_shared_slot(c);
@@ -5505,17 +5531,6 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
             zt_gated_add_forward(s, out, sv->sy, sv->sg);
         }
     }
-}
-
-/* a packed expert's product y = x @ w + b backward (w of slot ZT__PACKED_GATE_UP or ZT__PACKED_DOWN, its bias the next
-   slot): dx += dy @ w^T, dw += x^T @ dy, db += dy's column sums (both skipped when frozen) */
-static void zt__packed_backward(zt_block_ctx *ctx, zt_tensor dx, zt_tensor dy, zt_tensor x, int slot, int64_t e) {
-    const zt_model_config *c = (const zt_model_config *)ctx->config;
-    zt_tensor w = zt__expert_packed(c, ctx->param, slot, e), gw = zt__expert_packed(c, ctx->grad, slot, e);
-    zt_tensor gb = zt__expert_packed(c, ctx->grad, slot + 1, e);
-    zt_gemm(ctx->stream, dx, dy, w, 0, 1, 1.0f, 1.0f, NULL);
-    if (zt__present(gw)) zt_gemm(ctx->stream, gw, x, dy, 1, 0, 1.0f, 1.0f, NULL);
-    if (zt__present(gb)) zt_sum_rows(ctx->stream, gb, dy);
 }
 
 /* dn (N,C) += the gradient through the experts and the router of dout (N,C), with respect to their input n2 */
@@ -5546,32 +5561,10 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_moe_combine_backward(s, dys, drw, dout, sv->ys, sv->rw, sv->where);
     zt_tensor da = zt__temp0(ctx, A, zt_shape2(N * k, EI)), dh = zt__temp0(ctx, A, zt_shape2(N * k, 2 * EI));
     zt_tensor dxs = zt__temp0(ctx, A, zt_shape2(N * k, C));
-    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
-        int64_t n = sv->counts[e];
-        if (n == 0) continue;
-        zt_tensor da_e = zt_slice(da, r, n);
-        if (c->experts_packed) {
-            zt__packed_backward(ctx, da_e, zt_slice(dys, r, n), zt_slice(sv->a, r, n), ZT__PACKED_DOWN, e);
-        } else {
-            zt_tensor gd = zt__expert_down(c, ctx->grad, e);
-            zt_matmul_backward(s, &da_e, zt__maybe(&gd), NULL, zt_slice(dys, r, n), zt_slice(sv->a, r, n),
-                               zt__expert_down(c, ctx->param, e));
-        }
-    }
+    zt__experts_backward(ctx, 1, da, dys, sv->a);
     if (c->experts_packed) zt_swiglu_clamped_backward(s, dh, da, sv->h, c->swiglu_alpha, c->swiglu_limit);
     else zt_swiglu_backward(s, dh, da, sv->h);
-    for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++) {
-        int64_t n = sv->counts[e];
-        if (n == 0) continue;
-        zt_tensor dxs_e = zt_slice(dxs, r, n);
-        if (c->experts_packed) {
-            zt__packed_backward(ctx, dxs_e, zt_slice(dh, r, n), zt_slice(sv->xs, r, n), ZT__PACKED_GATE_UP, e);
-        } else {
-            zt_tensor gu = zt__expert_up(c, ctx->grad, e);
-            zt_matmul_backward(s, &dxs_e, zt__maybe(&gu), NULL, zt_slice(dh, r, n), zt_slice(sv->xs, r, n),
-                               zt__expert_up(c, ctx->param, e));
-        }
-    }
+    zt__experts_backward(ctx, 0, dxs, dh, sv->xs);
     zt_moe_gather_backward(s, dn, dxs, sv->where);
     zt_tensor dlogits = zt__temp0(ctx, A, zt_shape2(N, E)), gr = ctx->grad[zt__moe_slot(c)];
     zt_moe_route_backward_with(s, dlogits, drw, sv->probs, sv->idx, zt__moe_route(c));
