@@ -9,7 +9,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the config, safetensors, tokenizer, data, checkpoint and chat-template readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh fuzz     fuzz the config, safetensors, Hugging Face weights, tokenizer, data, checkpoint and chat-template readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #   ./build.sh gpu      only the programs tests/gpu/run.sh runs, for one GPU (CUDA_ARCHS, default 90: H100/H200),
 #                       without NCCL (one GPU never uses it; ZT_GPU_NCCL=1 links it), into build/gpu-bin/ with
 #                       the stamp of their sources (tests/gpu/sources.sh): small enough to carry to a GPU machine
@@ -359,10 +359,10 @@ guard_check() {
 # input once) under ASan and UBSan, and run over the seeds ./build.sh fuzz starts from: the targets keep building,
 # and an input that once crashed a reader, kept among the seeds, stays a test
 fuzz_replay() {
-    local target bin log=$B/fuzz_replay.log seeds=$B/fuzz_replay/seeds_files f
+    local target bin log=$B/fuzz_replay.log seeds f
     mkdir -p $B/fuzz_replay
     : >"$log"
-    for target in config safetensors tokenizer files chat; do
+    for target in config safetensors tokenizer files chat hf; do
         bin=$B/fuzz_replay/fuzz_$target
         if stale $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c "${HEADERS[@]}" &&
             ! gcc -O0 -g -std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -371,12 +371,13 @@ fuzz_replay() {
             continue
         fi
         local inputs=()
+        seeds=$B/fuzz_replay/seeds_$target
         case $target in
             config) inputs=(tests/fuzz/corpus_config/*) ;;
             safetensors) inputs=(tests/ref/hf/*/model*.safetensors) ;;
             tokenizer) inputs=(tests/ref/tokenizers/*/tokenizer.json) ;;
             chat) inputs=(tests/ref/chat/templates/*.jinja tests/fuzz/corpus_chat/*) ;;
-            files) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
+            files | hf) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
         esac
         if [[ ${#inputs[@]} -gt 0 ]] && $bin "${inputs[@]}" >>"$log" 2>&1; then
             pass "fuzz_$target replays its ${#inputs[@]} seeds under ASan and UBSan"
@@ -1218,8 +1219,9 @@ cmd_bench() {
 
 # the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config),
 # safetensors headers (seeds: the files in tests/ref/hf), tokenizer.json files with their encoder (seeds:
-# tests/ref/tokenizers), data files and checkpoints (seeds the target writes), and chat templates with a
-# conversation (seeds: tests/ref/chat/templates and tests/fuzz/corpus_chat), FUZZ_RUNS runs each
+# tests/ref/tokenizers), data files and checkpoints (seeds the target writes), chat templates with a conversation (seeds: tests/ref/chat/templates and tests/fuzz/corpus_chat),
+# and Hugging Face weights loaded into the engines of their configs (seeds: files of tests/ref/hf the target
+# writes), FUZZ_RUNS runs each
 cmd_fuzz() {
     local target bin corpus
     if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }' |
@@ -1231,7 +1233,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors tokenizer files chat; do
+    for target in config safetensors tokenizer files chat hf; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then
@@ -1251,7 +1253,8 @@ cmd_fuzz() {
             ZT_FUZZ_SEEDS=$corpus $bin || return
         fi
         echo "fuzz_$target:"
-        $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=131072 -timeout=10 $corpus 2>&1 | tail -n 3
+        $bin -runs="${FUZZ_RUNS:-1000000}" -max_len=$([[ $target == hf ]] && echo 262144 || echo 131072) -timeout=10 \
+            $corpus 2>&1 | tail -n 3
     done
 }
 
