@@ -9,7 +9,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the config, safetensors, Hugging Face weights, tokenizer, data, checkpoint and chat-template readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh fuzz     fuzz the config, safetensors, Hugging Face weights, tokenizer (and its regular expressions), data, checkpoint and chat-template readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #   ./build.sh gpu      only the programs tests/gpu/run.sh runs, for one GPU (CUDA_ARCHS, default 90: H100/H200),
 #                       without NCCL (one GPU never uses it; ZT_GPU_NCCL=1 links it), into build/gpu-bin/ with
 #                       the stamp of their sources (tests/gpu/sources.sh): small enough to carry to a GPU machine
@@ -362,7 +362,7 @@ fuzz_replay() {
     local target bin log=$B/fuzz_replay.log seeds f
     mkdir -p $B/fuzz_replay
     : >"$log"
-    for target in config safetensors tokenizer files chat hf; do
+    for target in config safetensors tokenizer regex files chat hf; do
         bin=$B/fuzz_replay/fuzz_$target
         if stale $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c "${HEADERS[@]}" &&
             ! gcc -O0 -g -std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -377,7 +377,7 @@ fuzz_replay() {
             safetensors) inputs=(tests/ref/hf/*/model*.safetensors) ;;
             tokenizer) inputs=(tests/ref/tokenizers/*/tokenizer.json) ;;
             chat) inputs=(tests/ref/chat/templates/*.jinja tests/fuzz/corpus_chat/*) ;;
-            files | hf) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
+            files | hf | regex) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
         esac
         if [[ ${#inputs[@]} -gt 0 ]] && $bin "${inputs[@]}" >>"$log" 2>&1; then
             pass "fuzz_$target replays its ${#inputs[@]} seeds under ASan and UBSan"
@@ -1219,7 +1219,9 @@ cmd_bench() {
 
 # the file readers under libFuzzer with ASan and UBSan: the JSON configs (seeds in tests/fuzz/corpus_config),
 # safetensors headers (seeds: the files in tests/ref/hf), tokenizer.json files with their encoder (seeds:
-# tests/ref/tokenizers), data files and checkpoints (seeds the target writes), chat templates with a conversation (seeds: tests/ref/chat/templates and tests/fuzz/corpus_chat),
+# tests/ref/tokenizers), the Split pre-tokenizers' regular expressions (seeds: the patterns and texts of
+# tests/ref/tokenizers/splits.txt, written by the target), data files and checkpoints (seeds the target
+# writes), chat templates with a conversation (seeds: tests/ref/chat/templates and tests/fuzz/corpus_chat),
 # and Hugging Face weights loaded into the engines of their configs (seeds: files of tests/ref/hf the target
 # writes), FUZZ_RUNS runs each
 cmd_fuzz() {
@@ -1233,7 +1235,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors tokenizer files chat hf; do
+    for target in config safetensors tokenizer regex files chat hf; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then

@@ -68,6 +68,13 @@ TEST(tokenizer_qwen2_byte_level) { check_tokenizer("qwen2"); }
 TEST(tokenizer_llama2_sentencepiece) { check_tokenizer("llama2"); }
 TEST(tokenizer_mistral_metaspace) { check_tokenizer("mistral"); }
 TEST(tokenizer_gemma_sentencepiece) { check_tokenizer("gemma"); } /* a Replace normalizer alone: no ▁ prepended */
+/* pre-tokenizers through zt's regular expressions: gpt-oss's, Tekken's (Mistral NeMo, Ministral), DeepSeek-V3's three
+   Splits, StarCoder2's Digits, and every Split behavior with the other options */
+TEST(tokenizer_o200k_regex) { check_tokenizer("o200k"); }
+TEST(tokenizer_tekken_regex) { check_tokenizer("tekken"); }
+TEST(tokenizer_deepseek_v3_splits) { check_tokenizer("deepseek_v3"); }
+TEST(tokenizer_starcoder2_digits) { check_tokenizer("starcoder2"); }
+TEST(tokenizer_steps_mixed) { check_tokenizer("steps_mixed"); }
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {
@@ -82,9 +89,22 @@ TEST(tokenizer_hostile_files) {
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 16000000}, \"merges\": []}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [[\"a\"]]}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFKC\"}}",
+        /* pre-tokenizer Sequences: a pattern zt does not read, a step it does not know, a behavior, no ByteLevel */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?<=a)\\\\p{L}\"}, "
+        "\"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\"}]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Sequence\", \"pretokenizers\": [{\"type\": \"Punctuation\"}, {\"type\": \"ByteLevel\"}]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
+        "\"Merged\"}, {\"type\": \"ByteLevel\"}]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}]}}",
     };
-    const char *want[] = {NULL, "zt reads BPE tokenizers", "ids are dense", "merge 0 is neither", "NFKC"};
-    for (int i = 0; i < 5; i++) {
+    const char *want[] = {NULL, "zt reads BPE tokenizers", "ids are dense", "merge 0 is neither", "NFKC",
+                          "pre-tokenizer step 1, a Split's pattern: a group (?...) of a kind zt does not read (lookbehind",
+                          "pre-tokenizer step 1 is \"Punctuation\"", "has behavior \"Merged\"", "has no ByteLevel step"};
+    for (int i = 0; i < 9; i++) {
         FILE *f = fopen(path, "w");
         CHECK(f != NULL);
         fprintf(f, cases[i], merge);

@@ -4,10 +4,17 @@ uses): tiny tokenizers of each kind zt reads, trained on a small multilingual co
 library gives for strings that break naive tokenizers.
 
     python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
-    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only these)
+    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last five)
+    python3 tests/ref/make_tokenizer_fixtures.py splits                 (only splits.txt)
+    python3 tests/ref/make_tokenizer_fixtures.py cases llama2 mistral   (their cases again, with the tokenizer.json
+                                                                         there: new CASES without a new vocabulary)
 
 (The SentencePiece-style training breaks frequency ties in hash order, so its vocabulary can differ
 between runs; each run's tokenizer.json and cases agree, which is what the test needs.)
+
+It also writes tests/ref/tokenizers/splits.txt: where the pieces of each case end (in bytes) when the Split of each
+pattern in SPLITS (isolated) cuts it, as the library cuts it ("P <name> <hex pattern>", then "T <hex text>", "E <ends>"
+lines; the pattern "gpt2" stands for ByteLevel's own regex), for zt's regular expressions alone (tests/test_meta.c).
 
 It writes tests/ref/tokenizers/<name>/tokenizer.json, cases.json ([{"text", "ids", "decoded"}]) and the same
 cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "D <hex UTF-8 of the decoded ids>"):
@@ -20,6 +27,14 @@ cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "D <hex UTF
     gemma    llama2's model as Gemma's tokenizer.json has it: a normalizer that only replaces " " by "▁" (no
              Prepend), no pre-tokenizer, a decoder without the Strip (made from llama2's file, so it is the same
              each run)
+and byte-level BPE with the pre-tokenizers zt runs through its regular expressions (a Sequence of steps):
+    o200k        gpt-oss's Split regex (o200k_harmony's: cases of letters, marks, contractions after words)
+    tekken       Mistral NeMo's and Ministral's (Tekken's): o200k's without the contractions, single digits
+    deepseek_v3  DeepSeek-V3's three Splits in turn (digits in threes; CJK runs; its words, punctuation, spaces)
+    starcoder2   StarCoder2's and Granite's: Digits (each a piece), then ByteLevel with GPT-2's regex
+    steps_mixed  the other behaviors and options: Digits in runs, a String Split merged with the piece before it, an
+                 inverted Split merged with the next, one Contiguous, one Removed, ByteLevel adding its space to
+                 every piece (no model's file, the tokenizers library's meaning of each)
 """
 import sys
 import json
@@ -34,6 +49,16 @@ LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
 QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                r"\s*[\r\n]+|\s+(?!\S)|\s+")
+O200K_REGEX = "|".join([
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"\p{N}{1,3}", r" ?[^\s\p{L}\p{N}]+[\r\n/]*", r"\s*[\r\n]+", r"\s+(?!\S)", r"\s+"])
+TEKKEN_REGEX = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+                r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+DEEPSEEK_V3_REGEXES = [r"\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+                       r"[!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|"
+                       r" ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"]
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. I'm sure they'll say it's fine, DON'T worry.",
@@ -70,6 +95,12 @@ CASES = [
     "   ",
     "\n",
     "x",
+    # for the regular expressions: cases and marks, contractions after words, slashes, symbols before letters
+    "HTTPServer camelCaseWord ALLCAPS'S McDonald's o'clock x'ſfoo naïve\u0301 ǅemal Ǆ",
+    "path/to/file.txt\n/usr/bin\r\n$HOME ~user @handle #tag 100% a+b=c",
+    "12345678 ٣٤٥ ³² Ⅻ 1,000.50",
+    "カタカナ ひらがな 漢字かな混じり 中文English混合 ㈱",
+    "\u00a0nbsp\u2003em\u3000ideographic \t\v\f end",
 ]
 CASES.append("\n".join(CORPUS[:10]) * 3)  # a long text: zt's word-at-a-time BPE must equal BPE over all of it
 
@@ -113,6 +144,56 @@ def gemma():
     return Tokenizer.from_str(json.dumps(data))
 
 
+def split_steps(*steps):
+    return pre_tokenizers.Sequence([*steps, pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True,
+                                                                      use_regex=False)])
+
+
+def regex_split(rx, behavior="isolated", invert=False):
+    return pre_tokenizers.Split(Regex(rx), behavior=behavior, invert=invert)
+
+
+STEPS = {
+    "o200k": lambda: split_steps(regex_split(O200K_REGEX)),
+    "tekken": lambda: split_steps(regex_split(TEKKEN_REGEX)),
+    "deepseek_v3": lambda: split_steps(*[regex_split(rx) for rx in DEEPSEEK_V3_REGEXES]),
+    "starcoder2": lambda: pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)]),
+    "steps_mixed": lambda: pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=False),
+        pre_tokenizers.Split(", ", behavior="merged_with_previous"),
+        regex_split(r"[\p{L}\p{M}]+", behavior="merged_with_next", invert=True),
+        regex_split(r"[aeiou]", behavior="contiguous"),
+        regex_split(r"\t", behavior="removed"),
+        pre_tokenizers.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)]),
+}
+
+
+# the patterns of splits.txt: the models' and each feature of the syntax zt reads
+SPLITS = {"gpt2": None, "llama3": LLAMA3_REGEX, "qwen2": QWEN2_REGEX, "o200k": O200K_REGEX, "tekken": TEKKEN_REGEX,
+          **{f"deepseek_v3_{k}": rx for k, rx in enumerate(DEEPSEEK_V3_REGEXES)},
+          "lazy": r"\p{L}+?[aeiou]|\d{2,}?\d|.",
+          "counts": r"a{2}|b{1,}|c{0,2}d|[x-z]{3,4}",
+          "lookahead": r"[\p{L}\p{N}_]+(?=[.!?])|\s(?=\S)|[^\p{L}\p{N}\s]+(?!\d)|\S",
+          # (\w outside a class only: Oniguruma's [\w] leaves out numbers such as ², which its \w takes)
+          "escapes": r"[\x41-\x{5A}\u00e9]+|[\s\t]+|\d\D|\w\W|[^\d\s]|\S",
+          "properties": r"\P{L}+|\p{Lu}\p{^Lu}*|\pN|\p{Letter}+",
+          "case": r"(?i:straße|ok|[a-c]+)|(?-i:x)|."}
+
+
+def write_splits():
+    with open(os.path.join(HERE, "splits.txt"), "w") as f:
+        for name, rx in SPLITS.items():
+            pre = (pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True) if rx is None
+                   else pre_tokenizers.Split(Regex(rx), behavior="isolated"))
+            f.write(f"P {name} {(rx or '').encode().hex()}\n")
+            for text in CASES[:-1]:  # (not the long one)
+                ends = [len(text[:end].encode()) for _, (_, end) in pre.pre_tokenize_str(text)]
+                f.write("T " + text.encode().hex() + "\n")
+                f.write("E" + "".join(f" {e}" for e in ends) + "\n")
+
+
 def write(name, tok):
     out = os.path.join(HERE, name)
     os.makedirs(out, exist_ok=True)
@@ -135,6 +216,17 @@ def main():
     if sys.argv[1:] == ["gemma"]:
         write("gemma", gemma())
         return
+    if sys.argv[1:] == ["splits"]:
+        write_splits()
+        return
+    if sys.argv[1:2] == ["cases"]:
+        for name in sys.argv[2:]:
+            write(name, Tokenizer.from_file(os.path.join(HERE, name, "tokenizer.json")))
+        return
+    if sys.argv[1:] and all(a in STEPS for a in sys.argv[1:]):
+        for name in sys.argv[1:]:
+            write(name, byte_level(STEPS[name](), GPT2_SPECIAL))
+        return
     write("gpt2", byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), GPT2_SPECIAL))
     split = lambda rx: pre_tokenizers.Sequence([  # noqa: E731
         pre_tokenizers.Split(Regex(rx), behavior="isolated", invert=False),
@@ -146,6 +238,9 @@ def main():
     write("llama2", sentencepiece(metaspace=False))
     write("mistral", sentencepiece(metaspace=True))
     write("gemma", gemma())
+    for name, steps in STEPS.items():
+        write(name, byte_level(steps(), GPT2_SPECIAL))
+    write_splits()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""The Unicode data zt's tokenizers need, as the C tables in zt.h (>>tokenizer): ranges of code points
-that are letters (\\p{L}: Lu Ll Lt Lm Lo), numbers (\\p{N}: Nd Nl No) and white space (\\s: White_Space);
-and for the NFC normalizer, the canonical decompositions (one level; Hangul is computed), the primary
-compositions, and the canonical combining classes.
+"""The Unicode data zt's tokenizers need, as the C tables in zt.h (>>tokenizer): each code point's general
+category (\\p{Lu}, \\p{N}, ... in the pre-tokenizers' regular expressions; the table holds where each run of
+one category starts, the category's index in CATEGORIES in its low 5 bits), the code points of white space
+(\\s: White_Space); and for the NFC normalizer, the canonical decompositions (one level; Hangul is computed),
+the primary compositions, and the canonical combining classes.
 
     python3 tests/ref/make_unicode_tables.py > /tmp/tables.c    (then replace the tables in zt.h)
 
@@ -12,6 +13,31 @@ import unicodedata
 
 WHITE_SPACE = [0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029, 0x202F,
                0x205F, 0x3000]
+
+
+# zt's order (zt__uni_cat's results): the letters, the marks, the numbers, then the rest, as the Unicode standard
+# lists them; unassigned code points are Cn
+CATEGORIES = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po",
+              "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn"]
+
+
+def categories():
+    out, prev = [], None
+    for cp in range(0x110000):
+        c = CATEGORIES.index(unicodedata.category(chr(cp)))
+        if c != prev:
+            out.append(cp << 5 | c)
+            prev = c
+    print(f"static const uint32_t zt__uni_cat_runs[] = {{ /* {len(out)} runs: first code point << 5 | category */")
+    line = "   "
+    for v in out:
+        item = f" 0x{v:x},"
+        if len(line) + len(item) > 118:
+            print(line)
+            line = "   "
+        line += item
+    print(line)
+    print("};")
 
 
 def ranges(pred):
@@ -65,8 +91,7 @@ def nfc_tables():
 
 def main():
     print(f"/* made by tests/ref/make_unicode_tables.py from Unicode {unicodedata.unidata_version} */")
-    emit_rows("zt__uni_letter", ranges(lambda c: unicodedata.category(chr(c)) in ("Lu", "Ll", "Lt", "Lm", "Lo")), 2, "ranges")
-    emit_rows("zt__uni_number", ranges(lambda c: unicodedata.category(chr(c)) in ("Nd", "Nl", "No")), 2, "ranges")
+    categories()
     emit_rows("zt__uni_space", ranges(lambda c: c in WHITE_SPACE), 2, "ranges")
     nfc_tables()
 
