@@ -14576,57 +14576,53 @@ static const char *const zt__pre_regex[4] = {
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"};
 
-/* a Sequence pre-tokenizer's steps: Split (a Regex or String pattern, its behavior, invert), Digits and ByteLevel */
-static zt_result zt__tok_steps_parse(zt_tokenizer *t, const zt__json *j, int list, const char *path) {
+/* a pre-tokenizer step (k-th of its Sequence, from 0): Split (a Regex or String pattern, its behavior, invert), Digits
+   or ByteLevel */
+static zt_result zt__tok_step_parse(zt_tokenizer *t, const zt__json *j, int it, int k, const char *path) {
     static const char *const behaviors[] = {"Removed", "Isolated", "MergedWithPrevious", "MergedWithNext", "Contiguous"};
-    int byte_level = 0;
-    zt_result r = ZT_OK;
-    if (j->tok[list].size > ZT__MAX_STEPS)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the pre-tokenizer's Sequence has %d steps; zt reads up to %d", path,
-                       j->tok[list].size, ZT__MAX_STEPS);
-    for (int k = 0, it = list + 1; k < j->tok[list].size && r == ZT_OK; k++, it = zt__json_skip(j, it)) {
-        zt__pre_step *st = &t->steps[t->n_steps++];
-        char type[32] = "", what[32] = "Isolated";
-        if ((r = zt__json_string(j, zt__json_get(j, it, "type"), "type", type, sizeof type)) != ZT_OK) break;
-        if (strcmp(type, "Split") == 0) {
-            int pattern = zt__json_get(j, it, "pattern"), regex = zt__json_get(j, pattern, "Regex");
-            int src = regex >= 0 ? regex : zt__json_get(j, pattern, "String");
-            st->kind = ZT__STEP_SPLIT, st->behavior = -1;
-            if ((r = zt__json_string(j, zt__json_get(j, it, "behavior"), "behavior", what, sizeof what)) != ZT_OK ||
-                (r = zt__json_bool(j, zt__json_get(j, it, "invert"), "invert", &st->invert)) != ZT_OK)
-                break;
-            for (int b = 0; b < 5; b++)
-                if (strcmp(what, behaviors[b]) == 0) st->behavior = b;
-            if (st->behavior < 0)
-                return zt_fail(ZT_ERROR_FORMAT, "%s: pre-tokenizer step %d, a Split, has behavior \"%s\"; the tokenizers "
-                               "library's are Removed, Isolated, MergedWithPrevious, MergedWithNext and Contiguous", path,
-                               k + 1, what);
-            if (src < 0 || j->tok[src].type != JSMN_STRING)
-                return zt_fail(ZT_ERROR_FORMAT, "%s: pre-tokenizer step %d, a Split, has no pattern {\"Regex\": ...} or "
-                               "{\"String\": ...}", path, k + 1);
-            size_t cap = (size_t)(j->tok[src].end - j->tok[src].start) + 1; /* (decoding never lengthens) */
-            char *text = (char *)malloc(cap), err[256] = "out of memory";
-            int64_t len = text ? zt__json_text(j, src, text, cap) : -1;
-            st->rx = len >= 0 ? zt__rx_new(text, (size_t)len, src != regex, err, sizeof err) : NULL;
-            free(text);
-            if (!st->rx)
-                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre-tokenizer step %d, a Split's pattern: %s", path, k + 1, err);
-        } else if (strcmp(type, "Digits") == 0) {
-            st->kind = ZT__STEP_DIGITS;
-            r = zt__json_bool(j, zt__json_get(j, it, "individual_digits"), "individual_digits", &st->individual);
-        } else if (strcmp(type, "ByteLevel") == 0) { /* the tokenizers library's defaults: both on */
-            st->kind = ZT__STEP_BYTE_LEVEL, st->prefix_space = 1, st->use_regex = 1, byte_level = 1;
-            if ((r = zt__json_bool(j, zt__json_get(j, it, "add_prefix_space"), "add_prefix_space", &st->prefix_space)) == ZT_OK)
-                r = zt__json_bool(j, zt__json_get(j, it, "use_regex"), "use_regex", &st->use_regex);
-        } else {
-            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre-tokenizer step %d is \"%s\"; in a Sequence zt reads Split, Digits "
-                           "and ByteLevel", path, k + 1, type);
-        }
+    char type[32] = "", what[32] = "Isolated";
+    zt_result r;
+    if (t->n_steps == ZT__MAX_STEPS)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the pre-tokenizer has more than %d steps, more than zt reads", path,
+                       ZT__MAX_STEPS);
+    zt__pre_step *st = &t->steps[t->n_steps++];
+    if ((r = zt__json_string(j, zt__json_get(j, it, "type"), "type", type, sizeof type)) != ZT_OK) return r;
+    if (strcmp(type, "Split") == 0) {
+        int pattern = zt__json_get(j, it, "pattern"), regex = zt__json_get(j, pattern, "Regex");
+        int src = regex >= 0 ? regex : zt__json_get(j, pattern, "String");
+        st->kind = ZT__STEP_SPLIT, st->behavior = -1;
+        if ((r = zt__json_string(j, zt__json_get(j, it, "behavior"), "behavior", what, sizeof what)) != ZT_OK ||
+            (r = zt__json_bool(j, zt__json_get(j, it, "invert"), "invert", &st->invert)) != ZT_OK)
+            return r;
+        for (int b = 0; b < 5; b++)
+            if (strcmp(what, behaviors[b]) == 0) st->behavior = b;
+        if (st->behavior < 0)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: pre-tokenizer step %d, a Split, has behavior \"%s\"; the tokenizers "
+                           "library's are Removed, Isolated, MergedWithPrevious, MergedWithNext and Contiguous", path,
+                           k + 1, what);
+        if (src < 0 || j->tok[src].type != JSMN_STRING)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: pre-tokenizer step %d, a Split, has no pattern {\"Regex\": ...} or "
+                           "{\"String\": ...}", path, k + 1);
+        size_t cap = (size_t)(j->tok[src].end - j->tok[src].start) + 1; /* (decoding never lengthens) */
+        char *text = (char *)malloc(cap), err[256] = "out of memory";
+        int64_t len = text ? zt__json_text(j, src, text, cap) : -1;
+        st->rx = len >= 0 ? zt__rx_new(text, (size_t)len, src != regex, err, sizeof err) : NULL;
+        free(text);
+        if (!st->rx) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre-tokenizer step %d, a Split's pattern: %s", path, k + 1, err);
+        return ZT_OK;
     }
-    if (r == ZT_OK && !byte_level)
-        r = zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the pre-tokenizer's Sequence has no ByteLevel step: zt reads the Sequences "
-                    "of byte-level BPE (a SentencePiece-style file has a Metaspace pre-tokenizer or none)", path);
-    return r;
+    if (strcmp(type, "Digits") == 0) {
+        st->kind = ZT__STEP_DIGITS;
+        return zt__json_bool(j, zt__json_get(j, it, "individual_digits"), "individual_digits", &st->individual);
+    }
+    if (strcmp(type, "ByteLevel") == 0) { /* the tokenizers library's defaults: both on */
+        st->kind = ZT__STEP_BYTE_LEVEL, st->prefix_space = 1, st->use_regex = 1, t->byte_level = 1;
+        if ((r = zt__json_bool(j, zt__json_get(j, it, "add_prefix_space"), "add_prefix_space", &st->prefix_space)) != ZT_OK)
+            return r;
+        return zt__json_bool(j, zt__json_get(j, it, "use_regex"), "use_regex", &st->use_regex);
+    }
+    return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre-tokenizer step %d is \"%s\"; zt reads Split, Digits and ByteLevel "
+                   "in a Sequence (and ByteLevel or Metaspace alone)", path, k + 1, type);
 }
 
 /* the pre-tokenizer, normalizer and decoder zt knows, from the file */
@@ -14663,18 +14659,23 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
                 if (strcmp(buf, zt__pre_regex[k]) == 0 && strcmp(behavior, "Isolated") == 0 && !invert &&
                     strcmp(bl_type, "ByteLevel") == 0 && !bl_regex && !bl_space)
                     t->pre = k;
-            zt_result r = t->pre ? ZT_OK : zt__tok_steps_parse(t, j, list, path);
+            for (int k = 0, it = list + 1; !t->pre && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
+                zt_result r = zt__tok_step_parse(t, j, it, k, path);
+                if (r != ZT_OK) return r;
+            }
+            if (!t->pre) t->pre = t->byte_level ? ZT__PRE_STEPS : ZT__PRE_NONE; /* (without ByteLevel: SentencePiece's) */
+            else t->byte_level = 1;
+        } else if (strcmp(type, "Split") == 0 || strcmp(type, "Digits") == 0) { /* Gemma's Split on " " (transformers 5) */
+            zt_result r = zt__tok_step_parse(t, j, pre, 0, path);
             if (r != ZT_OK) return r;
-            if (!t->pre) t->pre = ZT__PRE_STEPS;
-            t->byte_level = 1;
         } else if (strcmp(type, "Metaspace") == 0) {
             char scheme[16] = "always";
             zt__json_string(j, zt__json_get(j, pre, "prepend_scheme"), "prepend_scheme", scheme, sizeof scheme);
             zt__json_bool(j, zt__json_get(j, pre, "split"), "split", &t->sp_split);
             t->sp_prepend = strcmp(scheme, "first") == 0 ? 2 : strcmp(scheme, "never") == 0 ? 0 : 3;
         } else {
-            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre_tokenizer \"%s\" is not one zt reads (ByteLevel, a Sequence of "
-                           "Split, Digits and ByteLevel, Metaspace)", path, type);
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre_tokenizer \"%s\" is not one zt reads (ByteLevel, Split, Digits, "
+                           "a Sequence of them, Metaspace)", path, type);
         }
     }
     if (norm >= 0 && !zt__json_is_null(j, norm)) {
@@ -15191,8 +15192,8 @@ static void zt__pre_step_run(zt_tokenizer *t, const zt__pre_step *st, const char
     zt__split_flush(&o);
 }
 
-/* the text between added tokens, through the Sequence's steps, then each piece's byte-level BPE */
-static int64_t zt__tok_steps(zt_tokenizer *t, const char *s, size_t n, int32_t *ids, int64_t cap, int64_t at) {
+/* s through the pre-tokenizer's steps, each over every piece the one before made: the last pieces */
+static const zt__tok_pieces *zt__tok_run_steps(zt_tokenizer *t, const char *s, size_t n) {
     zt__tok_pieces *in = &t->pieces[0], *out = &t->pieces[1];
     in->len = 0, in->n = 0;
     zt__tok_pieces_put(in, s, n, 0);
@@ -15205,12 +15206,20 @@ static int64_t zt__tok_steps(zt_tokenizer *t, const char *s, size_t n, int32_t *
         zt__tok_pieces *swap = in;
         in = out, out = swap;
     }
-    for (int64_t p = 0; p < in->n; p++) {
-        int64_t a = p ? in->end[p - 1] : 0;
-        at = zt__tok_bytes(t, in->text + a, (size_t)(in->end[p] - a), ids, cap, at);
+    return in;
+}
+
+/* the text between added tokens, through the Sequence's steps, then each piece's byte-level BPE */
+static int64_t zt__tok_steps(zt_tokenizer *t, const char *s, size_t n, int32_t *ids, int64_t cap, int64_t at) {
+    const zt__tok_pieces *p = zt__tok_run_steps(t, s, n);
+    for (int64_t k = 0; k < p->n; k++) {
+        int64_t a = k ? p->end[k - 1] : 0;
+        at = zt__tok_bytes(t, p->text + a, (size_t)(p->end[k] - a), ids, cap, at);
     }
     return at;
 }
+
+static int64_t zt__sp_bpe(zt_tokenizer *t, const char *b, size_t m, int32_t *ids, int64_t cap, int64_t at);
 
 /* a SentencePiece-style segment: ▁ for spaces (and before it, as the file says), then BPE over its
    characters, unknown ones as their bytes' <0xXX> tokens */
@@ -15226,6 +15235,18 @@ static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, i
         if (s[i] == ' ') memcpy(b + m, "\xe2\x96\x81", 3), m += 3;
         else b[m++] = s[i];
     }
+    if (!t->n_steps) return zt__sp_bpe(t, b, m, ids, cap, at);
+    const zt__tok_pieces *p = zt__tok_run_steps(t, b, m); /* the pre-tokenizer's Split, on the normalized text */
+    for (int64_t k = 0; k < p->n; k++) {
+        int64_t a = k ? p->end[k - 1] : 0;
+        at = zt__sp_bpe(t, p->text + a, (size_t)(p->end[k] - a), ids, cap, at);
+    }
+    return at;
+}
+
+/* SentencePiece-style BPE over b[0, m) (its spaces ▁ already): its characters, unknown ones as their bytes' <0xXX>
+   tokens, a word at a time where a ▁ starts one */
+static int64_t zt__sp_bpe(zt_tokenizer *t, const char *b, size_t m, int32_t *ids, int64_t cap, int64_t at) {
     int64_t ns = 0;
     int after_mark = 0; /* the character before was a ▁ */
     for (size_t i = 0; i < m;) {

@@ -75,6 +75,9 @@ TEST(tokenizer_tekken_regex) { check_tokenizer("tekken"); }
 TEST(tokenizer_deepseek_v3_splits) { check_tokenizer("deepseek_v3"); }
 TEST(tokenizer_starcoder2_digits) { check_tokenizer("starcoder2"); }
 TEST(tokenizer_steps_mixed) { check_tokenizer("steps_mixed"); }
+/* SentencePiece-style, a pre-tokenizer after the normalizer: Gemma's as transformers 5 writes it, LLaMA-2's with Digits */
+TEST(tokenizer_gemma_split) { check_tokenizer("gemma_split"); }
+TEST(tokenizer_llama2_digits) { check_tokenizer("llama2_digits"); }
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {
@@ -89,7 +92,7 @@ TEST(tokenizer_hostile_files) {
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 16000000}, \"merges\": []}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [[\"a\"]]}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFKC\"}}",
-        /* pre-tokenizer Sequences: a pattern zt does not read, a step it does not know, a behavior, no ByteLevel */
+        /* pre-tokenizer Sequences: a pattern zt does not read, a step it does not know, a behavior, too many steps */
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
         "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?<=a)\\\\p{L}\"}, "
         "\"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\"}]}}",
@@ -99,11 +102,13 @@ TEST(tokenizer_hostile_files) {
         "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
         "\"Merged\"}, {\"type\": \"ByteLevel\"}]}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
-        "\"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}]}}",
+        "\"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, "
+        "{\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, "
+        "{\"type\": \"Digits\"}, {\"type\": \"Digits\"}]}}",
     };
     const char *want[] = {NULL, "zt reads BPE tokenizers", "ids are dense", "merge 0 is neither", "NFKC",
                           "pre-tokenizer step 1, a Split's pattern: a group (?...) of a kind zt does not read (lookbehind",
-                          "pre-tokenizer step 1 is \"Punctuation\"", "has behavior \"Merged\"", "has no ByteLevel step"};
+                          "pre-tokenizer step 1 is \"Punctuation\"", "has behavior \"Merged\"", "more than 8 steps"};
     for (int i = 0; i < 9; i++) {
         FILE *f = fopen(path, "w");
         CHECK(f != NULL);

@@ -4,7 +4,7 @@ uses): tiny tokenizers of each kind zt reads, trained on a small multilingual co
 library gives for strings that break naive tokenizers.
 
     python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
-    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last five)
+    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last seven)
     python3 tests/ref/make_tokenizer_fixtures.py splits                 (only splits.txt)
     python3 tests/ref/make_tokenizer_fixtures.py cases llama2 mistral   (their cases again, with the tokenizer.json
                                                                          there: new CASES without a new vocabulary)
@@ -35,6 +35,9 @@ and byte-level BPE with the pre-tokenizers zt runs through its regular expressio
     steps_mixed  the other behaviors and options: Digits in runs, a String Split merged with the piece before it, an
                  inverted Split merged with the next, one Contiguous, one Removed, ByteLevel adding its space to
                  every piece (no model's file, the tokenizers library's meaning of each)
+and SentencePiece-style ones with a pre-tokenizer (after the normalizer: on "▁" for spaces):
+    gemma_split    gemma's with the Split on " " (merged with the piece before) of transformers 5's GemmaTokenizer
+    llama2_digits  llama2's with Digits, each a piece
 """
 import sys
 import json
@@ -134,6 +137,23 @@ def sentencepiece(metaspace):
     return Tokenizer.from_str(json.dumps(data))
 
 
+def with_pre(name, pre):
+    """the committed tokenizer.json of name with another pre-tokenizer (the same vocabulary each run)"""
+    with open(os.path.join(HERE, name, "tokenizer.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    data["pre_tokenizer"] = json.loads(pre.__getstate__())
+    return Tokenizer.from_str(json.dumps(data))
+
+
+# SentencePiece-style files with a pre-tokenizer, which runs on the normalized text (spaces already "▁")
+SP_STEPS = {
+    # Gemma's as transformers 5's GemmaTokenizer writes it: a Split on " " that finds none after the normalizer
+    "gemma_split": lambda: with_pre("gemma", pre_tokenizers.Split(" ", behavior="merged_with_previous")),
+    # LLaMA-2's model with its digits split one by one
+    "llama2_digits": lambda: with_pre("llama2", pre_tokenizers.Digits(individual_digits=True)),
+}
+
+
 def gemma():
     with open(os.path.join(HERE, "llama2", "tokenizer.json"), encoding="utf-8") as f:
         data = json.load(f)
@@ -223,9 +243,9 @@ def main():
         for name in sys.argv[2:]:
             write(name, Tokenizer.from_file(os.path.join(HERE, name, "tokenizer.json")))
         return
-    if sys.argv[1:] and all(a in STEPS for a in sys.argv[1:]):
+    if sys.argv[1:] and all(a in STEPS or a in SP_STEPS for a in sys.argv[1:]):
         for name in sys.argv[1:]:
-            write(name, byte_level(STEPS[name](), GPT2_SPECIAL))
+            write(name, SP_STEPS[name]() if name in SP_STEPS else byte_level(STEPS[name](), GPT2_SPECIAL))
         return
     write("gpt2", byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), GPT2_SPECIAL))
     split = lambda rx: pre_tokenizers.Sequence([  # noqa: E731
@@ -240,6 +260,8 @@ def main():
     write("gemma", gemma())
     for name, steps in STEPS.items():
         write(name, byte_level(steps(), GPT2_SPECIAL))
+    for name, tok in SP_STEPS.items():
+        write(name, tok())
     write_splits()
 
 
