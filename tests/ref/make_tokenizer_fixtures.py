@@ -31,7 +31,7 @@ and byte-level BPE with the pre-tokenizers zt runs through its regular expressio
     o200k        gpt-oss's Split regex (o200k_harmony's: cases of letters, marks, contractions after words)
     tekken       Mistral NeMo's and Ministral's (Tekken's): o200k's without the contractions, single digits
     deepseek_v3  DeepSeek-V3's three Splits in turn (digits in threes; CJK runs; its words, punctuation, spaces)
-    starcoder2   StarCoder2's and Granite's: Digits (each a piece), then ByteLevel with GPT-2's regex
+    starcoder2   StarCoder2's and Cohere's: Digits (each a piece), then ByteLevel with GPT-2's regex
     steps_mixed  the other behaviors and options: Digits in runs, a String Split merged with the piece before it, an
                  inverted Split merged with the next, one Contiguous, one Removed, ByteLevel adding its space to
                  every piece (no model's file, the tokenizers library's meaning of each)
