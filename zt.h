@@ -13001,6 +13001,14 @@ static const uint32_t zt__uni_cat_runs[] = { /* 3968 runs: first code point << 5
     0x59d604, 0x5d7c3d, 0x5f0004, 0x5f43dd, 0x600004, 0x62697d, 0x1c0003a, 0x1c0005d, 0x1c0041a, 0x1c0101d, 0x1c02005,
     0x1c03e1d, 0x1e0001c, 0x1ffffdd, 0x200001c, 0x21fffdd,
 };
+static const uint8_t zt__uni_cat_ascii[128] = { /* the same, looked up */
+    25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25,
+    25, 25, 25, 25, 25, 25, 25, 25, 22, 17, 17, 17, 19, 17, 17, 17, 13, 14, 17, 18, 17, 12, 17, 17,
+    8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 17, 17, 18, 18, 18, 17, 17, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 13, 17, 14, 20, 11,
+    20, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 13, 18, 14, 18, 25,
+};
 static const uint32_t zt__uni_space[][2] = { /* 10 ranges */
     {0x9, 0xd}, {0x20, 0x20}, {0x85, 0x85}, {0xa0, 0xa0}, {0x1680, 0x1680}, {0x2000, 0x200a}, {0x2028, 0x2029},
     {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000},
@@ -13799,6 +13807,7 @@ enum { ZT__LU, ZT__LL, ZT__LT, ZT__LM, ZT__LO, ZT__MN, ZT__MC, ZT__ME, ZT__ND, Z
 /* c's general category: the last run that starts at or before it */
 static int zt__uni_cat(uint32_t c) {
     int lo = 0, hi = ZT__N(zt__uni_cat_runs) - 1;
+    if (c < 128) return zt__uni_cat_ascii[c];
     if (c > 0x10ffff) return ZT__CN;
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
@@ -13931,23 +13940,28 @@ static uint32_t zt__utf8(const char *s, size_t n, size_t i, int *len) {
    lookahead ((?=...), (?!...), of a bounded length). The categories are Unicode 14's (the tables above); Oniguruma's
    newer Unicode knows some characters these call unassigned. The pattern is parsed into a tree, then compiled into
    instructions for a backtracking machine that tries alternatives in their order, as Oniguruma does (the leftmost
-   that matches wins, not the longest). The machine is at an (instruction, position) at most once per match: a second
-   visit would fail as the first did (there are no captures), or be an empty loop; so a match costs at most the
-   program's length times the text it reads. */
+   that matches wins, not the longest). The machine takes a SPLIT (a choice) at a position at most once per match: a
+   second time would fail as the first did, there being no captures and no loop that can go round without reading (a
+   repeat of what can match nothing is refused: Oniguruma ends such a loop at its empty turn, a check zt does not
+   build); so a match costs at most the program's length squared times the text it reads, and about its length times
+   the text for the pre-tokenizers' patterns. Also refused: \xHH above 7F (a byte to Oniguruma), repeated lookaheads;
+   read as Oniguruma reads them: \pL as the letters p and L, a{,n} as a{0,n}, a{n}? as (?:a{n})?. */
 
 enum { ZT__RX_CHAR, ZT__RX_SET, ZT__RX_ANY, ZT__RX_SPLIT, ZT__RX_JMP, ZT__RX_LOOK, ZT__RX_MATCH, /* instructions */
-       ZT__RX_CAT, ZT__RX_ALT, ZT__RX_REP, ZT__RX_EMPTY };                                        /* tree nodes too */
+       ZT__RX_CAT, ZT__RX_ALT, ZT__RX_REP };                                                      /* tree nodes too */
 enum { ZT__RXF_ICASE = 1, ZT__RXF_NEG = 2, ZT__RXF_LAZY = 4, ZT__RXF_INLOOK = 8 };
 enum { ZT__RX_MAX_PROG = 1 << 16, ZT__RX_MAX_DEPTH = 64 };
 
 typedef struct zt__rx_item { uint32_t lo, hi, cats; uint8_t space, neg; } zt__rx_item; /* a range, categories or \s */
 typedef struct zt__rx_set { int first, count, neg; } zt__rx_set;
 typedef struct zt__rx_node { int type, flag, kid, next, min, max; uint32_t c; } zt__rx_node; /* kid: first child */
-typedef struct zt__rx_ins { int op, flag, x, y; uint32_t c; } zt__rx_ins; /* SPLIT x before y; LOOK: x after */
+/* CHAR c, SET sets[c]; SPLIT: x before y, c its number among the SPLITs; JMP x; LOOK: its body next, x after it (while
+   compiling, the JMPs to be pointed at an end are a list through x, the optional copies' SPLITs one through y) */
+typedef struct zt__rx_ins { int op, flag, x, y; uint32_t c; } zt__rx_ins;
 
 typedef struct zt__rx {
     zt__rx_ins *prog;
-    int n_prog;
+    int n_prog, n_split;
     zt__rx_item *items;
     int n_items;
     zt__rx_set *sets;
@@ -13958,7 +13972,7 @@ typedef struct zt__rx {
 typedef struct zt__rx_run {
     const uint32_t *cp; /* the text's code points */
     int64_t n, start;   /* its length; where this match began */
-    uint8_t *seen;      /* (instruction, position - start) visited: a column of bits per position */
+    uint8_t *seen;      /* (SPLIT, position - start) taken: a column of bits per position */
     int64_t cols;       /* columns cleared for this match */
     size_t seen_cap;
     int64_t (*stack)[2]; /* alternatives not yet tried: (instruction, position) */
@@ -13974,11 +13988,22 @@ static uint32_t zt__rx_fold(uint32_t c) {
     return c >= 'A' && c <= 'Z' ? c + 32 : c == 0x17f ? 's' : c == 0x212a ? 'k' : c;
 }
 
+/* the characters (?i) takes as c: c, and where c folds to an ASCII letter, that letter's two cases and the other
+   character that folds to it (U+017F to s, U+212A to k); their count */
+static int zt__rx_cases(uint32_t c, uint32_t out[4]) {
+    uint32_t f = zt__rx_fold(c), all[3] = {f, f - 32, f == 's' ? 0x17f : f == 'k' ? 0x212a : 0};
+    int n = 0;
+    out[n++] = c;
+    for (int k = 0; k < 3 && f >= 'a' && f <= 'z'; k++)
+        if (all[k] && all[k] != c) out[n++] = all[k];
+    return n;
+}
+
 static int zt__rx_in_set(const zt__rx *rx, const zt__rx_ins *in, uint32_t c) {
     const zt__rx_set *s = &rx->sets[in->c];
-    uint32_t cases[3] = {c, zt__rx_fold(c), c >= 'a' && c <= 'z' ? c - 32 : c}; /* (?i): either case */
-    int hit = 0;
-    for (int v = 0; v < (in->flag & ZT__RXF_ICASE ? 3 : 1) && !hit; v++) {
+    uint32_t cases[4] = {c};
+    int hit = 0, n = in->flag & ZT__RXF_ICASE ? zt__rx_cases(c, cases) : 1;
+    for (int v = 0; v < n && !hit; v++) {
         int cat = -1;
         for (int k = 0; k < s->count && !hit; k++) {
             const zt__rx_item *it = &rx->items[s->first + k];
@@ -13997,13 +14022,20 @@ static int zt__rx_in_set(const zt__rx *rx, const zt__rx_ins *in, uint32_t c) {
     return hit != s->neg;
 }
 
+/* whether instruction in (CHAR, SET or ANY) takes character c */
+static int zt__rx_takes(const zt__rx *rx, const zt__rx_ins *in, uint32_t c) {
+    if (in->op == ZT__RX_ANY) return c != '\n';
+    if (in->op == ZT__RX_SET) return zt__rx_in_set(rx, in, c);
+    return (in->flag & ZT__RXF_ICASE ? zt__rx_fold(c) : c) == in->c;
+}
+
 /* where the program from instruction pc matches at cp[p]: its end, or -1 */
 static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
-    size_t base = m->depth, col = (size_t)(rx->n_prog + 7) / 8;
+    size_t base = m->depth, col = (size_t)(rx->n_split + 7) / 8;
     for (;;) {
         const zt__rx_ins *in = &rx->prog[pc];
         int ok = 1;
-        if (!(in->flag & ZT__RXF_INLOOK)) { /* once per (instruction, position) */
+        if (in->op == ZT__RX_SPLIT && !(in->flag & ZT__RXF_INLOOK)) { /* once per (SPLIT, position) */
             int64_t o = p - m->start;
             if (o >= m->cols) {
                 if ((size_t)(o + 1) * col > m->seen_cap) {
@@ -14015,21 +14047,16 @@ static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
                 memset(m->seen + (size_t)m->cols * col, 0, (size_t)(o + 1 - m->cols) * col);
                 m->cols = o + 1;
             }
-            uint8_t *bit = &m->seen[(size_t)o * col + (size_t)pc / 8], mask = (uint8_t)(1u << (pc % 8));
+            uint8_t *bit = &m->seen[(size_t)o * col + in->c / 8], mask = (uint8_t)(1u << (in->c % 8));
             ok = !(*bit & mask);
             *bit |= mask;
         }
         if (ok) switch (in->op) {
             case ZT__RX_CHAR:
             case ZT__RX_SET:
-            case ZT__RX_ANY: {
-                uint32_t c = p < m->n ? m->cp[p] : 0;
-                ok = p < m->n && (in->op == ZT__RX_ANY ? c != '\n'
-                                  : in->op == ZT__RX_SET ? zt__rx_in_set(rx, in, c)
-                                  : (in->flag & ZT__RXF_ICASE ? zt__rx_fold(c) : c) == in->c);
-                if (ok) pc++, p++;
+            case ZT__RX_ANY:
+                if ((ok = p < m->n && zt__rx_takes(rx, in, m->cp[p]))) pc++, p++;
                 break;
-            }
             case ZT__RX_SPLIT:
                 if (m->depth == m->stack_cap) {
                     size_t cap = ZT__MAX(2 * m->stack_cap, 64);
@@ -14058,7 +14085,10 @@ static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
 
 /* the leftmost match in cp[from, n): its start and end (-1 when there is none) */
 static int64_t zt__rx_find(const zt__rx *rx, zt__rx_run *m, int64_t from, int64_t *end) {
+    const zt__rx_ins *first = &rx->prog[0]; /* a character every match starts with: tried before the machine */
+    int one = first->op == ZT__RX_CHAR || first->op == ZT__RX_SET || first->op == ZT__RX_ANY;
     for (int64_t s = from; s <= m->n; s++) {
+        if (one && (s == m->n || !zt__rx_takes(rx, first, m->cp[s]))) continue;
         m->start = s, m->cols = 0, m->depth = 0;
         if ((*end = zt__rx_exec(rx, m, 0, s)) >= 0) return s;
     }
@@ -14116,26 +14146,24 @@ static int zt__rx_hex(uint32_t c) {
     return c >= '0' && c <= '9' ? (int)(c - '0') : (c | 32) >= 'a' && (c | 32) <= 'f' ? (int)((c | 32) - 'a' + 10) : -1;
 }
 
-/* \p{Name}, \pL: a general category or one letter for its kind (Oniguruma's names, in any case) */
+/* \p{Name} after the 'p' (with its '{'): a general category or one letter for its kind (Oniguruma's names, in any
+   case) */
 static uint32_t zt__rx_property(zt__rx_parse *P, int *neg) {
     static const char cats[] = "LuLlLtLmLoMnMcMeNdNlNoPcPdPsPePiPfPoSmScSkSoZsZlZpCcCfCsCoCn";
     static const struct { const char *name; uint32_t mask; } kinds[] = {
-        {"L", ZT__LETTERS}, {"Letter", ZT__LETTERS}, {"LC", ZT__CAT(ZT__LU, ZT__LT)}, {"L&", ZT__CAT(ZT__LU, ZT__LT)},
+        {"L", ZT__LETTERS}, {"Letter", ZT__LETTERS}, {"LC", ZT__CAT(ZT__LU, ZT__LT)},
         {"M", ZT__CAT(ZT__MN, ZT__ME)}, {"Mark", ZT__CAT(ZT__MN, ZT__ME)}, {"N", ZT__NUMBERS}, {"Number", ZT__NUMBERS},
         {"P", ZT__CAT(ZT__PC, ZT__PO)}, {"Punctuation", ZT__CAT(ZT__PC, ZT__PO)}, {"S", ZT__CAT(ZT__SM, ZT__SO)},
         {"Symbol", ZT__CAT(ZT__SM, ZT__SO)}, {"Z", ZT__CAT(ZT__ZS, ZT__ZP)}, {"Separator", ZT__CAT(ZT__ZS, ZT__ZP)},
         {"C", ZT__CAT(ZT__CC, ZT__CN)}, {"Other", ZT__CAT(ZT__CC, ZT__CN)}};
     char name[32];
     int len = 0;
-    if (P->i < P->n && P->s[P->i] == '{') {
-        P->i++;
-        if (P->i < P->n && P->s[P->i] == '^') *neg = !*neg, P->i++;
-        while (P->i < P->n && P->s[P->i] != '}' && len < 31) name[len++] = (char)(P->s[P->i] < 128 ? P->s[P->i] : '?'), P->i++;
-        if (P->i >= P->n || P->s[P->i] != '}') return zt__rx_fail(P, "a \\p{...} property is not closed"), 0;
-        P->i++;
-    } else if (P->i < P->n) {
-        name[len++] = (char)(P->s[P->i] < 128 ? P->s[P->i] : '?'), P->i++;
-    }
+    P->i++;
+    if (P->i < P->n && P->s[P->i] == '^') *neg = !*neg, P->i++;
+    for (; P->i < P->n && P->s[P->i] != '}'; P->i++)
+        if (len < 31) name[len++] = (char)(P->s[P->i] < 128 ? P->s[P->i] : '?');
+    if (P->i >= P->n) return zt__rx_fail(P, "a \\p{...} property is not closed"), 0;
+    P->i++;
     name[len] = 0;
     for (int k = 0; k < ZT__CATEGORIES; k++)
         if (len == 2 && (name[0] | 32) == (cats[2 * k] | 32) && (name[1] | 32) == (cats[2 * k + 1] | 32)) return 1u << k;
@@ -14163,6 +14191,7 @@ static int64_t zt__rx_escape(zt__rx_parse *P, zt__rx_item *it) {
     case 'w': case 'W': it->cats = ZT__LETTERS | ZT__CAT(ZT__MN, ZT__ME) | ZT__NUMBERS | 1u << ZT__PC, it->neg = e == 'W'; return -2;
     case 'p': case 'P': {
         int neg = e == 'P';
+        if (P->i >= P->n || P->s[P->i] != '{') return e; /* Oniguruma's \pL is p, then L */
         uint32_t mask = zt__rx_property(P, &neg);
         if (!mask) return -1;
         it->cats = mask, it->neg = (uint8_t)neg;
@@ -14175,6 +14204,7 @@ static int64_t zt__rx_escape(zt__rx_parse *P, zt__rx_item *it) {
         for (; k < most && P->i < P->n && zt__rx_hex(P->s[P->i]) >= 0; k++, P->i++) v = v * 16 + (uint32_t)zt__rx_hex(P->s[P->i]);
         if (brace && (P->i >= P->n || P->s[P->i++] != '}')) return zt__rx_fail(P, "a \\x{...} is not closed");
         if (k == 0 || (e == 'u' && k != 4) || v > 0x10ffff) return zt__rx_fail(P, "a \\x or \\u escape has no code point");
+        if (e == 'x' && !brace && v > 0x7f) return zt__rx_fail(P, "\\xHH above 7F is a byte, not a character (\\x{HH} is one)");
         return v;
     }
     default:
@@ -14234,6 +14264,26 @@ static int zt__rx_class(zt__rx_parse *P, int icase) {
 
 static int zt__rx_alt(zt__rx_parse *P, int icase);
 
+/* whether node x can match nothing */
+static int zt__rx_nullable(const zt__rx_parse *P, int x) {
+    const zt__rx_node *nd = &P->node[x];
+    switch (nd->type) {
+    case ZT__RX_CHAR:
+    case ZT__RX_SET:
+    case ZT__RX_ANY: return 0;
+    case ZT__RX_REP: return nd->min == 0 || zt__rx_nullable(P, nd->kid);
+    case ZT__RX_CAT:
+        for (int k = nd->kid; k >= 0; k = P->node[k].next)
+            if (!zt__rx_nullable(P, k)) return 0;
+        return 1;
+    case ZT__RX_ALT:
+        for (int k = nd->kid; k >= 0; k = P->node[k].next)
+            if (zt__rx_nullable(P, k)) return 1;
+        return 0;
+    default: return 1; /* a lookahead */
+    }
+}
+
 /* a number of a {m,n} */
 static int zt__rx_count(zt__rx_parse *P) {
     int v = -1;
@@ -14287,20 +14337,20 @@ static int zt__rx_piece(zt__rx_parse *P, int icase) {
             *slot = it;
             int set = zt__rx_set_new(P, first, 0);
             if (set < 0 || (x = zt__rx_node_new(P, ZT__RX_SET)) < 0) return -1;
-            P->node[x].c = (uint32_t)set, P->node[x].flag = icase;
+            P->node[x].c = (uint32_t)set; /* Oniguruma folds no case of \p{..} outside [...] */
         } else {
             if ((x = zt__rx_node_new(P, ZT__RX_CHAR)) < 0) return -1;
             P->node[x].c = icase ? zt__rx_fold((uint32_t)v) : (uint32_t)v, P->node[x].flag = icase;
         }
     }
     /* its quantifier */
-    int min = 1, max = 1;
+    int min = 1, max = 1, exact = 0;
     if (P->i < P->n && (P->s[P->i] == '?' || P->s[P->i] == '*' || P->s[P->i] == '+')) {
         uint32_t q = P->s[P->i++];
         min = q == '+', max = q == '?' ? 1 : -1;
-    } else if (P->i + 1 < P->n && P->s[P->i] == '{' && P->s[P->i + 1] - '0' < 10) { /* else '{' is itself */
-        int at = P->i++;
-        min = zt__rx_count(P), max = min;
+    } else if (P->i + 1 < P->n && P->s[P->i] == '{' && (P->s[P->i + 1] - '0' < 10 || P->s[P->i + 1] == ',')) {
+        int at = P->i++; /* (a '{' that starts no count is itself) */
+        min = P->s[P->i] == ',' ? 0 : zt__rx_count(P), max = min, exact = P->s[P->i] != ',';
         if (P->i < P->n && P->s[P->i] == ',') P->i++, max = zt__rx_count(P);
         if (min < 0 || P->i >= P->n || P->s[P->i] != '}' || (max >= 0 && max < min) || min > 1000 || max > 1000) {
             P->i = at;
@@ -14310,13 +14360,23 @@ static int zt__rx_piece(zt__rx_parse *P, int icase) {
     } else {
         return x;
     }
+    if (P->node[x].type == ZT__RX_LOOK) return zt__rx_fail(P, "a lookahead cannot be repeated");
     if (P->i < P->n && P->s[P->i] == '+') return zt__rx_fail(P, "possessive quantifiers are not built");
-    int lazy = P->i < P->n && P->s[P->i] == '?';
-    P->i += lazy;
     if (max < 0 && P->look) return zt__rx_fail(P, "a lookahead of unbounded length is not built");
+    if (max != 1 && zt__rx_nullable(P, x)) /* (Oniguruma ends a loop at an empty turn; zt has no such check) */
+        return zt__rx_fail(P, "a repeat of what can match nothing is not built");
+    int lazy = P->i < P->n && P->s[P->i] == '?' && !exact; /* {n}? is {n}, optional: Oniguruma's meaning */
+    P->i += lazy;
     int r = zt__rx_node_new(P, ZT__RX_REP);
     if (r < 0) return -1;
     P->node[r].kid = x, P->node[r].min = min, P->node[r].max = max, P->node[r].flag = lazy ? ZT__RXF_LAZY : 0;
+    if (exact && P->i < P->n && P->s[P->i] == '?') { /* {n}? */
+        int o = zt__rx_node_new(P, ZT__RX_REP);
+        if (o < 0) return -1;
+        P->i++;
+        P->node[o].kid = r, P->node[o].min = 0, P->node[o].max = 1;
+        return o;
+    }
     return r;
 }
 
@@ -14453,6 +14513,8 @@ static zt__rx *zt__rx_new(const char *pattern, size_t len, int literal, char *er
         if (root >= 0 && P.i < P.n) root = zt__rx_fail(&P, "a ')' has no '(' before it");
     }
     if (root >= 0 && !P.err[0] && zt__rx_compile(&P, root) == 0) zt__rx_emit(&P, ZT__RX_MATCH, 0);
+    for (int k = 0; !P.err[0] && k < P.rx->n_prog; k++)
+        if (P.rx->prog[k].op == ZT__RX_SPLIT) P.rx->prog[k].c = (uint32_t)P.rx->n_split++;
     free(cps), free(P.node);
     if (P.err[0]) {
         snprintf(err, err_size, "%s", P.err);
@@ -14585,6 +14647,9 @@ static zt_result zt__tok_step_parse(zt_tokenizer *t, const zt__json *j, int it, 
     if (t->n_steps == ZT__MAX_STEPS)
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the pre-tokenizer has more than %d steps, more than zt reads", path,
                        ZT__MAX_STEPS);
+    if (t->n_steps > 0 && t->steps[t->n_steps - 1].kind == ZT__STEP_BYTE_LEVEL)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre-tokenizer step %d comes after ByteLevel; zt runs ByteLevel last (a "
+                       "step after it would see its characters for the bytes: not built)", path, k + 1);
     zt__pre_step *st = &t->steps[t->n_steps++];
     if ((r = zt__json_string(j, zt__json_get(j, it, "type"), "type", type, sizeof type)) != ZT_OK) return r;
     if (strcmp(type, "Split") == 0) {
@@ -15120,7 +15185,9 @@ static void zt__split_part(zt__split_out *o, int64_t a, int64_t b, int match) {
     o->last_match = match;
 }
 
-/* a Split's pattern over piece s: the gaps and the matches, as parts (a match of nothing is passed over) */
+/* a Split's pattern over piece s: the gaps and the matches, as parts. As the tokenizers library's search (the onig
+   crate's): a match of nothing is a part of nothing, splitting the gap it falls in, except one right where the match
+   before ended, which is passed over and the search goes on a character later. */
 static void zt__split_regex(zt_tokenizer *t, const zt__pre_step *st, const char *s, size_t n, zt__split_out *o) {
     if ((int64_t)n + 1 > t->cps_cap) {
         int64_t cap = ZT__MAX(2 * t->cps_cap, (int64_t)n + 64);
@@ -15137,17 +15204,17 @@ static void zt__split_regex(zt_tokenizer *t, const zt__pre_step *st, const char 
     }
     t->cp_at[m] = (int64_t)n;
     t->run.cp = t->cps, t->run.n = m;
-    int64_t from = 0, prev = 0, end = 0;
+    int64_t from = 0, prev = 0, end = 0, last = -1; /* last: where the last match ended */
     while (from <= m) {
         int64_t start = zt__rx_find(st->rx, &t->run, from, &end);
         if (start < 0) break;
-        if (end == start) {
-            from = start + 1;
+        if (end == start && end == last) {
+            from = end + 1;
             continue;
         }
         if (start > prev) zt__split_part(o, t->cp_at[prev], t->cp_at[start], st->invert);
         zt__split_part(o, t->cp_at[start], t->cp_at[end], !st->invert);
-        prev = from = end;
+        prev = from = last = end;
     }
     if (prev < m) zt__split_part(o, t->cp_at[prev], t->cp_at[m], st->invert);
 }
@@ -15155,7 +15222,7 @@ static void zt__split_regex(zt_tokenizer *t, const zt__pre_step *st, const char 
 /* one step over piece s, its pieces appended to out */
 static void zt__pre_step_run(zt_tokenizer *t, const zt__pre_step *st, const char *s, size_t n, zt__tok_pieces *out) {
     if (st->kind == ZT__STEP_BYTE_LEVEL) {
-        zt__tok_pieces_put(out, s, n, st->prefix_space && s[0] != ' ');
+        zt__tok_pieces_put(out, s, n, st->prefix_space && n > 0 && s[0] != ' ');
         if (!st->use_regex) return;
         const char *p = out->text + (out->n > 1 ? out->end[out->n - 2] : 0); /* GPT-2's split of what was put */
         size_t len = (size_t)(out->end[out->n - 1] - (p - out->text));

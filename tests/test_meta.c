@@ -147,7 +147,9 @@ TEST(regex_unsupported_syntax_is_named) {
         {"(?<=a)b", "lookbehind"}, {"\\p{Han}+", "\\p{Han} is a property zt does not know"},
         {"a{3,2}", "{m,n} quantifier"}, {"[a-", "not closed"}, {"(ab", "a group is not closed"}, {"ab)", "no '('"},
         {"(?=a+)b", "lookahead of unbounded length"}, {"^a", "anchors"}, {"\\bword", "\\b at character 2"},
-        {"a++", "possessive"}, {"*a", "nothing before it"}, {"[z-a]", "end is before its start"}, {"[[a]]", "nested"}};
+        {"a++", "possessive"}, {"*a", "nothing before it"}, {"[z-a]", "end is before its start"}, {"[[a]]", "nested"},
+        {"(?:a?|b)+", "a repeat of what can match nothing"}, {"(?:(?:(?:){1000}){1000}){100}", "can match nothing"},
+        {"\\xe9", "above 7F is a byte"}, {"(?=a)*", "a lookahead cannot be repeated"}, {"\\p{L&}", "does not know"}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char err[256] = "";
         zt__rx *rx = zt__rx_new(cases[k].pattern, strlen(cases[k].pattern), 0, err, sizeof err);

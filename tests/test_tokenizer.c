@@ -92,7 +92,8 @@ TEST(tokenizer_hostile_files) {
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 16000000}, \"merges\": []}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [[\"a\"]]}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"normalizer\": {\"type\": \"NFKC\"}}",
-        /* pre-tokenizer Sequences: a pattern zt does not read, a step it does not know, a behavior, too many steps */
+        /* pre-tokenizer Sequences: a pattern zt does not read, a step it does not know, a behavior, too many steps, a
+           step after ByteLevel */
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
         "\"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?<=a)\\\\p{L}\"}, "
         "\"behavior\": \"Isolated\"}, {\"type\": \"ByteLevel\"}]}}",
@@ -105,11 +106,14 @@ TEST(tokenizer_hostile_files) {
         "\"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, "
         "{\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, {\"type\": \"Digits\"}, "
         "{\"type\": \"Digits\"}, {\"type\": \"Digits\"}]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": \"Digits\"}]}}",
     };
     const char *want[] = {NULL, "zt reads BPE tokenizers", "ids are dense", "merge 0 is neither", "NFKC",
                           "pre-tokenizer step 1, a Split's pattern: a group (?...) of a kind zt does not read (lookbehind",
-                          "pre-tokenizer step 1 is \"Punctuation\"", "has behavior \"Merged\"", "more than 8 steps"};
-    for (int i = 0; i < 9; i++) {
+                          "pre-tokenizer step 1 is \"Punctuation\"", "has behavior \"Merged\"", "more than 8 steps",
+                          "pre-tokenizer step 2 comes after ByteLevel"};
+    for (int i = 0; i < 10; i++) {
         FILE *f = fopen(path, "w");
         CHECK(f != NULL);
         fprintf(f, cases[i], merge);

@@ -104,6 +104,7 @@ CASES = [
     "12345678 ٣٤٥ ³² Ⅻ 1,000.50",
     "カタカナ ひらがな 漢字かな混じり 中文English混合 ㈱",
     "\u00a0nbsp\u2003em\u3000ideographic \t\v\f end",
+    "\u017fK k STOP \u017ftop aaa pL xaa x{,2}",  # (?i) classes with U+017F and U+212A; Oniguruma's odd readings
 ]
 CASES.append("\n".join(CORPUS[:10]) * 3)  # a long text: zt's word-at-a-time BPE must equal BPE over all of it
 
@@ -199,7 +200,9 @@ SPLITS = {"gpt2": None, "llama3": LLAMA3_REGEX, "qwen2": QWEN2_REGEX, "o200k": O
           # (\w outside a class only: Oniguruma's [\w] leaves out numbers such as ², which its \w takes)
           "escapes": r"[\x41-\x{5A}\u00e9]+|[\s\t]+|\d\D|\w\W|[^\d\s]|\S",
           "properties": r"\P{L}+|\p{Lu}\p{^Lu}*|\pN|\p{Letter}+",
-          "case": r"(?i:straße|ok|[a-c]+)|(?-i:x)|."}
+          "case": r"(?i:straße|ok|[a-c]+)|(?-i:x)|.",
+          # U+017F and U+212A in case-insensitive classes; \pL (the letters p and L), a{,2} ({0,2}), a{2}? (optional)
+          "oniguruma": r"(?i:[s-u]+|[^K\s])|\pL|a{,2}|xa{2}?|\s"}
 
 
 def write_splits():
@@ -247,6 +250,8 @@ def main():
         for name in sys.argv[1:]:
             write(name, SP_STEPS[name]() if name in SP_STEPS else byte_level(STEPS[name](), GPT2_SPECIAL))
         return
+    if sys.argv[1:]:
+        sys.exit(f"{sys.argv[1]}: not a fixture this script makes alone (see its docstring)")
     write("gpt2", byte_level(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), GPT2_SPECIAL))
     split = lambda rx: pre_tokenizers.Sequence([  # noqa: E731
         pre_tokenizers.Split(Regex(rx), behavior="isolated", invert=False),

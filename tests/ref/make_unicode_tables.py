@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The Unicode data zt's tokenizers need, as the C tables in zt.h (>>tokenizer): each code point's general
 category (\\p{Lu}, \\p{N}, ... in the pre-tokenizers' regular expressions; the table holds where each run of
-one category starts, the category's index in CATEGORIES in its low 5 bits), the code points of white space
-(\\s: White_Space); and for the NFC normalizer, the canonical decompositions (one level; Hangul is computed),
-the primary compositions, and the canonical combining classes.
+one category starts, the category's index in CATEGORIES in its low 5 bits; ASCII's in a table of their own), the
+code points of white space (\\s: White_Space); and for the NFC normalizer, the canonical decompositions (one
+level; Hangul is computed), the primary compositions, and the canonical combining classes.
 
     python3 tests/ref/make_unicode_tables.py > /tmp/tables.c    (then replace the tables in zt.h)
 
@@ -37,6 +37,11 @@ def categories():
             line = "   "
         line += item
     print(line)
+    print("};")
+    ascii_cats = [CATEGORIES.index(unicodedata.category(chr(cp))) for cp in range(128)]
+    print("static const uint8_t zt__uni_cat_ascii[128] = { /* the same, looked up */")
+    for k in range(0, 128, 24):
+        print("    " + ", ".join(str(c) for c in ascii_cats[k:k + 24]) + ",")
     print("};")
 
 
