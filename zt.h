@@ -13991,7 +13991,7 @@ static uint32_t zt__rx_fold(uint32_t c) {
 /* the characters (?i) takes as c: c, and where c folds to an ASCII letter, that letter's two cases and the other
    character that folds to it (U+017F to s, U+212A to k); their count */
 static int zt__rx_cases(uint32_t c, uint32_t out[4]) {
-    uint32_t f = zt__rx_fold(c), all[3] = {f, f - 32, f == 's' ? 0x17f : f == 'k' ? 0x212a : 0};
+    uint32_t f = zt__rx_fold(c), all[3] = {f, f - 32, (uint32_t)(f == 's' ? 0x17f : f == 'k' ? 0x212a : 0)};
     int n = 0;
     out[n++] = c;
     for (int k = 0; k < 3 && f >= 'a' && f <= 'z'; k++)
@@ -15221,8 +15221,9 @@ static void zt__split_regex(zt_tokenizer *t, const zt__pre_step *st, const char 
 
 /* one step over piece s, its pieces appended to out */
 static void zt__pre_step_run(zt_tokenizer *t, const zt__pre_step *st, const char *s, size_t n, zt__tok_pieces *out) {
+    if (n == 0) return; /* (no piece is empty) */
     if (st->kind == ZT__STEP_BYTE_LEVEL) {
-        zt__tok_pieces_put(out, s, n, st->prefix_space && n > 0 && s[0] != ' ');
+        zt__tok_pieces_put(out, s, n, st->prefix_space && s[0] != ' ');
         if (!st->use_regex) return;
         const char *p = out->text + (out->n > 1 ? out->end[out->n - 2] : 0); /* GPT-2's split of what was put */
         size_t len = (size_t)(out->end[out->n - 1] - (p - out->text));
