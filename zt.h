@@ -14549,6 +14549,8 @@ typedef struct zt__tok_pieces {
 /* the pre-tokenizers zt runs by hand (GPT-2's ByteLevel, LLaMA-3's and Qwen2's Split regexes: the same pieces as
    their patterns through the machine above, faster), or a Sequence of steps */
 enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2, ZT__PRE_STEPS };
+/* an added token's flags: white space before it, or after it, is its own; it matches only between words */
+enum { ZT__ADDED_LSTRIP = 1, ZT__ADDED_RSTRIP = 2, ZT__ADDED_WORD = 4 };
 #define ZT__SPECIAL 7
 
 struct zt_tokenizer {
@@ -14581,6 +14583,7 @@ struct zt_tokenizer {
     int64_t merge_mask;
     int n_added;
     int32_t *added;          /* ids of added tokens, longest first */
+    uint8_t *strip;          /* per id: an added token's ZT__ADDED_* (lstrip, rstrip, single_word) */
     int32_t byte_id[256];    /* byte-level: the id of each byte's character; SentencePiece: of <0xXX> */
     uint32_t byte_char[256]; /* byte-level: the printable character standing for each byte */
     int16_t char_byte[512];  /* ... and back (-1: none) */
@@ -14620,6 +14623,7 @@ static int64_t zt__merge_slot(const zt_tokenizer *t, uint64_t key) {
 ZT_API void zt_tokenizer_free(zt_tokenizer *t) {
     if (!t) return;
     free(t->pool), free(t->off), free(t->table), free(t->mkey), free(t->mrank), free(t->mres), free(t->added);
+    free(t->strip);
     free(t->buf), free(t->sym), free(t->prev), free(t->next), free(t->heap), free(t->norm), free(t->norm_cps);
     free(t->chat_src);
     for (int k = 0; k < t->n_steps; k++) zt__rx_free(t->steps[k].rx);
@@ -14858,7 +14862,8 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         t->n_vocab = n_vocab, t->table_mask = cap - 1;
         t->pool = (char *)malloc((size_t)pool + 1), t->off = (int64_t *)calloc((size_t)n_vocab + 1, sizeof(int64_t));
         t->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap), t->added = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n_added + 1));
-        if (!t->pool || !t->off || !t->table || !t->added) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
+        t->strip = (uint8_t *)calloc((size_t)n_vocab, 1);
+        if (!t->pool || !t->off || !t->table || !t->added || !t->strip) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
     }
     /* texts in id order: each id's text, then the table */
     int64_t *start = r == ZT_OK ? (int64_t *)malloc(sizeof(int64_t) * (size_t)n_vocab * 2 + 16) : NULL;
@@ -14870,11 +14875,17 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
             zt__json_int(&j, it + 1, "model.vocab", &id);
             start[2 * id] = it;
         }
-        for (int k = 0, it = added + 1; k < n_added; k++, it = zt__json_skip(&j, it)) {
+        for (int k = 0, it = added + 1; k < n_added && r == ZT_OK; k++, it = zt__json_skip(&j, it)) {
             int64_t id = 0;
+            int flag[3] = {0, 0, 0};
             zt__json_int(&j, zt__json_get(&j, it, "id"), "id", &id);
             start[2 * id] = zt__json_get(&j, it, "content");
             t->added[t->n_added++] = (int32_t)id;
+            if ((r = zt__json_bool(&j, zt__json_get(&j, it, "lstrip"), "added_tokens.lstrip", &flag[0])) == ZT_OK &&
+                (r = zt__json_bool(&j, zt__json_get(&j, it, "rstrip"), "added_tokens.rstrip", &flag[1])) == ZT_OK)
+                r = zt__json_bool(&j, zt__json_get(&j, it, "single_word"), "added_tokens.single_word", &flag[2]);
+            t->strip[id] = (uint8_t)((flag[0] ? ZT__ADDED_LSTRIP : 0) | (flag[1] ? ZT__ADDED_RSTRIP : 0) |
+                                     (flag[2] ? ZT__ADDED_WORD : 0));
         }
         int64_t o = 0;
         for (int64_t id = 0; id < n_vocab && r == ZT_OK; id++) {
@@ -15384,20 +15395,48 @@ static int32_t zt__tok_added_at(const zt_tokenizer *t, const char *text, size_t 
     return -1;
 }
 
+/* the start of the character before text[i] (i > 0) */
+static size_t zt__utf8_back(const char *text, size_t i) {
+    size_t k = i - 1;
+    while (k > 0 && i - k < 4 && ((uint8_t)text[k] & 0xc0) == 0x80) k--;
+    return k;
+}
+
+/* a letter or a number (the tokenizers library's is_alphanumeric) at text[i], or just before it */
+static int zt__word_at(const char *text, size_t n, size_t i, int before) {
+    int len;
+    if (before ? i == 0 : i >= n) return 0;
+    uint32_t c = zt__utf8(text, n, before ? zt__utf8_back(text, i) : i, &len);
+    return zt__is_letter(c) || zt__is_number(c);
+}
+
+/* the added tokens split the text, as the tokenizers library's added vocabulary does (the leftmost, longest first; one
+   with single_word between words only, or it is text; its lstrip and rstrip take the white space beside it), and the
+   text between them goes through the normalizer, the pre-tokenizer and the model */
 ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
     int64_t at = 0;
     size_t seg = 0;
     for (size_t i = 0; i <= n;) {
         int32_t hit = zt__tok_added_at(t, text, n, i);
+        size_t len = hit >= 0 ? (size_t)(t->off[hit + 1] - t->off[hit]) : 0, start = i;
+        if (hit >= 0 && (t->strip[hit] & ZT__ADDED_WORD) && (zt__word_at(text, n, i, 1) || zt__word_at(text, n, i + len, 0))) {
+            i += len; /* inside a word: text, and the search goes on after it */
+            continue;
+        }
         if (hit < 0 && i < n) {
             i++;
             continue;
         }
-        if (i > seg) at = zt__tok_segment(t, text + seg, i - seg, seg == 0, ids, cap, at); /* "first": at the text's start */
+        int l;
+        if (hit >= 0 && (t->strip[hit] & ZT__ADDED_LSTRIP))
+            while (start > seg && zt__is_space(zt__utf8(text, n, zt__utf8_back(text, start), &l))) start = zt__utf8_back(text, start);
+        if (start > seg) at = zt__tok_segment(t, text + seg, start - seg, seg == 0, ids, cap, at); /* "first": the text's start */
         if (hit < 0) break;
         if (at < cap) ids[at] = hit;
         at++;
-        i += (size_t)(t->off[hit + 1] - t->off[hit]);
+        i += len;
+        if (t->strip[hit] & ZT__ADDED_RSTRIP)
+            while (i < n && zt__is_space(zt__utf8(text, n, i, &l))) i += (size_t)l;
         seg = i;
     }
     return at;

@@ -78,6 +78,8 @@ TEST(tokenizer_steps_mixed) { check_tokenizer("steps_mixed"); }
 /* SentencePiece-style, a pre-tokenizer after the normalizer: Gemma's as transformers 5 writes it, LLaMA-2's with Digits */
 TEST(tokenizer_gemma_split) { check_tokenizer("gemma_split"); }
 TEST(tokenizer_llama2_digits) { check_tokenizer("llama2_digits"); }
+/* added tokens that take the white space beside them (lstrip, rstrip: Phi-3's and Phi-4's) or match between words only */
+TEST(tokenizer_added_token_flags) { check_tokenizer("added_flags"); }
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {

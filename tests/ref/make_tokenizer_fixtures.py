@@ -4,10 +4,11 @@ uses): tiny tokenizers of each kind zt reads, trained on a small multilingual co
 library gives for strings that break naive tokenizers.
 
     python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
-    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last seven)
+    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last eight)
     python3 tests/ref/make_tokenizer_fixtures.py splits                 (only splits.txt)
     python3 tests/ref/make_tokenizer_fixtures.py cases llama2 mistral   (their cases again, with the tokenizer.json
-                                                                         there: new CASES without a new vocabulary)
+                                                                         there: new CASES without a new vocabulary;
+                                                                         no names: every fixture's, and splits.txt)
 
 (The SentencePiece-style training breaks frequency ties in hash order, so its vocabulary can differ
 between runs; each run's tokenizer.json and cases agree, which is what the test needs.)
@@ -38,12 +39,16 @@ and byte-level BPE with the pre-tokenizers zt runs through its regular expressio
 and SentencePiece-style ones with a pre-tokenizer (after the normalizer: on "▁" for spaces):
     gemma_split    gemma's with the Split on " " (merged with the piece before) of transformers 5's GemmaTokenizer
     llama2_digits  llama2's with Digits, each a piece
+and added tokens with the library's flags:
+    added_flags    llama3's with added tokens that take the white space after them (rstrip, as Phi-3's <|end|>), before
+                   them (lstrip), both (lstrip and rstrip, as Phi-4's), and one that matches between words only
+                   (single_word)
 """
 import sys
 import json
 import os
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenizers")
 
@@ -105,6 +110,9 @@ CASES = [
     "カタカナ ひらがな 漢字かな混じり 中文English混合 ㈱",
     "\u00a0nbsp\u2003em\u3000ideographic \t\v\f end",
     "\u017fK k STOP \u017ftop aaa pL xaa x{,2}",  # (?i) classes with U+017F and U+212A; Oniguruma's odd readings
+    # added tokens with lstrip, rstrip and single_word (added_flags)
+    "Hi<|end|>\n\n<|user|>  hello <mask>  x<mask>y \t<|user|>\u3000<|end|>\u00a0!",
+    "cat cats concat cat. (cat) cat3 <|end|>cat \u00e9cat cat\u00e9 \u4e2dcat",
 ]
 CASES.append("\n".join(CORPUS[:10]) * 3)  # a long text: zt's word-at-a-time BPE must equal BPE over all of it
 
@@ -152,6 +160,22 @@ SP_STEPS = {
     "gemma_split": lambda: with_pre("gemma", pre_tokenizers.Split(" ", behavior="merged_with_previous")),
     # LLaMA-2's model with its digits split one by one
     "llama2_digits": lambda: with_pre("llama2", pre_tokenizers.Digits(individual_digits=True)),
+}
+
+
+def with_added(name, tokens):
+    """the committed tokenizer.json of name with more added tokens"""
+    tok = Tokenizer.from_file(os.path.join(HERE, name, "tokenizer.json"))
+    tok.add_tokens(tokens)
+    return tok
+
+
+ADDED = {
+    "added_flags": lambda: with_added("llama3", [
+        AddedToken("<|end|>", rstrip=True, special=True, normalized=False),
+        AddedToken("<|user|>", lstrip=True, special=True, normalized=False),
+        AddedToken("<mask>", lstrip=True, rstrip=True, special=True, normalized=False),
+        AddedToken("cat", single_word=True, normalized=False)]),
 }
 
 
@@ -243,12 +267,16 @@ def main():
         write_splits()
         return
     if sys.argv[1:2] == ["cases"]:
-        for name in sys.argv[2:]:
+        names = sys.argv[2:] or sorted(d for d in os.listdir(HERE) if os.path.exists(os.path.join(HERE, d, "tokenizer.json")))
+        for name in names:
             write(name, Tokenizer.from_file(os.path.join(HERE, name, "tokenizer.json")))
+        if not sys.argv[2:]:
+            write_splits()
         return
-    if sys.argv[1:] and all(a in STEPS or a in SP_STEPS for a in sys.argv[1:]):
+    if sys.argv[1:] and all(a in STEPS or a in SP_STEPS or a in ADDED for a in sys.argv[1:]):
         for name in sys.argv[1:]:
-            write(name, SP_STEPS[name]() if name in SP_STEPS else byte_level(STEPS[name](), GPT2_SPECIAL))
+            write(name, SP_STEPS[name]() if name in SP_STEPS else ADDED[name]() if name in ADDED
+                  else byte_level(STEPS[name](), GPT2_SPECIAL))
         return
     if sys.argv[1:]:
         sys.exit(f"{sys.argv[1]}: not a fixture this script makes alone (see its docstring)")
@@ -265,7 +293,7 @@ def main():
     write("gemma", gemma())
     for name, steps in STEPS.items():
         write(name, byte_level(steps(), GPT2_SPECIAL))
-    for name, tok in SP_STEPS.items():
+    for name, tok in {**SP_STEPS, **ADDED}.items():
         write(name, tok())
     write_splits()
 
