@@ -1292,6 +1292,10 @@ ZT_API int32_t zt_tokenizer_id(const zt_tokenizer *t, const char *token);
 /* n bytes of UTF-8 text into ids (no special tokens added); returns how many, even when more than cap
    (then only cap were written) */
 ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap);
+/* zt_tokenize, with the special tokens the file's post-processor puts around a text (its TemplateProcessing's
+   "single": LLaMA-3's <|begin_of_text|> before it, Gemma's <bos>; none for GPT-2's or Qwen2's), as transformers'
+   tokenizer(text) gives them (add_special_tokens=True). */
+ZT_API int64_t zt_tokenize_special(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap);
 /* ids back into text, special tokens written as they are; returns the bytes, even when more than cap
    (then cap were written); out is NUL-terminated when room allows */
 ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char *out, size_t cap);
@@ -1337,7 +1341,8 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
 /* A token file for training from text or JSONL. Text (any other name): the whole file is one
    document. JSONL (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a
    mask file (one byte a token, 0 = not a target), the response's are learned; a "messages" line goes
-   through the chat template (zt_tokenize_chat). eot (-1: none) ends each document and is learned; with
+   through the chat template (zt_tokenize_chat). With special, each document (or prompt and response) has the
+   post-processor's special tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is learned; with
    it, a conversation the template rewrites is unrolled: each assistant turn an example of its own, the
    conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1
    uint16 when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read. */
@@ -1346,6 +1351,8 @@ typedef struct zt_tokenize_desc {
     const char *mask;                     /* NULL: output + ".mask" */
     const char *prompt_key, *response_key; /* NULL: "prompt" and "response" */
     int32_t eot;
+    int special; /* the post-processor's special tokens around each document, or prompt and response (those after it
+                    learned), as zt_tokenize_special; a conversation's are its template's */
 } zt_tokenize_desc;
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens);
 
@@ -14552,6 +14559,7 @@ enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2, ZT__PRE_STEPS 
 /* an added token's flags: white space before it, or after it, is its own; it matches only between words */
 enum { ZT__ADDED_LSTRIP = 1, ZT__ADDED_RSTRIP = 2, ZT__ADDED_WORD = 4 };
 #define ZT__SPECIAL 7
+#define ZT__AROUND 8
 
 struct zt_tokenizer {
     int byte_level;          /* else SentencePiece-style */
@@ -14584,6 +14592,9 @@ struct zt_tokenizer {
     int n_added;
     int32_t *added;          /* ids of added tokens, longest first */
     uint8_t *strip;          /* per id: an added token's ZT__ADDED_* (lstrip, rstrip, single_word) */
+    int32_t around[2][ZT__AROUND]; /* the post-processor's special tokens before a text and after it */
+    int n_around[2];
+    char post_unread[32];    /* a post-processor zt does not read ("": none, or read) */
     int32_t byte_id[256];    /* byte-level: the id of each byte's character; SentencePiece: of <0xXX> */
     uint32_t byte_char[256]; /* byte-level: the printable character standing for each byte */
     int16_t char_byte[512];  /* ... and back (-1: none) */
@@ -14780,6 +14791,56 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
     return ZT_OK;
 }
 
+/* the post-processor's TemplateProcessing (alone or in a Sequence): the special tokens of its "single" before the
+   text ($A) and after it; ByteLevel's adds none; another kind is remembered, refused when its tokens are asked for */
+static zt_result zt__tok_post(zt_tokenizer *t, const zt__json *j, const char *path) {
+    int post = zt__json_get(j, 0, "post_processor"), one = post, n = 1;
+    char type[32] = "";
+    if (post < 0 || zt__json_is_null(j, post)) return ZT_OK;
+    zt__json_string(j, zt__json_get(j, post, "type"), "type", type, sizeof type);
+    if (strcmp(type, "Sequence") == 0) {
+        int list = zt__json_get(j, post, "processors");
+        if (list < 0 || j->tok[list].type != JSMN_ARRAY)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: post_processor.processors must be an array", path);
+        one = list + 1, n = j->tok[list].size;
+    }
+    for (int k = 0; k < n; k++, one = zt__json_skip(j, one)) {
+        type[0] = 0;
+        zt__json_string(j, zt__json_get(j, one, "type"), "type", type, sizeof type);
+        if (strcmp(type, "ByteLevel") == 0) continue;
+        if (strcmp(type, "TemplateProcessing") != 0) {
+            snprintf(t->post_unread, sizeof t->post_unread, "%s", type);
+            continue;
+        }
+        int single = zt__json_get(j, one, "single"), specials = zt__json_get(j, one, "special_tokens"), side = 0;
+        if (single < 0 || j->tok[single].type != JSMN_ARRAY)
+            return zt_fail(ZT_ERROR_FORMAT, "%s: post_processor's TemplateProcessing has no \"single\" list", path);
+        for (int i = 0, it = single + 1; i < j->tok[single].size; i++, it = zt__json_skip(j, it)) {
+            char name[256] = "";
+            int sp = zt__json_get(j, zt__json_get(j, it, "SpecialToken"), "id");
+            if (sp < 0) { /* {"Sequence": {"id": "A"}}: the text */
+                side = 1;
+                continue;
+            }
+            zt__json_string(j, sp, "SpecialToken.id", name, sizeof name);
+            int entry = zt__json_get(j, specials, name), list = zt__json_get(j, entry, "ids");
+            if (list < 0 || j->tok[list].type != JSMN_ARRAY)
+                return zt_fail(ZT_ERROR_FORMAT, "%s: post_processor's special token \"%s\" has no ids in special_tokens", path,
+                               name);
+            for (int q = 0; q < j->tok[list].size; q++) {
+                int64_t id = -1;
+                zt_result r = zt__json_int(j, list + 1 + q, "special_tokens.ids", &id);
+                if (r != ZT_OK) return r;
+                if (id < 0 || id >= t->n_vocab || t->n_around[side] == ZT__AROUND)
+                    return zt_fail(ZT_ERROR_FORMAT, "%s: post_processor's special token \"%s\": id %lld is not a token, or "
+                                   "more than %d are around a text", path, name, (long long)id, ZT__AROUND);
+                t->around[side][t->n_around[side]++] = (int32_t)id;
+            }
+        }
+    }
+    return ZT_OK;
+}
+
 static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_t len, const char *file);
 
 static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir);
@@ -14908,6 +14969,7 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         }
     }
     free(start);
+    if (r == ZT_OK) r = zt__tok_post(t, &j, file); /* (the ids known) */
     /* added tokens, longest first (the first of equal ones matches) */
     for (int a1 = 1; a1 < t->n_added; a1++)
         for (int a2 = a1; a2 > 0; a2--) {
@@ -15439,6 +15501,16 @@ ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t 
             while (i < n && zt__is_space(zt__utf8(text, n, i, &l))) i += (size_t)l;
         seg = i;
     }
+    return at;
+}
+
+ZT_API int64_t zt_tokenize_special(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
+    int64_t at = 0;
+    for (int k = 0; k < t->n_around[0]; k++, at++)
+        if (at < cap) ids[at] = t->around[0][k];
+    at += zt_tokenize(t, text, n, at < cap ? ids + at : NULL, at < cap ? cap - at : 0);
+    for (int k = 0; k < t->n_around[1]; k++, at++)
+        if (at < cap) ids[at] = t->around[1][k];
     return at;
 }
 
@@ -18400,6 +18472,13 @@ static zt_result zt__tokbuf_id(zt__tokbuf *b, int32_t id, uint8_t m) {
     return ZT_OK;
 }
 
+/* with on, the post-processor's special tokens before a text (side 0) or after it (1), their mask m */
+static zt_result zt__tokbuf_around(zt__tokbuf *b, const zt_tokenizer *t, int on, int side, uint8_t m) {
+    zt_result r = ZT_OK;
+    for (int k = 0; on && k < t->n_around[side] && r == ZT_OK; k++) r = zt__tokbuf_id(b, t->around[side][k], m);
+    return r;
+}
+
 /* an llm.c token file: v1 (uint16) when the vocabulary fits, else v7 (uint32) */
 static zt_result zt__write_tokens(const char *path, const int32_t *ids, int64_t n, int64_t vocab) {
     if (n > INT32_MAX) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: %lld tokens are more than an llm.c file holds", path, (long long)n);
@@ -18772,11 +18851,18 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
         return zt_fail(ZT_ERROR_INVALID, "end-of-text id %d is outside the tokenizer's %lld ids", d->eot,
                        (long long)zt_tokenizer_vocab(t));
     }
+    if (d->special && t->post_unread[0]) {
+        munmap((void *)(uintptr_t)map, bytes);
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "the tokenizer's post-processor is %s, which zt does not read: the special "
+                       "tokens around a text come from a TemplateProcessing", t->post_unread);
+    }
     zt__tokbuf b;
     memset(&b, 0, sizeof b);
     const char *text = (const char *)map;
     if (!jsonl) {
-        r = zt__tokbuf_add(&b, t, text, bytes, 1);
+        r = zt__tokbuf_around(&b, t, d->special, 0, 1);
+        if (r == ZT_OK) r = zt__tokbuf_add(&b, t, text, bytes, 1);
+        if (r == ZT_OK) r = zt__tokbuf_around(&b, t, d->special, 1, 1);
         if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1);
     }
     int64_t line_no = 0;
@@ -18816,6 +18902,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
             continue;
         }
         const char *keys[2] = {pk, rk};
+        if (r == ZT_OK) r = zt__tokbuf_around(&b, t, d->special, 0, 0); /* before the prompt: not learned */
         for (int k = 0; k < 2 && r == ZT_OK; k++) {
             int v = zt__json_get(&j, 0, keys[k]);
             if (v < 0 || j.tok[v].type != JSMN_STRING) {
@@ -18832,6 +18919,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
             r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, keys[k])
                       : zt__tokbuf_add(&b, t, field, (size_t)n, (uint8_t)k);
         }
+        if (r == ZT_OK) r = zt__tokbuf_around(&b, t, d->special, 1, 1); /* after the response: learned */
         if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1); /* the end is learned too */
         free(mem);
     }

@@ -8,6 +8,8 @@
                    (lines {"messages": [{"role": ..., "content": ...}, ...]}: through the model's chat template,
                     the assistant's turns learned; --chat_template FILE.jinja gives a template of your own)
        zt_tokenize --tokenizer MODEL_DIR --decode sft.bin    (prints the text back)
+       --add_special_tokens true: the special tokens the tokenizer's post-processor puts around a text (LLaMA-3's
+       <|begin_of_text|>, Gemma's <bos>) around each document, or prompt and response, as transformers' tokenizer(text)
 
    Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */
 #include "../zt.h"
@@ -26,11 +28,11 @@ static const char *flag(int argc, char **argv, const char *name, const char *def
 
 int main(int argc, char **argv) {
     static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "eot", "decode",
-                                  "chat_template"};
+                                  "chat_template", "add_special_tokens"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
             fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE] [--prompt_key K] "
-                    "[--response_key K] [--eot TOKEN] [--chat_template FILE] | --decode FILE)\n");
+                    "[--response_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] | --decode FILE)\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
         int ok = 0;
@@ -85,6 +87,10 @@ int main(int argc, char **argv) {
     d.mask = flag(argc, argv, "mask", NULL);
     d.prompt_key = flag(argc, argv, "prompt_key", NULL);
     d.response_key = flag(argc, argv, "response_key", NULL);
+    const char *special = flag(argc, argv, "add_special_tokens", "false"); /* the post-processor's, as tokenizer(text) */
+    d.special = strcmp(special, "true") == 0 || strcmp(special, "True") == 0 || strcmp(special, "1") == 0;
+    if (!d.special && strcmp(special, "false") && strcmp(special, "False") && strcmp(special, "0"))
+        return fprintf(stderr, "zt_tokenize: --add_special_tokens takes true or false, not \"%s\"\n", special), 2;
     const char *eot = flag(argc, argv, "eot", NULL);
     d.eot = eot ? zt_tokenizer_id(t, eot) : -1;
     if (!d.input || !d.output) return fprintf(stderr, "zt_tokenize: --input and --output are required\n"), 2;

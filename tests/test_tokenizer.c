@@ -7,6 +7,7 @@
 #include "test.h"
 #include <stdio.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 static size_t unhex(const char *h, char *out) {
     size_t n = 0;
@@ -29,8 +30,8 @@ static void check_tokenizer(const char *name) {
     CHECK(f != NULL);
     int cases = 0;
     size_t tn = 0;
-    int32_t want[4096], got[4096];
-    int64_t nw = 0;
+    int32_t want[4096], got[4096], special[4096];
+    int64_t nw = 0, ns = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == 'T') {
             tn = unhex(line + 2, text);
@@ -41,6 +42,17 @@ static void check_tokenizer(const char *name) {
                 if (end == p) break;
                 want[nw++] = (int32_t)v;
             }
+        } else if (line[0] == 'S') { /* with the post-processor's special tokens around the text */
+            ns = 0;
+            for (char *p = line + 1, *end; *p && *p != '\n'; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p) break;
+                special[ns++] = (int32_t)v;
+            }
+            int64_t ng = zt_tokenize_special(t, text, tn, got, 4096);
+            CHECK_MSG(ng == ns && memcmp(got, special, sizeof(int32_t) * (size_t)ns) == 0,
+                      "%s: \"%s\" with its special tokens: %lld ids, the first %d; tokenizers gives %lld, the first %d", name,
+                      text, (long long)ng, ng ? got[0] : -1, (long long)ns, ns ? special[0] : -1);
         } else if (line[0] == 'D') {
             unhex(line + 2, want_text);
             int64_t ng = zt_tokenize(t, text, tn, got, 4096);
@@ -80,6 +92,9 @@ TEST(tokenizer_gemma_split) { check_tokenizer("gemma_split"); }
 TEST(tokenizer_llama2_digits) { check_tokenizer("llama2_digits"); }
 /* added tokens that take the white space beside them (lstrip, rstrip: Phi-3's and Phi-4's) or match between words only */
 TEST(tokenizer_added_token_flags) { check_tokenizer("added_flags"); }
+/* post-processors: the special tokens around a text (add_special_tokens=True), LLaMA-3's and one before and after */
+TEST(tokenizer_llama3_bos_post_processor) { check_tokenizer("llama3_bos"); }
+TEST(tokenizer_llama2_eos_post_processor) { check_tokenizer("llama2_eos"); }
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {
@@ -132,4 +147,71 @@ TEST(tokenizer_hostile_files) {
         zt_tokenizer_free(t);
     }
     remove(path);
+}
+
+/* zt_tokenize_file with special: the post-processor's tokens around each document, and around each prompt and
+   response (those before not learned, those after learned); a post-processor zt does not read is named */
+TEST(tokenize_file_special_tokens) {
+    char dir[128], path[256], out[256], mask[256];
+    snprintf(dir, sizeof dir, "/tmp/zt_tokenize_special_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    zt_tokenizer *t = NULL;
+    CHECK_MSG(zt_tokenizer_load(&t, "tests/ref/tokenizers/llama2_eos") == ZT_OK, "%s", zt_last_error());
+    int32_t bos = zt_tokenizer_id(t, "<s>"), eos = zt_tokenizer_id(t, "</s>"), q[64], a[64], doc[64];
+    int64_t nq = zt_tokenize(t, "Q?", 2, q, 64), na = zt_tokenize(t, " Answer.", 8, a, 64), nd = zt_tokenize(t, "Hello world", 11, doc, 64);
+    snprintf(path, sizeof path, "%s/sft.jsonl", dir), snprintf(out, sizeof out, "%s/sft.bin", dir);
+    snprintf(mask, sizeof mask, "%s/sft.bin.mask", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("{\"prompt\": \"Q?\", \"response\": \" Answer.\"}\n", f);
+    fclose(f);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = path, d.output = out, d.eot = -1, d.special = 1;
+    int64_t got = 0;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(got, 1 + nq + na + 1);
+    size_t bytes = 0, mb = 0;
+    char *file = test_slurp(out, &bytes), *m = test_slurp(mask, &mb);
+    CHECK(file && m && bytes == 1024 + 2 * (size_t)got && mb == (size_t)got);
+    for (int64_t i = 0; file && m && i < got && bytes == 1024 + 2 * (size_t)got && mb == (size_t)got; i++) {
+        uint16_t id;
+        memcpy(&id, file + 1024 + 2 * i, 2);
+        int32_t want = i == 0 ? bos : i <= nq ? q[i - 1] : i <= nq + na ? a[i - 1 - nq] : eos;
+        CHECK_MSG(id == want && (uint8_t)m[i] == (i > nq), "token %lld: id %d mask %d, want %d %d", (long long)i, id, m[i],
+                  want, i > nq);
+    }
+    free(file), free(m);
+    snprintf(path, sizeof path, "%s/doc.txt", dir); /* a text: <s> document </s> */
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("Hello world", f);
+    fclose(f);
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(got, nd + 2);
+    zt_tokenizer_free(t);
+    /* BERT's post-processor: tokenizing works; its special tokens are refused by name */
+    size_t len = 0;
+    char *json = test_slurp("tests/ref/tokenizers/llama2/tokenizer.json", &len), *at = json ? strstr(json, "\"post_processor\": null") : NULL;
+    CHECK(at != NULL);
+    if (at) {
+        static const char bert[] = "\"post_processor\": {\"type\": \"BertProcessing\", \"sep\": [\"</s>\", 2], "
+                                   "\"cls\": [\"<s>\", 1]}";
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+        f = fopen(path, "w");
+        CHECK(f != NULL);
+        fwrite(json, 1, (size_t)(at - json), f), fputs(bert, f), fputs(at + strlen("\"post_processor\": null"), f);
+        fclose(f);
+        CHECK_MSG(zt_tokenizer_load(&t, path) == ZT_OK, "%s", zt_last_error());
+        snprintf(path, sizeof path, "%s/doc.txt", dir);
+        CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
+        CHECK_STR_CONTAINS(zt_last_error(), "post-processor is BertProcessing, which zt does not read");
+        d.special = 0;
+        CHECK(zt_tokenize_file(t, &d, &got) == ZT_OK);
+        zt_tokenizer_free(t);
+    }
+    free(json);
+    const char *names[] = {"sft.jsonl", "sft.bin", "sft.bin.mask", "doc.txt", "tokenizer.json"};
+    for (int i = 0; i < 5; i++) snprintf(path, sizeof path, "%s/%s", dir, names[i]), remove(path);
+    rmdir(dir);
 }

@@ -4,7 +4,7 @@ uses): tiny tokenizers of each kind zt reads, trained on a small multilingual co
 library gives for strings that break naive tokenizers.
 
     python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
-    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last eight)
+    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last ten)
     python3 tests/ref/make_tokenizer_fixtures.py splits                 (only splits.txt)
     python3 tests/ref/make_tokenizer_fixtures.py cases llama2 mistral   (their cases again, with the tokenizer.json
                                                                          there: new CASES without a new vocabulary;
@@ -17,8 +17,9 @@ It also writes tests/ref/tokenizers/splits.txt: where the pieces of each case en
 pattern in SPLITS (isolated) cuts it, as the library cuts it ("P <name> <hex pattern>", then "T <hex text>", "E <ends>"
 lines; the pattern "gpt2" stands for ByteLevel's own regex), for zt's regular expressions alone (tests/test_meta.c).
 
-It writes tests/ref/tokenizers/<name>/tokenizer.json, cases.json ([{"text", "ids", "decoded"}]) and the same
-cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "D <hex UTF-8 of the decoded ids>"):
+It writes tests/ref/tokenizers/<name>/tokenizer.json, cases.json ([{"text", "ids", "ids_special", "decoded"}]) and the
+same cases in cases.txt for the C test (lines "T <hex UTF-8>", "I <ids>", "S <ids with the special tokens>",
+"D <hex UTF-8 of the decoded ids>"):
     gpt2     byte-level BPE with GPT-2's pre-tokenizer (ByteLevel with its regex)
     llama3   byte-level BPE with LLaMA-3's Split regex (digits in threes, ignore_merges)
     qwen2    byte-level BPE with Qwen2's Split regex (single digits), its NFC normalizer and chat special tokens
@@ -43,12 +44,16 @@ and added tokens with the library's flags:
     added_flags    llama3's with added tokens that take the white space after them (rstrip, as Phi-3's <|end|>), before
                    them (lstrip), both (lstrip and rstrip, as Phi-4's), and one that matches between words only
                    (single_word)
+and post-processors (the special tokens around a text with add_special_tokens=True: each case's "ids_special"):
+    llama3_bos     llama3's with LLaMA-3's: ByteLevel, then <|begin_of_text|> before the text
+    llama2_eos     llama2's with <s> before the text and </s> after it (LLaMA-2's with add_eos_token)
 """
 import sys
 import json
 import os
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors,
+                        trainers)
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tokenizers")
 
@@ -170,7 +175,23 @@ def with_added(name, tokens):
     return tok
 
 
+def with_post(name, post):
+    """the committed tokenizer.json of name with a post-processor"""
+    tok = Tokenizer.from_file(os.path.join(HERE, name, "tokenizer.json"))
+    tok.post_processor = post(tok)
+    return tok
+
+
+def template(single, tok):
+    names = [w for w in single.split() if w != "$A"]
+    return processors.TemplateProcessing(single=single, pair=single + " $B:1", special_tokens=[(w, tok.token_to_id(w))
+                                                                                             for w in names])
+
+
 ADDED = {
+    "llama3_bos": lambda: with_post("llama3", lambda tok: processors.Sequence([
+        processors.ByteLevel(trim_offsets=False), template("<|begin_of_text|> $A", tok)])),
+    "llama2_eos": lambda: with_post("llama2", lambda tok: template("<s> $A </s>", tok)),
     "added_flags": lambda: with_added("llama3", [
         AddedToken("<|end|>", rstrip=True, special=True, normalized=False),
         AddedToken("<|user|>", lstrip=True, special=True, normalized=False),
@@ -248,7 +269,8 @@ def write(name, tok):
     cases = []
     for text in CASES:
         ids = tok.encode(text, add_special_tokens=False).ids
-        cases.append({"text": text, "ids": ids, "decoded": tok.decode(ids, skip_special_tokens=False)})
+        cases.append({"text": text, "ids": ids, "ids_special": tok.encode(text).ids,
+                      "decoded": tok.decode(ids, skip_special_tokens=False)})
     with open(os.path.join(out, "cases.json"), "w", encoding="utf-8") as f:
         json.dump(cases, f, ensure_ascii=False, indent=1)
         f.write("\n")
@@ -256,6 +278,7 @@ def write(name, tok):
         for c in cases:
             f.write("T " + c["text"].encode().hex() + "\n")
             f.write("I" + "".join(f" {i}" for i in c["ids"]) + "\n")
+            f.write("S" + "".join(f" {i}" for i in c["ids_special"]) + "\n")
             f.write("D " + c["decoded"].encode().hex() + "\n")
 
 
