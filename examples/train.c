@@ -1079,10 +1079,10 @@ int main(int argc, char **argv) {
         zt_detokenize(tokenizer, out + np, reply, text, n + 1);
         printf("reply:\n%s\n", text);
         free(text), free(out);
-    } else if (a.sample > 0 && tokenizer) {
-        int64_t plen = (int64_t)strlen(a.prompt), np = zt_tokenize(tokenizer, a.prompt, (size_t)plen, NULL, 0);
+    } else if (a.sample > 0 && tokenizer) { /* the prompt as tokenizer(prompt) gives it: LLaMA's and Gemma's BOS before */
+        int64_t plen = (int64_t)strlen(a.prompt), np = zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, NULL, 0);
         int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
-        zt_tokenize(tokenizer, a.prompt, (size_t)plen, out, np);
+        zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, out, np);
         if (np == 0) out[np++] = 0;
         if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
             return fail("sampling");
