@@ -18543,6 +18543,8 @@ static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir) {
         free(t->special[k]);
         t->special[k] = s;
     }
+    /* (its add_bos_token and add_eos_token are not read: transformers 5 takes the special tokens around a text from
+       tokenizer.json's post-processor alone) */
     int ct = r == ZT_OK && !t->chat_src ? zt__json_get(&j, 0, "chat_template") : -1;
     if (ct >= 0 && j.tok[ct].type == JSMN_ARRAY) { /* [{"name": ..., "template": ...}] */
         int item = ct + 1, found = -1;

@@ -95,6 +95,8 @@ TEST(tokenizer_added_token_flags) { check_tokenizer("added_flags"); }
 /* post-processors: the special tokens around a text (add_special_tokens=True), LLaMA-3's and one before and after */
 TEST(tokenizer_llama3_bos_post_processor) { check_tokenizer("llama3_bos"); }
 TEST(tokenizer_llama2_eos_post_processor) { check_tokenizer("llama2_eos"); }
+/* tokenizer_config.json's add_bos_token and add_eos_token: transformers 5's AutoTokenizer adds nothing for them */
+TEST(tokenizer_config_add_tokens_unread) { check_tokenizer("llama2_config"); }
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {

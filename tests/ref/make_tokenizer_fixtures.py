@@ -47,6 +47,9 @@ and added tokens with the library's flags:
 and post-processors (the special tokens around a text with add_special_tokens=True: each case's "ids_special"):
     llama3_bos     llama3's with LLaMA-3's: ByteLevel, then <|begin_of_text|> before the text
     llama2_eos     llama2's with <s> before the text and </s> after it (LLaMA-2's with add_eos_token)
+    llama2_config  llama2's without a post-processor, and a tokenizer_config.json with add_bos_token and
+                   add_eos_token true, which transformers 5 leaves unread: its ids_special are AutoTokenizer's, no
+                   special tokens added
 """
 import sys
 import json
@@ -262,14 +265,30 @@ def write_splits():
                 f.write("E" + "".join(f" {e}" for e in ends) + "\n")
 
 
-def write(name, tok):
+def write_config_fixture(name="llama2_config"):
+    """llama2's tokenizer.json beside a tokenizer_config.json that asks for BOS and EOS: ids_special from transformers
+    (whose AutoTokenizer takes them from tokenizer.json's post-processor alone)"""
+    from transformers import AutoTokenizer
+    out = os.path.join(HERE, name)
+    os.makedirs(out, exist_ok=True)
+    tok = Tokenizer.from_file(os.path.join(HERE, "llama2", "tokenizer.json"))
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+                   "unk_token": "<unk>", "add_bos_token": True, "add_eos_token": True}, f, indent=1)
+        f.write("\n")
+    hf = AutoTokenizer.from_pretrained(out)
+    write(name, tok, lambda text: hf(text)["input_ids"])
+
+
+def write(name, tok, special=None):
     out = os.path.join(HERE, name)
     os.makedirs(out, exist_ok=True)
     tok.save(os.path.join(out, "tokenizer.json"))
     cases = []
     for text in CASES:
         ids = tok.encode(text, add_special_tokens=False).ids
-        cases.append({"text": text, "ids": ids, "ids_special": tok.encode(text).ids,
+        cases.append({"text": text, "ids": ids, "ids_special": special(text) if special else tok.encode(text).ids,
                       "decoded": tok.decode(ids, skip_special_tokens=False)})
     with open(os.path.join(out, "cases.json"), "w", encoding="utf-8") as f:
         json.dump(cases, f, ensure_ascii=False, indent=1)
@@ -289,11 +308,16 @@ def main():
     if sys.argv[1:] == ["splits"]:
         write_splits()
         return
+    if sys.argv[1:] == ["llama2_config"]:
+        write_config_fixture()
+        return
     if sys.argv[1:2] == ["cases"]:
-        names = sys.argv[2:] or sorted(d for d in os.listdir(HERE) if os.path.exists(os.path.join(HERE, d, "tokenizer.json")))
+        names = sys.argv[2:] or sorted(d for d in os.listdir(HERE) if os.path.exists(os.path.join(HERE, d, "tokenizer.json"))
+                                       and d != "llama2_config")
         for name in names:
             write(name, Tokenizer.from_file(os.path.join(HERE, name, "tokenizer.json")))
         if not sys.argv[2:]:
+            write_config_fixture()
             write_splits()
         return
     if sys.argv[1:] and all(a in STEPS or a in SP_STEPS or a in ADDED for a in sys.argv[1:]):
@@ -318,6 +342,7 @@ def main():
         write(name, byte_level(steps(), GPT2_SPECIAL))
     for name, tok in {**SP_STEPS, **ADDED}.items():
         write(name, tok())
+    write_config_fixture()
     write_splits()
 
 
