@@ -14556,8 +14556,9 @@ typedef struct zt__tok_pieces {
 /* the pre-tokenizers zt runs by hand (GPT-2's ByteLevel, LLaMA-3's and Qwen2's Split regexes: the same pieces as
    their patterns through the machine above, faster), or a Sequence of steps */
 enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2, ZT__PRE_STEPS };
-/* an added token's flags: white space before it, or after it, is its own; it matches only between words */
-enum { ZT__ADDED_LSTRIP = 1, ZT__ADDED_RSTRIP = 2, ZT__ADDED_WORD = 4 };
+/* an added token's flags: white space before it, or after it, is its own; it matches only between words; and that it
+   is one */
+enum { ZT__ADDED_LSTRIP = 1, ZT__ADDED_RSTRIP = 2, ZT__ADDED_WORD = 4, ZT__ADDED = 8 };
 #define ZT__SPECIAL 7
 #define ZT__AROUND 8
 
@@ -14590,8 +14591,9 @@ struct zt_tokenizer {
     int32_t *mrank, *mres;
     int64_t merge_mask;
     int n_added;
-    int32_t *added;          /* ids of added tokens, longest first */
-    uint8_t *strip;          /* per id: an added token's ZT__ADDED_* (lstrip, rstrip, single_word) */
+    int32_t *added;          /* ids of added tokens, by their first byte, and of one first byte the longest first */
+    int32_t added_at[257];   /* ... those of first byte c: added[added_at[c], added_at[c + 1]) */
+    uint8_t *strip;          /* per id: ZT__ADDED_* (an added token's lstrip, rstrip, single_word; and that it is one) */
     int32_t around[2][ZT__AROUND]; /* the post-processor's special tokens before a text and after it */
     int n_around[2];
     char post_unread[32];    /* a post-processor zt does not read ("": none, or read) */
@@ -14870,6 +14872,14 @@ ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
 }
 
 /* a tokenizer from the text of a tokenizer.json (file names it in messages) */
+typedef struct zt__added_key { int64_t len; int32_t id, first, order; } zt__added_key;
+static int zt__added_cmp(const void *pa, const void *pb) {
+    const zt__added_key *a = (const zt__added_key *)pa, *b = (const zt__added_key *)pb;
+    if (a->first != b->first) return a->first < b->first ? -1 : 1;
+    if (a->len != b->len) return a->len > b->len ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
 static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_t len, const char *file) {
     *out = NULL;
     zt_arena a;
@@ -14923,7 +14933,7 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         t->n_vocab = n_vocab, t->table_mask = cap - 1;
         t->pool = (char *)malloc((size_t)pool + 1), t->off = (int64_t *)calloc((size_t)n_vocab + 1, sizeof(int64_t));
         t->table = (int32_t *)malloc(sizeof(int32_t) * (size_t)cap), t->added = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n_added + 1));
-        t->strip = (uint8_t *)calloc((size_t)n_vocab, 1);
+        t->strip = (uint8_t *)calloc((size_t)n_vocab + 1, 1);
         if (!t->pool || !t->off || !t->table || !t->added || !t->strip) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
     }
     /* texts in id order: each id's text, then the table */
@@ -14945,7 +14955,7 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
             if ((r = zt__json_bool(&j, zt__json_get(&j, it, "lstrip"), "added_tokens.lstrip", &flag[0])) == ZT_OK &&
                 (r = zt__json_bool(&j, zt__json_get(&j, it, "rstrip"), "added_tokens.rstrip", &flag[1])) == ZT_OK)
                 r = zt__json_bool(&j, zt__json_get(&j, it, "single_word"), "added_tokens.single_word", &flag[2]);
-            t->strip[id] = (uint8_t)((flag[0] ? ZT__ADDED_LSTRIP : 0) | (flag[1] ? ZT__ADDED_RSTRIP : 0) |
+            t->strip[id] = (uint8_t)(ZT__ADDED | (flag[0] ? ZT__ADDED_LSTRIP : 0) | (flag[1] ? ZT__ADDED_RSTRIP : 0) |
                                      (flag[2] ? ZT__ADDED_WORD : 0));
         }
         int64_t o = 0;
@@ -14970,13 +14980,21 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
     }
     free(start);
     if (r == ZT_OK) r = zt__tok_post(t, &j, file); /* (the ids known) */
-    /* added tokens, longest first (the first of equal ones matches) */
-    for (int a1 = 1; a1 < t->n_added; a1++)
-        for (int a2 = a1; a2 > 0; a2--) {
-            int32_t x = t->added[a2 - 1], y = t->added[a2];
-            if (t->off[y + 1] - t->off[y] <= t->off[x + 1] - t->off[x]) break;
-            t->added[a2 - 1] = y, t->added[a2] = x;
-        }
+    /* added tokens by first byte, then longest first (the first of equal ones matches) */
+    zt__added_key *keys = r == ZT_OK ? (zt__added_key *)malloc(sizeof *keys * (size_t)(t->n_added + 1)) : NULL;
+    if (r == ZT_OK && !keys) r = zt_fail(ZT_ERROR_MEMORY, "out of memory loading %s", file);
+    for (int a = 0; keys && a < t->n_added; a++) {
+        int32_t id = t->added[a];
+        keys[a].id = id, keys[a].order = a, keys[a].len = t->off[id + 1] - t->off[id];
+        keys[a].first = keys[a].len ? (uint8_t)t->pool[t->off[id]] : 256; /* (empty ones, last, match nothing) */
+    }
+    if (keys) qsort(keys, (size_t)t->n_added, sizeof *keys, zt__added_cmp);
+    for (int a = 0; keys && a < t->n_added; a++) t->added[a] = keys[a].id;
+    free(keys);
+    for (int c = 0, a = 0; c <= 256 && r == ZT_OK; c++) {
+        t->added_at[c] = a;
+        while (a < t->n_added && t->off[t->added[a] + 1] > t->off[t->added[a]] && (uint8_t)t->pool[t->off[t->added[a]]] == c) a++;
+    }
     /* merges: "a b" strings or ["a", "b"] pairs, ranked by position */
     int64_t n_merges = r == ZT_OK ? j.tok[merges].size : 0, mcap = 64;
     while (mcap < 2 * n_merges) mcap *= 2;
@@ -15449,7 +15467,8 @@ static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int fir
 
 /* the added token text[i, ...) starts with (the longest), or -1 */
 static int32_t zt__tok_added_at(const zt_tokenizer *t, const char *text, size_t n, size_t i) {
-    for (int a = 0; a < t->n_added && i < n; a++) {
+    if (i >= n) return -1;
+    for (int a = t->added_at[(uint8_t)text[i]]; a < t->added_at[(uint8_t)text[i] + 1]; a++) {
         int32_t id = t->added[a];
         size_t len = (size_t)(t->off[id + 1] - t->off[id]);
         if (len && len <= n - i && memcmp(text + i, t->pool + t->off[id], len) == 0) return id;
@@ -15522,8 +15541,7 @@ static size_t zt__detok(zt_tokenizer *t, const int32_t *ids, int64_t n, char *ou
         if (id < 0 || id >= t->n_vocab) continue;
         const char *s = t->pool + t->off[id];
         size_t len = (size_t)(t->off[id + 1] - t->off[id]);
-        int added = 0;
-        for (int a = 0; a < t->n_added && !added; a++) added = t->added[a] == id;
+        int added = (t->strip[id] & ZT__ADDED) != 0;
         for (size_t i = 0; i < len;) {
             int l;
             uint32_t c = zt__utf8(s, len, i, &l);

@@ -1,6 +1,7 @@
 /* bench/tokenize.c - zt_tokenize's speed on one core, for each kind of pre-tokenizer zt reads: GPT-2's
    and LLaMA-3's written by hand, gpt-oss's o200k, Mistral's Tekken and DeepSeek-V3's three Splits through
-   the regular-expression machine, StarCoder2's Digits, a SentencePiece-style model (tests/ref/tokenizers:
+   the regular-expression machine, StarCoder2's Digits, a SentencePiece-style model, LLaMA-3's with its 250
+   reserved special tokens (the added tokens are looked for at every byte) (tests/ref/tokenizers:
    the tokenizers of the tests, vocabularies of 600, so the pre-tokenizer's share is the larger). The
    anchor is LLaMA-3's hand-written pre-tokenizer on the same text: each line gives MB/s and the ratio to
    it (the regular expressions' cost). The text: English prose, code, Chinese, repeated to 4 MiB, tokenized
@@ -49,7 +50,8 @@ int main(void) {
     static const struct { const char *name, *pre; } cases[] = {
         {"llama3", "hand: LLaMA-3's Split"}, {"gpt2", "hand: GPT-2's ByteLevel"}, {"o200k", "machine: gpt-oss's o200k"},
         {"tekken", "machine: Tekken"}, {"deepseek_v3", "machine: DeepSeek-V3's three Splits"},
-        {"starcoder2", "Digits, then GPT-2's by hand"}, {"llama2", "SentencePiece-style"}};
+        {"starcoder2", "Digits, then GPT-2's by hand"}, {"llama2", "SentencePiece-style"},
+        {"llama3_reserved", "hand: LLaMA-3's, with its 250 reserved special tokens"}};
     double anchor = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         int64_t count = 0;

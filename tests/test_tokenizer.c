@@ -97,6 +97,8 @@ TEST(tokenizer_llama3_bos_post_processor) { check_tokenizer("llama3_bos"); }
 TEST(tokenizer_llama2_eos_post_processor) { check_tokenizer("llama2_eos"); }
 /* tokenizer_config.json's add_bos_token and add_eos_token: transformers 5's AutoTokenizer adds nothing for them */
 TEST(tokenizer_config_add_tokens_unread) { check_tokenizer("llama2_config"); }
+/* LLaMA-3's 250 reserved special tokens: many added tokens of one first byte, the longest of those that match wins */
+TEST(tokenizer_llama3_reserved_tokens) { check_tokenizer("llama3_reserved"); }
 
 /* hostile files: one clear error or a tokenizer that works, never a crash */
 TEST(tokenizer_hostile_files) {

@@ -4,7 +4,7 @@ uses): tiny tokenizers of each kind zt reads, trained on a small multilingual co
 library gives for strings that break naive tokenizers.
 
     python3 tests/ref/make_tokenizer_fixtures.py          (from the repository root)
-    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last ten)
+    python3 tests/ref/make_tokenizer_fixtures.py gemma    (only gemma, or only the named ones of the last eleven)
     python3 tests/ref/make_tokenizer_fixtures.py splits                 (only splits.txt)
     python3 tests/ref/make_tokenizer_fixtures.py cases llama2 mistral   (their cases again, with the tokenizer.json
                                                                          there: new CASES without a new vocabulary;
@@ -47,6 +47,7 @@ and added tokens with the library's flags:
 and post-processors (the special tokens around a text with add_special_tokens=True: each case's "ids_special"):
     llama3_bos     llama3's with LLaMA-3's: ByteLevel, then <|begin_of_text|> before the text
     llama2_eos     llama2's with <s> before the text and </s> after it (LLaMA-2's with add_eos_token)
+    llama3_reserved  llama3's with LLaMA-3's 250 reserved special tokens (many added tokens of one first byte)
     llama2_config  llama2's without a post-processor, and a tokenizer_config.json with add_bos_token and
                    add_eos_token true, which transformers 5 leaves unread: its ids_special are AutoTokenizer's, no
                    special tokens added
@@ -121,6 +122,8 @@ CASES = [
     # added tokens with lstrip, rstrip and single_word (added_flags)
     "Hi<|end|>\n\n<|user|>  hello <mask>  x<mask>y \t<|user|>\u3000<|end|>\u00a0!",
     "cat cats concat cat. (cat) cat3 <|end|>cat \u00e9cat cat\u00e9 \u4e2dcat",
+    # LLaMA-3's reserved special tokens (llama3_reserved), one the start of another: the longest wins
+    "<|reserved_special_token_17|>x<|reserved_special_token_170|><|reserved_special_token_1|><|reserved_special_token_",
 ]
 CASES.append("\n".join(CORPUS[:10]) * 3)  # a long text: zt's word-at-a-time BPE must equal BPE over all of it
 
@@ -195,6 +198,8 @@ ADDED = {
     "llama3_bos": lambda: with_post("llama3", lambda tok: processors.Sequence([
         processors.ByteLevel(trim_offsets=False), template("<|begin_of_text|> $A", tok)])),
     "llama2_eos": lambda: with_post("llama2", lambda tok: template("<s> $A </s>", tok)),
+    "llama3_reserved": lambda: with_added("llama3", [AddedToken(f"<|reserved_special_token_{k}|>", special=True,
+                                                                normalized=False) for k in range(250)]),
     "added_flags": lambda: with_added("llama3", [
         AddedToken("<|end|>", rstrip=True, special=True, normalized=False),
         AddedToken("<|user|>", lstrip=True, special=True, normalized=False),
