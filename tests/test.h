@@ -72,6 +72,18 @@ static inline char *test_slurp(const char *path, size_t *len) {
     return b;
 }
 
+/* hex digits (up to a newline) into bytes, NUL-terminated: their count (the fixtures' "T <hex UTF-8>" lines) */
+static inline size_t test_unhex(const char *h, char *out) {
+    size_t n = 0;
+    for (; h[0] && h[1] && h[0] != '\n'; h += 2) {
+        unsigned v = 0;
+        sscanf(h, "%2x", &v);
+        out[n++] = (char)v;
+    }
+    out[n] = 0;
+    return n;
+}
+
 /* the backend the engine tests run on: ZT_TEST_BACKEND (build/gpu_models_cuda sets "cuda"), else "cpu" */
 static inline const char *test_backend(void) {
     const char *b = getenv("ZT_TEST_BACKEND");

@@ -46,17 +46,6 @@ static int64_t cut(zt_tokenizer *t, zt__rx *rx, int pre, const char *s, size_t n
     return out->n;
 }
 
-static size_t unhex(const char *h, char *out) {
-    size_t n = 0;
-    for (; h[0] && h[1] && h[0] != '\n'; h += 2) {
-        unsigned v = 0;
-        sscanf(h, "%2x", &v);
-        out[n++] = (char)v;
-    }
-    out[n] = 0;
-    return n;
-}
-
 /* tests/ref/tokenizers/splits.txt (make_tokenizer_fixtures.py): the tokenizers library's cuts of each pattern */
 TEST(regex_splits_as_the_tokenizers_library) {
     FILE *f = fopen("tests/ref/tokenizers/splits.txt", "r");
@@ -71,7 +60,7 @@ TEST(regex_splits_as_the_tokenizers_library) {
         if (line[0] == 'P') {
             char hex[8192] = "";
             sscanf(line + 2, "%63s %8191s", name, hex);
-            unhex(hex, pattern);
+            test_unhex(hex, pattern);
             pre = strcmp(name, "gpt2") == 0 ? ZT__PRE_GPT2 : strcmp(name, "llama3") == 0 ? ZT__PRE_LLAMA3
                 : strcmp(name, "qwen2") == 0 ? ZT__PRE_QWEN2 : 0;
             if (pre == ZT__PRE_GPT2) snprintf(pattern, sizeof pattern, "%s", GPT2_REGEX);
@@ -81,7 +70,7 @@ TEST(regex_splits_as_the_tokenizers_library) {
             CHECK_MSG(rx != NULL, "%s: %s", name, err);
             patterns++;
         } else if (line[0] == 'T') {
-            tn = unhex(line + 2, text);
+            tn = test_unhex(line + 2, text);
         } else if (line[0] == 'E' && rx) {
             int64_t nw = 0;
             for (char *p = line + 1, *end; *p && *p != '\n' && nw < 4096; p = end) {

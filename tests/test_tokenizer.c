@@ -9,17 +9,6 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-static size_t unhex(const char *h, char *out) {
-    size_t n = 0;
-    for (; h[0] && h[1] && h[0] != '\n'; h += 2) {
-        unsigned v = 0;
-        sscanf(h, "%2x", &v);
-        out[n++] = (char)v;
-    }
-    out[n] = 0;
-    return n;
-}
-
 static void check_tokenizer(const char *name) {
     char path[256], line[65536], text[16384], want_text[16384], got_text[16384];
     snprintf(path, sizeof path, "tests/ref/tokenizers/%s", name);
@@ -34,7 +23,7 @@ static void check_tokenizer(const char *name) {
     int64_t nw = 0, ns = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == 'T') {
-            tn = unhex(line + 2, text);
+            tn = test_unhex(line + 2, text);
         } else if (line[0] == 'I') {
             nw = 0;
             for (char *p = line + 1, *end; *p && *p != '\n'; p = end) {
@@ -54,7 +43,7 @@ static void check_tokenizer(const char *name) {
                       "%s: \"%s\" with its special tokens: %lld ids, the first %d; tokenizers gives %lld, the first %d", name,
                       text, (long long)ng, ng ? got[0] : -1, (long long)ns, ns ? special[0] : -1);
         } else if (line[0] == 'D') {
-            unhex(line + 2, want_text);
+            test_unhex(line + 2, want_text);
             int64_t ng = zt_tokenize(t, text, tn, got, 4096);
             int same = ng == nw && memcmp(got, want, sizeof(int32_t) * (size_t)nw) == 0;
             if (!same) {

@@ -28,16 +28,8 @@ def categories():
         if c != prev:
             out.append(cp << 5 | c)
             prev = c
-    print(f"static const uint32_t zt__uni_cat_runs[] = {{ /* {len(out)} runs: first code point << 5 | category */")
-    line = "   "
-    for v in out:
-        item = f" 0x{v:x},"
-        if len(line) + len(item) > 118:
-            print(line)
-            line = "   "
-        line += item
-    print(line)
-    print("};")
+    emit_items(f"static const uint32_t zt__uni_cat_runs[] = {{ /* {len(out)} runs: first code point << 5 | category */",
+               [f" 0x{v:x}," for v in out])
     ascii_cats = [CATEGORIES.index(unicodedata.category(chr(cp))) for cp in range(128)]
     print("static const uint8_t zt__uni_cat_ascii[128] = { /* the same, looked up */")
     for k in range(0, 128, 24):
@@ -58,10 +50,15 @@ def ranges(pred):
 
 
 def emit_rows(name, rows, width, what="rows"):
-    print(f"static const uint32_t {name}[][{width}] = {{ /* {len(rows)} {what} */")
+    emit_items(f"static const uint32_t {name}[][{width}] = {{ /* {len(rows)} {what} */",
+               [" {" + ", ".join(f"0x{v:x}" for v in r) + "}," for r in rows])
+
+
+def emit_items(head, items):
+    """a C array: its first line, then the items filling lines of 118 characters"""
+    print(head)
     line = "   "
-    for r in rows:
-        item = " {" + ", ".join(f"0x{v:x}" for v in r) + "},"
+    for item in items:
         if len(line) + len(item) > 118:
             print(line)
             line = "   "
