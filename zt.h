@@ -13977,7 +13977,7 @@ typedef struct zt__rx {
 
 /* the machine's memory, grown as a text needs it (tokenizing is not a training step) */
 typedef struct zt__rx_run {
-    const uint32_t *cp; /* the text's code points */
+    const char *text;   /* UTF-8, read a character at a time: positions are byte offsets */
     int64_t n, start;   /* its length; where this match began */
     uint8_t *seen;      /* (SPLIT, position - start) taken: a column of bits per position */
     int64_t cols;       /* columns cleared for this match */
@@ -14061,9 +14061,11 @@ static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
         if (ok) switch (in->op) {
             case ZT__RX_CHAR:
             case ZT__RX_SET:
-            case ZT__RX_ANY:
-                if ((ok = p < m->n && zt__rx_takes(rx, in, m->cp[p]))) pc++, p++;
+            case ZT__RX_ANY: {
+                int len = 0;
+                if ((ok = p < m->n && zt__rx_takes(rx, in, zt__utf8(m->text, (size_t)m->n, (size_t)p, &len)))) pc++, p += len;
                 break;
+            }
             case ZT__RX_SPLIT:
                 if (m->depth == m->stack_cap) {
                     size_t cap = ZT__MAX(2 * m->stack_cap, 64);
@@ -14093,9 +14095,10 @@ static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
 /* the leftmost match in cp[from, n): its start and end (-1 when there is none) */
 static int64_t zt__rx_find(const zt__rx *rx, zt__rx_run *m, int64_t from, int64_t *end) {
     const zt__rx_ins *first = &rx->prog[0]; /* a character every match starts with: tried before the machine */
-    int one = first->op == ZT__RX_CHAR || first->op == ZT__RX_SET || first->op == ZT__RX_ANY;
-    for (int64_t s = from; s <= m->n; s++) {
-        if (one && (s == m->n || !zt__rx_takes(rx, first, m->cp[s]))) continue;
+    int one = first->op == ZT__RX_CHAR || first->op == ZT__RX_SET || first->op == ZT__RX_ANY, len = 1;
+    for (int64_t s = from; s <= m->n; s += len) {
+        uint32_t c = s < m->n ? zt__utf8(m->text, (size_t)m->n, (size_t)s, &len) : (len = 1, 0);
+        if (one && (s == m->n || !zt__rx_takes(rx, first, c))) continue;
         m->start = s, m->cols = 0, m->depth = 0;
         if ((*end = zt__rx_exec(rx, m, 0, s)) >= 0) return s;
     }
@@ -14575,9 +14578,7 @@ struct zt_tokenizer {
     int n_steps;             /* pre ZT__PRE_STEPS: the Sequence's steps, in order */
     zt__pre_step steps[ZT__MAX_STEPS];
     zt__tok_pieces pieces[2];    /* a segment's pieces before and after a step */
-    uint32_t *cps;           /* a piece's code points, where each starts (and its end), for a Split's pattern */
-    int64_t *cp_at, cps_cap;
-    zt__rx_run run;
+    zt__rx_run run;          /* the regular-expression machine's memory */
     char *norm;              /* NFC text of a segment, and its code points (grown as needed) */
     uint32_t *norm_cps;
     size_t norm_cap;
@@ -14641,7 +14642,7 @@ ZT_API void zt_tokenizer_free(zt_tokenizer *t) {
     free(t->chat_src);
     for (int k = 0; k < t->n_steps; k++) zt__rx_free(t->steps[k].rx);
     for (int k = 0; k < 2; k++) free(t->pieces[k].text), free(t->pieces[k].end);
-    free(t->cps), free(t->cp_at), free(t->run.seen), free(t->run.stack);
+    free(t->run.seen), free(t->run.stack);
     zt_chat_template_free(t->chat);
     for (int k = 0; k < ZT__SPECIAL; k++) free(t->special[k]);
     free(t);
@@ -15280,34 +15281,22 @@ static void zt__split_part(zt__split_out *o, int64_t a, int64_t b, int match) {
    crate's): a match of nothing is a part of nothing, splitting the gap it falls in, except one right where the match
    before ended, which is passed over and the search goes on a character later. */
 static void zt__split_regex(zt_tokenizer *t, const zt__pre_step *st, const char *s, size_t n, zt__split_out *o) {
-    if ((int64_t)n + 1 > t->cps_cap) {
-        int64_t cap = ZT__MAX(2 * t->cps_cap, (int64_t)n + 64);
-        uint32_t *c = (uint32_t *)realloc(t->cps, (size_t)cap * sizeof *c);
-        int64_t *at = c ? (t->cps = c, (int64_t *)realloc(t->cp_at, (size_t)cap * sizeof *at)) : NULL;
-        if (!at) zt_fatal("out of memory tokenizing");
-        t->cp_at = at, t->cps_cap = cap;
-    }
-    int64_t m = 0;
-    for (size_t i = 0; i < n; m++) {
-        int len;
-        t->cp_at[m] = (int64_t)i, t->cps[m] = zt__utf8(s, n, i, &len);
-        i += (size_t)len;
-    }
-    t->cp_at[m] = (int64_t)n;
-    t->run.cp = t->cps, t->run.n = m;
-    int64_t from = 0, prev = 0, end = 0, last = -1; /* last: where the last match ended */
+    int64_t m = (int64_t)n, from = 0, prev = 0, end = 0, last = -1; /* last: where the last match ended */
+    t->run.text = s, t->run.n = m;
     while (from <= m) {
         int64_t start = zt__rx_find(st->rx, &t->run, from, &end);
         if (start < 0) break;
-        if (end == start && end == last) {
-            from = end + 1;
+        if (end == start && end == last) { /* a character later */
+            int len = 1;
+            if (end < m) zt__utf8(s, n, (size_t)end, &len);
+            from = end + len;
             continue;
         }
-        if (start > prev) zt__split_part(o, t->cp_at[prev], t->cp_at[start], st->invert);
-        zt__split_part(o, t->cp_at[start], t->cp_at[end], !st->invert);
+        if (start > prev) zt__split_part(o, prev, start, st->invert);
+        zt__split_part(o, start, end, !st->invert);
         prev = from = last = end;
     }
-    if (prev < m) zt__split_part(o, t->cp_at[prev], t->cp_at[m], st->invert);
+    if (prev < m) zt__split_part(o, prev, m, st->invert);
 }
 
 /* one step over piece s, its pieces appended to out */
