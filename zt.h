@@ -1338,14 +1338,14 @@ ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *sou
 ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
                                   int64_t *count);
 
-/* A token file for training from text or JSONL. Text (any other name): the whole file is one
-   document. JSONL (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a
-   mask file (one byte a token, 0 = not a target), the response's are learned; a "messages" line goes
-   through the chat template (zt_tokenize_chat). With special, each document (or prompt and response) has the
-   post-processor's special tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is learned; with
-   it, a conversation the template rewrites is unrolled: each assistant turn an example of its own, the
-   conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1
-   uint16 when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read. */
+/* A token file for training from text or JSONL. Text (any other name): the whole file is one document. JSONL
+   (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a mask file (one byte
+   a token, 0 = not a target), the response's are learned; a "messages" line goes through the chat template
+   (zt_tokenize_chat). With special, each document (or prompt and response) has the post-processor's special
+   tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is learned; with it, a
+   conversation the template rewrites is unrolled: each assistant turn an example of its own, the
+   conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
+   when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" */
