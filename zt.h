@@ -13823,8 +13823,8 @@ static int zt__uni_cat(uint32_t c) {
     }
     return (int)(zt__uni_cat_runs[lo] & 31);
 }
-static int zt__is_letter(uint32_t c) { return c < 128 ? (c | 32) - 'a' < 26 : (ZT__LETTERS >> zt__uni_cat(c)) & 1; }
-static int zt__is_number(uint32_t c) { return c < 128 ? c - '0' < 10 : (ZT__NUMBERS >> zt__uni_cat(c)) & 1; }
+static int zt__is_letter(uint32_t c) { return (ZT__LETTERS >> zt__uni_cat(c)) & 1; }
+static int zt__is_number(uint32_t c) { return (ZT__NUMBERS >> zt__uni_cat(c)) & 1; }
 static int zt__is_space(uint32_t c) { return zt__uni_in(zt__uni_space, ZT__N(zt__uni_space), c); }
 
 /* ---- NFC (canonical decomposition, then canonical composition), as the normalizer of tokenizer.json ---- */
@@ -14036,7 +14036,7 @@ static int zt__rx_takes(const zt__rx *rx, const zt__rx_ins *in, uint32_t c) {
     return (in->flag & ZT__RXF_ICASE ? zt__rx_fold(c) : c) == in->c;
 }
 
-/* where the program from instruction pc matches at cp[p]: its end, or -1 */
+/* where the program from instruction pc matches at text[p]: its end, or -1 */
 static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
     size_t base = m->depth, col = (size_t)(rx->n_split + 7) / 8;
     for (;;) {
@@ -14092,7 +14092,7 @@ static int64_t zt__rx_exec(const zt__rx *rx, zt__rx_run *m, int pc, int64_t p) {
     }
 }
 
-/* the leftmost match in cp[from, n): its start and end (-1 when there is none) */
+/* the leftmost match in text[from, n): its start and end (-1 when there is none) */
 static int64_t zt__rx_find(const zt__rx *rx, zt__rx_run *m, int64_t from, int64_t *end) {
     const zt__rx_ins *first = &rx->prog[0]; /* a character every match starts with: tried before the machine */
     int one = first->op == ZT__RX_CHAR || first->op == ZT__RX_SET || first->op == ZT__RX_ANY, len = 1;
@@ -14146,13 +14146,8 @@ static zt__rx_item *zt__rx_item_new(zt__rx_parse *P) {
     return it;
 }
 
-static int zt__rx_same_name(const char *a, const char *b) { /* ASCII, in any case */
-    for (; *a && *b; a++, b++)
-        if ((*a | 32) != (*b | 32)) return 0;
-    return *a == *b;
-}
-
-static int zt__rx_hex(uint32_t c) {
+/* a hex digit's value, or -1 */
+static int zt__hex_digit(uint32_t c) {
     return c >= '0' && c <= '9' ? (int)(c - '0') : (c | 32) >= 'a' && (c | 32) <= 'f' ? (int)((c | 32) - 'a' + 10) : -1;
 }
 
@@ -14178,7 +14173,7 @@ static uint32_t zt__rx_property(zt__rx_parse *P, int *neg) {
     for (int k = 0; k < ZT__CATEGORIES; k++)
         if (len == 2 && (name[0] | 32) == (cats[2 * k] | 32) && (name[1] | 32) == (cats[2 * k + 1] | 32)) return 1u << k;
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-        if (zt__rx_same_name(name, kinds[k].name)) return kinds[k].mask;
+        if (zt__ieq(name, kinds[k].name)) return kinds[k].mask;
     snprintf(P->err, sizeof P->err, "\\p{%s} is a property zt does not know (it knows the general categories: L, Lu, Ll, "
              "Lt, Lm, Lo, M, N, Nd, P, S, Z, C and their other parts)", name);
     return 0;
@@ -14211,7 +14206,7 @@ static int64_t zt__rx_escape(zt__rx_parse *P, zt__rx_item *it) {
         int brace = e == 'x' && P->i < P->n && P->s[P->i] == '{', most = brace ? 8 : e == 'x' ? 2 : 4, k = 0;
         uint32_t v = 0;
         P->i += brace;
-        for (; k < most && P->i < P->n && zt__rx_hex(P->s[P->i]) >= 0; k++, P->i++) v = v * 16 + (uint32_t)zt__rx_hex(P->s[P->i]);
+        for (; k < most && P->i < P->n && zt__hex_digit(P->s[P->i]) >= 0; k++, P->i++) v = v * 16 + (uint32_t)zt__hex_digit(P->s[P->i]);
         if (brace && (P->i >= P->n || P->s[P->i++] != '}')) return zt__rx_fail(P, "a \\x{...} is not closed");
         if (k == 0 || (e == 'u' && k != 4) || v > 0x10ffff) return zt__rx_fail(P, "a \\x or \\u escape has no code point");
         if (e == 'x' && !brace && v > 0x7f) return zt__rx_fail(P, "\\xHH above 7F is a byte, not a character (\\x{HH} is one)");
@@ -14543,6 +14538,7 @@ enum { ZT__SPLIT_REMOVED, ZT__SPLIT_ISOLATED, ZT__SPLIT_WITH_PREVIOUS, ZT__SPLIT
 typedef struct zt__pre_step {
     int kind;
     int behavior, invert;        /* Split */
+    int hand;                    /* Split: the hand-written pre-tokenizer that cuts as its pattern (ZT__PRE_*), or 0 */
     int individual;              /* Digits: each digit a piece (else runs of them) */
     int prefix_space, use_regex; /* ByteLevel: " " before each piece that has none; GPT-2's split */
     zt__rx *rx;                  /* Split: its pattern */
@@ -14690,6 +14686,8 @@ static zt_result zt__tok_step_parse(zt_tokenizer *t, const zt__json *j, int it, 
         char *text = (char *)malloc(cap), err[256] = "out of memory";
         int64_t len = text ? zt__json_text(j, src, text, cap) : -1;
         st->rx = len >= 0 ? zt__rx_new(text, (size_t)len, src != regex, err, sizeof err) : NULL;
+        for (int h = ZT__PRE_LLAMA3; h <= ZT__PRE_QWEN2 && st->rx && src == regex; h++)
+            if ((size_t)len == strlen(zt__pre_regex[h]) && memcmp(text, zt__pre_regex[h], (size_t)len) == 0) st->hand = h;
         free(text);
         if (!st->rx) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: pre-tokenizer step %d, a Split's pattern: %s", path, k + 1, err);
         return ZT_OK;
@@ -14712,7 +14710,7 @@ static zt_result zt__tok_step_parse(zt_tokenizer *t, const zt__json *j, int it, 
 static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char *path) {
     int pre = zt__json_get(j, 0, "pre_tokenizer"), norm = zt__json_get(j, 0, "normalizer");
     int dec = zt__json_get(j, 0, "decoder");
-    char type[32] = "", buf[512];
+    char type[32] = "";
     if (pre >= 0 && !zt__json_is_null(j, pre)) {
         zt__json_string(j, zt__json_get(j, pre, "type"), "type", type, sizeof type);
         if (strcmp(type, "ByteLevel") == 0) {
@@ -14724,30 +14722,18 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
             int list = zt__json_get(j, pre, "pretokenizers");
             if (list < 0 || j->tok[list].type != JSMN_ARRAY)
                 return zt_fail(ZT_ERROR_FORMAT, "%s: pre_tokenizer.pretokenizers must be an array", path);
-            /* LLaMA-3's or Qwen2's Split regex (isolated), then ByteLevel without its own: by hand */
-            int split = j->tok[list].size == 2 ? list + 1 : -1, bl = split >= 0 ? zt__json_skip(j, split) : -1;
-            int pattern = split >= 0 ? zt__json_get(j, zt__json_get(j, split, "pattern"), "Regex") : -1;
-            int64_t n = zt__json_text(j, pattern, buf, sizeof buf - 1);
-            char behavior[32] = "", bl_type[32] = "";
-            int invert = 0, bl_regex = 1, bl_space = 1;
-            if (n >= 0) {
-                buf[n] = 0;
-                zt__json_string(j, zt__json_get(j, split, "behavior"), "behavior", behavior, sizeof behavior);
-                zt__json_bool(j, zt__json_get(j, split, "invert"), "invert", &invert);
-                zt__json_string(j, zt__json_get(j, bl, "type"), "type", bl_type, sizeof bl_type);
-                zt__json_bool(j, zt__json_get(j, bl, "use_regex"), "use_regex", &bl_regex);
-                zt__json_bool(j, zt__json_get(j, bl, "add_prefix_space"), "add_prefix_space", &bl_space);
-            }
-            for (int k = ZT__PRE_LLAMA3; k <= ZT__PRE_QWEN2 && n >= 0; k++)
-                if (strcmp(buf, zt__pre_regex[k]) == 0 && strcmp(behavior, "Isolated") == 0 && !invert &&
-                    strcmp(bl_type, "ByteLevel") == 0 && !bl_regex && !bl_space)
-                    t->pre = k;
-            for (int k = 0, it = list + 1; !t->pre && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
+            for (int k = 0, it = list + 1; k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
                 zt_result r = zt__tok_step_parse(t, j, it, k, path);
                 if (r != ZT_OK) return r;
             }
-            if (!t->pre) t->pre = t->byte_level ? ZT__PRE_STEPS : ZT__PRE_NONE; /* (without ByteLevel: SentencePiece's) */
-            else t->byte_level = 1;
+            zt__pre_step *split = &t->steps[0], *bl = &t->steps[1];
+            if (t->n_steps == 2 && split->hand && split->behavior == ZT__SPLIT_ISOLATED && !split->invert &&
+                bl->kind == ZT__STEP_BYTE_LEVEL && !bl->use_regex && !bl->prefix_space) { /* LLaMA-3's, Qwen2's: by hand */
+                t->pre = split->hand, t->n_steps = 0;
+                zt__rx_free(split->rx), split->rx = NULL;
+            } else {
+                t->pre = t->byte_level ? ZT__PRE_STEPS : ZT__PRE_NONE; /* (without ByteLevel: SentencePiece's) */
+            }
         } else if (strcmp(type, "Split") == 0 || strcmp(type, "Digits") == 0) { /* Gemma's Split on " " (transformers 5) */
             zt_result r = zt__tok_step_parse(t, j, pre, 0, path);
             if (r != ZT_OK) return r;
@@ -14872,7 +14858,7 @@ ZT_API zt_result zt_tokenizer_load(zt_tokenizer **out, const char *path) {
     return r;
 }
 
-/* a tokenizer from the text of a tokenizer.json (file names it in messages) */
+/* added tokens' order: by first byte, then the longest first, then as the file lists them */
 typedef struct zt__added_key { int64_t len; int32_t id, first, order; } zt__added_key;
 static int zt__added_cmp(const void *pa, const void *pb) {
     const zt__added_key *a = (const zt__added_key *)pa, *b = (const zt__added_key *)pb;
@@ -14881,6 +14867,7 @@ static int zt__added_cmp(const void *pa, const void *pb) {
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
+/* a tokenizer from the text of a tokenizer.json (file names it in messages) */
 static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_t len, const char *file) {
     *out = NULL;
     zt_arena a;
@@ -16248,7 +16235,7 @@ static size_t zt__jlex_string(zt_chat_template *c, const char *s, size_t n, size
             uint32_t cp = 0;
             for (int k = 0; k < digits; k++) {
                 char h = i + 1 + (size_t)k < n ? s[i + 1 + (size_t)k] : 0;
-                int v = h >= '0' && h <= '9' ? h - '0' : (h | 32) >= 'a' && (h | 32) <= 'f' ? (h | 32) - 'a' + 10 : -1;
+                int v = zt__hex_digit((uint8_t)h);
                 if (v < 0) zt__jperr(c, line, "a \\%c escape needs %d hex digits", e, digits);
                 cp = cp * 16 + (uint32_t)v;
             }
