@@ -1345,7 +1345,9 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
    tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is learned; with it, a
    conversation the template rewrites is unrolled: each assistant turn an example of its own, the
    conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
-   when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read. */
+   when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read, written as the tokens come
+   (JSONL takes memory for a batch of lines, not for the file; a text is held whole) under NAME.partial names, renamed
+   when the last token is in: a failure leaves the files that were there before. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" */
@@ -1353,6 +1355,9 @@ typedef struct zt_tokenize_desc {
     int32_t eot;
     int special; /* the post-processor's special tokens around each document, or prompt and response (those after it
                     learned), as zt_tokenize_special; a conversation's are its template's */
+    int64_t shard_size; /* > 0: files of this many tokens (the last fewer), named with _000000, _000001, ... before
+                           the extension, as llm.c's shards; 0: one file (at most 2^31 - 1 tokens) */
+    int threads;        /* JSONL lines are tokenized on this many threads (0: every core), the files the same */
 } zt_tokenize_desc;
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens);
 
@@ -18473,20 +18478,111 @@ static zt_result zt__tokbuf_around(zt__tokbuf *b, const zt_tokenizer *t, int on,
     return r;
 }
 
-/* an llm.c token file: v1 (uint16) when the vocabulary fits, else v7 (uint32) */
-static zt_result zt__write_tokens(const char *path, const int32_t *ids, int64_t n, int64_t vocab) {
-    if (n > INT32_MAX) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: %lld tokens are more than an llm.c file holds", path, (long long)n);
-    int wide = vocab > 65536;
-    int32_t header[256] = {wide ? 20240801 : 20240520, wide ? 7 : 1, (int32_t)n};
-    FILE *f = fopen(path, "wb");
-    if (!f) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
-    int ok = fwrite(header, 4, 256, f) == 256;
-    for (int64_t i = 0; i < n && ok; i++) {
-        uint16_t s = (uint16_t)ids[i];
-        ok = wide ? fwrite(&ids[i], 4, 1, f) == 1 : fwrite(&s, 2, 1, f) == 1;
+/* llm.c token files (v1, uint16, when the vocabulary fits; else v7, uint32) written as the tokens come, each as
+   NAME.partial until the last token is in, then all renamed: a failure leaves what was there before. With shards,
+   file k holds tokens [k * per_file, (k + 1) * per_file) and is named with _%06d before its extension, as llm.c's
+   shards are (train_000000.bin, ...); a mask file, one byte a token, beside each. */
+typedef struct zt__tokout {
+    const char *output, *mask; /* mask: its name (NULL: output + ".mask") when want_mask */
+    int want_mask, sharded, wide;
+    int64_t per_file;          /* tokens a file holds */
+    FILE *f, *fm;              /* the file being written, NULL between files */
+    int files;                 /* opened so far */
+    int64_t in_file, total;
+} zt__tokout;
+
+/* the name of file k (of its mask with mask), NAME.partial while it is written */
+static zt_result zt__tokout_name(const zt__tokout *o, int mask, int k, int partial, char *out) {
+    char shard[16] = "";
+    if (o->sharded) snprintf(shard, sizeof shard, "_%06d", k);
+    const char *base = mask && o->mask ? o->mask : o->output, *slash = strrchr(base, '/'), *dot = strrchr(base, '.');
+    size_t stem = dot && dot > (slash ? slash : base) && dot[1] ? (size_t)(dot - base) : strlen(base);
+    int n = snprintf(out, ZT__PATH, "%.*s%s%s%s%s", (int)stem, base, shard, base + stem, mask && !o->mask ? ".mask" : "",
+                     partial ? ".partial" : "");
+    return n < ZT__PATH ? ZT_OK : zt_fail(ZT_ERROR_INVALID, "%s is too long", base);
+}
+
+/* the header of the file being written, with its count, and the file closed */
+static zt_result zt__tokout_close(zt__tokout *o) {
+    int32_t header[256] = {o->wide ? 20240801 : 20240520, o->wide ? 7 : 1, (int32_t)o->in_file};
+    char name[ZT__PATH];
+    zt__tokout_name(o, 0, o->files - 1, 1, name);
+    int ok = fseek(o->f, 0, SEEK_SET) == 0 && fwrite(header, 4, 256, o->f) == 256;
+    ok = fclose(o->f) == 0 && ok;
+    if (o->fm) ok = fclose(o->fm) == 0 && ok;
+    o->f = o->fm = NULL;
+    return ok ? ZT_OK : zt_fail(ZT_ERROR_IO, "cannot write %s: %s", name, strerror(errno));
+}
+
+static zt_result zt__tokout_open(zt__tokout *o) {
+    char name[ZT__PATH];
+    int32_t header[256] = {0}; /* written again with the count when the file is full */
+    zt_result r = zt__tokout_name(o, 0, o->files, 1, name);
+    if (r != ZT_OK) return r;
+    if (!(o->f = fopen(name, "wb"))) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", name, strerror(errno));
+    o->files++, o->in_file = 0;
+    if (fwrite(header, 4, 256, o->f) != 256) return zt_fail(ZT_ERROR_IO, "cannot write %s: %s", name, strerror(errno));
+    if (!o->want_mask) return ZT_OK;
+    r = zt__tokout_name(o, 1, o->files - 1, 1, name);
+    if (r == ZT_OK && !(o->fm = fopen(name, "wb"))) r = zt_fail(ZT_ERROR_IO, "cannot create %s: %s", name, strerror(errno));
+    return r;
+}
+
+/* appends n tokens and their mask values */
+static zt_result zt__tokout_put(zt__tokout *o, const int32_t *ids, const uint8_t *mask, int64_t n) {
+    while (n > 0) {
+        if (!o->f) {
+            zt_result r = zt__tokout_open(o);
+            if (r != ZT_OK) return r;
+        }
+        if (!o->sharded && o->in_file + n > o->per_file)
+            return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: more than %lld tokens, what an llm.c file holds; a shard size "
+                           "(zt_tokenize --shard_size N) writes them into several files", o->output, (long long)o->per_file);
+        int64_t m = ZT__MIN(n, o->per_file - o->in_file);
+        int ok = 1;
+        for (int64_t i = 0; i < m && ok;) { /* uint16 a token when the vocabulary fits */
+            uint16_t narrow[4096];
+            int64_t k = ZT__MIN(m - i, 4096);
+            if (o->wide) {
+                ok = fwrite(ids + i, 4, (size_t)k, o->f) == (size_t)k;
+            } else {
+                for (int64_t j = 0; j < k; j++) narrow[j] = (uint16_t)ids[i + j];
+                ok = fwrite(narrow, 2, (size_t)k, o->f) == (size_t)k;
+            }
+            i += k;
+        }
+        if (ok && o->fm) ok = fwrite(mask, 1, (size_t)m, o->fm) == (size_t)m;
+        if (!ok) {
+            char name[ZT__PATH];
+            zt__tokout_name(o, 0, o->files - 1, 1, name);
+            return zt_fail(ZT_ERROR_IO, "cannot write %s: %s", name, strerror(errno));
+        }
+        o->in_file += m, o->total += m, ids += m, mask += m, n -= m;
+        if (o->in_file == o->per_file && o->sharded) {
+            zt_result r = zt__tokout_close(o);
+            if (r != ZT_OK) return r;
+        }
     }
-    if (fclose(f) != 0) ok = 0;
-    return ok ? ZT_OK : zt_fail(ZT_ERROR_IO, "cannot write %s: %s", path, strerror(errno));
+    return ZT_OK;
+}
+
+/* with ok, the last file closed and every file renamed to its name; else the .partial files removed */
+static zt_result zt__tokout_end(zt__tokout *o, int ok) {
+    zt_result r = ZT_OK;
+    if (ok && o->files == 0) r = zt__tokout_open(o); /* no tokens: one empty file */
+    if (o->f && ok && r == ZT_OK) r = zt__tokout_close(o);
+    if (o->f) fclose(o->f);
+    if (o->fm) fclose(o->fm);
+    o->f = o->fm = NULL;
+    for (int k = 0; k < o->files; k++)
+        for (int m = 0; m <= o->want_mask; m++) {
+            char from[ZT__PATH], to[ZT__PATH];
+            zt__tokout_name(o, m, k, 1, from);
+            zt__tokout_name(o, m, k, 0, to);
+            if (!ok || r != ZT_OK) unlink(from);
+            else if (rename(from, to) != 0) r = zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
+        }
+    return r;
 }
 
 /* ---- a tokenizer's chat template, and conversations into ids with the assistant's turns marked ---- */
@@ -18834,105 +18930,200 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
     return zt__tokenize_chat(t, json, n, "the conversation", ids, mask, cap, count, -1);
 }
 
+/* ---- zt_tokenize_file: JSONL lines on several threads, the tokens written in order as they come ---- */
+
+/* a copy of t for one more thread: the tables shared (read only while encoding), its own encoding buffers and chat
+   template */
+static void zt__tok_worker(zt_tokenizer *w, const zt_tokenizer *t) {
+    *w = *t;
+    memset(w->pieces, 0, sizeof w->pieces);
+    memset(&w->run, 0, sizeof w->run);
+    w->norm = NULL, w->norm_cps = NULL, w->norm_cap = 0;
+    w->buf = NULL, w->buf_cap = 0, w->sym = w->prev = w->next = NULL, w->heap = NULL, w->sym_cap = 0;
+    w->chat = NULL;
+}
+
+static void zt__tok_worker_free(zt_tokenizer *w) {
+    free(w->buf), free(w->sym), free(w->prev), free(w->next), free(w->heap), free(w->norm), free(w->norm_cps);
+    for (int k = 0; k < 2; k++) free(w->pieces[k].text), free(w->pieces[k].end);
+    free(w->run.seen), free(w->run.stack);
+    zt_chat_template_free(w->chat);
+}
+
+#define ZT__TOK_CHUNK ((size_t)1 << 20) /* bytes of JSONL lines a task takes */
+
+typedef struct zt__tokjob {
+    size_t a, b;       /* its bytes of the input: whole lines */
+    int64_t line;      /* the number of its first line, from 1 */
+    zt__tokbuf out;
+    zt_result r;
+    char why[1024];    /* zt_last_error of its thread, when r is not ZT_OK */
+} zt__tokjob;
+
+typedef struct zt__tokthread {
+    zt_tokenizer *t, copy; /* thread 0 uses the caller's tokenizer, the others a copy */
+    char *field;           /* a JSON string's text */
+    int64_t field_cap;
+} zt__tokthread;
+
+typedef struct zt__tokrun {
+    const zt_tokenize_desc *d;
+    const char *text, *keys[2]; /* the input; the prompt and response keys */
+    int jsonl;
+    zt__tokthread *th;
+    zt__tokjob *jobs;
+} zt__tokrun;
+
+/* one JSONL line: a conversation through the chat template, or a prompt (out of the loss) and a response */
+static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__tokbuf *b, const char *line, size_t len,
+                                   const char *where) {
+    const zt_tokenize_desc *d = R->d;
+    zt_tokenizer *t = th->t;
+    zt_arena a;
+    void *mem = zt__setup_arena(&a, "JSONL line", zt__json_token_bytes(len));
+    zt__json j;
+    zt_result r = zt__json_parse(&j, &a, where, line, len);
+    if (r == ZT_OK && zt__json_get(&j, 0, "messages") >= 0) { /* a conversation: through the chat template */
+        if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)len + 256, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+        while (r == ZT_OK) {
+            int64_t room = b->cap - b->n, got = 0;
+            if (!zt__grow((void **)&b->mask, &b->mcap, b->cap, 1)) {
+                r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+                break;
+            }
+            r = zt__tokenize_chat(t, line, len, where, b->ids + b->n, b->mask + b->n, room, &got, d->eot);
+            if (r != ZT_OK || got <= room) {
+                b->n += r == ZT_OK ? got : 0;
+                break;
+            }
+            if (!zt__grow((void **)&b->ids, &b->cap, b->n + got, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+        }
+        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
+        free(mem);
+        return r;
+    }
+    if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 0, 0); /* before the prompt: not learned */
+    for (int k = 0; k < 2 && r == ZT_OK; k++) {
+        int v = zt__json_get(&j, 0, R->keys[k]);
+        if (v < 0 || j.tok[v].type != JSMN_STRING) {
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--prompt_key and --response_key name the fields)",
+                        where, R->keys[k]);
+            break;
+        }
+        int64_t need = (int64_t)(j.tok[v].end - j.tok[v].start) * 2 + 16;
+        if (!zt__grow((void **)&th->field, &th->field_cap, need, 1)) {
+            r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+            break;
+        }
+        int64_t n = zt__json_text(&j, v, th->field, (size_t)th->field_cap);
+        r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, R->keys[k])
+                  : zt__tokbuf_add(b, t, th->field, (size_t)n, (uint8_t)k);
+    }
+    if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 1, 1); /* after the response: learned */
+    if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1); /* the end is learned too */
+    free(mem);
+    return r;
+}
+
+/* a task: the job's lines, or the whole text (one document) */
+static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
+    zt__tokrun *R = (zt__tokrun *)ctx;
+    zt__tokjob *job = &R->jobs[i];
+    zt__tokthread *th = &R->th[thread];
+    const zt_tokenize_desc *d = R->d;
+    zt__tokbuf *b = &job->out;
+    zt_result r = ZT_OK;
+    b->n = 0;
+    if (!R->jsonl) {
+        r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
+        if (r == ZT_OK) r = zt__tokbuf_add(b, th->t, R->text + job->a, job->b - job->a, 1);
+        if (r == ZT_OK) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
+        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
+    }
+    int64_t line_no = job->line - 1;
+    for (size_t at = job->a; R->jsonl && at < job->b && r == ZT_OK;) { /* one object a line */
+        const char *line = R->text + at, *nl = (const char *)memchr(line, '\n', job->b - at);
+        size_t len = nl ? (size_t)(nl - line) : job->b - at;
+        at += len + 1, line_no++;
+        while (len > 0 && strchr(" \t\r", line[len - 1])) len--;
+        if (len == 0) continue;
+        char where[ZT__PATH + 32];
+        snprintf(where, sizeof where, "%s:%lld", d->input, (long long)line_no);
+        r = zt__tokenize_line(R, th, b, line, len, where);
+    }
+    job->r = r;
+    if (r != ZT_OK) snprintf(job->why, sizeof job->why, "%s", zt_last_error());
+}
+
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens) {
+    if (tokens) *tokens = 0;
+    if (d->eot >= zt_tokenizer_vocab(t))
+        return zt_fail(ZT_ERROR_INVALID, "end-of-text id %d is outside the tokenizer's %lld ids", d->eot,
+                       (long long)zt_tokenizer_vocab(t));
+    if (d->special && t->post_unread[0])
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "the tokenizer's post-processor is %s, which zt does not read: the special "
+                       "tokens around a text come from a TemplateProcessing", t->post_unread);
+    if (d->shard_size < 0 || d->shard_size > INT32_MAX)
+        return zt_fail(ZT_ERROR_INVALID, "a shard size of %lld tokens: an llm.c file holds 1 to %d", (long long)d->shard_size,
+                       INT32_MAX);
+    if (d->threads < 0) return zt_fail(ZT_ERROR_INVALID, "%d threads to tokenize with: 0 (every core) or more", d->threads);
     const uint8_t *map = NULL;
     size_t bytes = 0;
     zt_result r = zt__map(d->input, &map, &bytes);
     if (r != ZT_OK) return r;
     size_t il = strlen(d->input);
-    int jsonl = il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0;
-    const char *pk = d->prompt_key ? d->prompt_key : "prompt", *rk = d->response_key ? d->response_key : "response";
-    if (d->eot >= zt_tokenizer_vocab(t)) {
-        munmap((void *)(uintptr_t)map, bytes);
-        return zt_fail(ZT_ERROR_INVALID, "end-of-text id %d is outside the tokenizer's %lld ids", d->eot,
-                       (long long)zt_tokenizer_vocab(t));
+    zt__tokrun R;
+    memset(&R, 0, sizeof R);
+    R.d = d, R.text = (const char *)map;
+    R.jsonl = il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0;
+    R.keys[0] = d->prompt_key ? d->prompt_key : "prompt", R.keys[1] = d->response_key ? d->response_key : "response";
+    int threads = !R.jsonl ? 1 : ZT__MIN(d->threads > 0 ? d->threads : zt_cpu_count(), ZT_CPU_MAX_THREADS);
+    int n_jobs = R.jsonl ? 4 * threads : 1; /* a batch: several tasks a thread, so that uneven lines even out */
+    R.th = (zt__tokthread *)calloc((size_t)threads, sizeof *R.th);
+    R.jobs = (zt__tokjob *)calloc((size_t)n_jobs, sizeof *R.jobs);
+    zt_pool *pool = threads > 1 && R.th && R.jobs ? zt_pool_create(threads) : NULL;
+    if (!R.th || !R.jobs) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+    for (int k = 0; R.th && k < threads; k++) {
+        if (k) zt__tok_worker(&R.th[k].copy, t);
+        R.th[k].t = k ? &R.th[k].copy : t;
     }
-    if (d->special && t->post_unread[0]) {
-        munmap((void *)(uintptr_t)map, bytes);
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "the tokenizer's post-processor is %s, which zt does not read: the special "
-                       "tokens around a text come from a TemplateProcessing", t->post_unread);
-    }
-    zt__tokbuf b;
-    memset(&b, 0, sizeof b);
-    const char *text = (const char *)map;
-    if (!jsonl) {
-        r = zt__tokbuf_around(&b, t, d->special, 0, 1);
-        if (r == ZT_OK) r = zt__tokbuf_add(&b, t, text, bytes, 1);
-        if (r == ZT_OK) r = zt__tokbuf_around(&b, t, d->special, 1, 1);
-        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1);
-    }
-    int64_t line_no = 0;
-    char *field = NULL;
-    int64_t field_cap = 0;
-    for (size_t i = 0; jsonl && i < bytes && r == ZT_OK;) { /* one object a line: the prompt out of the loss */
-        const char *nl = (const char *)memchr(text + i, '\n', bytes - i);
-        size_t len = nl ? (size_t)(nl - (text + i)) : bytes - i;
-        line_no++;
-        size_t s0 = i;
-        i += len + 1;
-        while (len > 0 && strchr(" \t\r", text[s0 + len - 1])) len--;
-        if (len == 0) continue;
-        zt_arena a;
-        void *mem = zt__setup_arena(&a, "JSONL line", zt__json_token_bytes(len));
-        zt__json j;
-        char where[ZT__PATH + 32];
-        snprintf(where, sizeof where, "%s:%lld", d->input, (long long)line_no);
-        r = zt__json_parse(&j, &a, where, text + s0, len);
-        if (r == ZT_OK && zt__json_get(&j, 0, "messages") >= 0) { /* a conversation: through the chat template */
-            if (!zt__grow((void **)&b.ids, &b.cap, b.n + (int64_t)len + 256, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
-            while (r == ZT_OK) {
-                int64_t room = b.cap - b.n, got = 0;
-                if (!zt__grow((void **)&b.mask, &b.mcap, b.cap, 1)) {
-                    r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
-                    break;
-                }
-                r = zt__tokenize_chat(t, text + s0, len, where, b.ids + b.n, b.mask + b.n, room, &got, d->eot);
-                if (r != ZT_OK || got <= room) {
-                    b.n += r == ZT_OK ? got : 0;
-                    break;
-                }
-                if (!zt__grow((void **)&b.ids, &b.cap, b.n + got, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+    zt__tokout o;
+    memset(&o, 0, sizeof o);
+    o.output = d->output, o.mask = d->mask, o.want_mask = R.jsonl;
+    o.sharded = d->shard_size > 0, o.per_file = o.sharded ? d->shard_size : INT32_MAX;
+    o.wide = zt_tokenizer_vocab(t) > 65536;
+    size_t pos = 0;
+    int64_t line = 1;
+    for (int batch = 0; r == ZT_OK && (batch == 0 || pos < bytes); batch++) {
+        int nj = 0;
+        while (nj < n_jobs && (pos < bytes || (!R.jsonl && nj == 0))) { /* a text: one job; JSONL: lines, ~1 MiB a job */
+            zt__tokjob *job = &R.jobs[nj++];
+            size_t end = bytes;
+            if (R.jsonl && bytes - pos > ZT__TOK_CHUNK) {
+                const char *nl = (const char *)memchr(R.text + pos + ZT__TOK_CHUNK, '\n', bytes - pos - ZT__TOK_CHUNK);
+                end = nl ? (size_t)(nl - R.text) + 1 : bytes;
             }
-            if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1);
-            free(mem);
-            continue;
+            job->a = pos, job->b = end, job->line = line;
+            for (const char *p = R.text + pos; R.jsonl && (p = (const char *)memchr(p, '\n', (size_t)(R.text + end - p))); p++)
+                line++;
+            pos = end;
         }
-        const char *keys[2] = {pk, rk};
-        if (r == ZT_OK) r = zt__tokbuf_around(&b, t, d->special, 0, 0); /* before the prompt: not learned */
-        for (int k = 0; k < 2 && r == ZT_OK; k++) {
-            int v = zt__json_get(&j, 0, keys[k]);
-            if (v < 0 || j.tok[v].type != JSMN_STRING) {
-                r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--prompt_key and --response_key name the fields)",
-                            where, keys[k]);
-                break;
-            }
-            int64_t need = (int64_t)(j.tok[v].end - j.tok[v].start) * 2 + 16;
-            if (!zt__grow((void **)&field, &field_cap, need, 1)) {
-                r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
-                break;
-            }
-            int64_t n = zt__json_text(&j, v, field, (size_t)field_cap);
-            r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, keys[k])
-                      : zt__tokbuf_add(&b, t, field, (size_t)n, (uint8_t)k);
-        }
-        if (r == ZT_OK) r = zt__tokbuf_around(&b, t, d->special, 1, 1); /* after the response: learned */
-        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(&b, d->eot, 1); /* the end is learned too */
-        free(mem);
+        zt_pool_run(pool, nj, zt__tokjob_run, &R);
+        for (int k = 0; k < nj && r == ZT_OK; k++) /* in order: the same files, and the same first error, at any threads */
+            r = R.jobs[k].r != ZT_OK ? zt_fail(R.jobs[k].r, "%s", R.jobs[k].why)
+                                     : zt__tokout_put(&o, R.jobs[k].out.ids, R.jobs[k].out.mask, R.jobs[k].out.n);
     }
-    free(field);
-    munmap((void *)(uintptr_t)map, bytes);
-    if (r == ZT_OK) r = zt__write_tokens(d->output, b.ids, b.n, zt_tokenizer_vocab(t));
-    if (r == ZT_OK && jsonl) {
-        char mask[ZT__PATH];
-        if (d->mask) snprintf(mask, sizeof mask, "%s", d->mask);
-        else if (snprintf(mask, sizeof mask, "%s.mask", d->output) >= (int)sizeof mask) r = zt_fail(ZT_ERROR_INVALID, "%s is too long", d->output);
-        FILE *f = r == ZT_OK ? fopen(mask, "wb") : NULL;
-        if (r == ZT_OK && (!f || fwrite(b.mask, 1, (size_t)b.n, f) != (size_t)b.n))
-            r = zt_fail(ZT_ERROR_IO, "cannot write %s: %s", mask, strerror(errno));
-        if (f && fclose(f) != 0 && r == ZT_OK) r = zt_fail(ZT_ERROR_IO, "cannot write %s", mask);
+    zt_result e = zt__tokout_end(&o, r == ZT_OK);
+    if (r == ZT_OK) r = e;
+    if (r == ZT_OK && tokens) *tokens = o.total;
+    zt_pool_destroy(pool);
+    for (int k = 0; R.th && k < threads; k++) {
+        if (k) zt__tok_worker_free(&R.th[k].copy);
+        free(R.th[k].field);
     }
-    if (tokens) *tokens = b.n;
-    free(b.ids), free(b.mask);
+    for (int k = 0; R.jobs && k < n_jobs; k++) free(R.jobs[k].out.ids), free(R.jobs[k].out.mask);
+    free(R.th), free(R.jobs);
+    if (map) munmap((void *)(uintptr_t)map, bytes);
     return r;
 }
 

@@ -10,6 +10,9 @@
        zt_tokenize --tokenizer MODEL_DIR --decode sft.bin    (prints the text back)
        --add_special_tokens true: the special tokens the tokenizer's post-processor puts around a text (LLaMA-3's
        <|begin_of_text|>, Gemma's <bos>) around each document, or prompt and response, as transformers' tokenizer(text)
+       --shard_size N: files of N tokens, train_000000.bin, train_000001.bin, ... for --output train.bin (llm.c's
+       shards; then zt_train --data "train_*.bin" --mask "train_*.bin.mask"); one file holds at most 2^31 - 1
+       --num_proc N: JSONL lines on N threads (default: every core); the files are the same at any N
 
    Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */
 #include "../zt.h"
@@ -28,11 +31,12 @@ static const char *flag(int argc, char **argv, const char *name, const char *def
 
 int main(int argc, char **argv) {
     static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "eot", "decode",
-                                  "chat_template", "add_special_tokens"};
+                                  "chat_template", "add_special_tokens", "shard_size", "num_proc"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
             fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE] [--prompt_key K] "
-                    "[--response_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] | --decode FILE)\n");
+                    "[--response_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] [--shard_size N] "
+                    "[--num_proc N] | --decode FILE)\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
         int ok = 0;
@@ -91,17 +95,37 @@ int main(int argc, char **argv) {
     d.special = strcmp(special, "true") == 0 || strcmp(special, "True") == 0 || strcmp(special, "1") == 0;
     if (!d.special && strcmp(special, "false") && strcmp(special, "False") && strcmp(special, "0"))
         return fprintf(stderr, "zt_tokenize: --add_special_tokens takes true or false, not \"%s\"\n", special), 2;
+    static const char *const counts[2] = {"shard_size", "num_proc"};
+    for (int k = 0; k < 2; k++) { /* whole numbers: 100000000 or 1e8 */
+        const char *s = flag(argc, argv, counts[k], NULL);
+        char *end = NULL;
+        double v = s ? strtod(s, &end) : 0;
+        if (s && (end == s || *end || v != (double)(long long)v || v < (k ? 0 : 1) || v > 2147483647.0))
+            return fprintf(stderr, "zt_tokenize: --%s takes a whole number of %s, not \"%s\"\n", counts[k],
+                           k ? "threads (0: every core)" : "tokens from 1 to 2147483647", s), 2;
+        if (k) d.threads = (int)v;
+        else d.shard_size = (int64_t)v;
+    }
     const char *eot = flag(argc, argv, "eot", NULL);
     d.eot = eot ? zt_tokenizer_id(t, eot) : -1;
     if (!d.input || !d.output) return fprintf(stderr, "zt_tokenize: --input and --output are required\n"), 2;
     if (eot && d.eot < 0) return fprintf(stderr, "zt_tokenize: --eot \"%s\" is not a token of %s\n", eot, dir), 2;
     int64_t n = 0;
+    uint64_t t0 = zt_time_ns();
     if (zt_tokenize_file(t, &d, &n) != ZT_OK) {
         const char *why = zt_last_error();
         fprintf(stderr, "zt_tokenize: %s%s\n", why, strstr(why, "no chat template") ? "; --chat_template FILE gives one" : "");
         return 1;
     }
-    printf("%s: %lld tokens into %s\n", d.input, (long long)n, d.output);
+    double s = (double)(zt_time_ns() - t0) * 1e-9;
+    FILE *in = fopen(d.input, "rb");
+    long bytes = in && fseek(in, 0, SEEK_END) == 0 ? ftell(in) : 0;
+    if (in) fclose(in);
+    if (d.shard_size > 0)
+        printf("%s: %lld tokens into %lld files, the shards of %s (%lld tokens each), in %.1f s, %.1f MB/s\n", d.input, (long long)n,
+               (long long)(n ? (n + d.shard_size - 1) / d.shard_size : 1), d.output, (long long)d.shard_size, s, (double)bytes / s * 1e-6);
+    else
+        printf("%s: %lld tokens into %s in %.1f s, %.1f MB/s\n", d.input, (long long)n, d.output, s, (double)bytes / s * 1e-6);
     zt_tokenizer_free(t);
     return 0;
 }

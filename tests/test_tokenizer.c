@@ -208,3 +208,140 @@ TEST(tokenize_file_special_tokens) {
     for (int i = 0; i < 5; i++) snprintf(path, sizeof path, "%s/%s", dir, names[i]), remove(path);
     rmdir(dir);
 }
+
+/* line L (from 1) of the JSONL below: prompt/response pairs of mixed scripts and digits, a conversation every 40th, a
+   blank line every 7th, and a field that is not a string where L is bad */
+static int sft_line(char *out, size_t cap, int L, int bad) {
+    static const char *const words[] = {"the", "model", "learns", "数据", "训练", "3.14159", "naïve", "café", "emoji 🙂",
+                                        "  spaces ", "tab\\t", "line\\nbreak", "Привет", "12345678", "don't", "عربى"};
+    char text[2][256];
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        uint32_t s = (uint32_t)L * 2654435761u + (uint32_t)k;
+        for (int w = 0; w < 6 + (int)(s % 13); w++) {
+            s = s * 1103515245u + 12345u;
+            n += (size_t)snprintf(text[k] + n, sizeof text[k] - n, "%s%s", w ? " " : "", words[(s >> 16) % 16]);
+        }
+    }
+    if (bad) return snprintf(out, cap, "{\"prompt\": %d, \"response\": \"%s\"}\n", L, text[1]);
+    if (L % 7 == 0) return snprintf(out, cap, "\n");
+    if (L % 40 == 0)
+        return snprintf(out, cap, "{\"messages\": [{\"role\": \"user\", \"content\": \"%s %d\"}, {\"role\": \"assistant\", "
+                        "\"content\": \"%s\"}]}\n", text[0], L, text[1]);
+    return snprintf(out, cap, "{\"prompt\": \"%s %d\", \"response\": \"%s\"}\n", text[0], L, text[1]);
+}
+
+/* an llm.c token file's ids (uint16) and its mask; the header's count in *n */
+static int read_tokens(const char *path, const char *mask_path, int32_t **ids, uint8_t **mask, int64_t *n) {
+    size_t bytes = 0, mb = 0;
+    char *f = test_slurp(path, &bytes), *m = test_slurp(mask_path, &mb);
+    int32_t h[3] = {0, 0, -1};
+    if (f && bytes >= 1024) memcpy(h, f, sizeof h);
+    int ok = f && m && h[0] == 20240520 && h[2] >= 0 && bytes == 1024 + 2 * (size_t)h[2] && mb == (size_t)h[2];
+    *n = ok ? h[2] : -1;
+    *ids = (int32_t *)malloc(4 * (size_t)(ok ? h[2] + 1 : 1)), *mask = (uint8_t *)malloc(ok ? (size_t)h[2] + 1 : 1);
+    for (int64_t i = 0; ok && i < h[2]; i++) {
+        uint16_t v;
+        memcpy(&v, f + 1024 + 2 * i, 2);
+        (*ids)[i] = v, (*mask)[i] = (uint8_t)m[i];
+    }
+    free(f), free(m);
+    return ok;
+}
+
+/* zt_tokenize_file of JSONL larger than a task (three tasks' worth: prompt/response lines, conversations through a
+   chat template, blank lines) gives the same tokens and masks on 1 thread into one file as on 3 threads into shards
+   of 1000 tokens (llm.c's names; the last shorter, none empty); a bad line far into the file is named by its number,
+   the earlier of two, and no file is left half-written: the output there before stays, no .partial remains */
+TEST(tokenize_file_threads_shards) {
+    char dir[128], path[256], bad_path[256], out[256], mask[256], line[2048];
+    snprintf(dir, sizeof dir, "/tmp/zt_tokenize_shards_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(path, sizeof path, "%s/sft.jsonl", dir), snprintf(bad_path, sizeof bad_path, "%s/bad.jsonl", dir);
+    FILE *f = fopen(path, "w"), *fb = fopen(bad_path, "w");
+    CHECK(f && fb);
+    int lines = 0, bad1 = 0, bad2 = 0;
+    for (long bytes = 0; bytes < 2600000;) {
+        lines++;
+        bytes += sft_line(line, sizeof line, lines, 0);
+        fputs(line, f);
+        if (!bad1 && bytes > 1500000 && lines % 7) bad1 = lines; /* in the second task */
+        sft_line(line, sizeof line, lines, lines == bad1);
+        fputs(line, fb);
+    }
+    bad2 = lines + 1;
+    sft_line(line, sizeof line, bad2, 1), fputs(line, fb);
+    fclose(f), fclose(fb);
+    zt_tokenizer *t = NULL;
+    CHECK_MSG(zt_tokenizer_load(&t, "tests/ref/hf/qwen2_tok") == ZT_OK, "%s", zt_last_error());
+    size_t tl = 0;
+    char *tmpl = test_slurp("tests/ref/chat/templates/qwen2.jinja", &tl);
+    CHECK(tmpl && zt_tokenizer_set_chat_template(t, tmpl, tl, "qwen2.jinja") == ZT_OK);
+    free(tmpl);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = path, d.eot = zt_tokenizer_id(t, "<|endoftext|>"), d.threads = 1;
+    snprintf(out, sizeof out, "%s/one.bin", dir), d.output = out;
+    int64_t got1 = 0, got3 = 0, n = 0;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got1) == ZT_OK, "%s", zt_last_error());
+    CHECK(got1 > 100000);
+    int32_t *ids = NULL;
+    uint8_t *m = NULL;
+    snprintf(mask, sizeof mask, "%s/one.bin.mask", dir);
+    CHECK(read_tokens(out, mask, &ids, &m, &n) && n == got1);
+    int learned = 0;
+    for (int64_t i = 0; i < n; i++) learned += m[i];
+    CHECK(learned > 0 && learned < n); /* prompts out of the loss, responses in */
+
+    snprintf(out, sizeof out, "%s/sh.bin", dir);
+    d.output = out, d.threads = 3, d.shard_size = 1000;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got3) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(got3, got1);
+    int64_t at = 0, files = (got1 + 999) / 1000;
+    for (int64_t k = 0; k <= files; k++) {
+        char shard[256], shard_mask[256];
+        int32_t *si = NULL;
+        uint8_t *sm = NULL;
+        int64_t sn = 0;
+        snprintf(shard, sizeof shard, "%s/sh_%06lld.bin", dir, (long long)k);
+        snprintf(shard_mask, sizeof shard_mask, "%s/sh_%06lld.bin.mask", dir, (long long)k);
+        if (k == files) { /* none after the last */
+            CHECK_MSG(access(shard, F_OK) != 0 && access(shard_mask, F_OK) != 0, "%s exists", shard);
+            break;
+        }
+        CHECK_MSG(read_tokens(shard, shard_mask, &si, &sm, &sn), "%s", shard);
+        CHECK_EQ_INT(sn, k + 1 < files ? 1000 : got1 - 1000 * (files - 1));
+        for (int64_t i = 0; i < sn; i++)
+            CHECK_MSG(si[i] == ids[at + i] && sm[i] == m[at + i], "%s: token %lld: %d/%d, one file's %d/%d", shard,
+                      (long long)i, si[i], sm[i], ids[at + i], m[at + i]);
+        at += sn;
+        remove(shard), remove(shard_mask);
+        free(si), free(sm);
+    }
+    CHECK_EQ_INT(at, got1);
+
+    snprintf(out, sizeof out, "%s/bad.bin", dir); /* the output of before stays */
+    f = fopen(out, "w");
+    CHECK(f != NULL);
+    fputs("before", f);
+    fclose(f);
+    d.input = bad_path, d.output = out, d.shard_size = 0;
+    CHECK(zt_tokenize_file(t, &d, &got3) != ZT_OK);
+    snprintf(line, sizeof line, "bad.jsonl:%d: \"prompt\" must be a string", bad1);
+    CHECK_STR_CONTAINS(zt_last_error(), line);
+    size_t kept_len = 0;
+    char *kept = test_slurp(out, &kept_len);
+    CHECK(kept && strcmp(kept, "before") == 0);
+    free(kept);
+    snprintf(mask, sizeof mask, "%s/bad.bin.partial", dir);
+    CHECK(access(mask, F_OK) != 0);
+    snprintf(mask, sizeof mask, "%s/bad.bin.mask.partial", dir);
+    CHECK(access(mask, F_OK) != 0);
+    snprintf(mask, sizeof mask, "%s/bad.bin.mask", dir);
+    CHECK(access(mask, F_OK) != 0);
+    free(ids), free(m);
+    zt_tokenizer_free(t);
+    const char *names[] = {"sft.jsonl", "bad.jsonl", "one.bin", "one.bin.mask", "bad.bin"};
+    for (int i = 0; i < 5; i++) snprintf(path, sizeof path, "%s/%s", dir, names[i]), remove(path);
+    CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
+}
