@@ -1338,20 +1338,23 @@ ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *sou
 ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
                                   int64_t *count);
 
-/* A token file for training from text or JSONL. Text (any other name): the whole file is one document. JSONL
-   (*.jsonl): one object a line; the prompt field's tokens are kept out of the loss by a mask file (one byte
-   a token, 0 = not a target), the response's are learned; a "messages" line goes through the chat template
-   (zt_tokenize_chat). With special, each document (or prompt and response) has the post-processor's special
-   tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is learned; with it, a
-   conversation the template rewrites is unrolled: each assistant turn an example of its own, the
-   conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
+/* A token file for training from text or JSON Lines. Text (any name but these two): the whole file is one document.
+   JSON Lines (*.jsonl, *.json): one object a line, with a mask file beside the tokens (one byte a token, 0 = not a
+   target): a "messages" line goes through the chat template (zt_tokenize_chat); a line with a prompt has the
+   prompt's tokens kept out of the loss and its response's learned; else its "text" is a document, learned whole
+   (pretraining sets: FineWeb's, RedPajama's). With special, each document (or prompt and response) has the
+   post-processor's special tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is
+   learned; with it, a conversation the template rewrites is unrolled: each assistant turn an example of its own,
+   the conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
    when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read, written as the tokens come
-   (JSONL takes memory for a batch of lines, not for the file; a text is held whole) under NAME.partial names, renamed
-   when the last token is in: a failure leaves the files that were there before. */
+   (JSON Lines take memory for a batch of lines, not for the file; a text is held whole) under NAME.partial names,
+   renamed when the last token is in: a failure leaves the files that were there before. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" */
+    int no_mask;                          /* JSON Lines without the mask file: every token learned */
     const char *prompt_key, *response_key; /* NULL: "prompt" and "response" */
+    const char *text_key;                 /* NULL: "text" */
     int32_t eot;
     int special; /* the post-processor's special tokens around each document, or prompt and response (those after it
                     learned), as zt_tokenize_special; a conversation's are its template's */
@@ -18968,13 +18971,13 @@ typedef struct zt__tokthread {
 
 typedef struct zt__tokrun {
     const zt_tokenize_desc *d;
-    const char *text, *keys[2]; /* the input; the prompt and response keys */
+    const char *text, *keys[3]; /* the input; the prompt, response and text keys */
     int jsonl;
     zt__tokthread *th;
     zt__tokjob *jobs;
 } zt__tokrun;
 
-/* one JSONL line: a conversation through the chat template, or a prompt (out of the loss) and a response */
+/* one JSONL line: a conversation through the chat template, a prompt (out of the loss) and a response, or a document */
 static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__tokbuf *b, const char *line, size_t len,
                                    const char *where) {
     const zt_tokenize_desc *d = R->d;
@@ -19002,12 +19005,17 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
         free(mem);
         return r;
     }
-    if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 0, 0); /* before the prompt: not learned */
-    for (int k = 0; k < 2 && r == ZT_OK; k++) {
+    int doc = r == ZT_OK && zt__json_get(&j, 0, R->keys[0]) < 0; /* no prompt: a document, learned whole */
+    if (doc && zt__json_get(&j, 0, R->keys[2]) < 0)
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: a line needs \"%s\" (a document, learned whole), \"%s\" and \"%s\" (a prompt and the "
+                    "response learned after it) or \"messages\" (a conversation); --text_key, --prompt_key and "
+                    "--response_key name the fields", where, R->keys[2], R->keys[0], R->keys[1]);
+    if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 0, (uint8_t)doc); /* before the prompt: not learned */
+    for (int k = doc ? 2 : 0; k < (doc ? 3 : 2) && r == ZT_OK; k++) {
         int v = zt__json_get(&j, 0, R->keys[k]);
         if (v < 0 || j.tok[v].type != JSMN_STRING) {
-            r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--prompt_key and --response_key name the fields)",
-                        where, R->keys[k]);
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--%s_key names the field)", where, R->keys[k],
+                        k == 0 ? "prompt" : k == 1 ? "response" : "text");
             break;
         }
         int64_t need = (int64_t)(j.tok[v].end - j.tok[v].start) * 2 + 16;
@@ -19017,7 +19025,7 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
         }
         int64_t n = zt__json_text(&j, v, th->field, (size_t)th->field_cap);
         r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, R->keys[k])
-                  : zt__tokbuf_add(b, t, th->field, (size_t)n, (uint8_t)k);
+                  : zt__tokbuf_add(b, t, th->field, (size_t)n, (uint8_t)(k > 0));
     }
     if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 1, 1); /* after the response: learned */
     if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1); /* the end is learned too */
@@ -19075,8 +19083,16 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     zt__tokrun R;
     memset(&R, 0, sizeof R);
     R.d = d, R.text = (const char *)map;
-    R.jsonl = il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0;
+    R.jsonl = (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0) || (il >= 5 && strcmp(d->input + il - 5, ".json") == 0);
+    size_t lead = 0; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
+    while (R.jsonl && lead < bytes && strchr(" \t\r\n", R.text[lead])) lead++;
+    if (R.jsonl && lead < bytes && R.text[lead] == '[') {
+        munmap((void *)(uintptr_t)map, bytes);
+        return zt_fail(ZT_ERROR_FORMAT, "%s is a JSON array; zt_tokenize reads JSON Lines, one object a line (what "
+                       "datasets' to_json writes; jq -c '.[]' turns an array into them)", d->input);
+    }
     R.keys[0] = d->prompt_key ? d->prompt_key : "prompt", R.keys[1] = d->response_key ? d->response_key : "response";
+    R.keys[2] = d->text_key ? d->text_key : "text";
     int threads = !R.jsonl ? 1 : ZT__MIN(d->threads > 0 ? d->threads : zt_cpu_count(), ZT_CPU_MAX_THREADS);
     int n_jobs = R.jsonl ? 4 * threads : 1; /* a batch: several tasks a thread, so that uneven lines even out */
     R.th = (zt__tokthread *)calloc((size_t)threads, sizeof *R.th);
@@ -19089,7 +19105,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     }
     zt__tokout o;
     memset(&o, 0, sizeof o);
-    o.output = d->output, o.mask = d->mask, o.want_mask = R.jsonl;
+    o.output = d->output, o.mask = d->mask, o.want_mask = R.jsonl && !d->no_mask;
     o.sharded = d->shard_size > 0, o.per_file = o.sharded ? d->shard_size : INT32_MAX;
     o.wide = zt_tokenizer_vocab(t) > 65536;
     size_t pos = 0;

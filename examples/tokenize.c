@@ -4,6 +4,10 @@
        zt_tokenize --tokenizer MODEL_DIR --input corpus.txt --output train.bin --eot "<|endoftext|>"
        zt_tokenize --tokenizer MODEL_DIR --input sft.jsonl --output sft.bin --prompt_key instruction \
                    --response_key output --eot "</s>"        (also writes sft.bin.mask)
+       zt_tokenize --tokenizer MODEL_DIR --input fineweb.jsonl --output train.bin --eot "<|endoftext|>" \
+                   --shard_size 1e8 --mask none
+                   (lines {"text": ...}, each a document learned whole, --text_key names the field; into
+                    train_000000.bin, train_000001.bin, ...: zt_train --data "train_*.bin")
        zt_tokenize --tokenizer MODEL_DIR --input chats.jsonl --output chats.bin
                    (lines {"messages": [{"role": ..., "content": ...}, ...]}: through the model's chat template,
                     the assistant's turns learned; --chat_template FILE.jinja gives a template of your own)
@@ -13,6 +17,7 @@
        --shard_size N: files of N tokens, train_000000.bin, train_000001.bin, ... for --output train.bin (llm.c's
        shards; then zt_train --data "train_*.bin" --mask "train_*.bin.mask"); one file holds at most 2^31 - 1
        --num_proc N: JSONL lines on N threads (default: every core); the files are the same at any N
+       --mask none: no mask file (every token learned: a pretraining set, where it would be all ones)
 
    Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */
 #include "../zt.h"
@@ -30,12 +35,12 @@ static const char *flag(int argc, char **argv, const char *name, const char *def
 }
 
 int main(int argc, char **argv) {
-    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "eot", "decode",
+    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "text_key", "eot", "decode",
                                   "chat_template", "add_special_tokens", "shard_size", "num_proc"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
             fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE] [--prompt_key K] "
-                    "[--response_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] [--shard_size N] "
+                    "[--response_key K] [--text_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] [--shard_size N] "
                     "[--num_proc N] | --decode FILE)\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
@@ -89,8 +94,10 @@ int main(int argc, char **argv) {
     d.input = flag(argc, argv, "input", NULL);
     d.output = flag(argc, argv, "output", NULL);
     d.mask = flag(argc, argv, "mask", NULL);
+    d.no_mask = d.mask && strcmp(d.mask, "none") == 0; /* every token learned: no mask file */
     d.prompt_key = flag(argc, argv, "prompt_key", NULL);
     d.response_key = flag(argc, argv, "response_key", NULL);
+    d.text_key = flag(argc, argv, "text_key", NULL);
     const char *special = flag(argc, argv, "add_special_tokens", "false"); /* the post-processor's, as tokenizer(text) */
     d.special = strcmp(special, "true") == 0 || strcmp(special, "True") == 0 || strcmp(special, "1") == 0;
     if (!d.special && strcmp(special, "false") && strcmp(special, "False") && strcmp(special, "0"))

@@ -345,3 +345,66 @@ TEST(tokenize_file_threads_shards) {
     for (int i = 0; i < 5; i++) snprintf(path, sizeof path, "%s/%s", dir, names[i]), remove(path);
     CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
 }
+
+/* JSON Lines of documents (pretraining sets: {"text": ...}, or --text_key's field), learned whole with the
+   post-processor's tokens around each and the end-of-text after; *.json read as JSON Lines, an array refused; a line
+   with none of the fields named */
+TEST(tokenize_file_documents) {
+    char dir[128], path[256], out[256], mask[256];
+    snprintf(dir, sizeof dir, "/tmp/zt_tokenize_docs_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    zt_tokenizer *t = NULL;
+    CHECK_MSG(zt_tokenizer_load(&t, "tests/ref/tokenizers/llama2_eos") == ZT_OK, "%s", zt_last_error());
+    int32_t bos = zt_tokenizer_id(t, "<s>"), eos = zt_tokenizer_id(t, "</s>"), a[64], b[64];
+    int64_t na = zt_tokenize(t, "Hello world", 11, a, 64), nb = zt_tokenize(t, "Zweites Dokument 42", 19, b, 64);
+    snprintf(path, sizeof path, "%s/docs.json", dir), snprintf(out, sizeof out, "%s/docs.bin", dir);
+    snprintf(mask, sizeof mask, "%s/docs.bin.mask", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("{\"text\": \"Hello world\", \"id\": 1}\n\n{\"id\": 2, \"text\": \"Zweites Dokument 42\"}\n", f);
+    fclose(f);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = path, d.output = out, d.eot = eos, d.special = 1;
+    int64_t got = 0, n = 0;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    int32_t *ids = NULL;
+    uint8_t *m = NULL;
+    CHECK(read_tokens(out, mask, &ids, &m, &n) && n == got);
+    CHECK_EQ_INT(got, (1 + na + 1 + 1) + (1 + nb + 1 + 1)); /* <s> text </s> (the post-processor's) and the eot */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i < na + 3 ? i : i - (na + 3);
+        const int32_t *doc = i < na + 3 ? a : b;
+        int64_t len = i < na + 3 ? na : nb;
+        int32_t want = j == 0 ? bos : j <= len ? doc[j - 1] : eos;
+        CHECK_MSG(ids[i] == want && m[i] == 1, "token %lld: %d (mask %d), want %d learned", (long long)i, ids[i], m[i], want);
+    }
+    free(ids), free(m);
+    f = fopen(path, "w"); /* another field's name */
+    CHECK(f != NULL);
+    fputs("{\"content\": \"Hello world\"}\n", f);
+    fclose(f);
+    d.special = 0, d.eot = -1;
+    CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "docs.json:1: a line needs \"text\" (a document, learned whole), \"prompt\" and");
+    d.text_key = "content", d.no_mask = 1; /* every token learned: no mask file */
+    remove(mask);
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(got, na);
+    CHECK(access(mask, F_OK) != 0);
+    f = fopen(path, "w"); /* a number where the text is */
+    CHECK(f != NULL);
+    fputs("{\"content\": 7}\n", f);
+    fclose(f);
+    CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "docs.json:1: \"content\" must be a string (--text_key names the field)");
+    f = fopen(path, "w"); /* a JSON array: named, not read as text */
+    CHECK(f != NULL);
+    fputs(" [{\"text\": \"Hello world\"}]\n", f);
+    fclose(f);
+    CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "docs.json is a JSON array; zt_tokenize reads JSON Lines");
+    zt_tokenizer_free(t);
+    remove(path), remove(out), remove(mask);
+    CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
+}
