@@ -984,6 +984,22 @@ hf_checks() {
     else
         fail "a model directory's chat template did not tokenize, export or answer through zt_train --chat"
     fi
+    # a pretraining set ({"text": ...} lines) on 2 threads into llm.c shards: the tokens of one file on one thread,
+    # no mask file, and zt_train reads the shards by a glob
+    local i shards
+    for i in $(seq 1 400); do printf '{"text": "Document %d: it was the best of times, \u7b2c%d\u5929, it was the worst."}\n' $i $i; done >$dir/docs.jsonl
+    if $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --input $dir/docs.jsonl --output $dir/docs.bin --mask none \
+            --eot "<|endoftext|>" --num_proc 1 >/dev/null &&
+        $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --input $dir/docs.jsonl --output $dir/pt.bin --mask none \
+            --eot "<|endoftext|>" --num_proc 2 --shard_size 2000 >/dev/null &&
+        shards=$(ls $dir/pt_*.bin | wc -l) && (( shards >= 3 )) && ! ls $dir/*.mask $dir/*.partial >/dev/null 2>&1 &&
+        cmp -s <(tail -c +1025 $dir/docs.bin) <(for i in $dir/pt_*.bin; do tail -c +1025 $i; done) &&
+        $B/zt_train --model tests/ref/hf/qwen2_tok --data "$dir/pt_*.bin" --seq_len 32 --per_device_train_batch_size 2 \
+            --threads 1 --max_steps 2 --logging_steps 0 --output_dir $dir/pt >/dev/null 2>&1; then
+        pass "a pretraining set of JSON Lines documents tokenizes on 2 threads into $shards llm.c shards, the tokens of one thread's one file, and trains from them by a glob"
+    else
+        fail "JSON Lines documents did not tokenize into shards the same as into one file, or did not train from them"
+    fi
     # resharding: 4 ranks x 2 rows at stage 3, resumed at step 2 as 2 x 4 and 1 x 8 (the same 8 rows a step)
     local g=(--model examples/models/byte-small --data "$text" --seq_len 32 --logging_steps 0 --threads 1 --max_steps 4
              --learning_rate 1e-3)
