@@ -9,7 +9,7 @@
 #   ./build.sh asan     the test runner built with AddressSanitizer and UBSan, in build/asan/
 #   ./build.sh run      build zt_train and train a small byte-level model on built-in text
 #   ./build.sh bench    build and run the benchmarks in bench/
-#   ./build.sh fuzz     fuzz the config, safetensors, Hugging Face weights, tokenizer (and its regular expressions), data, checkpoint and chat-template readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
+#   ./build.sh fuzz     fuzz the config, safetensors, Hugging Face weights, tokenizer (and its regular expressions), data, checkpoint, chat-template and JSON Lines readers with libFuzzer (FUZZ_RUNS runs each, default 1000000)
 #   ./build.sh gpu      only the programs tests/gpu/run.sh runs, for one GPU (CUDA_ARCHS, default 90: H100/H200),
 #                       without NCCL (one GPU never uses it; ZT_GPU_NCCL=1 links it), into build/gpu-bin/ with
 #                       the stamp of their sources (tests/gpu/sources.sh): small enough to carry to a GPU machine
@@ -362,7 +362,7 @@ fuzz_replay() {
     local target bin log=$B/fuzz_replay.log seeds f
     mkdir -p $B/fuzz_replay
     : >"$log"
-    for target in config safetensors tokenizer regex files chat hf; do
+    for target in config safetensors tokenizer regex files chat hf jsonl; do
         bin=$B/fuzz_replay/fuzz_$target
         if stale $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c "${HEADERS[@]}" &&
             ! gcc -O0 -g -std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -377,7 +377,7 @@ fuzz_replay() {
             safetensors) inputs=(tests/ref/hf/*/model*.safetensors) ;;
             tokenizer) inputs=(tests/ref/tokenizers/*/tokenizer.json) ;;
             chat) inputs=(tests/ref/chat/templates/*.jinja tests/fuzz/corpus_chat/*) ;;
-            files | hf | regex) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
+            files | hf | regex | jsonl) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
         esac
         if [[ ${#inputs[@]} -gt 0 ]] && $bin "${inputs[@]}" >>"$log" 2>&1; then
             pass "fuzz_$target replays its ${#inputs[@]} seeds under ASan and UBSan"
@@ -992,7 +992,7 @@ hf_checks() {
             --eot "<|endoftext|>" --num_proc 1 >/dev/null &&
         $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --input $dir/docs.jsonl --output $dir/pt.bin --mask none \
             --eot "<|endoftext|>" --num_proc 2 --shard_size 2000 >/dev/null &&
-        shards=$(ls $dir/pt_*.bin | wc -l) && (( shards >= 3 )) && ! ls $dir/*.mask $dir/*.partial >/dev/null 2>&1 &&
+        shards=$(ls $dir/pt_*.bin | wc -l) && (( shards >= 3 )) && ! ls $dir/pt_*.mask $dir/docs.bin.mask $dir/*.partial >/dev/null 2>&1 &&
         cmp -s <(tail -c +1025 $dir/docs.bin) <(for i in $dir/pt_*.bin; do tail -c +1025 $i; done) &&
         $B/zt_train --model tests/ref/hf/qwen2_tok --data "$dir/pt_*.bin" --seq_len 32 --per_device_train_batch_size 2 \
             --threads 1 --max_steps 2 --logging_steps 0 --output_dir $dir/pt >/dev/null 2>&1; then
@@ -1238,7 +1238,8 @@ cmd_bench() {
 # tests/ref/tokenizers), the Split pre-tokenizers' regular expressions (seeds: the patterns and texts of
 # tests/ref/tokenizers/splits.txt, written by the target), data files and checkpoints (seeds the target
 # writes), chat templates with a conversation (seeds: tests/ref/chat/templates and tests/fuzz/corpus_chat),
-# and Hugging Face weights loaded into the engines of their configs (seeds: files of tests/ref/hf the target
+# Hugging Face weights loaded into the engines of their configs (seeds: files of tests/ref/hf the target
+# writes), and zt_tokenize_file's JSON Lines on 1 and 2 threads (seeds: tests/ref's and lines the target
 # writes), FUZZ_RUNS runs each
 cmd_fuzz() {
     local target bin corpus
@@ -1251,7 +1252,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors tokenizer regex files chat hf; do
+    for target in config safetensors tokenizer regex files chat hf jsonl; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then

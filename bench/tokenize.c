@@ -5,7 +5,10 @@
    the tokenizers of the tests, vocabularies of 600, so the pre-tokenizer's share is the larger). The
    anchor is LLaMA-3's hand-written pre-tokenizer on the same text: each line gives MB/s and the ratio to
    it (the regular expressions' cost). The text: English prose, code, Chinese, repeated to 4 MiB, tokenized
-   in documents of 4 KiB. Run from the repository root. */
+   in documents of 4 KiB. Run from the repository root.
+   Then zt_tokenize_file over the same documents as JSON Lines ({"text": ...}) with LLaMA-3's tokenizer, on 1 thread
+   (the anchor) and on every core: MB/s, the ratio, and whether the files are the same (ZT_BENCH_DIR, default /tmp,
+   holds them). */
 #include "../zt.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +63,50 @@ int main(void) {
         printf("{\"bench\": \"tokenize\", \"tokenizer\": \"%s\", \"pre_tokenizer\": \"%s\", \"mb_per_s\": %.1f, "
                "\"ids\": %lld, \"vs_llama3_hand\": %.2f}\n", cases[c].name, cases[c].pre, v, (long long)count, v / anchor);
     }
+    /* zt_tokenize_file: the documents as JSON Lines, on 1 thread and on every core */
+    const char *tmp = getenv("ZT_BENCH_DIR") ? getenv("ZT_BENCH_DIR") : "/tmp";
+    char in[512], out[2][512];
+    snprintf(in, sizeof in, "%s/zt_bench_tokenize.jsonl", tmp);
+    FILE *f = fopen(in, "w");
+    if (!f) return fprintf(stderr, "bench_tokenize: cannot write %s\n", in), 1;
+    for (size_t at = 0; at < TEXT; at += DOC) {
+        fputs("{\"text\": \"", f);
+        for (size_t i = at; i < at + DOC; i++) {
+            unsigned char c = (unsigned char)text[i];
+            if (c == '"' || c == '\\') fputc('\\', f), fputc(c, f);
+            else if (c < 0x20) fprintf(f, "\\u%04x", c);
+            else fputc(c, f);
+        }
+        fputs("\"}\n", f);
+    }
+    fclose(f);
+    zt_tokenizer *t = NULL;
+    if (zt_tokenizer_load(&t, "tests/ref/tokenizers/llama3") != ZT_OK) return fprintf(stderr, "bench_tokenize: %s\n", zt_last_error()), 1;
+    int threads[2] = {1, zt_cpu_count()};
+    double speed[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        zt_tokenize_desc d;
+        memset(&d, 0, sizeof d);
+        snprintf(out[k], sizeof out[k], "%s/zt_bench_tokenize_%d.bin", tmp, k);
+        d.input = in, d.output = out[k], d.eot = -1, d.threads = threads[k], d.no_mask = 1;
+        for (int rep = 0; rep < 3; rep++) { /* the best of three */
+            uint64_t t0 = zt_time_ns();
+            int64_t n = 0;
+            if (zt_tokenize_file(t, &d, &n) != ZT_OK) return fprintf(stderr, "bench_tokenize: %s\n", zt_last_error()), 1;
+            double v = (double)TEXT / ((double)(zt_time_ns() - t0) / 1e9) / 1e6;
+            speed[k] = v > speed[k] ? v : speed[k];
+        }
+    }
+    FILE *a = fopen(out[0], "rb"), *b = fopen(out[1], "rb");
+    int same = a && b, ca = 0, cb = 0;
+    while (same && ca != EOF) same = (ca = fgetc(a)) == (cb = fgetc(b));
+    if (a) fclose(a);
+    if (b) fclose(b);
+    printf("{\"bench\": \"tokenize_file\", \"tokenizer\": \"llama3\", \"input\": \"JSON Lines of 4 KiB documents\", "
+           "\"threads\": %d, \"mb_per_s\": %.1f, \"one_thread_mb_per_s\": %.1f, \"vs_one_thread\": %.2f, \"same_files\": %s}\n",
+           threads[1], speed[1], speed[0], speed[1] / speed[0], same ? "true" : "false");
+    remove(in), remove(out[0]), remove(out[1]);
+    zt_tokenizer_free(t);
     free(text), free(ids);
     return 0;
 }

@@ -1,0 +1,116 @@
+/* tests/fuzz/fuzz_jsonl.c - libFuzzer target for zt_tokenize_file's JSON Lines: the input is the file, tokenized with
+   a tokenizer that has a chat template (so "messages" lines render too), on 2 threads into shards of 7 tokens with
+   their masks, and on 1 thread into one file; the two must hold the same tokens, or fail with the same error. After
+   either, no .partial file is left. Errors are fine; a crash, a leak, undefined behaviour or a difference is not.
+   Built and run by ./build.sh fuzz; seeds: the .jsonl files of tests/ref and lines of each kind and fault, written by
+   the target (ZT_FUZZ_SEEDS=DIR, run from the repository root). */
+#define ZT_IMPLEMENTATION
+#include "../../zt.h"
+#include <dirent.h>
+
+/* appends the tokens of an llm.c file to ids[*n, cap) (counting those past cap) and removes it and its mask (which must be there): 0, or -1
+   when there is no such file */
+static int take_file(const char *path, int32_t *ids, int64_t *n, int64_t cap) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    int32_t h[256];
+    ZT_ASSERT(fread(h, 4, 256, f) == 256 && h[0] == 20240520 && h[2] >= 0);
+    for (int32_t i = 0; i < h[2]; i++) {
+        uint16_t v;
+        ZT_ASSERT(fread(&v, 2, 1, f) == 1);
+        if (*n < cap) ids[*n] = v; /* the first cap compared, all counted */
+        (*n)++;
+    }
+    ZT_ASSERT(fgetc(f) == EOF);
+    fclose(f);
+    char mask[512];
+    snprintf(mask, sizeof mask, "%s.mask", path);
+    ZT_ASSERT(remove(path) == 0 && remove(mask) == 0);
+    return 0;
+}
+
+static zt_tokenizer *t;
+static char dir[64];
+
+/* ZT_FUZZ_SEEDS=DIR: the instruction set and conversations of tests/ref, and lines of each kind and fault */
+static void write_seeds(const char *out) {
+    static const char *const seeds[] = {
+        "{\"text\": \"Hello world\"}\n\n{\"text\": \"\\u4f60\\u597d, 42 \\ud83d\\ude00\"}\r\n",
+        ("{\"prompt\": \"Q?\", \"response\": \" A.\"}\n{\"text\": \"doc\"}\n{\"messages\": [{\"role\": \"user\", "
+         "\"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"yo\"}]}\n"),
+        "{\"prompt\": 5, \"response\": \"x\"}\n", "{\"other\": \"x\"}\n", " [{\"text\": \"an array\"}]\n",
+        "{\"text\": \"unterminated\n{\"text\": \"ok\"}", "{\"text\": \"<|endoftext|> inside\"}\n   \t\n"};
+    const char *const files[] = {"tests/ref/instructions.jsonl", "tests/ref/conversations.jsonl"};
+    char path[400], buf[1 << 16];
+    for (size_t k = 0; k < sizeof seeds / sizeof seeds[0] + 2; k++) {
+        const char *s = seeds[0];
+        size_t n = 0;
+        if (k < 2) {
+            FILE *f = fopen(files[k], "rb");
+            if (!f) zt_fatal("fuzz_jsonl: cannot open %s (run from the repository root)", files[k]);
+            n = fread(buf, 1, sizeof buf, f), s = buf;
+            fclose(f);
+        } else {
+            s = seeds[k - 2], n = strlen(s);
+        }
+        snprintf(path, sizeof path, "%s/seed_%zu.jsonl", out, k);
+        FILE *o = fopen(path, "wb");
+        if (!o || fwrite(s, 1, n, o) != n || fclose(o) != 0) zt_fatal("fuzz_jsonl: cannot write %s", path);
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    if (getenv("ZT_FUZZ_SEEDS")) {
+        write_seeds(getenv("ZT_FUZZ_SEEDS"));
+        exit(0);
+    }
+    size_t n = 0;
+    char *tmpl = (char *)malloc(1 << 16);
+    FILE *f = fopen("tests/ref/chat/templates/qwen2.jinja", "rb");
+    if (f && tmpl) n = fread(tmpl, 1, 1 << 16, f);
+    if (f) fclose(f);
+    if (zt_tokenizer_load(&t, "tests/ref/tokenizers/qwen2") != ZT_OK || n == 0)
+        zt_fatal("fuzz_jsonl: cannot load tests/ref/tokenizers/qwen2 and its template (run from the repository root)");
+    ZT_ASSERT(zt_tokenizer_set_chat_template(t, tmpl, n, "qwen2.jinja") == ZT_OK);
+    free(tmpl);
+    snprintf(dir, sizeof dir, "/tmp/zt_fuzz_jsonl_%d", (int)getpid());
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) zt_fatal("fuzz_jsonl: cannot make %s", dir);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char in[128], out[2][128];
+    snprintf(in, sizeof in, "%s/in.jsonl", dir);
+    snprintf(out[0], sizeof out[0], "%s/one.bin", dir), snprintf(out[1], sizeof out[1], "%s/sh.bin", dir);
+    FILE *f = fopen(in, "wb");
+    ZT_ASSERT(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
+    static int32_t ids[2][1 << 18];
+    int64_t n[2], got[2];
+    zt_result r[2];
+    char why[2][512];
+    for (int k = 0; k < 2; k++) {
+        zt_tokenize_desc d;
+        memset(&d, 0, sizeof d);
+        d.input = in, d.output = out[k], d.eot = zt_tokenizer_id(t, "<|endoftext|>");
+        d.threads = k ? 2 : 1, d.shard_size = k ? 7 : 0;
+        r[k] = zt_tokenize_file(t, &d, &got[k]);
+        snprintf(why[k], sizeof why[k], "%s", r[k] == ZT_OK ? "" : zt_last_error());
+        n[k] = 0;
+        int files = 0;
+        for (char path[256]; k == 0 ? files == 0 : 1; files++) { /* one.bin, or sh_000000.bin, sh_000001.bin, ... */
+            if (k) snprintf(path, sizeof path, "%s/sh_%06d.bin", dir, files);
+            if (take_file(k ? path : out[0], ids[k], &n[k], 1 << 18) != 0) break;
+        }
+        if (files == 0) n[k] = -1;
+        ZT_ASSERT(r[k] == ZT_OK ? n[k] == got[k] : n[k] < 0); /* all written, or nothing */
+    }
+    ZT_ASSERT(r[0] == r[1] && strcmp(why[0], why[1]) == 0);
+    ZT_ASSERT(r[0] != ZT_OK || (n[0] == n[1] && memcmp(ids[0], ids[1], sizeof(int32_t) * (size_t)ZT__MIN(n[0], 1 << 18)) == 0));
+    DIR *dd = opendir(dir); /* nothing else left behind */
+    for (struct dirent *e; dd && (e = readdir(dd));)
+        ZT_ASSERT(e->d_name[0] == '.' || strcmp(e->d_name, "in.jsonl") == 0);
+    if (dd) closedir(dd);
+    remove(in);
+    return 0;
+}
