@@ -362,7 +362,7 @@ fuzz_replay() {
     local target bin log=$B/fuzz_replay.log seeds f
     mkdir -p $B/fuzz_replay
     : >"$log"
-    for target in config safetensors tokenizer regex files chat hf jsonl; do
+    for target in config safetensors tokenizer regex files chat hf tokenize_file; do
         bin=$B/fuzz_replay/fuzz_$target
         if stale $bin tests/fuzz/fuzz_$target.c tests/fuzz/replay.c "${HEADERS[@]}" &&
             ! gcc -O0 -g -std=c11 -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=undefined \
@@ -377,7 +377,7 @@ fuzz_replay() {
             safetensors) inputs=(tests/ref/hf/*/model*.safetensors) ;;
             tokenizer) inputs=(tests/ref/tokenizers/*/tokenizer.json) ;;
             chat) inputs=(tests/ref/chat/templates/*.jinja tests/fuzz/corpus_chat/*) ;;
-            files | hf | regex | jsonl) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
+            files | hf | regex | tokenize_file) rm -rf $seeds && mkdir -p $seeds && ZT_FUZZ_SEEDS=$seeds $bin >>"$log" 2>&1 && inputs=($seeds/*) ;;
         esac
         if [[ ${#inputs[@]} -gt 0 ]] && $bin "${inputs[@]}" >>"$log" 2>&1; then
             pass "fuzz_$target replays its ${#inputs[@]} seeds under ASan and UBSan"
@@ -1252,7 +1252,7 @@ cmd_fuzz() {
             exit 1
         fi
     fi
-    for target in config safetensors tokenizer regex files chat hf jsonl; do
+    for target in config safetensors tokenizer regex files chat hf tokenize_file; do
         bin=$B/fuzz/fuzz_$target corpus=$B/fuzz/corpus_$target
         mkdir -p $B/fuzz $corpus
         if stale $bin tests/fuzz/fuzz_$target.c "${HEADERS[@]}"; then

@@ -1347,8 +1347,10 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
    learned; with it, a conversation the template rewrites is unrolled: each assistant turn an example of its own,
    the conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
    when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read, written as the tokens come
-   (JSON Lines take memory for a batch of lines, not for the file; a text is held whole) under NAME.partial names,
-   renamed when the last token is in: a failure leaves the files that were there before. */
+   under NAME.partial names, renamed when the last token is in: a failure leaves the files that were there before.
+   The work goes in tasks of about 1 MiB on threads, the files the same at any number: JSON Lines a batch of lines
+   each, a text cut where its added tokens end (where the text between them is tokenized alone anyway), or held
+   whole when it has none. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" */
@@ -1360,7 +1362,7 @@ typedef struct zt_tokenize_desc {
                     learned), as zt_tokenize_special; a conversation's are its template's */
     int64_t shard_size; /* > 0: files of this many tokens (the last fewer), named with _000000, _000001, ... before
                            the extension, as llm.c's shards; 0: one file (at most 2^31 - 1 tokens) */
-    int threads;        /* JSONL lines are tokenized on this many threads (0: every core), the files the same */
+    int threads;        /* tokenized on this many threads (0: every core), the files the same */
 } zt_tokenize_desc;
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens);
 
@@ -15475,15 +15477,14 @@ static int zt__word_at(const char *text, size_t n, size_t i, int before) {
     return zt__is_letter(c) || zt__is_number(c);
 }
 
-/* the added tokens split the text, as the tokenizers library's added vocabulary does (the leftmost, longest first; one
-   with single_word between words only, or it is text; its lstrip and rstrip take the white space beside it), and the
-   text between them goes through the normalizer, the pre-tokenizer and the model */
-ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
-    int64_t at = 0;
-    size_t seg = 0;
-    for (size_t i = 0; i <= n;) {
+/* the added-token scan from a segment's start seg: the next added token in text[seg, n), found as the tokenizers
+   library's added vocabulary finds them (the leftmost, longest first; one with single_word between words only, or it
+   is text; its lstrip and rstrip take the white space beside it). Its id, *start where the text before it ends and
+   *next where the segment after it begins; or -1 with *start = *next = n. */
+static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t *start, size_t *next) {
+    for (size_t i = seg;;) {
         int32_t hit = zt__tok_added_at(t, text, n, i);
-        size_t len = hit >= 0 ? (size_t)(t->off[hit + 1] - t->off[hit]) : 0, start = i;
+        size_t len = hit >= 0 ? (size_t)(t->off[hit + 1] - t->off[hit]) : 0;
         if (hit >= 0 && (t->strip[hit] & ZT__ADDED_WORD) && (zt__word_at(text, n, i, 1) || zt__word_at(text, n, i + len, 0))) {
             i += len; /* inside a word: text, and the search goes on after it */
             continue;
@@ -15492,19 +15493,41 @@ ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t 
             i++;
             continue;
         }
+        if (hit < 0) {
+            *start = *next = n;
+            return -1;
+        }
         int l;
-        if (hit >= 0 && (t->strip[hit] & ZT__ADDED_LSTRIP))
-            while (start > seg && zt__is_space(zt__utf8(text, n, zt__utf8_back(text, start), &l))) start = zt__utf8_back(text, start);
-        if (start > seg) at = zt__tok_segment(t, text + seg, start - seg, seg == 0, ids, cap, at); /* "first": the text's start */
-        if (hit < 0) break;
-        if (at < cap) ids[at] = hit;
-        at++;
+        size_t s = i;
+        if (t->strip[hit] & ZT__ADDED_LSTRIP)
+            while (s > seg && zt__is_space(zt__utf8(text, n, zt__utf8_back(text, s), &l))) s = zt__utf8_back(text, s);
         i += len;
         if (t->strip[hit] & ZT__ADDED_RSTRIP)
             while (i < n && zt__is_space(zt__utf8(text, n, i, &l))) i += (size_t)l;
-        seg = i;
+        *start = s, *next = i;
+        return hit;
     }
-    return at;
+}
+
+/* the ids of text[seg, n) from seg (0, or where the scan starts a segment after an added token) until the scan starts
+   one at or past `to`: the added tokens split the text, and the text between them goes through the normalizer, the
+   pre-tokenizer and the model. A text cut where segments start gives the ids of the whole, on any thread. */
+static int64_t zt__tokenize_span(zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t to, int32_t *ids, int64_t cap) {
+    int64_t at = 0;
+    for (;;) {
+        size_t start, next;
+        int32_t hit = zt__added_next(t, text, n, seg, &start, &next);
+        if (start > seg) at = zt__tok_segment(t, text + seg, start - seg, seg == 0, ids, cap, at); /* "first": the text's start */
+        if (hit < 0) return at;
+        if (at < cap) ids[at] = hit;
+        at++;
+        seg = next;
+        if (seg >= to) return at;
+    }
+}
+
+ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
+    return zt__tokenize_span(t, text, n, 0, n + 1, ids, cap);
 }
 
 ZT_API int64_t zt_tokenize_special(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
@@ -18451,20 +18474,27 @@ static int zt__grow(void **p, int64_t *cap, int64_t n, size_t es) {
 
 typedef struct zt__tokbuf { int32_t *ids; uint8_t *mask; int64_t n, cap, mcap; } zt__tokbuf;
 
-/* appends the tokens of text (mask value m for each) */
-static zt_result zt__tokbuf_add(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t len, uint8_t m) {
+/* appends the tokens of text[from, n) up to where a segment starts at or past `to` (zt__tokenize_span), mask value m
+   for each */
+static zt_result zt__tokbuf_span(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t n, size_t from, size_t to, uint8_t m) {
+    size_t len = ZT__MIN(n, to) - from;
     if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)(len / 2) + 64, sizeof(int32_t))) /* most texts: one pass */
         return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
     for (;;) {
-        int64_t room = b->cap - b->n, got = zt_tokenize(t, text, len, b->ids + b->n, room);
+        int64_t room = b->cap - b->n, got = zt__tokenize_span(t, text, n, from, to, b->ids + b->n, room);
         if (got <= room) {
             if (!zt__grow((void **)&b->mask, &b->mcap, b->n + got, 1)) return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
-            memset(b->mask + b->n, m, (size_t)got);
+            if (got > 0) memset(b->mask + b->n, m, (size_t)got);
             b->n += got;
             return ZT_OK;
         }
         if (!zt__grow((void **)&b->ids, &b->cap, b->n + got, sizeof(int32_t))) return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
     }
+}
+
+/* appends the tokens of text (mask value m for each) */
+static zt_result zt__tokbuf_add(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t len, uint8_t m) {
+    return zt__tokbuf_span(b, t, text, len, 0, len + 1, m);
 }
 
 static zt_result zt__tokbuf_id(zt__tokbuf *b, int32_t id, uint8_t m) {
@@ -18953,7 +18983,7 @@ static void zt__tok_worker_free(zt_tokenizer *w) {
     zt_chat_template_free(w->chat);
 }
 
-#define ZT__TOK_CHUNK ((size_t)1 << 20) /* bytes of JSONL lines a task takes */
+#define ZT__TOK_CHUNK ((size_t)1 << 20) /* bytes a task takes (ZT_TEST_TOKENIZE_CHUNK: the tests' and fuzzer's) */
 
 typedef struct zt__tokjob {
     size_t a, b;       /* its bytes of the input: whole lines */
@@ -18972,6 +19002,7 @@ typedef struct zt__tokthread {
 typedef struct zt__tokrun {
     const zt_tokenize_desc *d;
     const char *text, *keys[3]; /* the input; the prompt, response and text keys */
+    size_t bytes;
     int jsonl;
     zt__tokthread *th;
     zt__tokjob *jobs;
@@ -19042,11 +19073,11 @@ static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
     zt__tokbuf *b = &job->out;
     zt_result r = ZT_OK;
     b->n = 0;
-    if (!R->jsonl) {
-        r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
-        if (r == ZT_OK) r = zt__tokbuf_add(b, th->t, R->text + job->a, job->b - job->a, 1);
-        if (r == ZT_OK) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
-        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
+    if (!R->jsonl) { /* a part of the one document: the post-processor's tokens and the end at its ends */
+        if (job->a == 0) r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
+        if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, R->text, R->bytes, job->a, job->b < R->bytes ? job->b : job->b + 1, 1);
+        if (r == ZT_OK && job->b == R->bytes) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
+        if (r == ZT_OK && job->b == R->bytes && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
     }
     int64_t line_no = job->line - 1;
     for (size_t at = job->a; R->jsonl && at < job->b && r == ZT_OK;) { /* one object a line */
@@ -19082,7 +19113,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     size_t il = strlen(d->input);
     zt__tokrun R;
     memset(&R, 0, sizeof R);
-    R.d = d, R.text = (const char *)map;
+    R.d = d, R.text = (const char *)map, R.bytes = bytes;
     R.jsonl = (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0) || (il >= 5 && strcmp(d->input + il - 5, ".json") == 0);
     size_t lead = 0; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
     while (R.jsonl && lead < bytes && strchr(" \t\r\n", R.text[lead])) lead++;
@@ -19093,8 +19124,8 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     }
     R.keys[0] = d->prompt_key ? d->prompt_key : "prompt", R.keys[1] = d->response_key ? d->response_key : "response";
     R.keys[2] = d->text_key ? d->text_key : "text";
-    int threads = !R.jsonl ? 1 : ZT__MIN(d->threads > 0 ? d->threads : zt_cpu_count(), ZT_CPU_MAX_THREADS);
-    int n_jobs = R.jsonl ? 4 * threads : 1; /* a batch: several tasks a thread, so that uneven lines even out */
+    int threads = ZT__MIN(d->threads > 0 ? d->threads : zt_cpu_count(), ZT_CPU_MAX_THREADS);
+    int n_jobs = 4 * threads; /* a batch: several tasks a thread, so that uneven ones even out */
     R.th = (zt__tokthread *)calloc((size_t)threads, sizeof *R.th);
     R.jobs = (zt__tokjob *)calloc((size_t)n_jobs, sizeof *R.jobs);
     zt_pool *pool = threads > 1 && R.th && R.jobs ? zt_pool_create(threads) : NULL;
@@ -19108,20 +19139,31 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     o.output = d->output, o.mask = d->mask, o.want_mask = R.jsonl && !d->no_mask;
     o.sharded = d->shard_size > 0, o.per_file = o.sharded ? d->shard_size : INT32_MAX;
     o.wide = zt_tokenizer_vocab(t) > 65536;
-    size_t pos = 0;
+    size_t pos = 0, chunk = getenv("ZT_TEST_TOKENIZE_CHUNK") ? (size_t)atol(getenv("ZT_TEST_TOKENIZE_CHUNK")) : ZT__TOK_CHUNK;
     int64_t line = 1;
+    chunk = ZT__MAX(chunk, 1);
     for (int batch = 0; r == ZT_OK && (batch == 0 || pos < bytes); batch++) {
         int nj = 0;
-        while (nj < n_jobs && (pos < bytes || (!R.jsonl && nj == 0))) { /* a text: one job; JSONL: lines, ~1 MiB a job */
+        while (nj < n_jobs && (pos < bytes || (!R.jsonl && nj == 0))) { /* about 1 MiB a job */
             zt__tokjob *job = &R.jobs[nj++];
-            size_t end = bytes;
-            if (R.jsonl && bytes - pos > ZT__TOK_CHUNK) {
-                const char *nl = (const char *)memchr(R.text + pos + ZT__TOK_CHUNK, '\n', bytes - pos - ZT__TOK_CHUNK);
+            size_t end = bytes, seg = pos, start, next;
+            if (R.jsonl && bytes - pos > chunk) { /* JSON Lines: whole lines */
+                const char *nl = (const char *)memchr(R.text + pos + chunk, '\n', bytes - pos - chunk);
                 end = nl ? (size_t)(nl - R.text) + 1 : bytes;
             }
+            while (!R.jsonl && bytes - pos > chunk && zt__added_next(t, R.text, bytes, seg, &start, &next) >= 0) {
+                if (next >= pos + chunk) { /* a text: cut where a segment starts after an added token */
+                    end = next;
+                    break;
+                }
+                seg = next;
+            }
             job->a = pos, job->b = end, job->line = line;
-            for (const char *p = R.text + pos; R.jsonl && (p = (const char *)memchr(p, '\n', (size_t)(R.text + end - p))); p++)
-                line++;
+            for (size_t k = pos; R.jsonl && k < end; k++) { /* the lines before the next job */
+                const char *nl = (const char *)memchr(R.text + k, '\n', end - k);
+                if (!nl) break;
+                k = (size_t)(nl - R.text), line++;
+            }
             pos = end;
         }
         zt_pool_run(pool, nj, zt__tokjob_run, &R);

@@ -408,3 +408,64 @@ TEST(tokenize_file_documents) {
     remove(path), remove(out), remove(mask);
     CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
 }
+
+/* a text file of one document larger than a task, with added tokens in it (and their lstrip, rstrip and single_word),
+   is cut where the added tokens end and tokenized on 3 threads: the same ids as zt_tokenize over the whole text, the
+   post-processor's tokens and the end-of-text at its two ends only (LLaMA-2's ▁ before the text's start alone, Qwen2's
+   NFC) */
+TEST(tokenize_file_text_parts) {
+    static const struct { const char *name, *sep[3]; } cases[] = {
+        {"added_flags", {" <|end|>  ", "\n <mask> ", " cat "}},
+        {"llama2", {"</s>", " <s> ", "</s>\n"}},
+        {"qwen2", {"<|endoftext|>", "\ne\xcc\x81<|endoftext|>\xcc\x81", "<|im_start|>"}}};
+    char dir[128], path[256], out[256], line[2048];
+    snprintf(dir, sizeof dir, "/tmp/zt_tokenize_parts_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(path, sizeof path, "%s/corpus.txt", dir), snprintf(out, sizeof out, "%s/corpus.bin", dir);
+    size_t cap = 3 << 20, len = 0;
+    char *text = (char *)malloc(cap);
+    int32_t *want = (int32_t *)malloc(sizeof(int32_t) * cap);
+    CHECK(text && want);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char tok[128];
+        snprintf(tok, sizeof tok, "tests/ref/tokenizers/%s", cases[c].name);
+        zt_tokenizer *t = NULL;
+        CHECK_MSG(zt_tokenizer_load(&t, tok) == ZT_OK, "%s: %s", tok, zt_last_error());
+        len = 0;
+        for (int L = 1; len < (5u << 19); L++) { /* documents of prose between the added tokens */
+            int n = sft_line(line, sizeof line, L, 0);
+            memcpy(text + len, line, (size_t)n), len += (size_t)n;
+            const char *sep = cases[c].sep[L % 3];
+            memcpy(text + len, sep, strlen(sep)), len += strlen(sep);
+        }
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(text, 1, len, f) == len);
+        fclose(f);
+        int32_t eot = (int32_t)(zt_tokenizer_vocab(t) - 1);
+        int64_t n = zt_tokenize_special(t, text, len, want, (int64_t)cap), got = 0, fn = 0;
+        CHECK(n > 0 && n < (int64_t)cap);
+        want[n++] = eot;
+        zt_tokenize_desc d;
+        memset(&d, 0, sizeof d);
+        d.input = path, d.output = out, d.eot = eot, d.special = 1, d.threads = 3;
+        CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s: %s", cases[c].name, zt_last_error());
+        CHECK_EQ_INT(got, n);
+        size_t bytes = 0;
+        char *file = test_slurp(out, &bytes);
+        int32_t h[3] = {0, 0, 0};
+        if (file && bytes >= 1024) memcpy(h, file, sizeof h);
+        CHECK(file && h[2] == n && bytes == 1024 + 2 * (size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, file + 1024 + 2 * i, 2);
+            if (v != want[i]) fn++;
+            CHECK_MSG(fn == 0, "%s: token %lld of %lld: %d, zt_tokenize's %d", cases[c].name, (long long)i, (long long)n, v,
+                      want[i]);
+        }
+        free(file);
+        zt_tokenizer_free(t);
+    }
+    free(text), free(want);
+    remove(path), remove(out);
+    CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
+}

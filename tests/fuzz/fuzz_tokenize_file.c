@@ -1,16 +1,19 @@
-/* tests/fuzz/fuzz_jsonl.c - libFuzzer target for zt_tokenize_file's JSON Lines: the input is the file, tokenized with
-   a tokenizer that has a chat template (so "messages" lines render too), on 2 threads into shards of 7 tokens with
-   their masks, and on 1 thread into one file; the two must hold the same tokens, or fail with the same error. After
-   either, no .partial file is left. Errors are fine; a crash, a leak, undefined behaviour or a difference is not.
-   Built and run by ./build.sh fuzz; seeds: the .jsonl files of tests/ref and lines of each kind and fault, written by
-   the target (ZT_FUZZ_SEEDS=DIR, run from the repository root). */
+/* tests/fuzz/fuzz_tokenize_file.c - libFuzzer target for zt_tokenize_file, with tasks of 16 bytes
+   (ZT_TEST_TOKENIZE_CHUNK) so that every input is cut into many. The input as JSON Lines, tokenized with a tokenizer
+   that has a chat template (so "messages" lines render too), on 2 threads into shards of 7 tokens with their masks
+   and on 1 thread into one file: the two must hold the same tokens, or fail with the same error. The input as a text
+   (one document), with a tokenizer whose added tokens have lstrip, rstrip and single_word, cut where they end and
+   tokenized on 2 threads into shards: the ids zt_tokenize_special gives the whole text, then the end-of-text. After
+   each, nothing but the files of a success is left (no .partial). Errors are fine; a crash, a leak, undefined
+   behaviour or a difference is not. Built and run by ./build.sh fuzz; seeds: the .jsonl files of tests/ref and
+   lines of each kind and fault, written by the target (ZT_FUZZ_SEEDS=DIR, run from the repository root). */
 #define ZT_IMPLEMENTATION
 #include "../../zt.h"
 #include <dirent.h>
 
-/* appends the tokens of an llm.c file to ids[*n, cap) (counting those past cap) and removes it and its mask (which must be there): 0, or -1
-   when there is no such file */
-static int take_file(const char *path, int32_t *ids, int64_t *n, int64_t cap) {
+/* appends the tokens of an llm.c file to ids[*n, cap) (counting those past cap) and removes it and, with mask, its mask
+   (which must be there): 0, or -1 when there is no such file */
+static int take_file(const char *path, int mask, int32_t *ids, int64_t *n, int64_t cap) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
     int32_t h[256];
@@ -23,13 +26,13 @@ static int take_file(const char *path, int32_t *ids, int64_t *n, int64_t cap) {
     }
     ZT_ASSERT(fgetc(f) == EOF);
     fclose(f);
-    char mask[512];
-    snprintf(mask, sizeof mask, "%s.mask", path);
-    ZT_ASSERT(remove(path) == 0 && remove(mask) == 0);
+    char masks[512];
+    snprintf(masks, sizeof masks, "%s.mask", path);
+    ZT_ASSERT(remove(path) == 0 && (!mask || remove(masks) == 0));
     return 0;
 }
 
-static zt_tokenizer *t;
+static zt_tokenizer *t, *flags; /* qwen2's with a chat template; added tokens with every flag */
 static char dir[64];
 
 /* ZT_FUZZ_SEEDS=DIR: the instruction set and conversations of tests/ref, and lines of each kind and fault */
@@ -47,7 +50,7 @@ static void write_seeds(const char *out) {
         size_t n = 0;
         if (k < 2) {
             FILE *f = fopen(files[k], "rb");
-            if (!f) zt_fatal("fuzz_jsonl: cannot open %s (run from the repository root)", files[k]);
+            if (!f) zt_fatal("fuzz_tokenize_file: cannot open %s (run from the repository root)", files[k]);
             n = fread(buf, 1, sizeof buf, f), s = buf;
             fclose(f);
         } else {
@@ -55,7 +58,7 @@ static void write_seeds(const char *out) {
         }
         snprintf(path, sizeof path, "%s/seed_%zu.jsonl", out, k);
         FILE *o = fopen(path, "wb");
-        if (!o || fwrite(s, 1, n, o) != n || fclose(o) != 0) zt_fatal("fuzz_jsonl: cannot write %s", path);
+        if (!o || fwrite(s, 1, n, o) != n || fclose(o) != 0) zt_fatal("fuzz_tokenize_file: cannot write %s", path);
     }
 }
 
@@ -71,11 +74,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (f && tmpl) n = fread(tmpl, 1, 1 << 16, f);
     if (f) fclose(f);
     if (zt_tokenizer_load(&t, "tests/ref/tokenizers/qwen2") != ZT_OK || n == 0)
-        zt_fatal("fuzz_jsonl: cannot load tests/ref/tokenizers/qwen2 and its template (run from the repository root)");
+        zt_fatal("fuzz_tokenize_file: cannot load tests/ref/tokenizers/qwen2 and its template (run from the repository root)");
     ZT_ASSERT(zt_tokenizer_set_chat_template(t, tmpl, n, "qwen2.jinja") == ZT_OK);
     free(tmpl);
-    snprintf(dir, sizeof dir, "/tmp/zt_fuzz_jsonl_%d", (int)getpid());
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) zt_fatal("fuzz_jsonl: cannot make %s", dir);
+    if (zt_tokenizer_load(&flags, "tests/ref/tokenizers/added_flags") != ZT_OK) zt_fatal("fuzz_tokenize_file: %s", zt_last_error());
+    setenv("ZT_TEST_TOKENIZE_CHUNK", "16", 1);
+    snprintf(dir, sizeof dir, "/tmp/zt_fuzz_tokenize_file_%d", (int)getpid());
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) zt_fatal("fuzz_tokenize_file: cannot make %s", dir);
     return 0;
 }
 
@@ -100,16 +105,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int files = 0;
         for (char path[256]; k == 0 ? files == 0 : 1; files++) { /* one.bin, or sh_000000.bin, sh_000001.bin, ... */
             if (k) snprintf(path, sizeof path, "%s/sh_%06d.bin", dir, files);
-            if (take_file(k ? path : out[0], ids[k], &n[k], 1 << 18) != 0) break;
+            if (take_file(k ? path : out[0], 1, ids[k], &n[k], 1 << 18) != 0) break;
         }
         if (files == 0) n[k] = -1;
         ZT_ASSERT(r[k] == ZT_OK ? n[k] == got[k] : n[k] < 0); /* all written, or nothing */
     }
     ZT_ASSERT(r[0] == r[1] && strcmp(why[0], why[1]) == 0);
     ZT_ASSERT(r[0] != ZT_OK || (n[0] == n[1] && memcmp(ids[0], ids[1], sizeof(int32_t) * (size_t)ZT__MIN(n[0], 1 << 18)) == 0));
+    remove(in);
+
+    /* a text: cut where added tokens end, on 2 threads, the ids of the whole */
+    snprintf(in, sizeof in, "%s/in.txt", dir);
+    f = fopen(in, "wb");
+    ZT_ASSERT(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = in, d.output = out[1], d.eot = 0, d.special = 1, d.threads = 2, d.shard_size = 7;
+    int64_t want = zt_tokenize_special(flags, (const char *)data, size, ids[0], 1 << 18), files = 0;
+    if (want < 1 << 18) ids[0][want] = 0;
+    want++;
+    ZT_ASSERT(zt_tokenize_file(flags, &d, &got[1]) == ZT_OK && got[1] == want);
+    n[1] = 0;
+    for (char path[256];; files++) {
+        snprintf(path, sizeof path, "%s/sh_%06d.bin", dir, (int)files);
+        if (take_file(path, 0, ids[1], &n[1], 1 << 18) != 0) break;
+    }
+    ZT_ASSERT(n[1] == want && files == (want + 6) / 7);
+    ZT_ASSERT(memcmp(ids[0], ids[1], sizeof(int32_t) * (size_t)ZT__MIN(want, 1 << 18)) == 0);
     DIR *dd = opendir(dir); /* nothing else left behind */
     for (struct dirent *e; dd && (e = readdir(dd));)
-        ZT_ASSERT(e->d_name[0] == '.' || strcmp(e->d_name, "in.jsonl") == 0);
+        ZT_ASSERT(e->d_name[0] == '.' || strcmp(e->d_name, "in.txt") == 0);
     if (dd) closedir(dd);
     remove(in);
     return 0;
