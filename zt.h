@@ -1347,13 +1347,15 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
    learned; with it, a conversation the template rewrites is unrolled: each assistant turn an example of its own,
    the conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
    when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read, written as the tokens come
-   under NAME.partial names, renamed when the last token is in: a failure leaves the files that were there before.
+   under NAME.partial names, renamed when the last token is in: a failure (but that of a rename) leaves the files
+   that were there before.
    The work goes in tasks of about 1 MiB on threads, the files the same at any number: JSON Lines a batch of lines
    each, a text cut where its added tokens end (where the text between them is tokenized alone anyway), or held
    whole when it has none. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
-    const char *mask;                     /* NULL: output + ".mask" */
+    const char *mask;                     /* NULL: output + ".mask" (a shard's name + ".mask"; a name given is
+                                             sharded as the output is) */
     int no_mask;                          /* JSON Lines without the mask file: every token learned */
     const char *prompt_key, *response_key; /* NULL: "prompt" and "response" */
     const char *text_key;                 /* NULL: "text" */
@@ -1361,7 +1363,8 @@ typedef struct zt_tokenize_desc {
     int special; /* the post-processor's special tokens around each document, or prompt and response (those after it
                     learned), as zt_tokenize_special; a conversation's are its template's */
     int64_t shard_size; /* > 0: files of this many tokens (the last fewer), named with _000000, _000001, ... before
-                           the extension, as llm.c's shards; 0: one file (at most 2^31 - 1 tokens) */
+                           the extension, as llm.c's shards (those past the last an earlier run wrote are removed);
+                           0: one file (at most 2^31 - 1 tokens) */
     int threads;        /* tokenized on this many threads (0: every core), the files the same */
 } zt_tokenize_desc;
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens);
@@ -18570,7 +18573,8 @@ static zt_result zt__tokout_put(zt__tokout *o, const int32_t *ids, const uint8_t
         }
         if (!o->sharded && o->in_file + n > o->per_file)
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: more than %lld tokens, what an llm.c file holds; a shard size "
-                           "(zt_tokenize --shard_size N) writes them into several files", o->output, (long long)o->per_file);
+                           "(zt_tokenize --shard_size N, zt_tokenize_desc.shard_size) writes them into several files",
+                           o->output, (long long)o->per_file);
         int64_t m = ZT__MIN(n, o->per_file - o->in_file);
         int ok = 1;
         for (int64_t i = 0; i < m && ok;) { /* uint16 a token when the vocabulary fits */
@@ -18599,9 +18603,12 @@ static zt_result zt__tokout_put(zt__tokout *o, const int32_t *ids, const uint8_t
     return ZT_OK;
 }
 
-/* with ok, the last file closed and every file renamed to its name; else the .partial files removed */
+/* with ok, the last file closed and every file renamed to its name, and the shards an earlier run wrote past this
+   one's last removed (a glob of the names would take them in); else (or when a rename fails) the .partial files
+   removed */
 static zt_result zt__tokout_end(zt__tokout *o, int ok) {
     zt_result r = ZT_OK;
+    char from[ZT__PATH], to[ZT__PATH];
     if (ok && o->files == 0) r = zt__tokout_open(o); /* no tokens: one empty file */
     if (o->f && ok && r == ZT_OK) r = zt__tokout_close(o);
     if (o->f) fclose(o->f);
@@ -18609,12 +18616,18 @@ static zt_result zt__tokout_end(zt__tokout *o, int ok) {
     o->f = o->fm = NULL;
     for (int k = 0; k < o->files; k++)
         for (int m = 0; m <= o->want_mask; m++) {
-            char from[ZT__PATH], to[ZT__PATH];
             zt__tokout_name(o, m, k, 1, from);
             zt__tokout_name(o, m, k, 0, to);
+            if (ok && r == ZT_OK && rename(from, to) != 0)
+                r = zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
             if (!ok || r != ZT_OK) unlink(from);
-            else if (rename(from, to) != 0) r = zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
         }
+    for (int k = o->files; ok && r == ZT_OK && o->sharded; k++) {
+        zt__tokout_name(o, 0, k, 0, to);
+        if (unlink(to) != 0) break;
+        zt__tokout_name(o, 1, k, 0, to); /* and its mask */
+        unlink(to);
+    }
     return r;
 }
 
@@ -19003,7 +19016,7 @@ typedef struct zt__tokrun {
     const zt_tokenize_desc *d;
     const char *text, *keys[3]; /* the input; the prompt, response and text keys */
     size_t bytes;
-    int jsonl;
+    int jsonl, dot_json; /* JSON Lines; named .json */
     zt__tokthread *th;
     zt__tokjob *jobs;
 } zt__tokrun;
@@ -19017,6 +19030,11 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
     void *mem = zt__setup_arena(&a, "JSONL line", zt__json_token_bytes(len));
     zt__json j;
     zt_result r = zt__json_parse(&j, &a, where, line, len);
+    if (r != ZT_OK && R->dot_json) { /* say how a .json is read: a pretty-printed object fails at its first line */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", zt_last_error());
+        r = zt_fail(r, "%s (a .json input is read as JSON Lines: one object a line)", why);
+    }
     if (r == ZT_OK && zt__json_get(&j, 0, "messages") >= 0) { /* a conversation: through the chat template */
         if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)len + 256, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
         while (r == ZT_OK) {
@@ -19114,7 +19132,8 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     zt__tokrun R;
     memset(&R, 0, sizeof R);
     R.d = d, R.text = (const char *)map, R.bytes = bytes;
-    R.jsonl = (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0) || (il >= 5 && strcmp(d->input + il - 5, ".json") == 0);
+    R.dot_json = il >= 5 && strcmp(d->input + il - 5, ".json") == 0;
+    R.jsonl = R.dot_json || (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0);
     size_t lead = 0; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
     while (R.jsonl && lead < bytes && strchr(" \t\r\n", R.text[lead])) lead++;
     if (R.jsonl && lead < bytes && R.text[lead] == '[') {
@@ -19136,12 +19155,12 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     }
     zt__tokout o;
     memset(&o, 0, sizeof o);
-    o.output = d->output, o.mask = d->mask, o.want_mask = R.jsonl && !d->no_mask;
+    o.output = d->output, o.mask = d->no_mask ? NULL : d->mask, o.want_mask = R.jsonl && !d->no_mask;
     o.sharded = d->shard_size > 0, o.per_file = o.sharded ? d->shard_size : INT32_MAX;
     o.wide = zt_tokenizer_vocab(t) > 65536;
-    size_t pos = 0, chunk = getenv("ZT_TEST_TOKENIZE_CHUNK") ? (size_t)atol(getenv("ZT_TEST_TOKENIZE_CHUNK")) : ZT__TOK_CHUNK;
+    const char *test_chunk = getenv("ZT_TEST_TOKENIZE_CHUNK");
+    size_t pos = 0, chunk = test_chunk && atoll(test_chunk) > 0 ? (size_t)atoll(test_chunk) : ZT__TOK_CHUNK;
     int64_t line = 1;
-    chunk = ZT__MAX(chunk, 1);
     for (int batch = 0; r == ZT_OK && (batch == 0 || pos < bytes); batch++) {
         int nj = 0;
         while (nj < n_jobs && (pos < bytes || (!R.jsonl && nj == 0))) { /* about 1 MiB a job */

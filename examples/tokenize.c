@@ -96,6 +96,7 @@ int main(int argc, char **argv) {
     d.output = flag(argc, argv, "output", NULL);
     d.mask = flag(argc, argv, "mask", NULL);
     d.no_mask = d.mask && strcmp(d.mask, "none") == 0; /* every token learned: no mask file */
+    if (d.no_mask) d.mask = NULL;
     d.prompt_key = flag(argc, argv, "prompt_key", NULL);
     d.response_key = flag(argc, argv, "response_key", NULL);
     d.text_key = flag(argc, argv, "text_key", NULL);

@@ -295,9 +295,19 @@ TEST(tokenize_file_threads_shards) {
 
     snprintf(out, sizeof out, "%s/sh.bin", dir);
     d.output = out, d.threads = 3, d.shard_size = 1000;
+    int64_t at = 0, files = (got1 + 999) / 1000;
+    for (int k = 0; k < 4; k++) { /* an earlier run's shards past this one's last, one with its mask: removed */
+        snprintf(line, sizeof line, "%s/sh_%06lld.bin%s", dir, (long long)files + (k + 1) / 2, k == 2 ? ".mask" : "");
+        f = fopen(line, "w");
+        CHECK(f != NULL);
+        fclose(f);
+    }
     CHECK_MSG(zt_tokenize_file(t, &d, &got3) == ZT_OK, "%s", zt_last_error());
     CHECK_EQ_INT(got3, got1);
-    int64_t at = 0, files = (got1 + 999) / 1000;
+    snprintf(line, sizeof line, "%s/sh_%06lld.bin.mask", dir, (long long)files + 1);
+    CHECK_MSG(access(line, F_OK) != 0, "%s is left", line);
+    snprintf(line, sizeof line, "%s/sh_%06lld.bin", dir, (long long)files + 2);
+    CHECK_MSG(access(line, F_OK) != 0, "%s is left", line);
     for (int64_t k = 0; k <= files; k++) {
         char shard[256], shard_mask[256];
         int32_t *si = NULL;
@@ -398,6 +408,13 @@ TEST(tokenize_file_documents) {
     fclose(f);
     CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
     CHECK_STR_CONTAINS(zt_last_error(), "docs.json:1: \"content\" must be a string (--text_key names the field)");
+    f = fopen(path, "w"); /* a pretty-printed object: how a .json is read is said */
+    CHECK(f != NULL);
+    fputs("{\n  \"text\": \"Hello world\"\n}\n", f);
+    fclose(f);
+    CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "docs.json:1");
+    CHECK_STR_CONTAINS(zt_last_error(), "(a .json input is read as JSON Lines: one object a line)");
     f = fopen(path, "w"); /* a JSON array: named, not read as text */
     CHECK(f != NULL);
     fputs(" [{\"text\": \"Hello world\"}]\n", f);
