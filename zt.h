@@ -15369,15 +15369,15 @@ static int64_t zt__tok_steps(zt_tokenizer *t, const char *s, size_t n, int32_t *
 
 static int64_t zt__sp_bpe(zt_tokenizer *t, const char *b, size_t m, int32_t *ids, int64_t cap, int64_t at);
 
-/* a SentencePiece-style segment: ▁ for spaces (and before it, as the file says), then BPE over its
-   characters, unknown ones as their bytes' <0xXX> tokens */
-static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, int32_t *ids, int64_t cap, int64_t at) {
+/* a SentencePiece-style segment: ▁ for spaces (and before it, as the file says, unless it continues a segment zt cut:
+   cont), then BPE over its characters, unknown ones as their bytes' <0xXX> tokens */
+static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, int cont, int32_t *ids, int64_t cap, int64_t at) {
     if (n > (size_t)INT32_MAX / 4) zt_fatal("a text of %zu bytes between added tokens is more than zt tokenizes in one piece", n);
     if (!zt__tok_grow(t, (int64_t)n * 3 + 8)) zt_fatal("out of memory tokenizing");
     char *b = t->buf;
     size_t m = 0;
     int marked = n > 0 && s[0] == ' '; /* Metaspace adds no ▁ where a space already makes one */
-    if (t->sp_prepend == 1 || (((t->sp_prepend == 2 && first) || t->sp_prepend == 3) && !marked))
+    if (!cont && (t->sp_prepend == 1 || (((t->sp_prepend == 2 && first) || t->sp_prepend == 3) && !marked)))
         memcpy(b, "\xe2\x96\x81", 3), m = 3;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == ' ') memcpy(b + m, "\xe2\x96\x81", 3), m += 3;
@@ -15420,8 +15420,10 @@ static int64_t zt__sp_bpe(zt_tokenizer *t, const char *b, size_t m, int32_t *ids
     return zt__bpe(t, ns, ids, cap, at);
 }
 
-/* the text between added tokens */
-static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int first, int32_t *ids, int64_t cap, int64_t at) {
+/* the text between added tokens (first: at the text's start; cont: the rest of one zt cut, zt__tok_cut_ok, so nothing
+   is put before it) */
+static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int first, int cont, int32_t *ids, int64_t cap,
+                               int64_t at) {
     if (t->nfc) { /* the normalizer first (the text between added tokens is what it sees) */
         if (t->norm_cap < 4 * n + 16) {
             char *b = (char *)realloc(t->norm, 4 * n + 16);
@@ -15434,14 +15436,13 @@ static int64_t zt__tok_segment(zt_tokenizer *t, const char *s, size_t n, int fir
         s = t->norm;
     }
     if (t->pre == ZT__PRE_STEPS) return zt__tok_steps(t, s, n, ids, cap, at);
-    if (!t->byte_level) return zt__tok_sp(t, s, n, first, ids, cap, at);
-    first = 1; /* add_prefix_space applies between every pair of added tokens */
-    if (t->prefix_space && first && n > 0 && s[0] != ' ') { /* ByteLevel's add_prefix_space: " " + each piece */
+    if (!t->byte_level) return zt__tok_sp(t, s, n, first, cont, ids, cap, at);
+    if (t->prefix_space && !cont && n > 0 && s[0] != ' ') { /* ByteLevel's add_prefix_space: " " + each segment */
         char *spaced = (char *)malloc(n + 1);
         if (!spaced) zt_fatal("out of memory tokenizing");
         spaced[0] = ' ';
         memcpy(spaced + 1, s, n);
-        at = zt__tok_segment(t, spaced, n + 1, 0, ids, cap, at);
+        at = zt__tok_segment(t, spaced, n + 1, 0, 1, ids, cap, at);
         free(spaced);
         return at;
     }
@@ -15480,24 +15481,42 @@ static int zt__word_at(const char *text, size_t n, size_t i, int before) {
     return zt__is_letter(c) || zt__is_number(c);
 }
 
-/* the added-token scan from a segment's start seg: the next added token in text[seg, n), found as the tokenizers
-   library's added vocabulary finds them (the leftmost, longest first; one with single_word between words only, or it
-   is text; its lstrip and rstrip take the white space beside it). Its id, *start where the text before it ends and
-   *next where the segment after it begins; or -1 with *start = *next = n. */
-static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t *start, size_t *next) {
-    for (size_t i = seg;;) {
-        int32_t hit = zt__tok_added_at(t, text, n, i);
+/* whether zt may cut the text between two added tokens before s[c] (s: where that text starts, s[0, n) holding it and
+   perhaps more; 0 < c, s[c] in it) so that its two parts, the second a continuation (zt__tok_segment's cont), give the
+   ids of the whole: where the normalizer and the pre-tokenizer end a piece whatever follows, and the model starts a
+   word. Byte-level with the hand-written rules: after a newline, before what is not white space (every rule ends a
+   piece there, no piece but white space takes a newline in, and GPT-2's \s+(?!\S) reads the white space before, so
+   there a newline alone; NFC composes nothing with a newline and reorders nothing across it; tests/test_meta.c checks
+   it on random texts). SentencePiece-style without a pre-tokenizer: before a space after another character, where the
+   BPE starts a word. A Sequence's regular expressions may read ahead without bound: never. */
+static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t c) {
+    int len;
+    if (!t->byte_level) return !t->n_steps && (t->sp_split || t->sp_words) && s[c] == ' ' && s[c - 1] != ' ';
+    if ((t->pre != ZT__PRE_GPT2 && t->pre != ZT__PRE_LLAMA3 && t->pre != ZT__PRE_QWEN2) || s[c - 1] != '\n') return 0;
+    if (zt__is_space(zt__utf8(s, n, c, &len))) return 0;
+    return t->pre != ZT__PRE_GPT2 || c < 2 || !zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c - 1), &len));
+}
+
+/* the added-token scan of the segment that starts at seg, from `from` (seg, or where an earlier call stopped): the next
+   added token starting before stop, found as the tokenizers library's added vocabulary finds them (the leftmost,
+   longest first; one with single_word between words only, or it is text; its lstrip and rstrip take the white space
+   beside it). Its id, *start where the text before it ends and *next where the segment after it begins; or -1 with
+   *start = *next where the scan goes on (stop, or past it in a token it passed over; n at the text's end). */
+static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t from, size_t stop,
+                              size_t *start, size_t *next) {
+    for (size_t i = from;;) {
+        int32_t hit = i < stop ? zt__tok_added_at(t, text, n, i) : -1;
         size_t len = hit >= 0 ? (size_t)(t->off[hit + 1] - t->off[hit]) : 0;
         if (hit >= 0 && (t->strip[hit] & ZT__ADDED_WORD) && (zt__word_at(text, n, i, 1) || zt__word_at(text, n, i + len, 0))) {
             i += len; /* inside a word: text, and the search goes on after it */
             continue;
         }
-        if (hit < 0 && i < n) {
+        if (hit < 0 && i < stop) {
             i++;
             continue;
         }
         if (hit < 0) {
-            *start = *next = n;
+            *start = *next = i;
             return -1;
         }
         int l;
@@ -15512,15 +15531,17 @@ static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n,
     }
 }
 
-/* the ids of text[seg, n) from seg (0, or where the scan starts a segment after an added token) until the scan starts
-   one at or past `to`: the added tokens split the text, and the text between them goes through the normalizer, the
-   pre-tokenizer and the model. A text cut where segments start gives the ids of the whole, on any thread. */
-static int64_t zt__tokenize_span(zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t to, int32_t *ids, int64_t cap) {
+/* the ids of text[seg, n) from seg (0, where the scan starts a segment after an added token, or with cont where zt cut
+   one: zt__tok_text_cut) until the scan starts one at or past `to`: the added tokens split the text, and the text
+   between them goes through the normalizer, the pre-tokenizer and the model. A text cut where segments start, or may
+   be cut, gives the ids of the whole, on any thread. */
+static int64_t zt__tokenize_span(zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t to, int cont, int32_t *ids,
+                                 int64_t cap) {
     int64_t at = 0;
-    for (;;) {
+    for (;; cont = 0) {
         size_t start, next;
-        int32_t hit = zt__added_next(t, text, n, seg, &start, &next);
-        if (start > seg) at = zt__tok_segment(t, text + seg, start - seg, seg == 0, ids, cap, at); /* "first": the text's start */
+        int32_t hit = zt__added_next(t, text, n, seg, seg, n, &start, &next);
+        if (start > seg) at = zt__tok_segment(t, text + seg, start - seg, seg == 0, cont, ids, cap, at);
         if (hit < 0) return at;
         if (at < cap) ids[at] = hit;
         at++;
@@ -15530,7 +15551,7 @@ static int64_t zt__tokenize_span(zt_tokenizer *t, const char *text, size_t n, si
 }
 
 ZT_API int64_t zt_tokenize(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
-    return zt__tokenize_span(t, text, n, 0, n + 1, ids, cap);
+    return zt__tokenize_span(t, text, n, 0, n + 1, 0, ids, cap);
 }
 
 ZT_API int64_t zt_tokenize_special(zt_tokenizer *t, const char *text, size_t n, int32_t *ids, int64_t cap) {
@@ -18479,12 +18500,13 @@ typedef struct zt__tokbuf { int32_t *ids; uint8_t *mask; int64_t n, cap, mcap; }
 
 /* appends the tokens of text[from, n) up to where a segment starts at or past `to` (zt__tokenize_span), mask value m
    for each */
-static zt_result zt__tokbuf_span(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t n, size_t from, size_t to, uint8_t m) {
+static zt_result zt__tokbuf_span(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t n, size_t from, size_t to, int cont,
+                                 uint8_t m) {
     size_t len = ZT__MIN(n, to) - from;
     if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)(len / 2) + 64, sizeof(int32_t))) /* most texts: one pass */
         return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
     for (;;) {
-        int64_t room = b->cap - b->n, got = zt__tokenize_span(t, text, n, from, to, b->ids + b->n, room);
+        int64_t room = b->cap - b->n, got = zt__tokenize_span(t, text, n, from, to, cont, b->ids + b->n, room);
         if (got <= room) {
             if (!zt__grow((void **)&b->mask, &b->mcap, b->n + got, 1)) return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
             if (got > 0) memset(b->mask + b->n, m, (size_t)got);
@@ -18497,7 +18519,7 @@ static zt_result zt__tokbuf_span(zt__tokbuf *b, zt_tokenizer *t, const char *tex
 
 /* appends the tokens of text (mask value m for each) */
 static zt_result zt__tokbuf_add(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t len, uint8_t m) {
-    return zt__tokbuf_span(b, t, text, len, 0, len + 1, m);
+    return zt__tokbuf_span(b, t, text, len, 0, len + 1, 0, m);
 }
 
 static zt_result zt__tokbuf_id(zt__tokbuf *b, int32_t id, uint8_t m) {
@@ -18756,7 +18778,7 @@ static int64_t zt__decoded_bytes(zt_tokenizer *t, const int32_t *ids, int64_t n)
 /* the ids of a segment of text (between added tokens; first: at the text's start) into tmp, grown in R's heap */
 static int64_t zt__segment_ids(zt__jr *R, zt_tokenizer *t, const char *s, size_t n, int first, int32_t **tmp, int64_t *cap) {
     for (;;) {
-        int64_t k = zt__tok_segment(t, s, n, first, *tmp, *cap, 0);
+        int64_t k = zt__tok_segment(t, s, n, first, 0, *tmp, *cap, 0);
         if (k <= *cap) return k;
         *tmp = (int32_t *)zt__jalloc(R, sizeof(int32_t) * (size_t)k), *cap = k;
     }
@@ -18999,7 +19021,8 @@ static void zt__tok_worker_free(zt_tokenizer *w) {
 #define ZT__TOK_CHUNK ((size_t)1 << 20) /* bytes a task takes (ZT_TEST_TOKENIZE_CHUNK: the tests' and fuzzer's) */
 
 typedef struct zt__tokjob {
-    size_t a, b;       /* its bytes of the input: whole lines */
+    size_t a, b;       /* its bytes of the input: whole lines, or a part of a text */
+    int cont, cut;     /* a text's part: it begins, or ends, where zt cut the text between two added tokens */
     int64_t line;      /* the number of its first line, from 1 */
     zt__tokbuf out;
     zt_result r;
@@ -19093,7 +19116,8 @@ static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
     b->n = 0;
     if (!R->jsonl) { /* a part of the one document: the post-processor's tokens and the end at its ends */
         if (job->a == 0) r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
-        if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, R->text, R->bytes, job->a, job->b < R->bytes ? job->b : job->b + 1, 1);
+        size_t n = job->cut ? job->b : R->bytes; /* cut: the text ends there for this part */
+        if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, R->text, n, job->a, job->b < n ? job->b : n + 1, job->cont, 1);
         if (r == ZT_OK && job->b == R->bytes) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
         if (r == ZT_OK && job->b == R->bytes && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
     }
@@ -19110,6 +19134,32 @@ static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
     }
     job->r = r;
     if (r != ZT_OK) snprintf(job->why, sizeof job->why, "%s", zt_last_error());
+}
+
+/* where a text's part that starts at seg (where a segment starts, or zt cut one) may end at or past target: where a
+   segment starts after an added token, or a cut (zt__tok_cut_ok, *cut set) with no added token's text starting within
+   reach bytes before it (the scan from there, and the text ended there, find the added tokens the whole text's scan
+   finds); the text's end if neither comes. The added tokens are looked for a window at a time, so the scan goes no
+   further than the cut. */
+static size_t zt__tok_text_cut(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t target, size_t reach,
+                               int *cut) {
+    *cut = 0;
+    for (size_t from = seg, start, next;;) {
+        int32_t hit = zt__added_next(t, text, n, seg, from, ZT__MIN(n, ZT__MAX(from, target) + 4096), &start, &next);
+        for (size_t c = ZT__MAX(ZT__MAX(seg + 1, target), from); c < start; c++) { /* in the segment, before start */
+            if (!zt__tok_cut_ok(t, text + seg, n - seg, c - seg)) continue;
+            int clear = 1;
+            for (size_t i = c > reach ? c - reach + 1 : 0; i <= c && clear; i++) clear = zt__tok_added_at(t, text, n, i) < 0;
+            if (clear) {
+                *cut = 1;
+                return c;
+            }
+        }
+        if (hit >= 0 && next >= target) return next;
+        if (hit < 0 && next >= n) return n;
+        if (hit >= 0) seg = next; /* a segment after the token; else the same one, scanned on */
+        from = next;
+    }
 }
 
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens) {
@@ -19159,25 +19209,25 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     o.sharded = d->shard_size > 0, o.per_file = o.sharded ? d->shard_size : INT32_MAX;
     o.wide = zt_tokenizer_vocab(t) > 65536;
     const char *test_chunk = getenv("ZT_TEST_TOKENIZE_CHUNK");
+    size_t reach = 0; /* the longest added token's bytes */
+    for (int k = 0; k < t->n_added; k++) reach = ZT__MAX(reach, (size_t)(t->off[t->added[k] + 1] - t->off[t->added[k]]));
+    int cont = 0;     /* the next part of a text continues one zt cut */
     size_t pos = 0, chunk = test_chunk && atoll(test_chunk) > 0 ? (size_t)atoll(test_chunk) : ZT__TOK_CHUNK;
     int64_t line = 1;
     for (int batch = 0; r == ZT_OK && (batch == 0 || pos < bytes); batch++) {
         int nj = 0;
         while (nj < n_jobs && (pos < bytes || (!R.jsonl && nj == 0))) { /* about 1 MiB a job */
             zt__tokjob *job = &R.jobs[nj++];
-            size_t end = bytes, seg = pos, start, next;
+            size_t end = bytes;
+            int cut = 0;
             if (R.jsonl && bytes - pos > chunk) { /* JSON Lines: whole lines */
                 const char *nl = (const char *)memchr(R.text + pos + chunk, '\n', bytes - pos - chunk);
                 end = nl ? (size_t)(nl - R.text) + 1 : bytes;
+            } else if (bytes - pos > chunk) { /* a text: where a segment starts after an added token, or may be cut */
+                end = zt__tok_text_cut(t, R.text, bytes, pos, pos + chunk, reach, &cut);
             }
-            while (!R.jsonl && bytes - pos > chunk && zt__added_next(t, R.text, bytes, seg, &start, &next) >= 0) {
-                if (next >= pos + chunk) { /* a text: cut where a segment starts after an added token */
-                    end = next;
-                    break;
-                }
-                seg = next;
-            }
-            job->a = pos, job->b = end, job->line = line;
+            job->a = pos, job->b = end, job->line = line, job->cont = cont, job->cut = cut;
+            cont = cut;
             for (size_t k = pos; R.jsonl && k < end; k++) { /* the lines before the next job */
                 const char *nl = (const char *)memchr(R.text + k, '\n', end - k);
                 if (!nl) break;

@@ -130,6 +130,50 @@ TEST(regex_machine_equals_the_hand_written_pre_tokenizers) {
     zt_tokenizer_free(t);
 }
 
+/* where zt_tokenize_file may cut the text between added tokens (zt__tok_cut_ok), random texts of hard characters keep
+   their pieces: GPT-2's, LLaMA-3's and Qwen2's hand-written rules cut the two parts as they cut the whole, and NFC
+   turns the two parts into the NFC of the whole */
+TEST(tokenize_cuts_keep_the_pieces) {
+    static const char *const chars[] = {"a", "Z", "s", "\xc3\xa9", "'", " ", " ", "\n", "\n", "\n", "\r", "\t", "1",
+                                        "\xe4\xb8\xad", "!", "\xcc\x81", "\xe1\x85\xa1", "\xe1\x84\x80", "\xc2\xa0"};
+    zt_tokenizer *t = (zt_tokenizer *)calloc(1, sizeof *t);
+    uint64_t seed = 11;
+    static int64_t whole[256], part[256];
+    static char norm[1024], norm2[1024];
+    static uint32_t cps[1024];
+    int cuts = 0;
+    t->byte_level = 1;
+    for (int p = ZT__PRE_GPT2; p <= ZT__PRE_QWEN2; p++) {
+        t->pre = p, t->nfc = p == ZT__PRE_QWEN2;
+        for (int k = 0; k < 3000; k++) {
+            char s[256];
+            size_t n = 0;
+            int len = (int)(zt__mix(seed++) % 24);
+            for (int c = 0; c < len; c++) {
+                const char *ch = chars[zt__mix(seed++) % (sizeof chars / sizeof chars[0])];
+                memcpy(s + n, ch, strlen(ch)), n += strlen(ch);
+            }
+            int64_t nw = cut(t, NULL, p, s, n, whole, 256);
+            size_t nn = t->nfc ? zt__nfc(s, n, norm, cps) : 0;
+            for (size_t c = 1; c < n; c++) {
+                if (!zt__tok_cut_ok(t, s, n, c)) continue;
+                cuts++;
+                int64_t na = cut(t, NULL, p, s, c, part, 256), nb = cut(t, NULL, p, s + c, n - c, part + na, 256 - na);
+                for (int64_t i = na; i < na + nb; i++) part[i] += (int64_t)c;
+                int same = na + nb == nw && memcmp(part, whole, sizeof(int64_t) * (size_t)nw) == 0;
+                CHECK_MSG(same, "rules %d: \"%.*s\" cut at %zu: %lld + %lld pieces, the whole %lld", p, (int)n, s, c,
+                          (long long)na, (long long)nb, (long long)nw);
+                if (!t->nfc) continue;
+                size_t n1 = zt__nfc(s, c, norm2, cps);
+                size_t n2 = zt__nfc(s + c, n - c, norm2 + n1, cps);
+                CHECK_MSG(n1 + n2 == nn && memcmp(norm, norm2, nn) == 0, "NFC of \"%.*s\" cut at %zu", (int)n, s, c);
+            }
+        }
+    }
+    CHECK(cuts > 1000); /* the rule let many through */
+    zt_tokenizer_free(t);
+}
+
 /* what zt does not read is named, with where */
 TEST(regex_unsupported_syntax_is_named) {
     static const struct { const char *pattern, *said; } cases[] = {

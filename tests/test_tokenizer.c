@@ -79,6 +79,8 @@ TEST(tokenizer_steps_mixed) { check_tokenizer("steps_mixed"); }
 /* SentencePiece-style, a pre-tokenizer after the normalizer: Gemma's as transformers 5 writes it, LLaMA-2's with Digits */
 TEST(tokenizer_gemma_split) { check_tokenizer("gemma_split"); }
 TEST(tokenizer_llama2_digits) { check_tokenizer("llama2_digits"); }
+/* a vocabulary of words, as SentencePiece makes them: BPE a word at a time, and zt_tokenize_file may cut at spaces */
+TEST(tokenizer_llama2_words) { check_tokenizer("llama2_words"); }
 /* added tokens that take the white space beside them (lstrip, rstrip: Phi-3's and Phi-4's) or match between words only */
 TEST(tokenizer_added_token_flags) { check_tokenizer("added_flags"); }
 /* post-processors: the special tokens around a text (add_special_tokens=True), LLaMA-3's and one before and after */
@@ -426,20 +428,26 @@ TEST(tokenize_file_documents) {
     CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
 }
 
-/* a text file of one document larger than a task, with added tokens in it (and their lstrip, rstrip and single_word),
-   is cut where the added tokens end and tokenized on 3 threads: the same ids as zt_tokenize over the whole text, the
-   post-processor's tokens and the end-of-text at its two ends only (LLaMA-2's ▁ before the text's start alone, Qwen2's
-   NFC) */
+/* a text file of one document in many tasks (of 4 KiB here, ZT_TEST_TOKENIZE_CHUNK), on 3 threads: cut where added
+   tokens end (with lstrip, rstrip and single_word; Qwen2's NFC), or inside the text between them where the tokenizer's
+   rules allow (after a newline before what is not white space for the hand-written byte-level rules, GPT-2's, LLaMA-3's, Qwen2's;
+   before a space for a SentencePiece-style vocabulary of words, with LLaMA-2's ▁ before every segment), or not at all
+   (the fixtures Mistral's and Gemma's, whose tokens have ▁ inside; o200k's regular expressions): the same ids as zt_tokenize over the whole text, the post-processor's tokens and
+   the end-of-text at its two ends only */
 TEST(tokenize_file_text_parts) {
     static const struct { const char *name, *sep[3]; } cases[] = {
         {"added_flags", {" <|end|>  ", "\n <mask> ", " cat "}},
         {"llama2", {"</s>", " <s> ", "</s>\n"}},
-        {"qwen2", {"<|endoftext|>", "\ne\xcc\x81<|endoftext|>\xcc\x81", "<|im_start|>"}}};
+        {"qwen2", {"<|endoftext|>", "\ne\xcc\x81<|endoftext|>\xcc\x81", "<|im_start|>"}},
+        {"gpt2", {"\n", "\n\n", " \n"}}, {"llama3", {"\n", "\r\n", ".\n"}}, {"qwen2", {"\n", "\n\n", "\xcc\x81\n"}},
+        {"llama2_words", {"\n", " ", "  "}}, {"llama2_words", {"</s>", " ", " <s>"}}, {"mistral", {" ", "\n", "  "}},
+        {"gemma", {"\n", "  ", " "}},
+        {"o200k", {"\n", " ", "\n\n"}}};
     char dir[128], path[256], out[256], line[2048];
     snprintf(dir, sizeof dir, "/tmp/zt_tokenize_parts_%d", (int)getpid());
     CHECK(mkdir(dir, 0755) == 0);
     snprintf(path, sizeof path, "%s/corpus.txt", dir), snprintf(out, sizeof out, "%s/corpus.bin", dir);
-    size_t cap = 3 << 20, len = 0;
+    size_t cap = 1 << 20, len = 0;
     char *text = (char *)malloc(cap);
     int32_t *want = (int32_t *)malloc(sizeof(int32_t) * cap);
     CHECK(text && want);
@@ -449,7 +457,7 @@ TEST(tokenize_file_text_parts) {
         zt_tokenizer *t = NULL;
         CHECK_MSG(zt_tokenizer_load(&t, tok) == ZT_OK, "%s: %s", tok, zt_last_error());
         len = 0;
-        for (int L = 1; len < (5u << 19); L++) { /* documents of prose between the added tokens */
+        for (int L = 1; len < (3u << 17); L++) { /* documents of prose between the separators */
             int n = sft_line(line, sizeof line, L, 0);
             memcpy(text + len, line, (size_t)n), len += (size_t)n;
             const char *sep = cases[c].sep[L % 3];
@@ -465,7 +473,10 @@ TEST(tokenize_file_text_parts) {
         zt_tokenize_desc d;
         memset(&d, 0, sizeof d);
         d.input = path, d.output = out, d.eot = eot, d.special = 1, d.threads = 3;
-        CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s: %s", cases[c].name, zt_last_error());
+        setenv("ZT_TEST_TOKENIZE_CHUNK", "4096", 1);
+        zt_result r = zt_tokenize_file(t, &d, &got);
+        unsetenv("ZT_TEST_TOKENIZE_CHUNK");
+        CHECK_MSG(r == ZT_OK, "%s: %s", cases[c].name, zt_last_error());
         CHECK_EQ_INT(got, n);
         size_t bytes = 0;
         char *file = test_slurp(out, &bytes);

@@ -2,8 +2,10 @@
    (ZT_TEST_TOKENIZE_CHUNK) so that every input is cut into many. The input as JSON Lines, tokenized with a tokenizer
    that has a chat template (so "messages" lines render too), on 2 threads into shards of 7 tokens with their masks
    and on 1 thread into one file: the two must hold the same tokens, or fail with the same error. The input as a text
-   (one document), with a tokenizer whose added tokens have lstrip, rstrip and single_word, cut where they end and
-   tokenized on 2 threads into shards: the ids zt_tokenize_special gives the whole text, then the end-of-text. After
+   (one document), with a tokenizer whose added tokens have lstrip, rstrip and single_word, or GPT-2's, Qwen2's, a
+   SentencePiece-style one of words or o200k's (by the input's length), cut where added tokens end and where the text
+   between them may be cut, and tokenized on 2 threads into shards: the ids zt_tokenize_special gives the whole text,
+   then the end-of-text. After
    each, nothing but the files of a success is left (no .partial). Errors are fine; a crash, a leak, undefined
    behaviour or a difference is not. Built and run by ./build.sh fuzz; seeds: the .jsonl files of tests/ref and
    lines of each kind and fault, written by the target (ZT_FUZZ_SEEDS=DIR, run from the repository root). */
@@ -32,7 +34,8 @@ static int take_file(const char *path, int mask, int32_t *ids, int64_t *n, int64
     return 0;
 }
 
-static zt_tokenizer *t, *flags; /* qwen2's with a chat template; added tokens with every flag */
+static zt_tokenizer *t, *texts[5]; /* qwen2's with a chat template; for texts, the kinds zt cuts differently */
+static const char *const text_names[5] = {"added_flags", "gpt2", "qwen2", "llama2_words", "o200k"};
 static char dir[64];
 
 /* ZT_FUZZ_SEEDS=DIR: the instruction set and conversations of tests/ref, and lines of each kind and fault */
@@ -77,7 +80,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         zt_fatal("fuzz_tokenize_file: cannot load tests/ref/tokenizers/qwen2 and its template (run from the repository root)");
     ZT_ASSERT(zt_tokenizer_set_chat_template(t, tmpl, n, "qwen2.jinja") == ZT_OK);
     free(tmpl);
-    if (zt_tokenizer_load(&flags, "tests/ref/tokenizers/added_flags") != ZT_OK) zt_fatal("fuzz_tokenize_file: %s", zt_last_error());
+    for (int k = 0; k < 5; k++) {
+        char path[128];
+        snprintf(path, sizeof path, "tests/ref/tokenizers/%s", text_names[k]);
+        if (zt_tokenizer_load(&texts[k], path) != ZT_OK) zt_fatal("fuzz_tokenize_file: %s", zt_last_error());
+    }
     setenv("ZT_TEST_TOKENIZE_CHUNK", "16", 1);
     snprintf(dir, sizeof dir, "/tmp/zt_fuzz_tokenize_file_%d", (int)getpid());
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) zt_fatal("fuzz_tokenize_file: cannot make %s", dir);
@@ -121,6 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     zt_tokenize_desc d;
     memset(&d, 0, sizeof d);
     d.input = in, d.output = out[1], d.eot = 0, d.special = 1, d.threads = 2, d.shard_size = 7;
+    zt_tokenizer *flags = texts[size % 5]; /* the input's length picks the tokenizer */
     int64_t want = zt_tokenize_special(flags, (const char *)data, size, ids[0], 1 << 18), files = 0;
     if (want < 1 << 18) ids[0][want] = 0;
     want++;

@@ -40,6 +40,8 @@ and byte-level BPE with the pre-tokenizers zt runs through its regular expressio
 and SentencePiece-style ones with a pre-tokenizer (after the normalizer: on "▁" for spaces):
     gemma_split    gemma's with the Split on " " (merged with the piece before) of transformers 5's GemmaTokenizer
     llama2_digits  llama2's with Digits, each a piece
+and llama2_words: LLaMA-2's file with a vocabulary made a word at a time, as SentencePiece makes them (no token has a
+    "▁" after another character), which zt may cut at spaces
 and added tokens with the library's flags:
     added_flags    llama3's with added tokens that take the white space after them (rstrip, as Phi-3's <|end|>), before
                    them (lstrip), both (lstrip and rstrip, as Phi-4's), and one that matches between words only
@@ -157,6 +159,26 @@ def sentencepiece(metaspace):
     return Tokenizer.from_str(json.dumps(data))
 
 
+def sentencepiece_words():
+    """LLaMA-2's kind of file (normalizer Prepend + Replace, no pre-tokenizer) with a vocabulary made SentencePiece's
+    way, a word at a time, so that no token has a "▁" after another character, as in LLaMA-2's and Mistral's own"""
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
+    specials = ["<unk>", "<s>", "</s>"]
+    byte_tokens = [f"<0x{i:02X}>" for i in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=specials + byte_tokens, limit_alphabet=150,
+                                  show_progress=False)
+    tok.train_from_iterator([t for t in CORPUS], trainer)
+    data = json.loads(tok.to_str())
+    data["added_tokens"] = [a for a in data["added_tokens"] if a["content"] in specials]
+    data["pre_tokenizer"] = None
+    data["normalizer"] = json.loads(normalizers.Sequence([normalizers.Prepend("\u2581"),
+                                                          normalizers.Replace(" ", "\u2581")]).__getstate__())
+    data["decoder"] = json.loads(decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
+                                                    decoders.Fuse(), decoders.Strip(" ", 1, 0)]).__getstate__())
+    return Tokenizer.from_str(json.dumps(data))
+
+
 def with_pre(name, pre):
     """the committed tokenizer.json of name with another pre-tokenizer (the same vocabulary each run)"""
     with open(os.path.join(HERE, name, "tokenizer.json"), encoding="utf-8") as f:
@@ -171,6 +193,8 @@ SP_STEPS = {
     "gemma_split": lambda: with_pre("gemma", pre_tokenizers.Split(" ", behavior="merged_with_previous")),
     # LLaMA-2's model with its digits split one by one
     "llama2_digits": lambda: with_pre("llama2", pre_tokenizers.Digits(individual_digits=True)),
+    # LLaMA-2's with a vocabulary of words (no "▁" inside a token but runs of them): zt may cut a text at its spaces
+    "llama2_words": sentencepiece_words,
 }
 
 
