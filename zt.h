@@ -1350,8 +1350,8 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
    under NAME.partial names, renamed when the last token is in: a failure (but that of a rename) leaves the files
    that were there before.
    The work goes in tasks of about 1 MiB on threads, the files the same at any number: JSON Lines a batch of lines
-   each, a text cut where its added tokens end (where the text between them is tokenized alone anyway), or held
-   whole when it has none. */
+   each; a text cut where its added tokens end (the text between them is tokenized alone anyway) and where the
+   tokenizer's rules allow inside the text between them (zt__tok_cut_ok), or held whole where neither comes. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" (a shard's name + ".mask"; a name given is

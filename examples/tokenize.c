@@ -16,8 +16,8 @@
        <|begin_of_text|>, Gemma's <bos>) around each document, or prompt and response, as transformers' tokenizer(text)
        --shard_size N: files of N tokens, train_000000.bin, train_000001.bin, ... for --output train.bin (llm.c's
        shards; then zt_train --data "train_*.bin" --mask "train_*.bin.mask"); one file holds at most 2^31 - 1
-       --num_proc N: N threads (default: every core) for JSON Lines, and for a text cut where its added tokens end; the
-       files are the same at any N
+       --num_proc N: N threads (default: every core), for JSON Lines and for a text in parts (cut where added tokens
+       end, or after a newline or before a word where the tokenizer allows); the files are the same at any N
        --mask none: no mask file (every token learned: a pretraining set, where it would be all ones)
 
    Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */

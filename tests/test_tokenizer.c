@@ -430,10 +430,11 @@ TEST(tokenize_file_documents) {
 
 /* a text file of one document in many tasks (of 4 KiB here, ZT_TEST_TOKENIZE_CHUNK), on 3 threads: cut where added
    tokens end (with lstrip, rstrip and single_word; Qwen2's NFC), or inside the text between them where the tokenizer's
-   rules allow (after a newline before what is not white space for the hand-written byte-level rules, GPT-2's, LLaMA-3's, Qwen2's;
-   before a space for a SentencePiece-style vocabulary of words, with LLaMA-2's ▁ before every segment), or not at all
-   (the fixtures Mistral's and Gemma's, whose tokens have ▁ inside; o200k's regular expressions): the same ids as zt_tokenize over the whole text, the post-processor's tokens and
-   the end-of-text at its two ends only */
+   rules allow (after a newline before what is not white space for the hand-written byte-level rules, GPT-2's,
+   LLaMA-3's and Qwen2's; before a space for a SentencePiece-style vocabulary of words, with LLaMA-2's ▁ before every
+   segment), or not at all (the fixtures Mistral's and Gemma's, whose tokens have ▁ inside; o200k's regular
+   expressions): the same ids as zt_tokenize over the whole text, the post-processor's tokens and the end-of-text at
+   its two ends only */
 TEST(tokenize_file_text_parts) {
     static const struct { const char *name, *sep[3]; } cases[] = {
         {"added_flags", {" <|end|>  ", "\n <mask> ", " cat "}},
