@@ -18998,7 +18998,7 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
     return zt__tokenize_chat(t, json, n, "the conversation", ids, mask, cap, count, -1);
 }
 
-/* ---- zt_tokenize_file: JSONL lines on several threads, the tokens written in order as they come ---- */
+/* ---- zt_tokenize_file: JSON Lines and texts in tasks on threads, the tokens written in order as they come ---- */
 
 /* a copy of t for one more thread: the tables shared (read only while encoding), its own encoding buffers and chat
    template */
