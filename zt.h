@@ -15487,11 +15487,16 @@ static int zt__word_at(const char *text, size_t n, size_t i, int before) {
    word. Byte-level with the hand-written rules: after a newline, before what is not white space (every rule ends a
    piece there, no piece but white space takes a newline in, and GPT-2's \s+(?!\S) reads the white space before, so
    there a newline alone; NFC composes nothing with a newline and reorders nothing across it; tests/test_meta.c checks
-   it on random texts). SentencePiece-style without a pre-tokenizer: before a space after another character, where the
-   BPE starts a word. A Sequence's regular expressions may read ahead without bound: never. */
+   it on random texts). SentencePiece-style without a pre-tokenizer: before a space after what is not white space
+   (an lstrip added token's reach back stops there), where the BPE starts a word; with sp_words not after a ▁ either,
+   since a run of ▁ is one word there. A Sequence's regular expressions may read ahead without bound: never. */
 static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t c) {
     int len;
-    if (!t->byte_level) return !t->n_steps && (t->sp_split || t->sp_words) && s[c] == ' ' && s[c - 1] != ' ';
+    if (!t->byte_level) {
+        if (t->n_steps || !(t->sp_split || t->sp_words) || s[c] != ' ') return 0;
+        if (zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c), &len))) return 0;
+        return t->sp_split || c < 3 || memcmp(s + c - 3, "\xe2\x96\x81", 3) != 0;
+    }
     if ((t->pre != ZT__PRE_GPT2 && t->pre != ZT__PRE_LLAMA3 && t->pre != ZT__PRE_QWEN2) || s[c - 1] != '\n') return 0;
     if (zt__is_space(zt__utf8(s, n, c, &len))) return 0;
     return t->pre != ZT__PRE_GPT2 || c < 2 || !zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c - 1), &len));
@@ -15500,7 +15505,7 @@ static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t
 /* the added-token scan of the segment that starts at seg, from `from` (seg, or where an earlier call stopped): the next
    added token starting before stop, found as the tokenizers library's added vocabulary finds them (the leftmost,
    longest first; one with single_word between words only, or it is text; its lstrip and rstrip take the white space
-   beside it). Its id, *start where the text before it ends and *next where the segment after it begins; or -1 with
+   beside it, lstrip back to seg at most). Its id, *start where the text before it ends and *next where the segment after it begins; or -1 with
    *start = *next where the scan goes on (stop, or past it in a token it passed over; n at the text's end). */
 static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t from, size_t stop,
                               size_t *start, size_t *next) {
@@ -15538,7 +15543,7 @@ static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n,
 static int64_t zt__tokenize_span(zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t to, int cont, int32_t *ids,
                                  int64_t cap) {
     int64_t at = 0;
-    for (;; cont = 0) {
+    for (;; cont = 0) { /* a segment at a time; only the first may continue a cut one */
         size_t start, next;
         int32_t hit = zt__added_next(t, text, n, seg, seg, n, &start, &next);
         if (start > seg) at = zt__tok_segment(t, text + seg, start - seg, seg == 0, cont, ids, cap, at);
@@ -19019,6 +19024,7 @@ static void zt__tok_worker_free(zt_tokenizer *w) {
 }
 
 #define ZT__TOK_CHUNK ((size_t)1 << 20) /* bytes a task takes (ZT_TEST_TOKENIZE_CHUNK: the tests' and fuzzer's) */
+#define ZT__TOK_WINDOW ((size_t)4096)   /* bytes of a text scanned for added tokens at a time, looking for a cut */
 
 typedef struct zt__tokjob {
     size_t a, b;       /* its bytes of the input: whole lines, or a part of a text */
@@ -19117,7 +19123,8 @@ static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
     if (!R->jsonl) { /* a part of the one document: the post-processor's tokens and the end at its ends */
         if (job->a == 0) r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
         size_t n = job->cut ? job->b : R->bytes; /* cut: the text ends there for this part */
-        if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, R->text, n, job->a, job->b < n ? job->b : n + 1, job->cont, 1);
+        size_t to = job->b < n ? job->b : n + 1; /* the scan stops at the segment that starts at b; the last part: none */
+        if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, R->text, n, job->a, to, job->cont, 1);
         if (r == ZT_OK && job->b == R->bytes) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
         if (r == ZT_OK && job->b == R->bytes && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
     }
@@ -19137,19 +19144,21 @@ static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
 }
 
 /* where a text's part that starts at seg (where a segment starts, or zt cut one) may end at or past target: where a
-   segment starts after an added token, or a cut (zt__tok_cut_ok, *cut set) with no added token's text starting within
-   reach bytes before it (the scan from there, and the text ended there, find the added tokens the whole text's scan
-   finds); the text's end if neither comes. The added tokens are looked for a window at a time, so the scan goes no
-   further than the cut. */
+   segment starts after an added token, or a cut (zt__tok_cut_ok, *cut set) with no added token's text starting at it
+   or up to reach bytes before it (reach: the longest one's bytes), so that the scan from there, and the text ended
+   there, find the added tokens the whole text's scan finds; the text's end if neither comes. The added tokens are
+   looked for a window (ZT__TOK_WINDOW) at a time past target, so the scan goes no further than the cut's window; a
+   cut near a window's end is as sound as any, since what follows it is the next part's, scanned from the cut. */
 static size_t zt__tok_text_cut(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t target, size_t reach,
                                int *cut) {
     *cut = 0;
     for (size_t from = seg, start, next;;) {
-        int32_t hit = zt__added_next(t, text, n, seg, from, ZT__MIN(n, ZT__MAX(from, target) + 4096), &start, &next);
+        int32_t hit = zt__added_next(t, text, n, seg, from, ZT__MIN(n, ZT__MAX(from, target) + ZT__TOK_WINDOW), &start,
+                                     &next);
         for (size_t c = ZT__MAX(ZT__MAX(seg + 1, target), from); c < start; c++) { /* in the segment, before start */
             if (!zt__tok_cut_ok(t, text + seg, n - seg, c - seg)) continue;
-            int clear = 1;
-            for (size_t i = c > reach ? c - reach + 1 : 0; i <= c && clear; i++) clear = zt__tok_added_at(t, text, n, i) < 0;
+            int clear = 1; /* none across c, none ending at it (single_word reads the character after) or starting at it */
+            for (size_t i = c >= reach ? c - reach : 0; i <= c && clear; i++) clear = zt__tok_added_at(t, text, n, i) < 0;
             if (clear) {
                 *cut = 1;
                 return c;

@@ -435,6 +435,104 @@ TEST(tokenize_file_documents) {
    segment), or not at all (the fixtures Mistral's and Gemma's, whose tokens have ▁ inside; o200k's regular
    expressions): the same ids as zt_tokenize over the whole text, the post-processor's tokens and the end-of-text at
    its two ends only */
+/* tests/ref/tokenizers/FROM's tokenizer.json with add[k] put after the first at[k] in it (where at[k] is not NULL),
+   as DIR/tokenizer.json */
+static void tokenizer_variant(const char *from, const char *dir, const char *const at[2], const char *const add[2]) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/ref/tokenizers/%s/tokenizer.json", from);
+    size_t len = 0;
+    char *json = test_slurp(path, &len);
+    CHECK(json != NULL);
+    for (int k = 0; k < 2 && at[k]; k++) {
+        const char *where = strstr(json, at[k]);
+        CHECK_MSG(where != NULL, "%s holds no %s", path, at[k]);
+        size_t head = (size_t)(where - json) + strlen(at[k]), more = strlen(add[k]);
+        char *grown = (char *)malloc(len + more + 1);
+        CHECK(grown != NULL);
+        memcpy(grown, json, head), memcpy(grown + head, add[k], more), memcpy(grown + head + more, json + head, len - head + 1);
+        free(json);
+        json = grown, len += more;
+    }
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(json, 1, len, f) == len);
+    fclose(f);
+    free(json);
+}
+
+/* the cut's edges, each once wrong: an added token with single_word that ends where zt would cut (the character after
+   it decides whether it is one); an lstrip one whose reach back crosses a tab before the space zt would cut at, past
+   the window zt scans; a vocabulary that merges ▁▁, so that a ▁ in the text joins the space after it. Random texts
+   of the characters that meet there, cut every 16 bytes, give zt_tokenize_special's ids of the whole. */
+TEST(tokenize_file_cut_edges) {
+    static const struct { const char *from, *at[2], *add[2], *chars[8]; } cases[] = {
+        {"gpt2", {"\"added_tokens\": [", NULL},
+         {"{\"id\": 600, \"content\": \"<|separator|>\\n\", \"single_word\": true, \"lstrip\": false, \"rstrip\": false, "
+          "\"normalized\": false, \"special\": true},"},
+         {"a", "b", " ", "\n", "\n", "<|separator|>\n", "\t", "x\n"}},
+        {"llama2_words", {"\"added_tokens\": [", NULL},
+         {"{\"id\": 700, \"content\": \"<sep>\", \"single_word\": false, \"lstrip\": true, \"rstrip\": false, "
+          "\"normalized\": false, \"special\": true},"},
+         {"a", "b", "lo", " ", "\t", "\n", "\xe2\x96\x81", "<sep>"}},
+        {"llama2_words", {"\"merges\": [", "\"vocab\": {"},
+         {"[\"\xe2\x96\x81\", \"\xe2\x96\x81\"],", "\"\xe2\x96\x81\xe2\x96\x81\": 700,"},
+         {"a", "lo", " ", " ", "\t", "\xe2\x96\x81", "\n", "e\xcc\x81"}}};
+    char dir[128], path[256], out[256];
+    snprintf(dir, sizeof dir, "/tmp/zt_tokenize_edges_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    snprintf(path, sizeof path, "%s/corpus.txt", dir), snprintf(out, sizeof out, "%s/corpus.bin", dir);
+    static char text[8192];
+    static int32_t want[8192];
+    uint64_t rng = 7;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tokenizer_variant(cases[c].from, dir, cases[c].at, cases[c].add);
+        zt_tokenizer *t = NULL;
+        CHECK_MSG(zt_tokenizer_load(&t, dir) == ZT_OK, "%s with %s: %s", cases[c].from, cases[c].add[0], zt_last_error());
+        for (int k = 0; k < 150; k++) {
+            size_t len = 0;
+            if (k == 0 && c == 1) { /* the token past the window: the tab and space before it are the segment's */
+                memset(text, 'a', 4110), len = 4110;
+                memcpy(text + len, "\t <sep> tail", 12), len += 12;
+            }
+            for (int m = k == 0 && c == 1 ? 0 : 5 + (int)((rng >> 33) % 200); m > 0; m--) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                const char *s = cases[c].chars[(rng >> 33) % 8];
+                memcpy(text + len, s, strlen(s)), len += strlen(s);
+            }
+            FILE *f = fopen(path, "wb");
+            CHECK(f && fwrite(text, 1, len, f) == len);
+            fclose(f);
+            int64_t n = zt_tokenize_special(t, text, len, want, 8191), got = 0;
+            want[n++] = 1;
+            zt_tokenize_desc d;
+            memset(&d, 0, sizeof d);
+            d.input = path, d.output = out, d.eot = 1, d.special = 1, d.threads = 2;
+            setenv("ZT_TEST_TOKENIZE_CHUNK", "16", 1);
+            zt_result r = zt_tokenize_file(t, &d, &got);
+            unsetenv("ZT_TEST_TOKENIZE_CHUNK");
+            CHECK_MSG(r == ZT_OK, "%s: %s", cases[c].from, zt_last_error());
+            size_t bytes = 0;
+            char *file = test_slurp(out, &bytes);
+            CHECK(file && bytes == 1024 + 2 * (size_t)got);
+            int64_t first = -1;
+            for (int64_t i = 0; first < 0 && i < (got > n ? got : n); i++) {
+                uint16_t v = 0;
+                if (i < got) memcpy(&v, file + 1024 + 2 * i, 2);
+                if (i >= got || i >= n || v != want[i]) first = i;
+            }
+            CHECK_MSG(first < 0, "%s, text %d (%zu bytes): %lld ids, the whole text's %lld; the first to differ is %lld",
+                      cases[c].from, k, len, (long long)got, (long long)n, (long long)first);
+            free(file);
+        }
+        zt_tokenizer_free(t);
+        char tj[256];
+        snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
+        remove(tj);
+    }
+    remove(path), remove(out);
+    CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
+}
+
 TEST(tokenize_file_text_parts) {
     static const struct { const char *name, *sep[3]; } cases[] = {
         {"added_flags", {" <|end|>  ", "\n <mask> ", " cat "}},
