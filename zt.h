@@ -15371,7 +15371,8 @@ static int64_t zt__sp_bpe(zt_tokenizer *t, const char *b, size_t m, int32_t *ids
 
 /* a SentencePiece-style segment: ▁ for spaces (and before it, as the file says, unless it continues a segment zt cut:
    cont), then BPE over its characters, unknown ones as their bytes' <0xXX> tokens */
-static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, int cont, int32_t *ids, int64_t cap, int64_t at) {
+static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, int cont, int32_t *ids, int64_t cap,
+                          int64_t at) {
     if (n > (size_t)INT32_MAX / 4) zt_fatal("a text of %zu bytes between added tokens is more than zt tokenizes in one piece", n);
     if (!zt__tok_grow(t, (int64_t)n * 3 + 8)) zt_fatal("out of memory tokenizing");
     char *b = t->buf;
@@ -15505,8 +15506,9 @@ static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t
 /* the added-token scan of the segment that starts at seg, from `from` (seg, or where an earlier call stopped): the next
    added token starting before stop, found as the tokenizers library's added vocabulary finds them (the leftmost,
    longest first; one with single_word between words only, or it is text; its lstrip and rstrip take the white space
-   beside it, lstrip back to seg at most). Its id, *start where the text before it ends and *next where the segment after it begins; or -1 with
-   *start = *next where the scan goes on (stop, or past it in a token it passed over; n at the text's end). */
+   beside it, lstrip back to seg at most). Its id, *start where the text before it ends and *next where the segment
+   after it begins; or -1 with *start = *next where the scan goes on (stop, or past it in a token it passed over; n at
+   the text's end). */
 static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n, size_t seg, size_t from, size_t stop,
                               size_t *start, size_t *next) {
     for (size_t i = from;;) {
@@ -19065,7 +19067,8 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
         r = zt_fail(r, "%s (a .json input is read as JSON Lines: one object a line)", why);
     }
     if (r == ZT_OK && zt__json_get(&j, 0, "messages") >= 0) { /* a conversation: through the chat template */
-        if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)len + 256, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+        if (!zt__grow((void **)&b->ids, &b->cap, b->n + (int64_t)len + 256, sizeof(int32_t)))
+            r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
         while (r == ZT_OK) {
             int64_t room = b->cap - b->n, got = 0;
             if (!zt__grow((void **)&b->mask, &b->mcap, b->cap, 1)) {
@@ -19077,7 +19080,8 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
                 b->n += r == ZT_OK ? got : 0;
                 break;
             }
-            if (!zt__grow((void **)&b->ids, &b->cap, b->n + got, sizeof(int32_t))) r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
+            if (!zt__grow((void **)&b->ids, &b->cap, b->n + got, sizeof(int32_t)))
+                r = zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
         }
         if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
         free(mem);

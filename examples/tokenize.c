@@ -36,13 +36,13 @@ static const char *flag(int argc, char **argv, const char *name, const char *def
 }
 
 int main(int argc, char **argv) {
-    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "text_key", "eot", "decode",
-                                  "chat_template", "add_special_tokens", "shard_size", "num_proc"};
+    static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "text_key",
+                                  "eot", "decode", "chat_template", "add_special_tokens", "shard_size", "num_proc"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
-            fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE] [--prompt_key K] "
-                    "[--response_key K] [--text_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] [--shard_size N] "
-                    "[--num_proc N] | --decode FILE)\n");
+            fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE|none] [--prompt_key K] "
+                    "[--response_key K] [--text_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] "
+                    "[--shard_size N] [--num_proc N] | --decode FILE)\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
         int ok = 0;
@@ -131,10 +131,12 @@ int main(int argc, char **argv) {
     long bytes = in && fseek(in, 0, SEEK_END) == 0 ? ftell(in) : 0;
     if (in) fclose(in);
     if (d.shard_size > 0)
-        printf("%s: %lld tokens into %lld files, the shards of %s (%lld tokens each), in %.1f s, %.1f MB/s\n", d.input, (long long)n,
-               (long long)(n ? (n + d.shard_size - 1) / d.shard_size : 1), d.output, (long long)d.shard_size, s, (double)bytes / s * 1e-6);
+        printf("%s: %lld tokens into %lld files, the shards of %s (%lld tokens each), in %.1f s, %.1f MB/s\n", d.input,
+               (long long)n, (long long)(n ? (n + d.shard_size - 1) / d.shard_size : 1), d.output, (long long)d.shard_size, s,
+               (double)bytes / s * 1e-6);
     else
-        printf("%s: %lld tokens into %s in %.1f s, %.1f MB/s\n", d.input, (long long)n, d.output, s, (double)bytes / s * 1e-6);
+        printf("%s: %lld tokens into %s in %.1f s, %.1f MB/s\n", d.input, (long long)n, d.output, s,
+               (double)bytes / s * 1e-6);
     zt_tokenizer_free(t);
     return 0;
 }
