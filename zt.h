@@ -15467,11 +15467,15 @@ static int32_t zt__tok_added_at(const zt_tokenizer *t, const char *text, size_t 
     return -1;
 }
 
-/* the start of the character before text[i] (i > 0) */
+/* the start of the character before text[i] (i > 0, where one starts) as zt__utf8 reads the text forward: the lead
+   byte before the continuation bytes if they make one character with it, else the byte before i, which stands for
+   itself (a stray continuation byte after a newline is not white space, on whichever side a task's cut falls) */
 static size_t zt__utf8_back(const char *text, size_t i) {
     size_t k = i - 1;
+    int len;
     while (k > 0 && i - k < 4 && ((uint8_t)text[k] & 0xc0) == 0x80) k--;
-    return k;
+    zt__utf8(text, i, k, &len);
+    return k + (size_t)len == i ? k : i - 1;
 }
 
 /* a letter or a number (the tokenizers library's is_alphanumeric) at text[i], or just before it */
@@ -15487,10 +15491,11 @@ static int zt__word_at(const char *text, size_t n, size_t i, int before) {
    ids of the whole: where the normalizer and the pre-tokenizer end a piece whatever follows, and the model starts a
    word. Byte-level with the hand-written rules: after a newline, before what is not white space (every rule ends a
    piece there, no piece but white space takes a newline in, and GPT-2's \s+(?!\S) reads the white space before, so
-   there a newline alone; NFC composes nothing with a newline and reorders nothing across it; tests/test_meta.c checks
-   it on random texts). SentencePiece-style without a pre-tokenizer: before a space after what is not white space
-   (an lstrip added token's reach back stops there), where the BPE starts a word; with sp_words not after a ▁ either,
-   since a run of ▁ is one word there. A Sequence's regular expressions may read ahead without bound: never. */
+   there a newline alone, not one at the segment's start that add_prefix_space puts a space before; NFC composes nothing
+   with a newline and reorders nothing across it; tests/test_meta.c checks it on random texts). SentencePiece-style
+   without a pre-tokenizer: before a space after what is not white space (an lstrip added token's reach back stops
+   there), where the BPE starts a word; with sp_words not after a ▁ either, since a run of ▁ is one word there. A
+   Sequence's regular expressions may read ahead without bound: never. */
 static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t c) {
     int len;
     if (!t->byte_level) {
@@ -15500,7 +15505,8 @@ static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t
     }
     if ((t->pre != ZT__PRE_GPT2 && t->pre != ZT__PRE_LLAMA3 && t->pre != ZT__PRE_QWEN2) || s[c - 1] != '\n') return 0;
     if (zt__is_space(zt__utf8(s, n, c, &len))) return 0;
-    return t->pre != ZT__PRE_GPT2 || c < 2 || !zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c - 1), &len));
+    if (t->pre != ZT__PRE_GPT2) return 1;
+    return c < 2 ? !t->prefix_space : !zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c - 1), &len));
 }
 
 /* the added-token scan of the segment that starts at seg, from `from` (seg, or where an earlier call stopped): the next

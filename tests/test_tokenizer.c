@@ -435,23 +435,24 @@ TEST(tokenize_file_documents) {
    segment), or not at all (the fixtures Mistral's and Gemma's, whose tokens have ▁ inside; o200k's regular
    expressions): the same ids as zt_tokenize over the whole text, the post-processor's tokens and the end-of-text at
    its two ends only */
-/* tests/ref/tokenizers/FROM's tokenizer.json with add[k] put after the first at[k] in it (where at[k] is not NULL),
-   as DIR/tokenizer.json */
-static void tokenizer_variant(const char *from, const char *dir, const char *const at[2], const char *const add[2]) {
+/* tests/ref/tokenizers/FROM's tokenizer.json with the first `edit[k][0]` in it replaced by edit[k][1] (up to three
+   edits, the first NULL ending them), as DIR/tokenizer.json */
+static void tokenizer_variant(const char *from, const char *dir, const char *const edit[3][2]) {
     char path[256];
     snprintf(path, sizeof path, "tests/ref/tokenizers/%s/tokenizer.json", from);
     size_t len = 0;
     char *json = test_slurp(path, &len);
     CHECK(json != NULL);
-    for (int k = 0; k < 2 && at[k]; k++) {
-        const char *where = strstr(json, at[k]);
-        CHECK_MSG(where != NULL, "%s holds no %s", path, at[k]);
-        size_t head = (size_t)(where - json) + strlen(at[k]), more = strlen(add[k]);
-        char *grown = (char *)malloc(len + more + 1);
-        CHECK(grown != NULL);
-        memcpy(grown, json, head), memcpy(grown + head, add[k], more), memcpy(grown + head + more, json + head, len - head + 1);
+    for (int k = 0; k < 3 && edit[k][0]; k++) {
+        const char *where = strstr(json, edit[k][0]);
+        CHECK_MSG(where != NULL, "%s holds no %s", path, edit[k][0]);
+        size_t head = (size_t)(where - json), old = strlen(edit[k][0]), more = strlen(edit[k][1]);
+        char *edited = (char *)malloc(len - old + more + 1);
+        CHECK(edited != NULL);
+        memcpy(edited, json, head), memcpy(edited + head, edit[k][1], more);
+        memcpy(edited + head + more, json + head + old, len - head - old + 1);
         free(json);
-        json = grown, len += more;
+        json = edited, len = len - old + more;
     }
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     FILE *f = fopen(path, "wb");
@@ -460,23 +461,36 @@ static void tokenizer_variant(const char *from, const char *dir, const char *con
     free(json);
 }
 
+#define ADDED_TOKENS "\"added_tokens\": ["
+#define GPT2_MERGE(a, b) {"\"merges\": [", "\"merges\": [[\"" a "\", \"" b "\"],"}, {"\"vocab\": {", "\"vocab\": {\"" a b "\": 600,"}
+
 /* the cut's edges, each once wrong: an added token with single_word that ends where zt would cut (the character after
    it decides whether it is one); an lstrip one whose reach back crosses a tab before the space zt would cut at, past
-   the window zt scans; a vocabulary that merges ▁▁, so that a ▁ in the text joins the space after it. Random texts
-   of the characters that meet there, cut every 16 bytes, give zt_tokenize_special's ids of the whole. */
+   the window zt scans; a vocabulary that merges ▁▁, so that a ▁ in the text joins the space after it; GPT-2's
+   add_prefix_space, which puts a space before a segment's first newline (merged with it: ĠĊ); a stray byte before a
+   newline that stands for U+0085 or U+00A0, white space (merged with it: ħĊ, łĊ); an lstrip token past the window
+   after a newline and a stray byte. Random texts of the characters that meet there (and, first, the one text past the
+   window), cut every 16 bytes, give zt_tokenize_special's ids of the whole. */
 TEST(tokenize_file_cut_edges) {
-    static const struct { const char *from, *at[2], *add[2], *chars[8]; } cases[] = {
-        {"gpt2", {"\"added_tokens\": [", NULL},
-         {"{\"id\": 600, \"content\": \"<|separator|>\\n\", \"single_word\": true, \"lstrip\": false, \"rstrip\": false, "
-          "\"normalized\": false, \"special\": true},"},
-         {"a", "b", " ", "\n", "\n", "<|separator|>\n", "\t", "x\n"}},
-        {"llama2_words", {"\"added_tokens\": [", NULL},
-         {"{\"id\": 700, \"content\": \"<sep>\", \"single_word\": false, \"lstrip\": true, \"rstrip\": false, "
-          "\"normalized\": false, \"special\": true},"},
-         {"a", "b", "lo", " ", "\t", "\n", "\xe2\x96\x81", "<sep>"}},
-        {"llama2_words", {"\"merges\": [", "\"vocab\": {"},
-         {"[\"\xe2\x96\x81\", \"\xe2\x96\x81\"],", "\"\xe2\x96\x81\xe2\x96\x81\": 700,"},
-         {"a", "lo", " ", " ", "\t", "\xe2\x96\x81", "\n", "e\xcc\x81"}}};
+    static const struct { const char *from, *edit[3][2], *chars[8], *past_window; } cases[] = {
+        {"gpt2",
+         {{ADDED_TOKENS, ADDED_TOKENS "{\"id\": 600, \"content\": \"<|separator|>\\n\", \"single_word\": true, \"lstrip\": "
+                         "false, \"rstrip\": false, \"normalized\": false, \"special\": true},"}},
+         {"a", "b", " ", "\n", "\n", "<|separator|>\n", "\t", "x\n"}, NULL},
+        {"llama2_words",
+         {{ADDED_TOKENS, ADDED_TOKENS "{\"id\": 700, \"content\": \"<sep>\", \"single_word\": false, \"lstrip\": true, "
+                         "\"rstrip\": false, \"normalized\": false, \"special\": true},"}},
+         {"a", "b", "lo", " ", "\t", "\n", "\xe2\x96\x81", "<sep>"}, "\t <sep> tail"},
+        {"llama2_words",
+         {{"\"merges\": [", "\"merges\": [[\"\xe2\x96\x81\", \"\xe2\x96\x81\"],"},
+          {"\"vocab\": {", "\"vocab\": {\"\xe2\x96\x81\xe2\x96\x81\": 700,"}},
+         {"a", "lo", " ", " ", "\t", "\xe2\x96\x81", "\n", "e\xcc\x81"}, NULL},
+        {"gpt2",
+         {{"\"add_prefix_space\": false", "\"add_prefix_space\": true"}, GPT2_MERGE("\xc4\xa0", "\xc4\x8a")},
+         {"a", "c", " ", "\n", "\n", "<|endoftext|>", "\t", "\n\n"}, NULL},
+        {"gpt2", {GPT2_MERGE("\xc4\xa7", "\xc4\x8a")}, {"a", "b", " ", "\n", "\x85", "\xa0", "\x81", "\xc3\xa9"}, NULL},
+        {"gpt2", {GPT2_MERGE("\xc5\x82", "\xc4\x8a")}, {"a", ".", " ", "\n", "\x85", "\xa0", "\x81", "\xe3\x80\x80"}, NULL},
+        {"added_flags", {{NULL, NULL}}, {"a", " ", "\n", "\x81", "\x85", "<|user|>", "<mask>", "\t"}, "\n\x81<|user|>"}};
     char dir[128], path[256], out[256];
     snprintf(dir, sizeof dir, "/tmp/zt_tokenize_edges_%d", (int)getpid());
     CHECK(mkdir(dir, 0755) == 0);
@@ -485,16 +499,17 @@ TEST(tokenize_file_cut_edges) {
     static int32_t want[8192];
     uint64_t rng = 7;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        tokenizer_variant(cases[c].from, dir, cases[c].at, cases[c].add);
+        tokenizer_variant(cases[c].from, dir, cases[c].edit);
         zt_tokenizer *t = NULL;
-        CHECK_MSG(zt_tokenizer_load(&t, dir) == ZT_OK, "%s with %s: %s", cases[c].from, cases[c].add[0], zt_last_error());
+        CHECK_MSG(zt_tokenizer_load(&t, dir) == ZT_OK, "variant %zu of %s: %s", c, cases[c].from, zt_last_error());
         for (int k = 0; k < 150; k++) {
             size_t len = 0;
-            if (k == 0 && c == 1) { /* the token past the window: the tab and space before it are the segment's */
+            int past = k == 0 && cases[c].past_window;
+            if (past) { /* the window ends at 16 + 4096: a cut just before it, the token at it */
                 memset(text, 'a', 4110), len = 4110;
-                memcpy(text + len, "\t <sep> tail", 12), len += 12;
+                memcpy(text + len, cases[c].past_window, strlen(cases[c].past_window)), len += strlen(cases[c].past_window);
             }
-            for (int m = k == 0 && c == 1 ? 0 : 5 + (int)((rng >> 33) % 200); m > 0; m--) {
+            for (int m = past ? 0 : 5 + (int)((rng >> 33) % 200); m > 0; m--) {
                 rng = rng * 6364136223846793005ull + 1442695040888963407ull;
                 const char *s = cases[c].chars[(rng >> 33) % 8];
                 memcpy(text + len, s, strlen(s)), len += strlen(s);
