@@ -14772,12 +14772,15 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
             ok = strcmp(from, " ") == 0 && strcmp(to, "\xe2\x96\x81") == 0;
             list = -1;
         }
-        for (int k = 0, it = list + 1; ok && !t->nfc && list >= 0 && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
-            char ty[32] = "";
+        for (int k = 0, it = list + 1; ok && list >= 0 && k < j->tok[list].size; k++, it = zt__json_skip(j, it)) {
+            char ty[32] = "", from[8] = "", to[8] = "", pre[8] = "";
             zt__json_string(j, zt__json_get(j, it, "type"), "type", ty, sizeof ty);
-            if (strcmp(ty, "Prepend") == 0) t->sp_prepend = 1;
-            else if (strcmp(ty, "NFC") == 0) t->nfc = 1;
-            else if (strcmp(ty, "Replace") != 0) ok = 0; /* the space to ▁ replacement */
+            zt__json_string(j, zt__json_get(j, zt__json_get(j, it, "pattern"), "String"), "pattern", from, sizeof from);
+            zt__json_string(j, zt__json_get(j, it, "content"), "content", to, sizeof to);
+            zt__json_string(j, zt__json_get(j, it, "prepend"), "prepend", pre, sizeof pre);
+            if (strcmp(ty, "Prepend") == 0) ok = strcmp(pre, "\xe2\x96\x81") == 0, t->sp_prepend = 1;
+            else if (strcmp(ty, "NFC") == 0) t->nfc = 1; /* first or after: neither composes anything with ▁ or a space */
+            else ok = strcmp(ty, "Replace") == 0 && strcmp(from, " ") == 0 && strcmp(to, "\xe2\x96\x81") == 0;
         }
         if (!ok)
             return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: normalizer \"%s\" is not one zt reads (NFC, and LLaMA-2's Prepend "

@@ -461,6 +461,68 @@ static void tokenizer_variant(const char *from, const char *dir, const char *con
     free(json);
 }
 
+/* NFC in a Sequence of normalizers, first or last (the tokenizers library gives the same ids either way: NFC composes
+   nothing with a space or ▁), with LLaMA-2's Prepend and Replace: the same ids on every case of the llama2 fixture
+   (zt once stopped reading the Sequence at NFC, and no ▁ was put first); and what zt does not read after NFC, or a
+   Replace of other text, refused by name */
+TEST(tokenizer_normalizer_sequence) {
+    static const char *const list = "\"normalizers\": [";
+    static const char *const nfc_first[3][2] = {{list, "\"normalizers\": [{\"type\": \"NFC\"},"}};
+    static const char *const nfc_last[3][2] = {
+        {"\"content\": \"\xe2\x96\x81\"\n      }", "\"content\": \"\xe2\x96\x81\"}, {\"type\": \"NFC\"}"}};
+    static const char *const lower[3][2] = {{list, "\"normalizers\": [{\"type\": \"NFC\"}, {\"type\": \"Lowercase\"},"}};
+    static const char *const tab[3][2] = {{"\"String\": \" \"", "\"String\": \"\\t\""}};
+    char dir[2][128], path[320], line[65536], text[16384];
+    zt_tokenizer *t[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir[k], sizeof dir[k], "/tmp/zt_normalizers_%d_%d", (int)getpid(), k);
+        CHECK(mkdir(dir[k], 0755) == 0);
+        tokenizer_variant("llama2", dir[k], k ? nfc_last : nfc_first);
+        CHECK_MSG(zt_tokenizer_load(&t[k], dir[k]) == ZT_OK, "%s: %s", dir[k], zt_last_error());
+    }
+    FILE *f = fopen("tests/ref/tokenizers/llama2/cases.txt", "r");
+    CHECK(f != NULL);
+    int cases = 0, ascii = 0;
+    size_t n = 0;
+    int32_t a[4096], b[4096];
+    int64_t na = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == 'T') { /* a text: NFC first and last the same */
+            n = test_unhex(line + 2, text);
+            na = zt_tokenize(t[0], text, n, a, 4096);
+            int64_t nb = zt_tokenize(t[1], text, n, b, 4096);
+            CHECK(na >= 0 && na <= 4096);
+            CHECK_MSG(na == nb && memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0, "case %d: NFC first and last differ", cases);
+            cases++;
+        } else if (line[0] == 'I') { /* the library's ids without NFC: the same where NFC changes nothing (ASCII) */
+            int plain = 1;
+            for (size_t i = 0; i < n; i++) plain &= (uint8_t)text[i] < 0x80;
+            int64_t k = 0;
+            for (char *p = line + 1, *end; plain && *p && *p != '\n'; p = end, k++) {
+                long v = strtol(p, &end, 10);
+                if (end == p) break;
+                CHECK_MSG(k < na && a[k] == v, "case %d: id %lld is %d, the library's %ld", cases, (long long)k,
+                          k < na ? a[k] : -1, v);
+            }
+            CHECK(!plain || k == na);
+            ascii += plain;
+        }
+    }
+    fclose(f);
+    CHECK(ascii >= 5);
+    CHECK(cases > 20);
+    for (int k = 0; k < 2; k++) {
+        zt_tokenizer_free(t[k]);
+        zt_tokenizer *bad = NULL;
+        tokenizer_variant("llama2", dir[k], k ? tab : lower);
+        CHECK(zt_tokenizer_load(&bad, dir[k]) == ZT_ERROR_UNSUPPORTED);
+        CHECK_STR_CONTAINS(zt_last_error(), "normalizer \"Sequence\" is not one zt reads");
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir[k]);
+        remove(path);
+        CHECK(rmdir(dir[k]) == 0);
+    }
+}
+
 #define ADDED_TOKENS "\"added_tokens\": ["
 #define GPT2_MERGE(a, b) {"\"merges\": [", "\"merges\": [[\"" a "\", \"" b "\"],"}, {"\"vocab\": {", "\"vocab\": {\"" a b "\": 600,"}
 
