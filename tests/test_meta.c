@@ -95,6 +95,18 @@ TEST(regex_splits_as_the_tokenizers_library) {
     CHECK(patterns >= 15 && cases >= 15 * 20);
 }
 
+/* up to 23 characters drawn from chars (k of them) into s, NUL-terminated: its bytes */
+static size_t random_text(const char *const *chars, size_t k, uint64_t *seed, char *s) {
+    size_t n = 0;
+    int len = (int)(zt__mix((*seed)++) % 24);
+    for (int c = 0; c < len; c++) {
+        const char *ch = chars[zt__mix((*seed)++) % k];
+        memcpy(s + n, ch, strlen(ch)), n += strlen(ch);
+    }
+    s[n] = 0;
+    return n;
+}
+
 /* random texts of hard characters: the machine with GPT-2's, LLaMA-3's and Qwen2's patterns cuts them as the
    hand-written pre-tokenizers do */
 TEST(regex_machine_equals_the_hand_written_pre_tokenizers) {
@@ -112,13 +124,7 @@ TEST(regex_machine_equals_the_hand_written_pre_tokenizers) {
         CHECK_MSG(rx != NULL, "%s", err);
         for (int k = 0; rx && k < 3000 && differ < 3; k++) {
             char s[256];
-            size_t n = 0;
-            int len = (int)(zt__mix(seed++) % 24);
-            for (int c = 0; c < len; c++) {
-                const char *ch = chars[zt__mix(seed++) % (sizeof chars / sizeof chars[0])];
-                memcpy(s + n, ch, strlen(ch)), n += strlen(ch);
-            }
-            s[n] = 0;
+            size_t n = random_text(chars, sizeof chars / sizeof chars[0], &seed, s);
             int64_t na = cut(t, rx, 0, s, n, a, 256), nb = cut(t, NULL, p + 1, s, n, b, 256);
             int same = na == nb && memcmp(a, b, sizeof(int64_t) * (size_t)na) == 0;
             differ += !same;
@@ -147,12 +153,7 @@ TEST(tokenize_cuts_keep_the_pieces) {
         t->pre = p, t->nfc = p == ZT__PRE_QWEN2;
         for (int k = 0; k < 3000; k++) {
             char s[256];
-            size_t n = 0;
-            int len = (int)(zt__mix(seed++) % 24);
-            for (int c = 0; c < len; c++) {
-                const char *ch = chars[zt__mix(seed++) % (sizeof chars / sizeof chars[0])];
-                memcpy(s + n, ch, strlen(ch)), n += strlen(ch);
-            }
+            size_t n = random_text(chars, sizeof chars / sizeof chars[0], &seed, s);
             int64_t nw = cut(t, NULL, p, s, n, whole, 256);
             size_t nn = t->nfc ? zt__nfc(s, n, norm, cps) : 0;
             for (size_t c = 1; c < n; c++) {

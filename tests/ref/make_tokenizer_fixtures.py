@@ -149,14 +149,19 @@ def sentencepiece(metaspace):
         tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
     tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
                                      decoders.Strip(" ", 1, 0)])
+    return Tokenizer.from_str(json.dumps(train_sentencepiece(tok, specials)))
+
+
+def train_sentencepiece(tok, specials):
+    """tok trained on CORPUS with byte fallback, as JSON; as in LLaMA-2's file, the byte tokens are in the model's
+    vocabulary, not added tokens"""
     byte_tokens = [f"<0x{i:02X}>" for i in range(256)]
     trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=specials + byte_tokens, limit_alphabet=150,
                                   show_progress=False)
     tok.train_from_iterator([t for t in CORPUS], trainer)
-    # as in LLaMA-2's file: the byte tokens are in the model's vocabulary, not added tokens
     data = json.loads(tok.to_str())
     data["added_tokens"] = [a for a in data["added_tokens"] if a["content"] in specials]
-    return Tokenizer.from_str(json.dumps(data))
+    return data
 
 
 def sentencepiece_words():
@@ -164,13 +169,7 @@ def sentencepiece_words():
     way, a word at a time, so that no token has a "▁" after another character, as in LLaMA-2's and Mistral's own"""
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
-    specials = ["<unk>", "<s>", "</s>"]
-    byte_tokens = [f"<0x{i:02X}>" for i in range(256)]
-    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=specials + byte_tokens, limit_alphabet=150,
-                                  show_progress=False)
-    tok.train_from_iterator([t for t in CORPUS], trainer)
-    data = json.loads(tok.to_str())
-    data["added_tokens"] = [a for a in data["added_tokens"] if a["content"] in specials]
+    data = train_sentencepiece(tok, ["<unk>", "<s>", "</s>"])
     data["pre_tokenizer"] = None
     data["normalizer"] = json.loads(normalizers.Sequence([normalizers.Prepend("\u2581"),
                                                           normalizers.Replace(" ", "\u2581")]).__getstate__())
