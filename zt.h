@@ -1340,23 +1340,24 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
 
 /* A token file for training from text or JSON Lines. Text (any name but these two): the whole file is one document.
    JSON Lines (*.jsonl, *.json): one object a line, with a mask file beside the tokens (one byte a token, 0 = not a
-   target): a "messages" line goes through the chat template (zt_tokenize_chat); a line with a prompt has the
-   prompt's tokens kept out of the loss and its response's learned; else its "text" is a document, learned whole
-   (pretraining sets: FineWeb's, RedPajama's). With special, each document (or prompt and response) has the
-   post-processor's special tokens around it, as zt_tokenize_special. eot (-1: none) ends each document and is
-   learned; with it, a conversation the template rewrites is unrolled: each assistant turn an example of its own,
-   the conversation up to it with only that turn learned, eot after each. The output is llm.c's format (v1 uint16
-   when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask read, written as the tokens come
-   under NAME.partial names, renamed when the last token is in: a failure (but that of a rename) leaves the files
-   that were there before.
+   target): a "messages" line goes through the chat template (zt_tokenize_chat); a line with a prompt has the prompt's
+   tokens kept out of the loss and its response's learned; else its "text" is a document, learned whole (pretraining
+   sets: FineWeb's, RedPajama's), unless prompt_key or response_key is given: then every line needs them. With special,
+   each document (or prompt and response) has the post-processor's special tokens around it, as zt_tokenize_special. eot
+   (-1: none) ends each document and is learned; with it, a conversation the template rewrites is unrolled: each
+   assistant turn an example of its own, the conversation up to it with only that turn learned, eot after each. The
+   output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask
+   read, written as the tokens come under NAME.partial names, synced and renamed when the last token is in: a failure
+   (but that of a rename) leaves the files that were there before; a mask file an earlier run left where this one writes
+   none is removed.
    The work goes in tasks of about 1 MiB on threads, the files the same at any number: JSON Lines a batch of lines
    each; a text cut where its added tokens end (the text between them is tokenized alone anyway) and where the
    tokenizer's rules allow inside the text between them (zt__tok_cut_ok), or held whole where neither comes. */
 typedef struct zt_tokenize_desc {
     const char *input, *output;
     const char *mask;                     /* NULL: output + ".mask" (a shard's name + ".mask"; a name given is
-                                             sharded as the output is) */
-    int no_mask;                          /* JSON Lines without the mask file: every token learned */
+                                             sharded as the output is: sft.bin.mask, sft_000000.bin.mask) */
+    int no_mask;                          /* JSON Lines without the mask file: every token learned, prompts too */
     const char *prompt_key, *response_key; /* NULL: "prompt" and "response" */
     const char *text_key;                 /* NULL: "text" */
     int32_t eot;
@@ -14778,8 +14779,10 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
             zt__json_string(j, zt__json_get(j, zt__json_get(j, it, "pattern"), "String"), "pattern", from, sizeof from);
             zt__json_string(j, zt__json_get(j, it, "content"), "content", to, sizeof to);
             zt__json_string(j, zt__json_get(j, it, "prepend"), "prepend", pre, sizeof pre);
-            if (strcmp(ty, "Prepend") == 0) ok = strcmp(pre, "\xe2\x96\x81") == 0, t->sp_prepend = 1;
-            else if (strcmp(ty, "NFC") == 0) t->nfc = 1; /* first or after: neither composes anything with ▁ or a space */
+            if (strcmp(ty, "Prepend") == 0) {
+                ok = strcmp(pre, "\xe2\x96\x81") == 0;
+                t->sp_prepend = 1;
+            } else if (strcmp(ty, "NFC") == 0) t->nfc = 1; /* first or after: neither composes anything with ▁ or a space */
             else ok = strcmp(ty, "Replace") == 0 && strcmp(from, " ") == 0 && strcmp(to, "\xe2\x96\x81") == 0;
         }
         if (!ok)
@@ -18553,7 +18556,7 @@ static zt_result zt__tokbuf_around(zt__tokbuf *b, const zt_tokenizer *t, int on,
 }
 
 /* llm.c token files (v1, uint16, when the vocabulary fits; else v7, uint32) written as the tokens come, each as
-   NAME.partial until the last token is in, then all renamed: a failure leaves what was there before. With shards,
+   NAME.partial until the last token is in, then all synced and renamed: a failure leaves what was there before. With shards,
    file k holds tokens [k * per_file, (k + 1) * per_file) and is named with _%06d before its extension, as llm.c's
    shards are (train_000000.bin, ...); a mask file, one byte a token, beside each. */
 typedef struct zt__tokout {
@@ -18565,27 +18568,43 @@ typedef struct zt__tokout {
     int64_t in_file, total;
 } zt__tokout;
 
-/* the name of file k (of its mask with mask), NAME.partial while it is written */
+/* the name of file k (of its mask with mask), NAME.partial while it is written: a shard's number before the name's
+   extension, and a mask's ".mask" after it (the token file's name + ".mask", or the mask's own name: sft.bin.mask
+   gives sft_000000.bin.mask, as the token file's does) */
 static zt_result zt__tokout_name(const zt__tokout *o, int mask, int k, int partial, char *out) {
     char shard[16] = "";
     if (o->sharded) snprintf(shard, sizeof shard, "_%06d", k);
-    const char *base = mask && o->mask ? o->mask : o->output, *slash = strrchr(base, '/'), *dot = strrchr(base, '.');
-    size_t stem = dot && dot > (slash ? slash : base) && dot[1] ? (size_t)(dot - base) : strlen(base);
-    int n = snprintf(out, ZT__PATH, "%.*s%s%s%s%s", (int)stem, base, shard, base + stem, mask && !o->mask ? ".mask" : "",
-                     partial ? ".partial" : "");
+    const char *base = mask && o->mask ? o->mask : o->output;
+    size_t len = strlen(base), stem = len;
+    int suffix = mask && (!o->mask || (len > 5 && strcmp(base + len - 5, ".mask") == 0));
+    if (suffix && o->mask) len -= 5, stem = len;
+    for (size_t i = len; i-- > 0 && base[i] != '/';) /* the extension: after the last dot, not a name's first */
+        if (base[i] == '.') {
+            if (i > 0 && i + 1 < len) stem = i;
+            break;
+        }
+    int n = snprintf(out, ZT__PATH, "%.*s%s%.*s%s%s", (int)stem, base, shard, (int)(len - stem), base + stem,
+                     suffix ? ".mask" : "", partial ? ".partial" : "");
     return n < ZT__PATH ? ZT_OK : zt_fail(ZT_ERROR_INVALID, "%s is too long", base);
 }
 
-/* the header of the file being written, with its count, and the file closed */
+/* the error of writing the file being written (mask: its mask file), errno saying why */
+static zt_result zt__tokout_failed(const zt__tokout *o, int mask) {
+    int e = errno;
+    char name[ZT__PATH];
+    zt__tokout_name(o, mask, o->files - 1, 1, name);
+    return zt_fail(ZT_ERROR_IO, "cannot write %s: %s", name, strerror(e));
+}
+
+/* the header of the file being written, with its count, and the file and its mask closed */
 static zt_result zt__tokout_close(zt__tokout *o) {
     int32_t header[256] = {o->wide ? 20240801 : 20240520, o->wide ? 7 : 1, (int32_t)o->in_file};
-    char name[ZT__PATH];
-    zt__tokout_name(o, 0, o->files - 1, 1, name);
-    int ok = fseek(o->f, 0, SEEK_SET) == 0 && fwrite(header, 4, 256, o->f) == 256;
-    ok = fclose(o->f) == 0 && ok;
-    if (o->fm) ok = fclose(o->fm) == 0 && ok;
+    FILE *f = o->f, *fm = o->fm;
     o->f = o->fm = NULL;
-    return ok ? ZT_OK : zt_fail(ZT_ERROR_IO, "cannot write %s: %s", name, strerror(errno));
+    int ok = fseek(f, 0, SEEK_SET) == 0 && fwrite(header, 4, 256, f) == 256;
+    zt_result r = fclose(f) == 0 && ok ? ZT_OK : zt__tokout_failed(o, 0);
+    if (fm && fclose(fm) != 0 && r == ZT_OK) r = zt__tokout_failed(o, 1);
+    return r;
 }
 
 static zt_result zt__tokout_open(zt__tokout *o) {
@@ -18626,12 +18645,8 @@ static zt_result zt__tokout_put(zt__tokout *o, const int32_t *ids, const uint8_t
             }
             i += k;
         }
-        if (ok && o->fm) ok = fwrite(mask, 1, (size_t)m, o->fm) == (size_t)m;
-        if (!ok) {
-            char name[ZT__PATH];
-            zt__tokout_name(o, 0, o->files - 1, 1, name);
-            return zt_fail(ZT_ERROR_IO, "cannot write %s: %s", name, strerror(errno));
-        }
+        if (!ok) return zt__tokout_failed(o, 0);
+        if (o->fm && fwrite(mask, 1, (size_t)m, o->fm) != (size_t)m) return zt__tokout_failed(o, 1);
         o->in_file += m, o->total += m, ids += m, mask += m, n -= m;
         if (o->in_file == o->per_file && o->sharded) {
             zt_result r = zt__tokout_close(o);
@@ -18641,9 +18656,18 @@ static zt_result zt__tokout_put(zt__tokout *o, const int32_t *ids, const uint8_t
     return ZT_OK;
 }
 
-/* with ok, the last file closed and every file renamed to its name, and the shards an earlier run wrote past this
-   one's last removed (a glob of the names would take them in); else (or when a rename fails) the .partial files
-   removed */
+/* syncs the directory that holds path */
+static zt_result zt__fsync_dir_of(const char *path) {
+    char dir[ZT__PATH];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + 1 : 1, slash ? path : ".");
+    return zt__fsync_path(dir);
+}
+
+/* with ok, the last file closed, every file synced and renamed to its name (and its directory synced), and what an
+   earlier run left under these names removed: shards past this run's last (a glob of the names would take them in),
+   and mask files where this run writes none (zt_train --mask would pair them with the new tokens); else (or when a
+   sync or rename fails) the .partial files removed */
 static zt_result zt__tokout_end(zt__tokout *o, int ok) {
     zt_result r = ZT_OK;
     char from[ZT__PATH], to[ZT__PATH];
@@ -18652,19 +18676,25 @@ static zt_result zt__tokout_end(zt__tokout *o, int ok) {
     if (o->f) fclose(o->f);
     if (o->fm) fclose(o->fm);
     o->f = o->fm = NULL;
+    for (int k = 0; k < o->files && ok && r == ZT_OK; k++)
+        for (int m = 0; m <= o->want_mask && r == ZT_OK; m++)
+            if ((r = zt__tokout_name(o, m, k, 1, from)) == ZT_OK) r = zt__fsync_path(from);
     for (int k = 0; k < o->files; k++)
         for (int m = 0; m <= o->want_mask; m++) {
-            zt__tokout_name(o, m, k, 1, from);
-            zt__tokout_name(o, m, k, 0, to);
+            if (zt__tokout_name(o, m, k, 1, from) != ZT_OK || zt__tokout_name(o, m, k, 0, to) != ZT_OK) continue;
             if (ok && r == ZT_OK && rename(from, to) != 0)
                 r = zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", from, to, strerror(errno));
             if (!ok || r != ZT_OK) unlink(from);
         }
+    if (ok && r == ZT_OK) r = zt__fsync_dir_of(o->output);
+    if (ok && r == ZT_OK && o->want_mask && o->mask) r = zt__fsync_dir_of(o->mask);
+    zt__tokout plain = *o;
+    plain.mask = NULL; /* the default mask names */
+    for (int k = 0; ok && r == ZT_OK && !o->want_mask && k < o->files; k++)
+        if (zt__tokout_name(&plain, 1, k, 0, to) == ZT_OK) unlink(to);
     for (int k = o->files; ok && r == ZT_OK && o->sharded; k++) {
-        zt__tokout_name(o, 0, k, 0, to);
-        if (unlink(to) != 0) break;
-        zt__tokout_name(o, 1, k, 0, to); /* and its mask */
-        unlink(to);
+        if (zt__tokout_name(o, 0, k, 0, to) != ZT_OK || unlink(to) != 0) break;
+        if (zt__tokout_name(o, 1, k, 0, to) == ZT_OK) unlink(to); /* and its mask */
     }
     return r;
 }
@@ -19096,7 +19126,9 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
         free(mem);
         return r;
     }
-    int doc = r == ZT_OK && zt__json_get(&j, 0, R->keys[0]) < 0; /* no prompt: a document, learned whole */
+    /* no prompt: a document, learned whole; unless the prompt's or response's key was named (a misspelt one would
+       turn an instruction set into documents) */
+    int doc = r == ZT_OK && zt__json_get(&j, 0, R->keys[0]) < 0 && !d->prompt_key && !d->response_key;
     if (doc && zt__json_get(&j, 0, R->keys[2]) < 0)
         r = zt_fail(ZT_ERROR_FORMAT, "%s: a line needs \"%s\" (a document, learned whole), \"%s\" and \"%s\" (a prompt and the "
                     "response learned after it) or \"messages\" (a conversation); --text_key, --prompt_key and "

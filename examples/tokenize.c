@@ -18,7 +18,8 @@
        shards; then zt_train --data "train_*.bin" --mask "train_*.bin.mask"); one file holds at most 2^31 - 1
        --num_proc N: N threads (default: every core), for JSON Lines and for a text in parts (cut where added tokens
        end, or after a newline or before a word where the tokenizer allows); the files are the same at any N
-       --mask none: no mask file (every token learned: a pretraining set, where it would be all ones)
+       --mask none: no mask file (every token learned, a prompt's and a conversation's other turns too: for a
+       pretraining set, where it would be all ones)
 
    Then: zt_train --model MODEL_DIR --data sft.bin --mask sft.bin.mask ... */
 #include "../zt.h"
@@ -109,7 +110,7 @@ int main(int argc, char **argv) {
         const char *s = flag(argc, argv, counts[k], NULL);
         char *end = NULL;
         double v = s ? strtod(s, &end) : 0;
-        if (s && (end == s || *end || v != (double)(long long)v || v < (k ? 0 : 1) || v > 2147483647.0))
+        if (s && (end == s || *end || !(v >= (k ? 0 : 1) && v <= 2147483647.0) || v != (double)(long long)v))
             return fprintf(stderr, "zt_tokenize: --%s takes a whole number of %s, not \"%s\"\n", counts[k],
                            k ? "threads (0: every core)" : "tokens from 1 to 2147483647", s), 2;
         if (k) d.threads = (int)v;

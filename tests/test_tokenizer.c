@@ -358,6 +358,55 @@ TEST(tokenize_file_threads_shards) {
     CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
 }
 
+/* the files' names and what an earlier run left: a mask named sft.bin.mask sharded as sft_000000.bin.mask; a run
+   without a mask removes the mask an earlier one wrote beside its tokens; a named prompt key every line must have */
+TEST(tokenize_file_names) {
+    char dir[128], path[256], out[256], mask[256], name[320];
+    snprintf(dir, sizeof dir, "/tmp/zt_tokenize_names_%d", (int)getpid());
+    CHECK(mkdir(dir, 0755) == 0);
+    zt_tokenizer *t = NULL;
+    CHECK_MSG(zt_tokenizer_load(&t, "tests/ref/tokenizers/llama2_eos") == ZT_OK, "%s", zt_last_error());
+    snprintf(path, sizeof path, "%s/sft.jsonl", dir), snprintf(out, sizeof out, "%s/sft.bin", dir);
+    snprintf(mask, sizeof mask, "%s/m.bin.mask", dir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    for (int k = 0; k < 20; k++) fprintf(f, "{\"q\": \"Question %d?\", \"a\": \" Answer %d.\", \"text\": \"x\"}\n", k, k);
+    fclose(f);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = path, d.output = out, d.mask = mask, d.eot = -1, d.prompt_key = "q", d.response_key = "a", d.shard_size = 50;
+    int64_t got = 0;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    CHECK(got > 100);
+    for (int64_t k = 0; k <= (got - 1) / 50; k++) {
+        char shard[320];
+        int32_t *ids = NULL;
+        uint8_t *m = NULL;
+        int64_t n = 0;
+        snprintf(shard, sizeof shard, "%s/sft_%06lld.bin", dir, (long long)k);
+        snprintf(name, sizeof name, "%s/m_%06lld.bin.mask", dir, (long long)k);
+        CHECK_MSG(read_tokens(shard, name, &ids, &m, &n) && n == (got - 50 * k < 50 ? got - 50 * k : 50), "%s and %s", shard, name);
+        free(ids), free(m);
+        remove(shard), remove(name);
+    }
+
+    d.mask = NULL, d.shard_size = 0; /* one file and its mask, then the same without: the mask goes */
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    snprintf(name, sizeof name, "%s.mask", out);
+    CHECK(access(name, F_OK) == 0);
+    d.no_mask = 1;
+    CHECK_MSG(zt_tokenize_file(t, &d, &got) == ZT_OK, "%s", zt_last_error());
+    CHECK_MSG(access(name, F_OK) != 0, "%s, an earlier run's, is left beside tokens it does not belong to", name);
+    CHECK(access(out, F_OK) == 0);
+
+    d.prompt_key = "question"; /* misspelt: an error, not the lines' "text" as documents */
+    CHECK(zt_tokenize_file(t, &d, &got) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "sft.jsonl:1: \"question\" must be a string");
+    zt_tokenizer_free(t);
+    remove(out), remove(path);
+    CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
+}
+
 /* JSON Lines of documents (pretraining sets: {"text": ...}, or --text_key's field), learned whole with the
    post-processor's tokens around each and the end-of-text after; *.json read as JSON Lines, an array refused; a line
    with none of the fields named */
