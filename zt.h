@@ -18556,9 +18556,9 @@ static zt_result zt__tokbuf_around(zt__tokbuf *b, const zt_tokenizer *t, int on,
 }
 
 /* llm.c token files (v1, uint16, when the vocabulary fits; else v7, uint32) written as the tokens come, each as
-   NAME.partial until the last token is in, then all synced and renamed: a failure leaves what was there before. With shards,
-   file k holds tokens [k * per_file, (k + 1) * per_file) and is named with _%06d before its extension, as llm.c's
-   shards are (train_000000.bin, ...); a mask file, one byte a token, beside each. */
+   NAME.partial until the last token is in, then all synced and renamed: a failure leaves what was there before. With
+   shards, file k holds tokens [k * per_file, (k + 1) * per_file) and is named with _%06d before its extension, as
+   llm.c's shards are (train_000000.bin, ...); a mask file, one byte a token, beside each. */
 typedef struct zt__tokout {
     const char *output, *mask; /* mask: its name (NULL: output + ".mask") when want_mask */
     int want_mask, sharded, wide;
@@ -18578,7 +18578,7 @@ static zt_result zt__tokout_name(const zt__tokout *o, int mask, int k, int parti
     size_t len = strlen(base), stem = len;
     int suffix = mask && (!o->mask || (len > 5 && strcmp(base + len - 5, ".mask") == 0));
     if (suffix && o->mask) len -= 5, stem = len;
-    for (size_t i = len; i-- > 0 && base[i] != '/';) /* the extension: after the last dot, not a name's first */
+    for (size_t i = len; i-- > 0 && base[i] != '/';) /* the extension: from the name's last dot, not the path's first */
         if (base[i] == '.') {
             if (i > 0 && i + 1 < len) stem = i;
             break;
