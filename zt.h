@@ -15484,6 +15484,12 @@ static size_t zt__utf8_back(const char *text, size_t i) {
     return k + (size_t)len == i ? k : i - 1;
 }
 
+/* whether the character before text[i] (i > 0) is white space */
+static int zt__space_before(const char *text, size_t n, size_t i) {
+    int len;
+    return zt__is_space(zt__utf8(text, n, zt__utf8_back(text, i), &len));
+}
+
 /* a letter or a number (the tokenizers library's is_alphanumeric) at text[i], or just before it */
 static int zt__word_at(const char *text, size_t n, size_t i, int before) {
     int len;
@@ -15506,13 +15512,13 @@ static int zt__tok_cut_ok(const zt_tokenizer *t, const char *s, size_t n, size_t
     int len;
     if (!t->byte_level) {
         if (t->n_steps || !(t->sp_split || t->sp_words) || s[c] != ' ') return 0;
-        if (zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c), &len))) return 0;
+        if (zt__space_before(s, n, c)) return 0;
         return t->sp_split || c < 3 || memcmp(s + c - 3, "\xe2\x96\x81", 3) != 0;
     }
     if ((t->pre != ZT__PRE_GPT2 && t->pre != ZT__PRE_LLAMA3 && t->pre != ZT__PRE_QWEN2) || s[c - 1] != '\n') return 0;
     if (zt__is_space(zt__utf8(s, n, c, &len))) return 0;
     if (t->pre != ZT__PRE_GPT2) return 1;
-    return c < 2 ? !t->prefix_space : !zt__is_space(zt__utf8(s, n, zt__utf8_back(s, c - 1), &len));
+    return c < 2 ? !t->prefix_space : !zt__space_before(s, n, c - 1);
 }
 
 /* the added-token scan of the segment that starts at seg, from `from` (seg, or where an earlier call stopped): the next
@@ -15541,7 +15547,7 @@ static int32_t zt__added_next(const zt_tokenizer *t, const char *text, size_t n,
         int l;
         size_t s = i;
         if (t->strip[hit] & ZT__ADDED_LSTRIP)
-            while (s > seg && zt__is_space(zt__utf8(text, n, zt__utf8_back(text, s), &l))) s = zt__utf8_back(text, s);
+            while (s > seg && zt__space_before(text, n, s)) s = zt__utf8_back(text, s);
         i += len;
         if (t->strip[hit] & ZT__ADDED_RSTRIP)
             while (i < n && zt__is_space(zt__utf8(text, n, i, &l))) i += (size_t)l;
