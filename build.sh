@@ -53,6 +53,7 @@ if [[ ${1:-} == gpu && -z ${ZT_GPU_NCCL:-} ]]; then
 fi
 B=build
 STANDALONE_TESTS=(tests/noalloc.c) # test programs of their own: each one counted test, exit 0 = pass
+TEST_TOOLS=(tests/events_dump.c) # programs the checks use: build/events_dump reads TensorBoard event files
 GPU_PROGRAMS=(tests/gpu/ops.c tests/gpu/train.c tests/gpu/zero.c bench/gpu.c) # need a GPU: only built as build/NAME_cuda (tests/gpu/)
 HEADERS=(zt.h)
 [[ -f zt_cuda.cuh ]] && HEADERS+=(zt_cuda.cuh)
@@ -172,7 +173,7 @@ build_cpu() {
     build_impl $B "$CFLAGS" || return
     build_tests $B "$CFLAGS" || return
     build_example || return
-    for src in examples/*.c bench/*.c "${STANDALONE_TESTS[@]}"; do
+    for src in examples/*.c bench/*.c "${STANDALONE_TESTS[@]}" "${TEST_TOOLS[@]}"; do
         [[ -f $src ]] && ! gpu_program "$src" || continue
         build_program "$(program "$src")" $B "$CFLAGS" "$src" || return
     done
@@ -432,6 +433,7 @@ program_checks() {
     best_model_check "$text"
     plateau_check "$text"
     script_flags_check "$text"
+    tensorboard_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
     rm -rf $dir/limit
@@ -612,6 +614,34 @@ epoch_check() {
     else
         fail "zt_train --num_train_epochs 2: steps '${steps:-?}' for windows '${windows:-?}', lr '$lr':"
         tail -n 5 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# --report_to tensorboard: the Trainer's scalars in OUTPUT_DIR/runs/DATE_HOST/events.out.tfevents.*, read back by
+# build/events_dump (every record's CRC checked): train/loss at each logged step (1, 3, 6 and the last, 7) is the mean
+# of metrics.jsonl's losses since the step logged before, eval/loss the evaluation's, and the end's summary is there;
+# TENSORBOARD_LOGGING_DIR moves the file; a reporter not built is named in a warning
+tensorboard_check() {
+    local text=$1 dir=$B/check/tensorboard file got want out
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --val_data "$text" --seq_len 32
+               --per_device_train_batch_size 2 --max_steps 7 --logging_steps 3 --eval_strategy steps --eval_steps 7
+               --threads 1)
+    rm -rf $dir
+    "${run[@]}" --report_to tensorboard --output_dir $dir >/dev/null 2>&1 || true
+    file=$(echo $dir/runs/*/events.out.tfevents.*)
+    got=$($B/events_dump "$file" 2>&1) || got="events_dump failed: $got"
+    want=$(awk -F'[:,]' '/"loss"/ { sum += $4; n++; if ($2 == 1 || $2 % 3 == 0 || $2 == 7) { printf "%d train/loss %.9g\n", $2, sum / n; sum = n = 0 } }
+                         /"eval_loss"/ { printf "%d eval/loss %.9g\n", $2, $4 }' $dir/metrics.jsonl 2>/dev/null)
+    out=$(TENSORBOARD_LOGGING_DIR=$dir/env "${run[@]}" --max_steps 1 --report_to wandb,tensorboard --output_dir $dir/b 2>&1) || true
+    if [[ -n $want ]] && awk 'NR == FNR { w[$1 " " $2] = $3; next }
+                         ($1 " " $2) in w { if (($3 - w[$1 " " $2]) ^ 2 > 1e-12 * $3 ^ 2) bad = 1; seen++ }
+                         END { exit bad || seen != 5 }' <(echo "$want") <(echo "$got") &&
+        grep -q '^7 train/train_loss ' <<<"$got" && grep -q '^7 train/learning_rate ' <<<"$got" &&
+        [[ -f $(echo $dir/env/events.out.tfevents.*) ]] && grep -q 'report_to wandb: not built' <<<"$out"; then
+        pass "zt_train --report_to tensorboard: the Trainer's scalars (train/loss the mean since the last log, eval/loss), read back"
+    else
+        fail "zt_train --report_to tensorboard ($file):"
+        paste <(echo "$want") <(echo "$got") | head -n 12 | sed 's/^/    /'
     fi
 }
 

@@ -954,6 +954,12 @@ typedef struct zt_options {
                                    sub_group_size; 0: 1e8) */
     int64_t aio_block_size, aio_threads; /* NVMe I/O: bytes per request (0: 1 MiB), I/O threads (0: 1) */
     int64_t ddp_timeout;        /* seconds a rank waits for the others at a collective (TrainingArguments' 1800) */
+    /* DeepSpeed's monitor (the config's tensorboard and csv_monitor sections: output_path/job_name): after each
+       step rank 0 writes Train/Samples/lr (the next step's, as DeepSpeed reads it after the schedule moved),
+       Train/Samples/loss_scale (fp16) and Train/Samples/train_loss, at the samples trained so far, as a
+       TensorBoard event file (zt_events) in tensorboard_dir and as CSV files in csv_monitor_dir; NULL: none.
+       The directories are created at init (copied then). */
+    const char *tensorboard_dir, *csv_monitor_dir;
 } zt_options;
 
 ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
@@ -1207,6 +1213,10 @@ typedef struct zt_ds_config {
     int aio_single_submit, aio_overlap_events, aio_use_gds;
     char tag_validation[16];
     int load_universal, use_node_local_storage;
+    /* the monitors: enabled, and output_path/job_name ("DeepSpeedJobName" under the working directory by
+       default); wandb and comet are read (their keys checked) and not acted on */
+    int tensorboard, csv_monitor, wandb, comet;
+    char tensorboard_dir[1024], csv_monitor_dir[1024];
 } zt_ds_config;
 
 /* Reads a config file into c, and the settings it decides into o (which holds the flags already).
@@ -1274,6 +1284,21 @@ ZT_API int64_t zt_data_windows(const zt_data *d);  /* windows per epoch, all ran
 /* where reading continues: an epoch and a window index within it (the same on every rank) */
 ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index);
 ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
+
+/* Scalars for TensorBoard: an event file as torch's SummaryWriter writes it (the same records; the first
+   names zt as the writer), which `tensorboard --logdir DIR` shows. Each scalar is one record written at once with write(2): nothing is
+   allocated, and a crash loses at most the record being written. */
+typedef struct zt_events {
+    int fd;                 /* -1: not open */
+    double wall_time;       /* 0: each event is stamped with the clock; else with this (reproducible files) */
+    char path[4096];        /* DIR/events.out.tfevents.SECONDS.HOST.PID.N, as torch names it */
+} zt_events;
+/* Creates dir (and its parents) and a new event file in it, whose first event names the format. */
+ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time);
+/* tag ("train/loss": TensorBoard groups by what comes before the slash), the value (stored as a float, as
+   add_scalar stores it), the step (the x axis). An error names the file. */
+ZT_API zt_result zt_events_scalar(zt_events *w, const char *tag, double value, int64_t step);
+ZT_API void zt_events_close(zt_events *w); /* a closed or never opened writer is fine */
 
 /* >>tokenizer ================================================================================== */
 
@@ -1542,6 +1567,41 @@ static uint64_t zt__mix(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
     return x ^ (x >> 31);
+}
+
+/* Python's repr of a float: the shortest digits that read back the same (as a float32 when single: numpy's
+   repr of one); fixed from 1e-4 up to 1e16; json: NaN and Infinity as JSON writers spell them */
+static void zt__py_repr(double f, int single, char *out, size_t cap, int json) {
+    if (f != f) { snprintf(out, cap, json ? "NaN" : "nan"); return; }
+    if (f == INFINITY || f == -INFINITY) { snprintf(out, cap, "%s%s", f < 0 ? "-" : "", json ? "Infinity" : "inf"); return; }
+    char e[40], dig[24];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(e, sizeof e, "%.*e", prec - 1, f);
+        if (single ? strtof(e, NULL) == (float)f : strtod(e, NULL) == f) break;
+    }
+    int neg = e[0] == '-', m = 0;
+    char *p = e + neg;
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.') dig[m++] = *p;
+    while (m > 1 && dig[m - 1] == '0') m--;
+    dig[m] = 0;
+    int x = atoi(p + 1);
+    size_t o = 0;
+    if (neg) out[o++] = '-';
+    if (x >= -4 && x < 16) {
+        if (x < 0) {
+            o += (size_t)snprintf(out + o, cap - o, "0.");
+            for (int i = 0; i < -x - 1; i++) out[o++] = '0';
+            snprintf(out + o, cap - o, "%s", dig);
+        } else {
+            for (int i = 0; i <= x; i++) out[o++] = i < m ? dig[i] : '0';
+            snprintf(out + o, cap - o, ".%s", m > x + 1 ? dig + x + 1 : "0");
+        }
+    } else {
+        out[o++] = dig[0];
+        if (m > 1) o += (size_t)snprintf(out + o, cap - o, ".%s", dig + 1);
+        snprintf(out + o, cap - o, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
+    }
 }
 
 ZT_API uint64_t zt_time_ns(void) {
@@ -8233,6 +8293,57 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
     return ZT_OK;
 }
 
+/* The monitors, as DeepSpeed's pydantic models read them (unknown keys are errors). tensorboard and
+   csv_monitor write files under output_path/job_name (os.path.join's rules), which zt writes too; wandb and
+   comet are services zt does not reach: enabled, they are named among the keys not acted on. */
+static const char *const zt__ds_monitor_files[] = {"enabled", "output_path", "job_name", NULL};
+static const char *const zt__ds_wandb[] = {"enabled", "group", "team", "project", NULL};
+static const char *const zt__ds_comet[] = {"enabled", "samples_log_interval", "project", "workspace", "api_key",
+                                           "experiment_name", "experiment_key", "online", "mode", NULL};
+
+static zt_result zt__cfg_monitor(zt__cfg *g) {
+    static const char *const names[] = {"tensorboard", "csv_monitor", "wandb", "comet"};
+    static const char *const *const keys[] = {zt__ds_monitor_files, zt__ds_monitor_files, zt__ds_wandb, zt__ds_comet};
+    zt_ds_config *c = g->c;
+    int *enabled[] = {&c->tensorboard, &c->csv_monitor, &c->wandb, &c->comet};
+    char *dirs[] = {c->tensorboard_dir, c->csv_monitor_dir};
+    const char **opt_dirs[] = {&g->o->tensorboard_dir, &g->o->csv_monitor_dir};
+    zt_result r;
+    for (int m = 0; m < 4; m++) {
+        int t = zt__json_get(&g->j, 0, names[m]);
+        if ((r = zt__cfg_object(g, t, names[m]))) return r;
+        if (t < 0) continue;
+        char path[64];
+        snprintf(path, sizeof path, "%s.enabled", names[m]);
+        if ((r = zt__cfg_keys(g, t, names[m], keys[m], 1)) ||
+            (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "enabled"), path, enabled[m])))
+            return r;
+        if (m >= 2) {
+            if (*enabled[m]) zt__cfg_note_unused(g, m == 2 ? "wandb" : "comet");
+            continue;
+        }
+        char value[2][1024] = {"", "DeepSpeedJobName"};
+        static const char *const strings[] = {"output_path", "job_name"};
+        for (int k = 0; k < 2; k++) {
+            int v = zt__json_get(&g->j, t, strings[k]);
+            snprintf(path, sizeof path, "%s.%s", names[m], strings[k]);
+            if (v >= 0 && (g->j.tok[v].type != JSMN_STRING || zt__json_string(&g->j, v, path, value[k], sizeof value[k])))
+                return zt__cfg_bad(g, v, path, "a string");
+        }
+        const char *out = value[0], *job = value[1];
+        size_t n = strlen(out);
+        int joined = job[0] == '/' || n == 0 /* os.path.join: an absolute job_name starts over */
+                   ? snprintf(dirs[m], sizeof c->tensorboard_dir, "%s", job)
+                   : snprintf(dirs[m], sizeof c->tensorboard_dir, "%s%s%s", out, out[n - 1] == '/' ? "" : "/", job);
+        if (joined >= (int)sizeof c->tensorboard_dir)
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s.output_path and job_name make a path of %d bytes; zt takes up to %d",
+                           g->j.file, names[m], joined, (int)sizeof c->tensorboard_dir - 1);
+        if (!dirs[m][0]) snprintf(dirs[m], sizeof c->tensorboard_dir, "."); /* both empty: the working directory */
+        *opt_dirs[m] = *enabled[m] ? dirs[m] : NULL;
+    }
+    return ZT_OK;
+}
+
 /* top-level keys: the known, the removed (an error, as in DeepSpeed) and the misplaced (a warning that
    says where the key belongs) */
 static zt_result zt__cfg_top(zt__cfg *g) {
@@ -8295,7 +8406,8 @@ static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char 
     zt_result r = zt__json_parse(&g.j, &a, name, json, len);
     if (r != ZT_OK) return r;
     if ((r = zt__cfg_top(&g)) || (r = zt__cfg_precision(&g)) || (r = zt__cfg_optimizer(&g)) ||
-        (r = zt__cfg_scheduler(&g)) || (r = zt__cfg_batch(&g)) || (r = zt__cfg_zero(&g, hidden)) || (r = zt__cfg_rest(&g)))
+        (r = zt__cfg_scheduler(&g)) || (r = zt__cfg_batch(&g)) || (r = zt__cfg_zero(&g, hidden)) || (r = zt__cfg_rest(&g)) ||
+        (r = zt__cfg_monitor(&g)))
         return r;
     if (g.mismatch[0])
         return zt_fail(ZT_ERROR_INVALID, "%s: Please correct the following DeepSpeed config values that mismatch the "
@@ -8400,6 +8512,19 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
             c->aio_single_submit ? "true" : "false", c->aio_overlap_events ? "true" : "false", c->aio_use_gds ? "true" : "false");
     fprintf(out, "  \"checkpoint\": {\"tag_validation\": \"%s\", \"load_universal\": %s, \"use_node_local_storage\": %s},\n",
             c->tag_validation[0] ? c->tag_validation : "WARN", c->load_universal ? "true" : "false", c->use_node_local_storage ? "true" : "false");
+    for (int m = 0; m < 2; m++) { /* the monitors that write files, with where */
+        const char *dir = m ? c->csv_monitor_dir : c->tensorboard_dir;
+        fprintf(out, "  \"%s\": {\"enabled\": %s, \"zt_dir\": \"", m ? "csv_monitor" : "tensorboard",
+                (m ? c->csv_monitor : c->tensorboard) ? "true" : "false");
+        for (const unsigned char *d = (const unsigned char *)dir; *d; d++) {
+            if (*d < 0x20) fprintf(out, "\\u%04x", (unsigned)*d);
+            else if (*d == '"' || *d == '\\') fprintf(out, "\\%c", *d);
+            else fputc(*d, out);
+        }
+        fprintf(out, "\"},\n");
+    }
+    fprintf(out, "  \"wandb\": {\"enabled\": %s, \"zt\": \"not built\"},\n  \"comet\": {\"enabled\": %s, \"zt\": \"not built\"},\n",
+            c->wandb ? "true" : "false", c->comet ? "true" : "false");
     fprintf(out, "  \"learning_rates\": [");
     for (int k = 0; k < 10; k++) fprintf(out, "%s%.6g", k ? ", " : "", (double)zt_schedule_lr(o, k));
     fprintf(out, "]\n}\n");
@@ -8703,7 +8828,14 @@ struct zt_engine {
     char *ckpt_text;
     size_t ckpt_text_bytes;
     struct zt__ckpt_item *ckpt_items;
+    /* DeepSpeed's monitor on rank 0 (zt__monitor_step): the event file, the CSV directory (NULL: none) and
+       the CSV files headed so far (a bit each) */
+    zt_events tb;
+    const char *csv_dir;
+    int csv_begun;
 };
+static zt_result zt__monitor_start(zt_engine *e);
+static void zt__monitor_step(zt_engine *e, const zt_step_info *s);
 
 /* ---- block definitions ---- */
 
@@ -10782,6 +10914,7 @@ static const zt_block_type *zt__block_at(zt_engine *e, const zt_model_spec *mode
 
 static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     zt_result r = ZT_OK;
+    e->tb.fd = -1; /* not open (zt_shutdown closes it) */
     /* the model: a built-in one from its config, or the caller's blocks */
     int builtin = model->config_path || model->config;
     int n_blocks = builtin ? 0 : model->n_blocks;
@@ -10913,7 +11046,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->scaler = zt_loss_scaler_init(&e->opt);
     e->plateau = zt_plateau_init(&e->opt);
     if (e->opt.comm) zt_comm_set_timeout(e->opt.comm, (double)e->opt.ddp_timeout);
-    return ZT_OK;
+    return zt__monitor_start(e);
 }
 
 ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, const zt_options *o) {
@@ -10934,6 +11067,7 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
                          char **argv) {
     *out = NULL;
     zt_options o = zt_options_default();
+    zt_ds_config ds; /* o's paths (NVMe, monitors) point into it until zt_init_options copies them */
     zt_result r = zt_options_parse_args(&o, argc, argv);
     if (r != ZT_OK) return r;
     if (ds_config_path) { /* the config needs the model's width for its "auto" bucket sizes */
@@ -10942,7 +11076,6 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
         if (model->config) hidden = model->config->hidden;
         else if (model->config_path && (r = zt_model_config_read(&mc, model->config_path)) != ZT_OK) return r;
         else if (model->config_path) hidden = mc.hidden;
-        zt_ds_config ds;
         int world = o.comm ? zt_comm_world(o.comm) : 1;
         if ((r = zt_ds_config_read(&ds, &o, ds_config_path, world, hidden)) != ZT_OK) return r;
     }
@@ -10951,6 +11084,7 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
 
 ZT_API void zt_shutdown(zt_engine *e) {
     if (!e) return;
+    zt_events_close(&e->tb);
     if (e->be) zt_backend_sync(e->be); /* every collective queued has run before the ranks part */
     if (e->comm && e->be) zt_comm_unshare_device(e->comm, e->be);
     if (e->swap) zt__swap_close(e->swap);
@@ -11317,6 +11451,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     e->tokens_in_step = 0;
     e->loss_sum = 0.0;
     e->micro = 0;
+    zt__monitor_step(e, &info);
     return info;
 }
 
@@ -11701,6 +11836,193 @@ ZT_API int64_t zt_data_next(zt_data *d, int32_t *tokens, int32_t *targets, int i
     }
     d->cursor += B * d->d.world;
     return filled;
+}
+
+/* ---- TensorBoard event files ---- */
+
+static zt_result zt__write_all(int fd, const void *buf, size_t n, const char *path) {
+    const uint8_t *p = (const uint8_t *)buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return zt_fail(ZT_ERROR_IO, "cannot write %s: %s", path, w < 0 ? strerror(errno) : "nothing written");
+        p += w, n -= (size_t)w;
+    }
+    return ZT_OK;
+}
+
+/* A file of TFRecords: each is the length (u64), its masked CRC-32C, the bytes, their masked CRC-32C, all
+   little-endian. The bytes are an Event protocol buffer: wall_time (1, double), step (2, int64), then
+   file_version (3) and source_metadata (10, the writer's name) for the first event, or a Summary (5) of one
+   Value: tag (1) and simple_value (2, float). Proto3 leaves a zero wall_time or step out; simple_value, in a
+   oneof, is written even when zero. */
+static uint32_t zt__crc32c(const uint8_t *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+static uint8_t *zt__le(uint8_t *p, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++) *p++ = (uint8_t)(v >> (8 * i));
+    return p;
+}
+
+static uint8_t *zt__varint(uint8_t *p, uint64_t v) {
+    for (; v >= 0x80; v >>= 7) *p++ = (uint8_t)(v | 0x80);
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static uint32_t zt__masked_crc(const uint8_t *p, size_t n) {
+    uint32_t c = zt__crc32c(p, n);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+#define ZT__TAG_MAX 1024
+
+/* one event, as a record, written whole; what == 3 file_version, 5 a scalar summary */
+static zt_result zt__events_write(zt_events *w, int what, const char *text, float value, int64_t step) {
+    uint8_t rec[ZT__TAG_MAX + 64], *p = rec + 12; /* the length and its CRC go first */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double wall = w->wall_time != 0.0 ? w->wall_time : (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    uint64_t bits;
+    memcpy(&bits, &wall, 8);
+    if (wall != 0.0) *p++ = 0x09, p = zt__le(p, bits, 8);
+    if (step != 0) *p++ = 0x10, p = zt__varint(p, (uint64_t)step);
+    size_t n = strlen(text);
+    if (what == 3) {
+        *p++ = 0x1a, p = zt__varint(p, n);
+        memcpy(p, text, n), p += n;
+        memcpy(p, "\x52\x04\x0a\x02zt", 6), p += 6; /* source_metadata (10): writer (1) "zt" */
+    } else {
+        uint32_t f;
+        memcpy(&f, &value, 4);
+        size_t val = 1 + (n < 128 ? 1 : 2) + n + 5, sum = 1 + (val < 128 ? 1 : 2) + val; /* n < 16384 */
+        *p++ = 0x2a, p = zt__varint(p, sum);        /* Event.summary */
+        *p++ = 0x0a, p = zt__varint(p, val);        /* Summary.value */
+        *p++ = 0x0a, p = zt__varint(p, n);          /* Value.tag */
+        memcpy(p, text, n), p += n;
+        *p++ = 0x15, p = zt__le(p, f, 4);           /* Value.simple_value */
+    }
+    size_t len = (size_t)(p - rec - 12);
+    zt__le(rec, len, 8);
+    zt__le(rec + 8, zt__masked_crc(rec, 8), 4);
+    p = zt__le(p, zt__masked_crc(rec + 12, len), 4);
+    return zt__write_all(w->fd, rec, (size_t)(p - rec), w->path);
+}
+
+/* mkdir -p: each missing directory of path, then path */
+static zt_result zt__mkdirs(const char *path) {
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return zt_fail(ZT_ERROR_INVALID, "path too long: %s", path);
+    for (char *c = dir + 1;; c++) {
+        if (*c != '/' && *c) continue;
+        char end = *c;
+        *c = 0;
+        struct stat st;
+        if (mkdir(dir, 0755) != 0 && (errno != EEXIST || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)))
+            return zt_fail(ZT_ERROR_IO, "cannot create the directory %s: %s", dir,
+                           errno == EEXIST ? "a file of that name is there" : strerror(errno));
+        if (!(*c = end)) return ZT_OK;
+    }
+}
+
+ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time) {
+    static int writers; /* torch numbers its writers in a process from 0 */
+    memset(w, 0, sizeof *w);
+    w->fd = -1;
+    w->wall_time = wall_time;
+    zt_result r = zt__mkdirs(dir);
+    if (r != ZT_OK) return r;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long secs = wall_time != 0.0 ? (long long)wall_time : (long long)ts.tv_sec;
+    int n = snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%010lld.%s.%ld.%d", dir, secs, host,
+                     (long)getpid(), __atomic_fetch_add(&writers, 1, __ATOMIC_RELAXED));
+    if (n >= (int)sizeof w->path) return zt_fail(ZT_ERROR_INVALID, "the event file's path is too long: %s/...", dir);
+    w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (w->fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", w->path, strerror(errno));
+    if ((r = zt__events_write(w, 3, "brain.Event:2", 0.0f, 0)) != ZT_OK) zt_events_close(w);
+    return r;
+}
+
+ZT_API zt_result zt_events_scalar(zt_events *w, const char *tag, double value, int64_t step) {
+    if (w->fd < 0) return zt_fail(ZT_ERROR_INVALID, "zt_events_scalar: the event file is not open");
+    size_t n = strlen(tag);
+    if (n == 0 || n > ZT__TAG_MAX)
+        return zt_fail(ZT_ERROR_INVALID, "zt_events_scalar: a tag of %zu bytes; 1 to %d are taken", n, ZT__TAG_MAX);
+    return zt__events_write(w, 5, tag, (float)value, step);
+}
+
+ZT_API void zt_events_close(zt_events *w) {
+    if (w->fd >= 0) close(w->fd);
+    w->fd = -1;
+}
+
+/* ---- DeepSpeed's monitor: on rank 0, after each step ---- */
+
+static zt_result zt__monitor_start(zt_engine *e) {
+    const char *tb = e->opt.tensorboard_dir, *csv = e->opt.csv_monitor_dir;
+    e->opt.tensorboard_dir = e->opt.csv_monitor_dir = NULL; /* the caller's strings: copied below */
+    if (e->planning || e->rank != 0) return ZT_OK;
+    char why[1024];
+    if (tb && zt_events_open(&e->tb, tb, 0.0) != ZT_OK) {
+        snprintf(why, sizeof why, "%s", zt_last_error());
+        return zt_fail(ZT_ERROR_IO, "the tensorboard monitor (output_path/job_name): %s", why);
+    }
+    if (csv && zt__mkdirs(csv) != ZT_OK) {
+        snprintf(why, sizeof why, "%s", zt_last_error());
+        return zt_fail(ZT_ERROR_IO, "the csv_monitor (output_path/job_name): %s", why);
+    }
+    if (csv) e->csv_dir = zt_arena_strdup(&e->meta, csv);
+    return ZT_OK;
+}
+
+/* a line of DeepSpeed's CSV file for the tag (its name with '/' as '_'), headed "step,NAME" the first
+   time this engine writes it, as csvMonitor does; values as the shortest text of the float */
+static zt_result zt__monitor_csv(zt_engine *e, int k, const char *tag, float v, int64_t step) {
+    char path[4200], line[160], value[40];
+    int n = snprintf(path, sizeof path, "%s/", e->csv_dir);
+    for (const char *c = tag; *c && n < (int)sizeof path - 8; c++) path[n++] = *c == '/' || *c == ' ' ? '_' : *c;
+    snprintf(path + n, sizeof path - (size_t)n, ".csv");
+    zt__py_repr(v, 1, value, sizeof value, 0);
+    int m = 0;
+    if (!(e->csv_begun & (1 << k))) m = snprintf(line, sizeof line, "step,%s\r\n", strrchr(tag, '/') + 1);
+    m += snprintf(line + m, sizeof line - (size_t)m, "%lld,%s\r\n", (long long)step, value);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+    zt_result r = zt__write_all(fd, line, (size_t)m, path);
+    close(fd);
+    e->csv_begun |= 1 << k;
+    return r;
+}
+
+/* Train/Samples/lr (the next step's: DeepSpeed reads it after its schedule moved), loss_scale (fp16, after
+   its update) and train_loss (the step's mean loss, which DeepSpeed 0.19.8 logs in its pipeline engine
+   only), at the samples trained so far. A write that fails ends that monitor with a warning. */
+static void zt__monitor_step(zt_engine *e, const zt_step_info *s) {
+    if (e->tb.fd < 0 && !e->csv_dir) return;
+    int64_t samples = s->step * e->B * e->opt.grad_accum * e->world;
+    float lr = zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
+    const struct { const char *tag; float v; } ev[3] = {
+        {"Train/Samples/lr", lr}, {"Train/Samples/loss_scale", e->scaler.scale}, {"Train/Samples/train_loss", s->loss}};
+    for (int k = 0; k < 3; k++) {
+        if (k == 1 && e->opt.precision != ZT_PRECISION_FP16) continue;
+        if (e->tb.fd >= 0 && zt_events_scalar(&e->tb, ev[k].tag, ev[k].v, samples) != ZT_OK) {
+            zt_log(ZT_LOG_WARN, "the tensorboard monitor stops: %s", zt_last_error());
+            zt_events_close(&e->tb);
+        }
+        if (e->csv_dir && zt__monitor_csv(e, k, ev[k].tag, ev[k].v, samples) != ZT_OK) {
+            zt_log(ZT_LOG_WARN, "the csv_monitor stops: %s", zt_last_error());
+            e->csv_dir = NULL;
+        }
+    }
 }
 
 /* >>checkpoint (implementation) ---------------------------------------------------------------- */
@@ -15936,40 +16258,6 @@ static void zt__jput(zt__jbuf *b, const char *s, int64_t n) {
 }
 static void zt__jputs(zt__jbuf *b, const char *s) { zt__jput(b, s, (int64_t)strlen(s)); }
 
-/* Python's repr of a float: the shortest digits that read back the same; fixed from 1e-4 up to 1e16 */
-static void zt__jfloat_text(double f, char *out, size_t cap, int json) {
-    if (f != f) { snprintf(out, cap, json ? "NaN" : "nan"); return; }
-    if (f == INFINITY || f == -INFINITY) { snprintf(out, cap, "%s%s", f < 0 ? "-" : "", json ? "Infinity" : "inf"); return; }
-    char e[40], dig[24];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(e, sizeof e, "%.*e", prec - 1, f);
-        if (strtod(e, NULL) == f) break;
-    }
-    int neg = e[0] == '-', m = 0;
-    char *p = e + neg;
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.') dig[m++] = *p;
-    while (m > 1 && dig[m - 1] == '0') m--;
-    dig[m] = 0;
-    int x = atoi(p + 1);
-    size_t o = 0;
-    if (neg) out[o++] = '-';
-    if (x >= -4 && x < 16) {
-        if (x < 0) {
-            o += (size_t)snprintf(out + o, cap - o, "0.");
-            for (int i = 0; i < -x - 1; i++) out[o++] = '0';
-            snprintf(out + o, cap - o, "%s", dig);
-        } else {
-            for (int i = 0; i <= x; i++) out[o++] = i < m ? dig[i] : '0';
-            snprintf(out + o, cap - o, ".%s", m > x + 1 ? dig + x + 1 : "0");
-        }
-    } else {
-        out[o++] = dig[0];
-        if (m > 1) o += (size_t)snprintf(out + o, cap - o, ".%s", dig + 1);
-        snprintf(out + o, cap - o, "e%c%02d", x < 0 ? '-' : '+', x < 0 ? -x : x);
-    }
-}
-
 static void zt__jrepr_str(zt__jbuf *b, const char *s, int64_t n) {
     int sq = memchr(s, '\'', (size_t)n) != NULL, dq = memchr(s, '"', (size_t)n) != NULL;
     char q = sq && !dq ? '"' : '\'';
@@ -15997,7 +16285,7 @@ static void zt__jwrite(zt__jbuf *b, const zt__jv *v, int repr) {
     case ZT__JNONE: zt__jputs(b, "None"); break;
     case ZT__JBOOL: zt__jputs(b, v->u.i ? "True" : "False"); break;
     case ZT__JINT: snprintf(num, sizeof num, "%lld", (long long)v->u.i), zt__jputs(b, num); break;
-    case ZT__JFLOAT: zt__jfloat_text(v->u.f, num, sizeof num, 0), zt__jputs(b, num); break;
+    case ZT__JFLOAT: zt__py_repr(v->u.f, 0, num, sizeof num, 0), zt__jputs(b, num); break;
     case ZT__JSTR:
         if (repr) zt__jrepr_str(b, v->u.s, v->n);
         else zt__jput(b, v->u.s, v->n);
@@ -16081,7 +16369,7 @@ static void zt__jjson_write(zt__jbuf *b, const zt__jv *v, const zt__jjson *o, in
     case ZT__JNONE: zt__jputs(b, "null"); break;
     case ZT__JBOOL: zt__jputs(b, v->u.i ? "true" : "false"); break;
     case ZT__JINT: snprintf(num, sizeof num, "%lld", (long long)v->u.i), zt__jputs(b, num); break;
-    case ZT__JFLOAT: zt__jfloat_text(v->u.f, num, sizeof num, 1), zt__jputs(b, num); break;
+    case ZT__JFLOAT: zt__py_repr(v->u.f, 0, num, sizeof num, 1), zt__jputs(b, num); break;
     case ZT__JSTR: zt__jjson_str(b, v->u.s, v->n, o->ascii); break;
     case ZT__JLIST:
         zt__jputs(b, "[");

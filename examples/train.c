@@ -8,7 +8,8 @@
        zt_train --model DIR --resume out --sample 200 --prompt "The "
        zt_train --model DIR --resume out --sample 200 --chat "What is ZeRO?"   (a reply, through the chat template)
 
-   Output: one line per logged step, metrics.jsonl and loss.svg in --output_dir. During training, I/O
+   Output: one line per logged step, metrics.jsonl and loss.svg in --output_dir (and with --report_to tensorboard
+   an event file for TensorBoard). During training, I/O
    goes through write() on buffers set aside here, and nothing is allocated (a test checks it). */
 #define _POSIX_C_SOURCE 200809L /* open flags and write() under -std=c11 */
 #include "../zt.h"
@@ -19,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -31,7 +33,7 @@ typedef struct args {
     int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
     double num_train_epochs, temperature, top_p;
     int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
-    const char *report_to;
+    const char *report_to, *logging_dir;
     const char *fit;
     const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps", "epoch" ("best") */
     const char *metric_for_best_model;
@@ -92,7 +94,7 @@ static const flag FLAGS[] = {
     FLAG("do_train", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (zt trains when given --data)"),
     FLAG("do_eval", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --val_data, --eval)"),
     FLAG("overwrite_output_dir", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it"),
-    FLAG("report_to", F_STR, report_to, "none", "none: zt writes metrics.jsonl and loss.svg; other reporters are not built"),
+    FLAG("report_to", F_STR, report_to, "none", "tensorboard (or all): the Trainer's scalars in a TensorBoard event file; metrics.jsonl and loss.svg are always written; other reporters (a comma-separated list) are not built"),
     FLAG("data_seed", F_INT, data_seed, "-1", "the seed of --data's shuffle (-1: --seed)"),
     FLAG("eval_on_start", F_BOOL, eval_on_start, "false", "evaluate on --val_data before the first step (step 0)"),
     FLAG("use_cpu", F_BOOL, use_cpu, "false", "the CPU backend (as --backend cpu)"),
@@ -111,7 +113,7 @@ static const flag FLAGS[] = {
     FLAG("torch_compile", F_BOOL, script_switch, "false", "taken: there is no torch to compile"),
     FLAG("ddp_find_unused_parameters", F_BOOL, script_switch, "false", "taken: every parameter gets a gradient in zt's models"),
     FLAG("ddp_backend", F_STR, script_value, "", "taken: zt chooses (NCCL between GPUs, its own transport between processes)"),
-    FLAG("logging_dir", F_STR, script_value, "", "taken: metrics.jsonl and loss.svg go to --output_dir"),
+    FLAG("logging_dir", F_STR, logging_dir, "", "TensorBoard's directory with --report_to tensorboard (transformers 4's flag; TENSORBOARD_LOGGING_DIR, transformers 5's, wins); default OUTPUT_DIR/runs/MonDD_HH-MM-SS_HOST"),
     FLAG("run_name", F_STR, script_value, "", "taken: for reporters zt does not build"),
     FLAG("disable_tqdm", F_BOOL, script_switch, "false", "taken: zt prints step lines, not progress bars"),
     FLAG("prediction_loss_only", F_BOOL, script_switch, "false", "taken: zt's evaluation computes only the loss"),
@@ -640,12 +642,58 @@ static double epochs_read(const zt_data *data) {
 }
 
 /* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
+/* --report_to tensorboard: what the Trainer's TensorBoardCallback writes (its tags: train/loss, eval/loss, ...), on
+   rank 0, into TENSORBOARD_LOGGING_DIR, --logging_dir or OUTPUT_DIR/runs/MonDD_HH-MM-SS_HOST. A write that fails
+   ends it with a warning; training goes on. */
+static zt_events tb = {-1, 0.0, ""};
+
+/* the reporters of --report_to (a comma- or space-separated list): 1 if TensorBoard is among them ("all" is every
+   one built); the others get a warning */
+static int reports_tensorboard(const char *list) {
+    char other[512] = "";
+    int on = 0;
+    for (const char *c = list; *c;) {
+        size_t n = strcspn(c, ", ");
+        if (n == 11 && strncmp(c, "tensorboard", 11) == 0) on = 1;
+        else if (n == 3 && strncmp(c, "all", 3) == 0) on = 1;
+        else if (n > 0 && !(n == 4 && strncmp(c, "none", 4) == 0))
+            snprintf(other + strlen(other), sizeof other - strlen(other), "%s%.*s", *other ? ", " : "", (int)n, c);
+        c += n + (c[n] != 0);
+    }
+    if (*other && rank == 0)
+        fprintf(stderr, "zt_train: warning: --report_to %s: not built (zt writes metrics.jsonl, loss.svg and, with "
+                "--report_to tensorboard, a TensorBoard event file)\n", other);
+    return on;
+}
+
+static int tb_open(const args *a) {
+    char dir[4200], when[64], host[256] = "";
+    const char *env = getenv("TENSORBOARD_LOGGING_DIR");
+    time_t now = time(NULL);
+    struct tm tm;
+    gethostname(host, sizeof host - 1);
+    strftime(when, sizeof when, "%b%d_%H-%M-%S", localtime_r(&now, &tm)); /* torch's and the Trainer's name */
+    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    else if (*a->logging_dir) snprintf(dir, sizeof dir, "%s", a->logging_dir);
+    else snprintf(dir, sizeof dir, "%s/runs/%s_%s", a->output_dir, when, host);
+    if (zt_events_open(&tb, dir, 0.0) != ZT_OK) return fail("--report_to tensorboard"), 0;
+    printf("TensorBoard: %s (tensorboard --logdir %s)\n", tb.path, dir);
+    return 1;
+}
+
+static void tb_scalar(const char *tag, double v, int64_t step) {
+    if (tb.fd < 0 || zt_events_scalar(&tb, tag, v, step) == ZT_OK) return;
+    fprintf(stderr, "zt_train: warning: TensorBoard stops: %s\n", zt_last_error());
+    zt_events_close(&tb);
+}
+
 static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs) {
     double v = evaluate(e, val, buf); /* every rank's: the best model's and schedule's decisions agree */
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
     int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.17g, \"epoch\": %.4f}\n", (long long)step, v,
                      epochs);
     if (rank == 0) write_file(a->output_dir, "metrics.jsonl", line, (size_t)n, 1);
+    tb_scalar("eval/loss", v, step), tb_scalar("train/epoch", epochs, step); /* the Trainer logs its epoch with it */
     if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)step, val_curve[n_val++][1] = (float)v;
     return v;
 }
@@ -788,9 +836,7 @@ int main(int argc, char **argv) {
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
     if (!trainer_flags(&a)) return 2;
     if (log_max != ZT_LOG_INFO) zt_set_log(log_filtered, NULL);
-    if (strcmp(a.report_to, "none") != 0)
-        fprintf(stderr, "zt_train: warning: --report_to %s is not built; zt writes metrics.jsonl (the Trainer's metric "
-                "names) and loss.svg in --output_dir\n", a.report_to);
+    int report_tb = reports_tensorboard(a.report_to);
     if (!*a.model) {
         fprintf(stderr, "zt_train: --model is required (a config.json or its directory; see --help)\n");
         return 2;
@@ -920,6 +966,10 @@ int main(int argc, char **argv) {
                (long long)B, (long long)T);
         if (!make_dirs(a.output_dir))
             return fprintf(stderr, "zt_train: cannot create --output_dir %s: %s\n", a.output_dir, strerror(errno)), 1;
+        if (report_tb && rank == 0 && !tb_open(&a)) return 1;
+        double tb_loss = 0.0, run_loss = 0.0; /* losses since the last logged step, and of this run */
+        int64_t tb_steps = 0, first_step = zt_engine_step(e);
+        uint64_t started = zt_time_ns();
         int64_t saved[64], n_saved = 0; /* oldest first: --save_total_limit removes from the front */
         DIR *dir = opendir(a.output_dir); /* checkpoints an earlier run left count too */
         for (struct dirent *de; dir && (de = readdir(dir)) != NULL;) {
@@ -978,7 +1028,13 @@ int main(int argc, char **argv) {
             int log = strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
                     : strcmp(a.logging_strategy, "steps") == 0 && a.logging_steps > 0 &&
                           (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps);
-            if (log) {
+            tb_loss += s.loss, tb_steps++, run_loss += s.loss;
+            if (log) { /* the Trainer's logs: the mean loss since the last, the step's norm and rate */
+                tb_scalar("train/loss", tb_loss / (double)tb_steps, s.step);
+                tb_scalar("train/grad_norm", s.grad_norm, s.step);
+                tb_scalar("train/learning_rate", s.lr, s.step);
+                tb_scalar("train/epoch", epochs, s.step);
+                tb_loss = 0.0, tb_steps = 0;
                 printf("step %lld/%lld | loss %.6f | lr %.2e | grad_norm %.2f | %.1f ms | %.0f tok/s | mem %.2f GiB%s\n",
                        (long long)s.step, (long long)o.max_steps, s.loss, s.lr, s.grad_norm, ms,
                        (double)s.tokens * 1000.0 / ms,
@@ -1027,6 +1083,17 @@ int main(int argc, char **argv) {
             printf("SIGTERM: saved %s/global_step%lld; --resume %s continues the run\n", a.output_dir,
                    (long long)zt_engine_step(e), a.output_dir);
         if (rank == 0) write_svg(a.output_dir);
+        int64_t steps = zt_engine_step(e) - first_step; /* the Trainer's summary at the end of training */
+        double runtime = (double)(zt_time_ns() - started) / 1e9;
+        if (steps > 0 && runtime > 0) {
+            int64_t at = zt_engine_step(e);
+            tb_scalar("train/train_runtime", runtime, at);
+            tb_scalar("train/train_samples_per_second", (double)(steps * B * o.grad_accum * world) / runtime, at);
+            tb_scalar("train/train_steps_per_second", (double)steps / runtime, at);
+            tb_scalar("train/train_loss", run_loss / (double)steps, at);
+            tb_scalar("train/epoch", epochs_read(data), at);
+        }
+        zt_events_close(&tb);
         if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
         else if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */
             char path[4200];

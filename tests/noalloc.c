@@ -1,8 +1,8 @@
 /* tests/noalloc.c - nothing is allocated during training steps.
    This program defines malloc, calloc, realloc, free, posix_memalign and aligned_alloc itself (so
    glibc's own calls are counted too) and counts every call made after the first step, across steps
-   that include an fp16 step skipped for overflow, a checkpoint save, an evaluation and reading data,
-   at ZeRO stage 3, then in steps offloaded to NVMe.
+   that include an fp16 step skipped for overflow, a checkpoint save, an evaluation, reading data and
+   DeepSpeed's tensorboard and csv_monitor files, at ZeRO stage 3, then in steps offloaded to NVMe.
    Built without sanitizers (they replace malloc themselves); ./build.sh test runs it as one test. */
 #define _GNU_SOURCE
 #include "../zt.h"
@@ -82,6 +82,10 @@ int main(void) {
     o.max_steps = 100;
     o.zero_stage = 3; /* the ZeRO paths too: weights gathered, gradients reduced into slices */
     o.persistence_threshold = 0;
+    char tb[160], csv[160]; /* DeepSpeed's monitors write after each step */
+    snprintf(tb, sizeof tb, "%s/tb", dir);
+    snprintf(csv, sizeof csv, "%s/csv", dir);
+    o.tensorboard_dir = tb, o.csv_monitor_dir = csv;
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return puts(zt_last_error()), 1;
     zt_data_desc d;
@@ -116,6 +120,12 @@ int main(void) {
     zt_data_close(data);
     zt_shutdown(e);
     zt_remove_checkpoint(dir, 4);
+    char rm[400];
+    snprintf(rm, sizeof rm, "%s/Train_Samples_loss_scale.csv", csv);
+    int monitored = access(rm, R_OK) == 0; /* written (fp16: the loss scale too) */
+    snprintf(rm, sizeof rm, "rm -rf '%s' '%s'", tb, csv);
+    monitored = system(rm) == 0 && monitored;
+    o.tensorboard_dir = o.csv_monitor_dir = NULL;
     /* ZeRO-Offload to NVMe: the host optimizer, the I/O threads and the swap files, in steps */
     long before = calls;
     o.precision = ZT_PRECISION_BF16;
@@ -137,8 +147,8 @@ int main(void) {
     snprintf(path, sizeof path, "%s/latest", dir);
     unlink(path);
     rmdir(dir);
-    printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation), "
-           "%ld in %d steps offloaded to NVMe\n", before, skipped, taken, saved ? "saved" : "NOT saved", calls - before,
-           offloaded - 1);
-    return calls == 0 && skipped > 0 && taken > 0 && saved ? 0 : 1;
+    printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation, "
+           "monitor files%s), %ld in %d steps offloaded to NVMe\n", before, skipped, taken, saved ? "saved" : "NOT saved",
+           monitored ? "" : " NOT removed", calls - before, offloaded - 1);
+    return calls == 0 && skipped > 0 && taken > 0 && saved && monitored ? 0 : 1;
 }
