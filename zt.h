@@ -1020,7 +1020,8 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
 typedef struct zt_step_info {
     int64_t step;               /* optimizer steps taken, this one included */
     float loss;                 /* mean loss over the step's tokens */
-    float lr;                   /* learning rate used */
+    float lr;                   /* learning rate used (a skipped step's: the one it would have used, which the
+                                   Trainer logs) */
     float grad_norm;            /* before clipping */
     int skipped;                /* fp16 overflow: no update */
     float loss_scale;
@@ -1293,7 +1294,8 @@ typedef struct zt_events {
     double wall_time;       /* 0: each event is stamped with the clock; else with this (reproducible files) */
     char path[4096];        /* DIR/events.out.tfevents.SECONDS.HOST.PID.N, as torch names it */
 } zt_events;
-/* Creates dir (and its parents) and a new event file in it, whose first event names the format. */
+/* Creates dir (and its parents) and a new event file in it, whose first event names the format (w is
+   overwritten: close an open one first). */
 ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time);
 /* tag ("train/loss": TensorBoard groups by what comes before the slash), the value (stored as a float, as
    add_scalar stores it), the step (the x axis). An error names the file. */
@@ -1569,15 +1571,33 @@ static uint64_t zt__mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* Python's repr of a float: the shortest digits that read back the same (as a float32 when single: numpy's
-   repr of one); fixed from 1e-4 up to 1e16; json: NaN and Infinity as JSON writers spell them */
+/* Python's repr of a float: the shortest digits that read back the same (as a float32 when single), the
+   closest of them to f; fixed from 1e-4 up to 1e16; json: NaN and Infinity as JSON writers spell them */
+static int zt__reads_back(const char *text, double f, int single) {
+    return single ? strtof(text, NULL) == (float)f : strtod(text, NULL) == f;
+}
 static void zt__py_repr(double f, int single, char *out, size_t cap, int json) {
     if (f != f) { snprintf(out, cap, json ? "NaN" : "nan"); return; }
     if (f == INFINITY || f == -INFINITY) { snprintf(out, cap, "%s%s", f < 0 ? "-" : "", json ? "Infinity" : "inf"); return; }
     char e[40], dig[24];
     for (int prec = 1; prec <= 17; prec++) {
-        snprintf(e, sizeof e, "%.*e", prec - 1, f);
-        if (single ? strtof(e, NULL) == (float)f : strtod(e, NULL) == f) break;
+        snprintf(e, sizeof e, "%.*e", prec - 1, f); /* the nearest decimal of prec digits */
+        if (zt__reads_back(e, f, single)) break;
+        /* Where f is a power of two the decimals that read back as f lie more on one side of it than the other:
+           the nearest may miss while the next one the other way reads back (only it can) */
+        unsigned long long m = 0;
+        int x10 = 0, digits = 0;
+        for (const char *c = e + (e[0] == '-'); *c && *c != 'e'; c++)
+            if (*c != '.') m = m * 10 + (unsigned long long)(*c - '0'), digits++;
+        x10 = atoi(strchr(e, 'e') + 1) - (digits - 1); /* e = m x 10^x10 */
+        m += fabs(strtod(e, NULL)) < fabs(f) ? 1 : -1;
+        char n[40], ds[24];
+        snprintf(n, sizeof n, "%s%llue%d", f < 0 ? "-" : "", m, x10);
+        if (m > 0 && zt__reads_back(n, f, single)) { /* n's digits, in e's layout */
+            int len = snprintf(ds, sizeof ds, "%llu", m);
+            snprintf(e, sizeof e, "%s%c.%se%+d", f < 0 ? "-" : "", ds[0], ds + 1, x10 + len - 1);
+            break;
+        }
     }
     int neg = e[0] == '-', m = 0;
     char *p = e + neg;
@@ -8293,13 +8313,16 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
     return ZT_OK;
 }
 
-/* The monitors, as DeepSpeed's pydantic models read them (unknown keys are errors). tensorboard and
-   csv_monitor write files under output_path/job_name (os.path.join's rules), which zt writes too; wandb and
-   comet are services zt does not reach: enabled, they are named among the keys not acted on. */
+/* The monitors, as DeepSpeed's pydantic models read them: unknown keys are errors, "auto" is as if absent
+   (DeepSpeedConfigModel drops it). tensorboard and csv_monitor write files under output_path/job_name
+   (os.path.join's rules), which zt writes too; wandb and comet are services zt does not reach: their values
+   are checked and, enabled, they are named among the keys not acted on. Keys and types: 'b' bool, 'B' bool
+   or null, 's' string, 'S' string or null, 'i' integer. */
 static const char *const zt__ds_monitor_files[] = {"enabled", "output_path", "job_name", NULL};
 static const char *const zt__ds_wandb[] = {"enabled", "group", "team", "project", NULL};
 static const char *const zt__ds_comet[] = {"enabled", "samples_log_interval", "project", "workspace", "api_key",
                                            "experiment_name", "experiment_key", "online", "mode", NULL};
+static const char *const zt__ds_monitor_types[] = {"bss", "bss", "bSSs", "biSSSSSBS"};
 
 static zt_result zt__cfg_monitor(zt__cfg *g) {
     static const char *const names[] = {"tensorboard", "csv_monitor", "wandb", "comet"};
@@ -8311,25 +8334,32 @@ static zt_result zt__cfg_monitor(zt__cfg *g) {
     zt_result r;
     for (int m = 0; m < 4; m++) {
         int t = zt__json_get(&g->j, 0, names[m]);
+        if (zt__cfg_is_auto(g, t)) continue; /* the defaults: not enabled */
         if ((r = zt__cfg_object(g, t, names[m]))) return r;
         if (t < 0) continue;
-        char path[64];
-        snprintf(path, sizeof path, "%s.enabled", names[m]);
-        if ((r = zt__cfg_keys(g, t, names[m], keys[m], 1)) ||
-            (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "enabled"), path, enabled[m])))
-            return r;
+        if ((r = zt__cfg_keys(g, t, names[m], keys[m], 1))) return r;
+        char value[2][1024] = {"", "DeepSpeedJobName"}; /* output_path, job_name */
+        for (int k = 0; keys[m][k]; k++) {
+            int v = zt__json_get(&g->j, t, keys[m][k]);
+            char type = zt__ds_monitor_types[m][k], path[64];
+            int64_t n = 0;
+            int flag = 0;
+            snprintf(path, sizeof path, "%s.%s", names[m], keys[m][k]);
+            if (v < 0 || zt__cfg_is_auto(g, v) || ((type == 'B' || type == 'S') && zt__json_is_null(&g->j, v))) continue;
+            if (type == 'b' || type == 'B') r = zt__cfg_bool(g, v, path, k == 0 ? enabled[m] : &flag);
+            else if (type == 'i') r = zt__cfg_int(g, v, path, INT64_MIN, &n);
+            else if (g->j.tok[v].type != JSMN_STRING) r = zt__cfg_bad(g, v, path, "a string");
+            else if (m < 2 && g->j.tok[v].end - g->j.tok[v].start >= (int)sizeof value[0])
+                r = zt_fail(ZT_ERROR_INVALID, "%s: %s is %d bytes long; zt takes up to %d", g->j.file, path,
+                            g->j.tok[v].end - g->j.tok[v].start, (int)sizeof value[0] - 1);
+            else if (m < 2) r = zt__json_string(&g->j, v, path, value[k - 1], sizeof value[0]);
+            if (r != ZT_OK) return r;
+        }
         if (m >= 2) {
-            if (*enabled[m]) zt__cfg_note_unused(g, m == 2 ? "wandb" : "comet");
+            if (*enabled[m]) zt__cfg_note_unused(g, names[m]);
             continue;
         }
-        char value[2][1024] = {"", "DeepSpeedJobName"};
-        static const char *const strings[] = {"output_path", "job_name"};
-        for (int k = 0; k < 2; k++) {
-            int v = zt__json_get(&g->j, t, strings[k]);
-            snprintf(path, sizeof path, "%s.%s", names[m], strings[k]);
-            if (v >= 0 && (g->j.tok[v].type != JSMN_STRING || zt__json_string(&g->j, v, path, value[k], sizeof value[k])))
-                return zt__cfg_bad(g, v, path, "a string");
-        }
+        if (!*enabled[m]) continue;
         const char *out = value[0], *job = value[1];
         size_t n = strlen(out);
         int joined = job[0] == '/' || n == 0 /* os.path.join: an absolute job_name starts over */
@@ -8338,9 +8368,13 @@ static zt_result zt__cfg_monitor(zt__cfg *g) {
         if (joined >= (int)sizeof c->tensorboard_dir)
             return zt_fail(ZT_ERROR_INVALID, "%s: %s.output_path and job_name make a path of %d bytes; zt takes up to %d",
                            g->j.file, names[m], joined, (int)sizeof c->tensorboard_dir - 1);
-        if (!dirs[m][0]) snprintf(dirs[m], sizeof c->tensorboard_dir, "."); /* both empty: the working directory */
-        *opt_dirs[m] = *enabled[m] ? dirs[m] : NULL;
+        if (!dirs[m][0]) /* DeepSpeed's os.makedirs("") fails too */
+            return zt_fail(ZT_ERROR_INVALID, "%s: %s.output_path and job_name are both empty: no directory to write in",
+                           g->j.file, names[m]);
+        *opt_dirs[m] = dirs[m];
     }
+    for (int m = 0; m < 2; m++)
+        if (zt__json_get(&g->j, 0, names[m]) >= 0 && !*enabled[m]) *opt_dirs[m] = NULL; /* a section that says off */
     return ZT_OK;
 }
 
@@ -10962,6 +10996,9 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     zt_arena_init(&e->meta, "metadata", e->meta_mem, meta_bytes);
     e->n_blocks = n_blocks;
     e->model_path = model->config_path ? zt_arena_strdup(&e->meta, model->config_path) : NULL;
+    const char **paths[] = {&e->opt.offload_optimizer_path, &e->opt.offload_param_path, &e->opt.nvme_path};
+    for (int k = 0; k < 3; k++) /* the caller's strings (a config's, which may go): the engine keeps copies */
+        if (*paths[k]) *paths[k] = zt_arena_strdup(&e->meta, *paths[k]);
     e->types = ZT_PUSH(&e->meta, const zt_block_type *, n_blocks);
     e->configs = ZT_PUSH(&e->meta, const void *, n_blocks);
     for (int b = 0; b < n_blocks; b++) e->types[b] = zt__block_at(e, model, n_blocks, b, &e->configs[b]);
@@ -11428,6 +11465,8 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     int overflow = !isfinite(norm); /* the same on every rank: the partials were summed across them */
     e->step++;
     info.step = e->step;
+    float lr = zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
+    info.lr = lr;
     if (overflow && (e->opt.precision == ZT_PRECISION_FP16 ||
                      (e->opt.precision == ZT_PRECISION_BF16 && e->opt.bf16_skip_nonfinite))) {
         info.skipped = 1;
@@ -11435,8 +11474,6 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     } else {
         double clip = 1.0;
         if (e->opt.max_grad_norm > 0 && norm > e->opt.max_grad_norm) clip = e->opt.max_grad_norm / (norm + 1e-6);
-        float lr = zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
-        info.lr = lr;
         e->adam_step++;
         zt__update(e, lr, to_mean * clip);
         e->sched_step++;
@@ -11918,6 +11955,7 @@ static zt_result zt__events_write(zt_events *w, int what, const char *text, floa
 /* mkdir -p: each missing directory of path, then path */
 static zt_result zt__mkdirs(const char *path) {
     char dir[4096];
+    if (!*path) return zt_fail(ZT_ERROR_INVALID, "a directory's name is empty");
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return zt_fail(ZT_ERROR_INVALID, "path too long: %s", path);
     for (char *c = dir + 1;; c++) {
         if (*c != '/' && *c) continue;
@@ -11936,6 +11974,8 @@ ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time)
     memset(w, 0, sizeof *w);
     w->fd = -1;
     w->wall_time = wall_time;
+    if (!(wall_time >= 0.0 && wall_time < 1e12))
+        return zt_fail(ZT_ERROR_INVALID, "zt_events_open: a wall time of %g seconds; 0 (the clock) or a time since 1970", wall_time);
     zt_result r = zt__mkdirs(dir);
     if (r != ZT_OK) return r;
     char host[256] = "";
@@ -11948,7 +11988,7 @@ ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time)
     if (n >= (int)sizeof w->path) return zt_fail(ZT_ERROR_INVALID, "the event file's path is too long: %s/...", dir);
     w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (w->fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", w->path, strerror(errno));
-    if ((r = zt__events_write(w, 3, "brain.Event:2", 0.0f, 0)) != ZT_OK) zt_events_close(w);
+    if ((r = zt__events_write(w, 3, "brain.Event:2", 0.0f, 0)) != ZT_OK) zt_events_close(w), unlink(w->path);
     return r;
 }
 

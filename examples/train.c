@@ -33,6 +33,7 @@ typedef struct args {
     int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
     double num_train_epochs, temperature, top_p;
     int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
+    int logging_first_step;
     const char *report_to, *logging_dir;
     const char *fit;
     const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps", "epoch" ("best") */
@@ -101,7 +102,7 @@ static const flag FLAGS[] = {
     FLAG("log_level", F_STR, log_level, "passive", "the library's messages: debug, info, warning, error or critical (passive: info)"),
     FLAG("per_device_eval_batch_size", F_INT, eval_batch, "8", "taken: evaluation runs --per_device_train_batch_size rows at a time (the arenas' size); the loss is the same"),
     FLAG("eval_accumulation_steps", F_STR, script_value, "", "taken: the evaluation sums its loss as it goes"),
-    FLAG("logging_first_step", F_BOOL, script_switch, "false", "taken: zt prints step 1 always"),
+    FLAG("logging_first_step", F_BOOL, logging_first_step, "false", "--report_to tensorboard logs step 1 too (zt's step lines always show it)"),
     FLAG("include_tokens_per_second", F_BOOL, script_switch, "false", "taken: every step line and metrics.jsonl have tokens per second"),
     FLAG("skip_memory_metrics", F_BOOL, script_switch, "true", "taken: zt reports its arenas after the first step and in metrics.jsonl"),
     FLAG("full_determinism", F_BOOL, script_switch, "false", "taken: zt is deterministic always (the same bits for the same run)"),
@@ -668,12 +669,13 @@ static int reports_tensorboard(const char *list) {
 
 static int tb_open(const args *a) {
     char dir[4200], when[64], host[256] = "";
-    const char *env = getenv("TENSORBOARD_LOGGING_DIR");
+    const char *env = getenv("TENSORBOARD_LOGGING_DIR"), *home = getenv("HOME");
     time_t now = time(NULL);
     struct tm tm;
     gethostname(host, sizeof host - 1);
     strftime(when, sizeof when, "%b%d_%H-%M-%S", localtime_r(&now, &tm)); /* torch's and the Trainer's name */
-    if (env && *env) snprintf(dir, sizeof dir, "%s", env);
+    if (env && env[0] == '~' && (env[1] == '/' || !env[1]) && home) snprintf(dir, sizeof dir, "%s%s", home, env + 1);
+    else if (env && *env) snprintf(dir, sizeof dir, "%s", env); /* empty: as if unset */
     else if (*a->logging_dir) snprintf(dir, sizeof dir, "%s", a->logging_dir);
     else snprintf(dir, sizeof dir, "%s/runs/%s_%s", a->output_dir, when, host);
     if (zt_events_open(&tb, dir, 0.0) != ZT_OK) return fail("--report_to tensorboard"), 0;
@@ -1029,12 +1031,17 @@ int main(int argc, char **argv) {
                     : strcmp(a.logging_strategy, "steps") == 0 && a.logging_steps > 0 &&
                           (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps);
             tb_loss += s.loss, tb_steps++, run_loss += s.loss;
-            if (log) { /* the Trainer's logs: the mean loss since the last, the step's norm and rate */
+            int tb_log = strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end /* where the Trainer logs */
+                       : strcmp(a.logging_strategy, "steps") == 0 &&
+                             ((a.logging_steps > 0 && s.step % a.logging_steps == 0) || (a.logging_first_step && s.step == 1));
+            if (tb_log) { /* the Trainer's logs: the mean loss since the last, the step's norm and rate */
                 tb_scalar("train/loss", tb_loss / (double)tb_steps, s.step);
                 tb_scalar("train/grad_norm", s.grad_norm, s.step);
                 tb_scalar("train/learning_rate", s.lr, s.step);
                 tb_scalar("train/epoch", epochs, s.step);
                 tb_loss = 0.0, tb_steps = 0;
+            }
+            if (log) {
                 printf("step %lld/%lld | loss %.6f | lr %.2e | grad_norm %.2f | %.1f ms | %.0f tok/s | mem %.2f GiB%s\n",
                        (long long)s.step, (long long)o.max_steps, s.loss, s.lr, s.grad_norm, ms,
                        (double)s.tokens * 1000.0 / ms,

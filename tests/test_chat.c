@@ -387,3 +387,17 @@ TEST(chat_hostile_templates) {
     CHECK(zt_chat_template_compile(&c, tpl, strlen(tpl), "deep.jinja") != ZT_OK);
     CHECK_STR_CONTAINS(zt_last_error(), "deep");
 }
+
+/* floats print as Python's repr: the shortest digits that read back, also at the powers of two where the nearest
+   decimal of that length does not (2^-1017, 2^-957: one digit fewer than the first length that rounds back) */
+TEST(chat_floats_print_as_python_repr) {
+    const char *src = "{{ a }} {{ b }} {{ c }} {{ d }} {{ e }}";
+    const char *json = "{\"a\": 7.120236347223045e-307, \"b\": 8.209073602596753e-289, \"c\": 0.1, \"d\": 1e16, "
+                       "\"e\": 65536.0}";
+    zt_chat_template *c = NULL;
+    CHECK_MSG(zt_chat_template_compile(&c, src, strlen(src), "repr") == ZT_OK, "%s", zt_last_error());
+    zt_chat_text out;
+    CHECK_MSG(zt_chat_render(c, json, strlen(json), &out) == ZT_OK, "%s", zt_last_error());
+    CHECK_MSG(strcmp(out.text, "7.120236347223045e-307 8.209073602596753e-289 0.1 1e+16 65536.0") == 0, "%s", out.text);
+    zt_chat_template_free(c);
+}

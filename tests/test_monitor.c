@@ -195,6 +195,32 @@ TEST(deepspeed_monitor_errors_name_the_key) {
     CHECK_STR_CONTAINS(zt_last_error(), "tensorboard.enabled");
     CHECK(engine_from("{\"comet\": [1]}", &e, &o) == ZT_ERROR_INVALID);
     CHECK_STR_CONTAINS(zt_last_error(), "comet");
+    CHECK(engine_from("{\"wandb\": {\"enabled\": false, \"project\": 5}}", &e, &o) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "wandb.project");
+    CHECK(engine_from("{\"comet\": {\"samples_log_interval\": 1.5}}", &e, &o) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "comet.samples_log_interval");
+    CHECK(engine_from("{\"csv_monitor\": {\"enabled\": true, \"output_path\": \"\", \"job_name\": \"\"}}", &e, &o) ==
+          ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "csv_monitor.output_path and job_name are both empty");
+    static char long_path[1400];
+    snprintf(long_path, sizeof long_path, "{\"tensorboard\": {\"output_path\": \"%01100d\"}}", 0);
+    CHECK(engine_from(long_path, &e, &o) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "tensorboard.output_path is 1100 bytes long; zt takes up to 1023");
+    /* "auto" is as if absent, as DeepSpeed drops it: the defaults (off; DeepSpeedJobName) */
+    CHECK(engine_from("{\"tensorboard\": \"auto\", \"csv_monitor\": {\"enabled\": \"auto\", \"output_path\": \"auto\"}, "
+                      "\"comet\": {\"project\": null, \"online\": null}}", &e, &o) == ZT_OK);
+    CHECK(o.tensorboard_dir == NULL && o.csv_monitor_dir == NULL);
+    zt_shutdown(e);
+    zt_ds_config ds;
+    zt_options oo = zt_options_default();
+    const char *on = "{\"tensorboard\": {\"enabled\": true, \"output_path\": \"auto\", \"job_name\": \"/abs/run\"}, "
+                     "\"csv_monitor\": {\"enabled\": true, \"output_path\": \"logs\", \"job_name\": \"auto\"}}";
+    zt_set_log(capture, NULL);
+    zt_result parsed = zt_ds_config_parse(&ds, &oo, on, strlen(on), "ds.json", 1, 16);
+    zt_set_log(NULL, NULL);
+    CHECK(parsed == ZT_OK);
+    CHECK(oo.tensorboard_dir && strcmp(oo.tensorboard_dir, "/abs/run") == 0);
+    CHECK(oo.csv_monitor_dir && strcmp(oo.csv_monitor_dir, "logs/DeepSpeedJobName") == 0);
     /* W&B and Comet are services zt does not reach: said once, training goes on */
     CHECK_MSG(engine_from("{\"wandb\": {\"enabled\": true, \"project\": \"p\"}}", &e, &o) == ZT_OK, "%s", zt_last_error());
     CHECK_STR_CONTAINS(logged, "reads but does not act on yet: wandb");
@@ -212,4 +238,28 @@ TEST(deepspeed_monitor_errors_name_the_key) {
     zt_shutdown(e);
     struct stat st;
     CHECK(stat(dir, &st) != 0);
+}
+
+/* an fp16 step skipped for overflow reports the learning rate it would have used (the Trainer logs the scheduler's),
+   and the schedule does not move: the next step uses it */
+TEST(skipped_step_reports_its_learning_rate) {
+    zt_engine *e = NULL;
+    zt_options o;
+    CHECK_MSG(engine_from("{\"train_micro_batch_size_per_gpu\": 2, \"fp16\": {\"enabled\": true, \"initial_scale_power\": "
+                          "32, \"hysteresis\": 1}}", &e, &o) == ZT_OK, "%s", zt_last_error());
+    int32_t x[16];
+    for (int i = 0; i < 16; i++) x[i] = (i * 5) % 37;
+    zt_forward_backward(e, x, NULL, NULL, 2);
+    zt_step_info s = zt_step(e);
+    CHECK(s.skipped);
+    CHECK(s.lr > 0.0f && s.lr == zt_schedule_lr(zt_engine_options(e), 0));
+    int skipped = 1;
+    for (int k = 0; k < 40 && skipped; k++) { /* the scale halves until a step is taken */
+        zt_forward_backward(e, x, NULL, NULL, 2);
+        zt_step_info t = zt_step(e);
+        CHECK(t.lr == s.lr);
+        skipped = t.skipped;
+    }
+    CHECK(!skipped);
+    zt_shutdown(e);
 }
