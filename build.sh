@@ -620,8 +620,8 @@ epoch_check() {
 # --report_to tensorboard: the Trainer's scalars in OUTPUT_DIR/runs/DATE_HOST/events.out.tfevents.*, read back by
 # build/events_dump (every record's CRC checked): train/loss where the Trainer logs (--logging_steps 3 with
 # --logging_first_step: steps 1, 3 and 6, not the last, 7) is the mean of metrics.jsonl's losses since the step logged
-# before, eval/loss the evaluation's, and the end's summary is there; TENSORBOARD_LOGGING_DIR moves the file; a
-# reporter not built is named in a warning
+# before, eval/loss the evaluation's, the end's summary and the start's texts (args, model_config) are there;
+# TENSORBOARD_LOGGING_DIR moves the file; a reporter not built is named in a warning
 tensorboard_check() {
     local text=$1 dir=$B/check/tensorboard file got want out
     local run=($B/zt_train --model examples/models/byte-small --data "$text" --val_data "$text" --seq_len 32
@@ -638,6 +638,7 @@ tensorboard_check() {
                          ($1 " " $2) in w { if (($3 - w[$1 " " $2]) ^ 2 > 1e-12 * $3 ^ 2) bad = 1; seen++ }
                          END { exit bad || seen != 4 }' <(echo "$want") <(echo "$got") &&
         grep -q '^7 train/train_loss ' <<<"$got" && grep -q '^6 train/learning_rate ' <<<"$got" &&
+        grep -q '^0 args/text_summary text {' <<<"$got" && grep -q '^0 model_config/text_summary text {' <<<"$got" &&
         ! grep -q '^7 train/loss ' <<<"$got" &&
         [[ -f $(echo $dir/env/events.out.tfevents.*) ]] && grep -q 'report_to wandb: not built' <<<"$out"; then
         pass "zt_train --report_to tensorboard: the Trainer's scalars (train/loss the mean since the last log, eval/loss), read back"

@@ -1286,9 +1286,9 @@ ZT_API int64_t zt_data_windows(const zt_data *d);  /* windows per epoch, all ran
 ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index);
 ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
 
-/* Scalars for TensorBoard: an event file as torch's SummaryWriter writes it (the same records; the first
-   names zt as the writer), which `tensorboard --logdir DIR` shows. Each scalar is one record written at once with write(2): nothing is
-   allocated, and a crash loses at most the record being written. */
+/* Scalars and texts for TensorBoard: an event file as torch's SummaryWriter writes it (the same records; the
+   first names zt as the writer), which `tensorboard --logdir DIR` shows. Each event is one record, written as it
+   comes with write(2): nothing is allocated, and a crash loses at most the record being written. */
 typedef struct zt_events {
     int fd;                 /* -1: not open */
     double wall_time;       /* 0: each event is stamped with the clock; else with this (reproducible files) */
@@ -1300,6 +1300,8 @@ ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time)
 /* tag ("train/loss": TensorBoard groups by what comes before the slash), the value (stored as a float, as
    add_scalar stores it), the step (the x axis). An error names the file. */
 ZT_API zt_result zt_events_scalar(zt_events *w, const char *tag, double value, int64_t step);
+/* a text, as add_text writes it (under tag + "/text_summary"; TensorBoard's Text tab shows it, Markdown) */
+ZT_API zt_result zt_events_text(zt_events *w, const char *tag, const char *text, int64_t step);
 ZT_API void zt_events_close(zt_events *w); /* a closed or never opened writer is fine */
 
 /* >>tokenizer ================================================================================== */
@@ -11891,16 +11893,19 @@ static zt_result zt__write_all(int fd, const void *buf, size_t n, const char *pa
 /* A file of TFRecords: each is the length (u64), its masked CRC-32C, the bytes, their masked CRC-32C, all
    little-endian. The bytes are an Event protocol buffer: wall_time (1, double), step (2, int64), then
    file_version (3) and source_metadata (10, the writer's name) for the first event, or a Summary (5) of one
-   Value: tag (1) and simple_value (2, float). Proto3 leaves a zero wall_time or step out; simple_value, in a
-   oneof, is written even when zero. */
-static uint32_t zt__crc32c(const uint8_t *p, size_t n) {
-    uint32_t c = 0xffffffffu;
+   Value: tag (1) and simple_value (2, float) for a scalar; for a text, tensor (8: dtype (1) DT_STRING, shape
+   (2) [1], string_val (8)) and metadata (9: plugin_data (1) plugin_name (1) "text"). Proto3 leaves a zero
+   wall_time or step out; simple_value, in a oneof, is written even when zero. */
+static uint32_t zt__crc32c(uint32_t crc, const uint8_t *p, size_t n) { /* crc: of the bytes before (0: none) */
+    uint32_t c = ~crc;
     for (size_t i = 0; i < n; i++) {
         c ^= p[i];
         for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82f63b78u & (0u - (c & 1u)));
     }
     return ~c;
 }
+
+static uint32_t zt__masked(uint32_t c) { return ((c >> 15) | (c << 17)) + 0xa282ead8u; }
 
 static uint8_t *zt__le(uint8_t *p, uint64_t v, int bytes) {
     for (int i = 0; i < bytes; i++) *p++ = (uint8_t)(v >> (8 * i));
@@ -11913,16 +11918,20 @@ static uint8_t *zt__varint(uint8_t *p, uint64_t v) {
     return p;
 }
 
-static uint32_t zt__masked_crc(const uint8_t *p, size_t n) {
-    uint32_t c = zt__crc32c(p, n);
-    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+static size_t zt__varint_len(uint64_t v) {
+    size_t n = 1;
+    for (; v >= 0x80; v >>= 7) n++;
+    return n;
 }
 
 #define ZT__TAG_MAX 1024
+#define ZT__TEXT_MAX ((size_t)1 << 24)
 
-/* one event, as a record, written whole; what == 3 file_version, 5 a scalar summary */
-static zt_result zt__events_write(zt_events *w, int what, const char *text, float value, int64_t step) {
-    uint8_t rec[ZT__TAG_MAX + 64], *p = rec + 12; /* the length and its CRC go first */
+/* one event, as a record: what == 3 file_version (the text), 5 a scalar summary, 8 a text summary */
+static zt_result zt__events_write(zt_events *w, int what, const char *tag, float value, const char *text, size_t tn,
+                                  int64_t step) {
+    uint8_t head[ZT__TAG_MAX + 96], *p = head + 12, tail[16]; /* the length and its CRC go first */
+    size_t tail_n = 0, n = strlen(tag);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     double wall = w->wall_time != 0.0 ? w->wall_time : (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -11930,26 +11939,36 @@ static zt_result zt__events_write(zt_events *w, int what, const char *text, floa
     memcpy(&bits, &wall, 8);
     if (wall != 0.0) *p++ = 0x09, p = zt__le(p, bits, 8);
     if (step != 0) *p++ = 0x10, p = zt__varint(p, (uint64_t)step);
-    size_t n = strlen(text);
     if (what == 3) {
-        *p++ = 0x1a, p = zt__varint(p, n);
-        memcpy(p, text, n), p += n;
-        memcpy(p, "\x52\x04\x0a\x02zt", 6), p += 6; /* source_metadata (10): writer (1) "zt" */
+        *p++ = 0x1a, p = zt__varint(p, tn);
+        memcpy(tail, "\x52\x04\x0a\x02zt", 6), tail_n = 6; /* source_metadata (10): writer (1) "zt" */
     } else {
-        uint32_t f;
-        memcpy(&f, &value, 4);
-        size_t val = 1 + (n < 128 ? 1 : 2) + n + 5, sum = 1 + (val < 128 ? 1 : 2) + val; /* n < 16384 */
-        *p++ = 0x2a, p = zt__varint(p, sum);        /* Event.summary */
-        *p++ = 0x0a, p = zt__varint(p, val);        /* Summary.value */
-        *p++ = 0x0a, p = zt__varint(p, n);          /* Value.tag */
-        memcpy(p, text, n), p += n;
-        *p++ = 0x15, p = zt__le(p, f, 4);           /* Value.simple_value */
+        size_t tensor = 8 + 1 + zt__varint_len(tn) + tn, body = what == 5 ? 5 : 1 + zt__varint_len(tensor) + tensor + 10;
+        size_t val = 1 + zt__varint_len(n) + n + body;
+        *p++ = 0x2a, p = zt__varint(p, 1 + zt__varint_len(val) + val); /* Event.summary */
+        *p++ = 0x0a, p = zt__varint(p, val);                            /* Summary.value */
+        *p++ = 0x0a, p = zt__varint(p, n);                              /* Value.tag */
+        memcpy(p, tag, n), p += n;
+        if (what == 5) {
+            uint32_t f;
+            memcpy(&f, &value, 4);
+            *p++ = 0x15, p = zt__le(p, f, 4); /* Value.simple_value */
+        } else { /* Value.tensor: DT_STRING (7), shape [1], the text; then Value.metadata: the text plugin's */
+            *p++ = 0x42, p = zt__varint(p, tensor);
+            memcpy(p, "\x08\x07\x12\x04\x12\x02\x08\x01\x42", 9), p += 9;
+            p = zt__varint(p, tn);
+            memcpy(tail, "\x4a\x08\x0a\x06\x0a\x04text", 10), tail_n = 10;
+        }
     }
-    size_t len = (size_t)(p - rec - 12);
-    zt__le(rec, len, 8);
-    zt__le(rec + 8, zt__masked_crc(rec, 8), 4);
-    p = zt__le(p, zt__masked_crc(rec + 12, len), 4);
-    return zt__write_all(w->fd, rec, (size_t)(p - rec), w->path);
+    size_t len = (size_t)(p - head - 12) + tn + tail_n;
+    zt__le(head, len, 8);
+    zt__le(head + 8, zt__masked(zt__crc32c(0, head, 8)), 4);
+    uint32_t crc = zt__crc32c(zt__crc32c(zt__crc32c(0, head + 12, (size_t)(p - head - 12)), (const uint8_t *)text, tn),
+                              tail, tail_n);
+    zt__le(tail + tail_n, zt__masked(crc), 4);
+    zt_result r = zt__write_all(w->fd, head, (size_t)(p - head), w->path);
+    if (r == ZT_OK && tn) r = zt__write_all(w->fd, text, tn, w->path);
+    return r == ZT_OK ? zt__write_all(w->fd, tail, tail_n + 4, w->path) : r;
 }
 
 /* mkdir -p: each missing directory of path, then path */
@@ -11988,7 +12007,7 @@ ZT_API zt_result zt_events_open(zt_events *w, const char *dir, double wall_time)
     if (n >= (int)sizeof w->path) return zt_fail(ZT_ERROR_INVALID, "the event file's path is too long: %s/...", dir);
     w->fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
     if (w->fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", w->path, strerror(errno));
-    if ((r = zt__events_write(w, 3, "brain.Event:2", 0.0f, 0)) != ZT_OK) zt_events_close(w), unlink(w->path);
+    if ((r = zt__events_write(w, 3, "", 0.0f, "brain.Event:2", 13, 0)) != ZT_OK) zt_events_close(w), unlink(w->path);
     return r;
 }
 
@@ -11997,7 +12016,19 @@ ZT_API zt_result zt_events_scalar(zt_events *w, const char *tag, double value, i
     size_t n = strlen(tag);
     if (n == 0 || n > ZT__TAG_MAX)
         return zt_fail(ZT_ERROR_INVALID, "zt_events_scalar: a tag of %zu bytes; 1 to %d are taken", n, ZT__TAG_MAX);
-    return zt__events_write(w, 5, tag, (float)value, step);
+    return zt__events_write(w, 5, tag, (float)value, NULL, 0, step);
+}
+
+ZT_API zt_result zt_events_text(zt_events *w, const char *tag, const char *text, int64_t step) {
+    if (w->fd < 0) return zt_fail(ZT_ERROR_INVALID, "zt_events_text: the event file is not open");
+    char name[ZT__TAG_MAX + 16];
+    size_t n = strlen(tag), tn = strlen(text);
+    if (n == 0 || n > ZT__TAG_MAX - 13)
+        return zt_fail(ZT_ERROR_INVALID, "zt_events_text: a tag of %zu bytes; 1 to %d are taken", n, ZT__TAG_MAX - 13);
+    if (tn > ZT__TEXT_MAX)
+        return zt_fail(ZT_ERROR_INVALID, "zt_events_text: a text of %zu bytes; up to %zu are taken", tn, ZT__TEXT_MAX);
+    snprintf(name, sizeof name, "%s/text_summary", tag); /* add_text's name, which TensorBoard's Text tab shows */
+    return zt__events_write(w, 8, name, 0.0f, text, tn, step);
 }
 
 ZT_API void zt_events_close(zt_events *w) {

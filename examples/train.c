@@ -683,6 +683,28 @@ static int tb_open(const args *a) {
     return 1;
 }
 
+/* the Trainer's texts at the start: "args" (its TrainingArguments; here the effective configuration, as
+   --print_config shows it) and "model_config" (the model's config.json) */
+static void tb_texts(const args *a, zt_ds_config *ds, const zt_options *o, const char *model_dir) {
+    char *text = NULL, path[4200];
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (f && !*a->config && !*a->config_file) memset(ds, 0, sizeof *ds), ds->world_size = world; /* none read */
+    if (f) zt_ds_config_print(ds, o, f), fclose(f);
+    if (text && tb.fd >= 0 && zt_events_text(&tb, "args", text, 0) != ZT_OK)
+        fprintf(stderr, "zt_train: warning: TensorBoard: %s\n", zt_last_error());
+    free(text);
+    size_t ml = strlen(a->model);
+    if (ml >= 5 && strcmp(a->model + ml - 5, ".json") == 0) snprintf(path, sizeof path, "%s", a->model);
+    else snprintf(path, sizeof path, "%s/config.json", model_dir);
+    if (!(f = fopen(path, "rb"))) return;
+    static char config[1 << 16];
+    config[fread(config, 1, sizeof config - 1, f)] = 0;
+    fclose(f);
+    if (tb.fd >= 0 && zt_events_text(&tb, "model_config", config, 0) != ZT_OK)
+        fprintf(stderr, "zt_train: warning: TensorBoard: %s\n", zt_last_error());
+}
+
 static void tb_scalar(const char *tag, double v, int64_t step) {
     if (tb.fd < 0 || zt_events_scalar(&tb, tag, v, step) == ZT_OK) return;
     fprintf(stderr, "zt_train: warning: TensorBoard stops: %s\n", zt_last_error());
@@ -969,6 +991,7 @@ int main(int argc, char **argv) {
         if (!make_dirs(a.output_dir))
             return fprintf(stderr, "zt_train: cannot create --output_dir %s: %s\n", a.output_dir, strerror(errno)), 1;
         if (report_tb && rank == 0 && !tb_open(&a)) return 1;
+        if (report_tb && rank == 0) tb_texts(&a, &ds, &o, model_dir);
         double tb_loss = 0.0, run_loss = 0.0; /* losses since the last logged step, and of this run */
         int64_t tb_steps = 0, first_step = zt_engine_step(e);
         uint64_t started = zt_time_ns();

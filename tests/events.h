@@ -15,6 +15,8 @@ typedef struct test_event {
     char version[64];    /* file_version, or "" */
     float value;
     int has_value;
+    char text[2048];     /* a text summary's string (cut to fit), with has_text */
+    int has_text;
 } test_event;
 
 static inline uint32_t test_crc32c(const uint8_t *p, size_t n) {
@@ -65,6 +67,20 @@ static inline int test_value(const uint8_t *p, const uint8_t *end, test_event *e
         } else if (key == 0x15 && end - p >= 4) {
             uint32_t bits = (uint32_t)test_le(p, 4);
             memcpy(&ev->value, &bits, 4), ev->has_value = 1, p += 4;
+        } else if (key == 0x42 || key == 0x4a) { /* tensor: its string_val (8) is the text; metadata: skipped */
+            uint64_t n = test_varint(&p, end, &ok);
+            if (!ok || n > (uint64_t)(end - p)) return 0;
+            for (const uint8_t *q = p, *qe = p + n; key == 0x42 && q < qe && ok;) {
+                uint64_t k = test_varint(&q, qe, &ok), m = test_varint(&q, qe, &ok); /* a varint, or a length */
+                if ((k & 7) == 0) continue; /* dtype */
+                if (!ok || (k & 7) != 2 || m > (uint64_t)(qe - q)) return 0;
+                if (k == 0x42) {
+                    size_t c = m < sizeof ev->text ? (size_t)m : sizeof ev->text - 1;
+                    memcpy(ev->text, q, c), ev->text[c] = 0, ev->has_text = 1;
+                }
+                q += m;
+            }
+            p += n;
         } else {
             return 0;
         }

@@ -1,5 +1,5 @@
 #define _POSIX_C_SOURCE 200809L
-/* tests/test_monitor.c - TensorBoard event files (zt_events: the records torch's SummaryWriter writes,
+/* tests/test_monitor.c - TensorBoard event files (zt_events: the scalars and texts torch's SummaryWriter writes,
    tests/ref/make_tfevents.py) and DeepSpeed's monitor sections (tensorboard, csv_monitor, wandb, comet). */
 #include "test.h"
 #include "events.h"
@@ -54,6 +54,10 @@ TEST(events_file_has_torchs_records) {
     CHECK(zt_events_scalar(&w, "big_step", 1e30, 5000000000LL) == ZT_OK);
     CHECK(zt_events_scalar(&w, long_tag, 1.0 / 3.0, 7) == ZT_OK);
     CHECK(zt_events_scalar(&w, "eval/\xe6\x8d\x9f\xe5\xa4\xb1", -0.0, 12) == ZT_OK);
+    char long_text[301];
+    memset(long_text, 'x', 300), long_text[300] = 0;
+    CHECK(zt_events_text(&w, "args", "{\"learning_rate\": 0.001, \"note\": \"\xe6\x97\xa5\xe6\x9c\xac\"}", 0) == ZT_OK);
+    CHECK(zt_events_text(&w, "notes", long_text, 5) == ZT_OK);
     zt_events_close(&w);
     zt_events_close(&w); /* twice is fine */
     CHECK(event_file(dir, path, sizeof path));
@@ -62,22 +66,25 @@ TEST(events_file_has_torchs_records) {
     CHECK(ours != NULL);
     size_t ra[16], rl[16], oa[16], ol[16];
     int nr = records((unsigned char *)ref, ref_n, ra, rl, 16), no = records((unsigned char *)ours, our_n, oa, ol, 16);
-    CHECK_EQ_INT(nr, 8);
-    CHECK_EQ_INT(no, 8);
+    CHECK_EQ_INT(nr, 10);
+    CHECK_EQ_INT(no, 10);
     /* the first names the format and the writer (torch's module, zt): its wall time and file_version alike */
     CHECK(memcmp(ref + ra[0] + 12, ours + oa[0] + 12, 24) == 0);
     CHECK(memcmp(ours + oa[0] + 12 + 24, "\x52\x04\x0a\x02zt", 6) == 0);
-    for (int k = 1; k < 8; k++)
+    for (int k = 1; k < 10; k++)
         CHECK_MSG(rl[k] == ol[k] && memcmp(ref + ra[k], ours + oa[k], rl[k]) == 0, "record %d differs from torch's", k);
     test_event ev[16];
     char why[256];
-    CHECK_MSG(test_read_events(path, ev, 16, why, sizeof why) == 8, "%s", why);
+    CHECK_MSG(test_read_events(path, ev, 16, why, sizeof why) == 10, "%s", why);
+    CHECK(strcmp(ev[9].tag, "notes/text_summary") == 0 && ev[9].step == 5 && !ev[9].has_value);
+    CHECK(ev[9].has_text && strcmp(ev[9].text, long_text) == 0);
     CHECK(strcmp(ev[0].version, "brain.Event:2") == 0);
     CHECK(strcmp(ev[6].tag, long_tag) == 0 && ev[6].step == 7 && ev[6].value == 1.0f / 3.0f);
     /* a tag that cannot be written, and a writer not open, are errors; a directory where a file is, too */
     CHECK(zt_events_scalar(&w, "late", 1.0, 1) == ZT_ERROR_INVALID);
     CHECK(zt_events_open(&w, dir, 0.0) == ZT_OK);
     CHECK(zt_events_scalar(&w, "", 1.0, 1) == ZT_ERROR_INVALID);
+    CHECK(zt_events_text(&w, "", "text", 1) == ZT_ERROR_INVALID);
     zt_events_close(&w);
     snprintf(path, sizeof path, "%s/sub", dir);
     FILE *f = fopen(path, "w");
