@@ -428,6 +428,10 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --deepspeed --deepspeed_config examples/configs/zero3.json --print_config
     expect_output "zt_train without --data says there is nothing to do" 'nothing to do: give --data' \
         $B/zt_train --model examples/models/byte-small
+    expect_output "zt_train names a launcher setting that is no number" 'num_processes takes an integer from 1 to 1048576, not "2x"' \
+        $B/zt_train --model examples/models/byte-small --data "$text" --num_processes 2x
+    expect_output "zt_train refuses a number flag out of its range before training" '--num_train_epochs is -1; it takes 0 to' \
+        $B/zt_train --model examples/models/byte-small --data "$text" --num_train_epochs -1
     epoch_check "$text"
     strategy_check "$text"
     best_model_check "$text"
@@ -458,6 +462,10 @@ program_checks() {
         fail "examples/minimal.c and zt_train disagree:"
         paste <(echo "$m") <(echo "$t") | sed 's/^/    /'
     fi
+    # a new run into that --output_dir would write over its checkpoints: refused, unless --overwrite_output_dir
+    expect_output "zt_train refuses an --output_dir an earlier run left, naming --resume and --overwrite_output_dir" \
+        'holds an earlier run .*--resume .* continues it, --overwrite_output_dir' \
+        $B/zt_train --model examples/models/byte-small --data "$text" "${flags[@]}" --output_dir $dir/out
     launcher_checks "$text"
 }
 
@@ -1252,7 +1260,7 @@ cmd_run() {
     build_program $B/zt_train $B "$CFLAGS" examples/train.c
     $B/zt_train --model examples/models/byte-small --data "/usr/share/common-licenses/*" --data_format text \
         --max_steps 600 --per_device_train_batch_size 8 --learning_rate 2e-3 --warmup_steps 30 \
-        --logging_steps 50 --output_dir $B/run --sample 300 --prompt "The "
+        --logging_steps 50 --output_dir $B/run --overwrite_output_dir --sample 300 --prompt "The "
 }
 
 cmd_bench() {

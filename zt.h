@@ -1447,6 +1447,7 @@ ZT_EXTERN_C_END
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <float.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -7358,21 +7359,31 @@ static int zt__attach_rank(zt_comm **comm, int fd, int rank, int world, int *exi
     return 0;
 }
 
+/* a launcher setting's integer: the whole text a number in [lo, hi], or 0 with a message naming it */
+static int zt__launch_int(const char *name, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (*v && !*end && errno == 0 && x >= lo && x <= hi) return (*out = (int)x), 1;
+    fprintf(stderr, "zt: %s takes an integer from %ld to %ld, not \"%s\"\n", name, lo, hi, v);
+    return 0;
+}
+
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
-    int n = 1, machines = 1, machine = 0, port = 29500;
+    int n = 1, machines = 1, machine = 0, port = 29500, ok = 1;
     const char *ip = getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1", *rdzv_id = NULL;
-    if (getenv("MASTER_PORT")) port = atoi(getenv("MASTER_PORT"));
     *exit_code = 0;
     *comm = NULL;
-    for (int i = 1; i < *argc;) {
+    if (getenv("MASTER_PORT")) ok = zt__launch_int("MASTER_PORT", getenv("MASTER_PORT"), 1, 65535, &port);
+    for (int i = 1; i < *argc && ok;) {
         const char *a = argv[i];
         size_t len = strcspn(a, "=");
 #define ZT__IS(name) (len == strlen(name) && strncmp(a, name, len) == 0)
-        if (ZT__IS("--num_processes")) n = atoi(zt__arg_value(*argc, argv, i));
-        else if (ZT__IS("--num_machines")) machines = atoi(zt__arg_value(*argc, argv, i));
-        else if (ZT__IS("--machine_rank")) machine = atoi(zt__arg_value(*argc, argv, i));
+        if (ZT__IS("--num_processes")) ok = zt__launch_int("--num_processes", zt__arg_value(*argc, argv, i), 1, 1 << 20, &n);
+        else if (ZT__IS("--num_machines")) ok = zt__launch_int("--num_machines", zt__arg_value(*argc, argv, i), 1, 1 << 20, &machines);
+        else if (ZT__IS("--machine_rank")) ok = zt__launch_int("--machine_rank", zt__arg_value(*argc, argv, i), 0, 1 << 20, &machine);
         else if (ZT__IS("--main_process_ip")) ip = zt__arg_value(*argc, argv, i);
-        else if (ZT__IS("--main_process_port")) port = atoi(zt__arg_value(*argc, argv, i));
+        else if (ZT__IS("--main_process_port")) ok = zt__launch_int("--main_process_port", zt__arg_value(*argc, argv, i), 1, 65535, &port);
         else if (ZT__IS("--rdzv_id")) rdzv_id = zt__arg_value(*argc, argv, i);
         else {
             i++;
@@ -7381,6 +7392,7 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
 #undef ZT__IS
         zt__drop_arg(argc, argv, i, 1);
     }
+    if (!ok) return (*exit_code = 2), 1;
     const char *fd_env = getenv("ZT_COMM_FD"), *tcp_env = getenv("ZT_COMM_TCP");
     if (fd_env && getenv("RANK") && getenv("WORLD_SIZE")) /* a rank zt_launch started */
         return zt__attach_rank(comm, atoi(fd_env), atoi(getenv("RANK")), atoi(getenv("WORLD_SIZE")), exit_code);
@@ -7772,6 +7784,14 @@ static zt_result zt__cfg_batch(zt__cfg *g) {
         } else {
             zt_result r = zt__cfg_int(g, t, keys[i], INT64_MIN / 2, &v[i]);
             if (r != ZT_OK) return r;
+            int64_t flags = o->micro_batch * o->grad_accum * c->world_size; /* the flags' (the Trainer's "calculated") */
+            if (has[i] && i == 0 && v[0] != flags &&
+                (zt_options_given(o, "per_device_train_batch_size") || zt_options_given(o, "gradient_accumulation_steps"))) {
+                size_t n = strlen(g->mismatch);
+                snprintf(g->mismatch + n, sizeof g->mismatch - n, "\n- train_batch_size=%lld vs --per_device_train_batch_size "
+                         "x --gradient_accumulation_steps x %lld ranks=%lld", (long long)v[0], (long long)c->world_size,
+                         (long long)flags);
+            }
             if (has[i] && i == 1) zt__cfg_match(g, keys[i], (double)v[i], (double)o->micro_batch, "per_device_train_batch_size");
             if (has[i] && i == 2) zt__cfg_match(g, keys[i], (double)v[i], (double)o->grad_accum, "gradient_accumulation_steps");
         }
@@ -10948,6 +10968,37 @@ static const zt_block_type *zt__block_at(zt_engine *e, const zt_model_spec *mode
          : (gpt2 ? zt_gpt2_block() : zt_llama_block());
 }
 
+static int zt__name_order(const void *a, const void *b) {
+    return strcmp((*(const zt__param *const *)a)->name, (*(const zt__param *const *)b)->name);
+}
+
+/* Checkpoints and exports hold parameters by name: every parameter with elements needs one of its own (a block
+   of one's own names its parameters as it likes, so two blocks of one type need the block in the name) */
+static zt_result zt__check_names(zt_engine *e) {
+    const zt__param **named = (const zt__param **)malloc(sizeof *named * (size_t)(e->n_params + 1)); /* init time */
+    if (!named) return zt_fail(ZT_ERROR_MEMORY, "out of host memory checking the parameters' names");
+    int n = 0;
+    zt_result r = ZT_OK;
+    for (int p = 0; p < e->n_params && r == ZT_OK; p++) {
+        const zt__param *pr = &e->params[p];
+        if (pr->tied >= 0 || zt__numel_of(pr->shape) == 0) continue;
+        if (!pr->name)
+            r = zt_fail(ZT_ERROR_INVALID, "block %d declares a parameter of %lld elements without a name: checkpoints "
+                        "and exports hold parameters by name", pr->block, (long long)zt__numel_of(pr->shape));
+        else
+            named[n++] = pr;
+    }
+    if (r == ZT_OK) qsort(named, (size_t)n, sizeof *named, zt__name_order);
+    for (int i = 1; i < n && r == ZT_OK; i++)
+        if (strcmp(named[i - 1]->name, named[i]->name) == 0)
+            r = zt_fail(ZT_ERROR_INVALID, "blocks %d and %d both declare a parameter named \"%s\": checkpoints and exports "
+                        "hold parameters by name, so each needs its own (put the block's number in it: "
+                        "\"layers.3.mlp.fc1.weight\")", ZT__MIN(named[i - 1]->block, named[i]->block),
+                        ZT__MAX(named[i - 1]->block, named[i]->block), named[i]->name);
+    free(named);
+    return r;
+}
+
 static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     zt_result r = ZT_OK;
     e->tb.fd = -1; /* not open (zt_shutdown closes it) */
@@ -11027,6 +11078,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->hthreads = e->off_opt != ZT_OFFLOAD_NONE ? (e->opt.threads > 0 ? e->opt.threads : zt_cpu_count()) : 0;
     if ((r = zt__check_options(e)) != ZT_OK) return r;
     if ((r = zt__declare(e)) != ZT_OK) return r;
+    if ((r = zt__check_names(e)) != ZT_OK) return r;
     zt__check_live(e);
     zt__say_settings(e);
     e->ckpt_text_bytes = 8192 + 26 * ZT_PLATEAU_WINDOW; /* zt_state.json too: its lr_plateau values */
@@ -12315,9 +12367,13 @@ ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
         return zt_fail(ZT_ERROR_INVALID, "the path %s is too long", final);
     zt__ckpt_rmdir(tmp); /* what a killed save left */
     if (mkdir(tmp, 0755) != 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    if ((r = zt__path(file, tmp, ZT__CKPT_TENSORS)) || (r = zt__ckpt_write_tensors(e, file))) return r;
-    if ((r = zt__path(file, tmp, ZT__CKPT_STATE)) || (r = zt__ckpt_write_state(e, file, data))) return r;
-    if ((r = zt__fsync_path(tmp)) != ZT_OK) return r;
+    if ((r = zt__path(file, tmp, ZT__CKPT_TENSORS)) == ZT_OK && (r = zt__ckpt_write_tensors(e, file)) == ZT_OK &&
+        (r = zt__path(file, tmp, ZT__CKPT_STATE)) == ZT_OK && (r = zt__ckpt_write_state(e, file, data)) == ZT_OK)
+        r = zt__fsync_path(tmp);
+    if (r != ZT_OK) return zt__ckpt_rmdir(tmp), r; /* a full disk: nothing half written stays */
+    struct stat fs;
+    if (stat(final, &fs) == 0) zt__ckpt_rmdir(old); /* a killed save's, older than final (alone, it is the copy
+                                                        zt_checkpoint_path falls back on: kept) */
     int replacing = rename(final, old) == 0;
     if (rename(tmp, final) != 0) return zt_fail(ZT_ERROR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
     if (replacing) zt__ckpt_rmdir(old);
@@ -12395,16 +12451,27 @@ static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path) {
                 zt__json_int(&j, to + 1, "data_offsets", &b0);
                 zt__json_int(&j, to + 2, "data_offsets", &b1);
             }
+            zt_shape want = pr->shape; /* as zt__ckpt_header writes it */
+            if (pr->flags & ZT_PARAM_VOCAB) want.d[0] = e->vocab;
+            int same = ts >= 0 && j.tok[ts].type == JSMN_ARRAY && j.tok[ts].size == want.ndim;
             if (ts >= 0 && j.tok[ts].type == JSMN_ARRAY)
                 for (int d = 0, c = ts + 1; d < j.tok[ts].size; d++, c++) {
                     int64_t v = -1;
                     zt__json_int(&j, c, "shape", &v);
                     count = v >= 0 && count <= INT64_MAX / (v ? v : 1) ? count * v : -1;
+                    same = same && v == want.d[d];
                 }
             if (strcmp(dtype, "F32") != 0 || count != n || b0 < 0 || b1 - b0 != n * 4 || (uint64_t)b1 > data_bytes)
                 r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" should be F32 with %lld elements inside the file; found "
                             "dtype \"%s\", %lld elements, bytes [%lld, %lld) of %llu", path, key, (long long)n, dtype,
                             (long long)count, (long long)b0, (long long)b1, (unsigned long long)data_bytes);
+            else if (!same) {
+                char dims[96] = "";
+                for (int d = 0; d < want.ndim; d++)
+                    snprintf(dims + strlen(dims), sizeof dims - strlen(dims), d ? ", %lld" : "%lld", (long long)want.d[d]);
+                r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" has another shape than this model's [%s]: it was saved "
+                            "from another model", path, key, dims);
+            }
             offsets[i] = b0;
         }
         for (int i = 0; i < n_items && r == ZT_OK; i++) { /* each rank copies the parts it holds */
@@ -12440,7 +12507,8 @@ ZT_API zt_result zt_checkpoint_path(const char *dir, char *out, size_t cap) {
         }
         fclose(f);
         tag[strcspn(tag, " \t\r\n")] = 0;
-        if (!tag[0] || strchr(tag, '/')) return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint, found \"%s\"", file, tag);
+        if (!tag[0] || strchr(tag, '/') || !strcmp(tag, ".") || !strcmp(tag, ".."))
+            return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint, found \"%s\"", file, tag);
         if ((r = zt__path(path, dir, tag)) != ZT_OK) return r;
         char old[ZT__PATH]; /* a save of the same step killed between its two renames left only .old */
         if (stat(path, &st) != 0 && snprintf(old, sizeof old, "%s.old", path) < (int)sizeof old && stat(old, &st) == 0)
@@ -12491,12 +12559,18 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     free(mem);
     if (r != ZT_OK) return r;
     if (step < 0 || adam < 0 || adam > step || sched < 0 || sched > step || iter < 0 || last < -1 || epoch < 0 ||
-        index < 0 || !(scale > 0 && isfinite(scale)))
+        index < 0 || !(scale >= FLT_MIN && scale <= FLT_MAX))
         return zt_fail(ZT_ERROR_FORMAT, "%s: the counters or the loss scale are out of range (global_step %lld, adam_step "
                        "%lld, schedule_step %lld, loss_scale %g)", file, (long long)step, (long long)adam, (long long)sched, scale);
-    /* the same step: rows of the same length, as many a step (any split across ranks and micro-batches) */
+    const int64_t big = (int64_t)1 << 20;
+    if (saved_T < 1 || saved_T > big || saved_B < 1 || saved_B > big || saved_gas < 1 || saved_gas > big || world > big)
+        return zt_fail(ZT_ERROR_FORMAT, "%s: its settings are out of range (seq_len %lld, micro_batch %lld, "
+                       "gradient_accumulation_steps %lld, world_size %lld)", file, (long long)saved_T, (long long)saved_B,
+                       (long long)saved_gas, (long long)world);
+    /* a run that reads on (data): the same step, rows of the same length, as many a step (any split across ranks
+       and micro-batches); an evaluation, a sample or an export takes the weights at any shape of batch */
     int64_t saved_rows = saved_B * saved_gas * (world > 0 ? world : 1), rows = e->opt.micro_batch * e->opt.grad_accum * e->world;
-    if (saved_T != e->T || saved_rows != rows)
+    if (data && (saved_T != e->T || saved_rows != rows))
         return zt_fail(ZT_ERROR_INVALID, "%s was saved with --seq_len %lld and %lld rows a step (%lld ranks x "
                        "--per_device_train_batch_size %lld x --gradient_accumulation_steps %lld); this run has %lld and "
                        "%lld (%d x %lld x %lld): resume with the same rows a step, split any way", file, (long long)saved_T,
@@ -13035,6 +13109,8 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
     if (fd >= 0 && r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", tmp, strerror(errno));
     if (fd >= 0) close(fd);
     if (fd >= 0 && r == ZT_OK && rename(tmp, path) != 0) r = zt_fail(ZT_ERROR_IO, "cannot rename %s: %s", tmp, strerror(errno));
+    /* a sharded model's index an earlier export left: readers would take its shards before this file */
+    if (fd >= 0 && r == ZT_OK && zt__path(tmp, dir, "model.safetensors.index.json") == ZT_OK) unlink(tmp);
     free(header);
     /* config.json, the model's own as it was read, and the tokenizer's files beside it */
     static const char *const side[] = {"config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

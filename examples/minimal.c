@@ -17,9 +17,14 @@ typedef struct mlp_saved { zt_tensor h, a; } mlp_saved;
 
 static void mlp_declare(zt_block_def *def, const void *config) {
     const mlp *m = (const mlp *)config;
-    zt_block_param(def, "mlp.fc1.weight", zt_shape2(m->H, m->C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
-    zt_block_param(def, "mlp.fc1.bias", zt_shape1(m->H), 0, ZT_INIT_ZEROS, 0);
-    zt_block_param(def, "mlp.fc2.weight", zt_shape2(m->C, m->H), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
+    char name[64]; /* checkpoints hold parameters by name: each block's of its own */
+    int b = zt_block_def_index(def);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", b);
+    zt_block_param(def, name, zt_shape2(m->H, m->C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc1.bias", b);
+    zt_block_param(def, name, zt_shape1(m->H), 0, ZT_INIT_ZEROS, 0);
+    snprintf(name, sizeof name, "layers.%d.mlp.fc2.weight", b);
+    zt_block_param(def, name, zt_shape2(m->C, m->H), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
 }
 
 static void mlp_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) {

@@ -33,7 +33,7 @@ typedef struct args {
     int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
     double num_train_epochs, temperature, top_p;
     int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
-    int logging_first_step;
+    int logging_first_step, overwrite;
     const char *report_to, *logging_dir;
     const char *fit;
     const char *save_strategy, *eval_strategy, *logging_strategy; /* the Trainer's "no", "steps", "epoch" ("best") */
@@ -94,7 +94,7 @@ static const flag FLAGS[] = {
     /* what Transformers' example scripts pass and the Trainer itself does not act on */
     FLAG("do_train", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (zt trains when given --data)"),
     FLAG("do_eval", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --val_data, --eval)"),
-    FLAG("overwrite_output_dir", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it"),
+    FLAG("overwrite_output_dir", F_BOOL, overwrite, "false", "train into an --output_dir an earlier run left checkpoints or metrics in (without it, or --resume, that is refused); its metrics.jsonl starts over"),
     FLAG("report_to", F_STR, report_to, "none", "tensorboard (or all): the Trainer's scalars in a TensorBoard event file; metrics.jsonl and loss.svg are always written; other reporters (a comma-separated list) are not built"),
     FLAG("data_seed", F_INT, data_seed, "-1", "the seed of --data's shuffle (-1: --seed)"),
     FLAG("eval_on_start", F_BOOL, eval_on_start, "false", "evaluate on --val_data before the first step (step 0)"),
@@ -183,13 +183,17 @@ static int set_flag(args *a, const flag *f, const char *v) {
     char *end = NULL;
     switch (f->kind) {
     case F_STR: *(const char **)p = v; return 1;
-    case F_INT: {
+    case F_INT: { /* the whole text an integer that fits */
+        errno = 0;
         long long x = strtoll(v, &end, 10);
-        if (f->off == offsetof(args, eot)) *(int32_t *)p = (int32_t)x;
-        else *(int64_t *)p = x;
-        return *v && !*end;
+        if (!*v || *end || errno == ERANGE) return 0;
+        if (f->off != offsetof(args, eot)) return (*(int64_t *)p = x), 1;
+        return x >= INT32_MIN && x <= INT32_MAX ? (*(int32_t *)p = (int32_t)x), 1 : 0;
     }
-    case F_NUM: *(double *)p = strtod(v, &end); return *v && !*end;
+    case F_NUM: { /* a finite number */
+        double x = strtod(v, &end);
+        return *v && !*end && isfinite(x) ? (*(double *)p = x), 1 : 0;
+    }
     case F_BOOL: { /* as HfArgumentParser reads a switch's value */
         static const char *const yes[] = {"true", "True", "TRUE", "t", "yes", "y", "1"};
         static const char *const no[] = {"false", "False", "FALSE", "f", "no", "n", "0"};
@@ -328,8 +332,23 @@ static int trainer_flags(args *a) {
                     : strstr(a->debug, "underflow_overflow")
                         ? "--debug underflow_overflow: zt does not stop at the first inf or NaN (a NaN loss shows in the step lines)"
                     : a->eval_on_start && !*a->val_data ? "--eval_on_start evaluates on --val_data, and none was given"
+                    : *a->chat && a->sample <= 0 ? "--chat needs --sample N, the most tokens of the reply"
                     : NULL;
     if (why) return fprintf(stderr, "zt_train: %s\n", why), 0;
+    const struct { const char *name; double v, lo, hi; } range[] = { /* the numbers zt_train reads itself */
+        {"save_steps", (double)a->save_steps, 0, 1e18}, {"save_total_limit", (double)a->save_total_limit, 0, 1e18},
+        {"eval_steps", (double)a->eval_steps, 0, 1e18}, {"logging_steps", (double)a->logging_steps, 0, 1e18},
+        {"sample", (double)a->sample, 0, 1 << 24}, {"top_k", (double)a->top_k, 0, 1e18},
+        {"data_seed", (double)a->data_seed, -1, 1e19}, {"eot", (double)a->eot, -1, INT32_MAX},
+        {"num_train_epochs", a->num_train_epochs, 0, 1e9}, {"eval_delay", a->eval_delay, 0, 1e18},
+        {"temperature", a->temperature, 0, 1e6}, {"top_p", a->top_p, 1e-9, 1}};
+    for (size_t i = 0; i < sizeof range / sizeof range[0]; i++)
+        if (!(range[i].v >= range[i].lo && range[i].v <= range[i].hi))
+            return fprintf(stderr, "zt_train: --%s is %.10g; it takes %s%.10g to %.10g\n", range[i].name, range[i].v,
+                           range[i].lo == 1e-9 ? "more than " : "", range[i].lo == 1e-9 ? 0.0 : range[i].lo, range[i].hi), 0;
+    if (*a->export_dtype && strcmp(a->export_dtype, "f32") && strcmp(a->export_dtype, "fp32") &&
+        strcmp(a->export_dtype, "bf16") && strcmp(a->export_dtype, "f16") && strcmp(a->export_dtype, "fp16"))
+        return fprintf(stderr, "zt_train: --export_dtype is f32, bf16 or f16, not \"%s\"\n", a->export_dtype), 0;
     if (a->bf16_eval && a->fp16_eval) return fprintf(stderr, "zt_train: --bf16_full_eval and --fp16_full_eval: one of them\n"), 0;
     a->full_eval = a->bf16_eval ? 1 : a->fp16_eval ? 2 : 0;
     static const char *const levels[] = {"passive", "info", "debug", "warning", "error", "critical"};
@@ -399,7 +418,35 @@ static int make_dirs(const char *path) {
         *c = '/';
     }
     if (mkdir(p, 0755) != 0 && errno != EEXIST) return 0;
+    struct stat st;
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) return errno = ENOTDIR, 0;
     return access(p, W_OK) == 0;
+}
+
+/* an --output_dir to train into: a directory (or none yet), and not one an earlier run left its checkpoints or
+   metrics in, unless --resume continues that run or --overwrite_output_dir writes over it (the Transformers scripts
+   refuse a used output_dir so); 0 with a message */
+static int output_dir_ok(const args *a) {
+    struct stat st;
+    if (stat(a->output_dir, &st) != 0) return 1; /* made when training starts */
+    if (!S_ISDIR(st.st_mode)) return fprintf(stderr, "zt_train: --output_dir %s is a file, not a directory\n", a->output_dir), 0;
+    if (*a->resume || a->overwrite == 1) return 1;
+    char path[4200], found[300] = "";
+    snprintf(path, sizeof path, "%s/latest", a->output_dir);
+    if (access(path, F_OK) == 0) snprintf(found, sizeof found, "`latest`");
+    snprintf(path, sizeof path, "%s/metrics.jsonl", a->output_dir);
+    if (!*found && access(path, F_OK) == 0) snprintf(found, sizeof found, "metrics.jsonl");
+    DIR *dir = opendir(a->output_dir);
+    for (struct dirent *de; !*found && dir && (de = readdir(dir)) != NULL;) {
+        long long step;
+        char rest;
+        if (sscanf(de->d_name, "global_step%lld%c", &step, &rest) == 1) snprintf(found, sizeof found, "%s", de->d_name);
+    }
+    if (dir) closedir(dir);
+    if (!*found) return 1;
+    fprintf(stderr, "zt_train: --output_dir %s holds an earlier run (%s): --resume %s continues it, --overwrite_output_dir "
+            "trains a new one over it\n", a->output_dir, found, a->output_dir);
+    return 0;
 }
 
 static int rank = 0, world = 1; /* with --num_processes, this process's place among the ranks */
@@ -421,16 +468,19 @@ static int n_train, n_val;
 static char line[1 << 12], svg[1 << 20];
 
 static void write_file(const char *dir, const char *name, const char *text, size_t n, int append) {
+    static int warned; /* once: a full disk would say it every step */
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
-    if (fd < 0) return;
-    while (n > 0) {
+    while (fd >= 0 && n > 0) {
         ssize_t w = write(fd, text, n);
+        if (w < 0 && errno == EINTR) continue;
         if (w <= 0) break;
         text += w, n -= (size_t)w;
     }
-    close(fd);
+    if ((fd < 0 || n > 0) && !warned++)
+        fprintf(stderr, "zt_train: warning: cannot write %s: %s (training goes on)\n", path, strerror(errno));
+    if (fd >= 0) close(fd);
 }
 
 /* The best evaluation so far, as the Trainer keeps it: best_metric, best_global_step (where it was measured) and
@@ -532,8 +582,10 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
 
 /* a checkpoint was written at `step`: it may be the best one; --save_total_limit removes the oldest beyond the
    limit, except the newest (for --resume) and the best */
-static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved) {
-    if (*n_saved < 64) saved[(*n_saved)++] = step;
+static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved, int64_t cap) {
+    if (*n_saved == cap) /* without a limit, where only the newest matters */
+        memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--*n_saved);
+    saved[(*n_saved)++] = step;
     if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
     if (rank == 0 && !write_trainer_state(a->output_dir, step, b)) return 0;
     int64_t keep = a->save_total_limit;
@@ -751,17 +803,27 @@ static int plan_world(int *argc, char **argv) {
             continue;
         }
         const char *v = argv[i][len] == '=' ? argv[i] + len + 1 : i + 1 < *argc ? argv[++i] : "";
-        if (hit == 0) n = atoi(v);
+        char *end;
+        errno = 0;
+        long x = hit == 0 ? strtol(v, &end, 10) : 1;
+        if (hit == 0 && (!*v || *end || errno || x < 1 || x > 1 << 20)) return -1;
+        if (hit == 0) n = (int)x;
     }
     *argc = out;
     return n;
 }
 
+/* --plan as a switch is read (--plan, --plan true, --plan=yes, ...), before the launcher starts ranks */
 static int is_plan(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--plan=true") == 0 || strcmp(argv[i], "--plan=1") == 0)
-            return 1;
-    return 0;
+    int on = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--plan", 6) != 0 || (argv[i][6] && argv[i][6] != '=')) continue;
+        const char *v = argv[i][6] == '=' ? argv[i] + 7 : i + 1 < argc && argv[i + 1][0] != '-' ? argv[i + 1] : "true";
+        args a;
+        flag f = {"plan", "", "", F_BOOL, offsetof(args, plan)};
+        on = set_flag(&a, &f, v) ? a.plan : 1; /* a bad value: no ranks started, and parse() names it */
+    }
+    return on;
 }
 
 /* --plan [--fit SIZE]: each rank's memory by category, from the same layout code zt_init runs */
@@ -796,6 +858,14 @@ static char **accelerate_argv(int *argc, char **argv, zt_accelerate_config *ac, 
     if (!path) return argv;
     if (zt_accelerate_config_read(ac, path) != ZT_OK) {
         fprintf(stderr, "zt_train: %s\n", zt_last_error());
+        exit(2);
+    }
+    static const char *const kinds[] = {"", "NO", "MULTI_CPU", "MULTI_GPU", "DEEPSPEED"}; /* what zt runs */
+    int known = 0;
+    for (int k = 0; k < 5; k++) known |= strcmp(ac->distributed_type, kinds[k]) == 0;
+    if (!known) {
+        fprintf(stderr, "zt_train: %s: distributed_type %s is not built: zt runs data parallelism with ZeRO (NO, "
+                "MULTI_CPU, MULTI_GPU or DEEPSPEED; stage 3 is FSDP's full shard)\n", path, ac->distributed_type);
         exit(2);
     }
     *have = 1;
@@ -851,7 +921,7 @@ int main(int argc, char **argv) {
     if (planning) world = plan_world(&argc, argv);
     else if (zt_launch(&argc, argv, &comm, &launched_code)) return launched_code;
     else rank = zt_comm_rank(comm), world = zt_comm_world(comm);
-    if (world < 1) return fprintf(stderr, "zt_train: --num_processes must be at least 1\n"), 2;
+    if (world < 1) return fprintf(stderr, "zt_train: --num_processes takes an integer from 1 to %d\n", 1 << 20), 2;
     if (rank > 0 && !freopen("/dev/null", "w", stdout)) return 1; /* rank 0 prints; the others only errors */
     args a;
     memset(&a, 0, sizeof a);
@@ -926,6 +996,19 @@ int main(int argc, char **argv) {
                 "--export DIR or --eval (see --help)\n");
         return 2;
     }
+    if (*a.data && !a.eval && !output_dir_ok(&a)) return 2;
+    if (a.sample > 0 && *a.chat) { /* the reply needs the chat template: said before training, not after */
+        char tp[4200];
+        size_t ml = strlen(a.model);
+        int json = ml >= 5 && strcmp(a.model + ml - 5, ".json") == 0;
+        const char *slash = strrchr(a.model, '/');
+        snprintf(tp, sizeof tp, "%.*s/tokenizer.json", json ? (slash ? (int)(slash - a.model) : 1) : (int)ml,
+                 json && !slash ? "." : a.model);
+        if (access(tp, R_OK) != 0)
+            return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): there is no %s\n", tp), 2;
+    }
+    if (*a.export_dir && !make_dirs(a.export_dir)) /* before training, not after it */
+        return fprintf(stderr, "zt_train: cannot create --export %s: %s\n", a.export_dir, strerror(errno)), 1;
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
     /* a Hugging Face directory with weights: they replace the initialisation (a checkpoint, if resumed, then
@@ -990,22 +1073,32 @@ int main(int argc, char **argv) {
                (long long)B, (long long)T);
         if (!make_dirs(a.output_dir))
             return fprintf(stderr, "zt_train: cannot create --output_dir %s: %s\n", a.output_dir, strerror(errno)), 1;
+        char metrics[4200];
+        snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", a.output_dir);
+        if (a.overwrite == 1 && !*a.resume && rank == 0) unlink(metrics); /* a new run's log */
         if (report_tb && rank == 0 && !tb_open(&a)) return 1;
         if (report_tb && rank == 0) tb_texts(&a, &ds, &o, model_dir);
         double tb_loss = 0.0, run_loss = 0.0; /* losses since the last logged step, and of this run */
         int64_t tb_steps = 0, first_step = zt_engine_step(e);
         uint64_t started = zt_time_ns();
-        int64_t saved[64], n_saved = 0; /* oldest first: --save_total_limit removes from the front */
-        DIR *dir = opendir(a.output_dir); /* checkpoints an earlier run left count too */
+        /* the checkpoints, oldest first: --save_total_limit removes from the front, and those an earlier run left
+           count too. Room for them and for the limit's (set aside now: nothing is allocated while training) */
+        int64_t *saved = NULL, n_saved = 0, cap = 0;
+        DIR *dir = opendir(a.output_dir);
         for (struct dirent *de; dir && (de = readdir(dir)) != NULL;) {
             long long step;
             char rest;
-            if (sscanf(de->d_name, "global_step%lld%c", &step, &rest) != 1 || n_saved == 64) continue;
-            int at = (int)n_saved++;
+            if (sscanf(de->d_name, "global_step%lld%c", &step, &rest) != 1) continue;
+            if (n_saved == cap && !(saved = (int64_t *)realloc(saved, sizeof(int64_t) * (size_t)(cap = 2 * cap + 64))))
+                return fprintf(stderr, "zt_train: out of memory listing %s\n", a.output_dir), 1;
+            int64_t at = n_saved++;
             while (at > 0 && saved[at - 1] > step) saved[at] = saved[at - 1], at--;
             saved[at] = step;
         }
         if (dir) closedir(dir);
+        cap = n_saved + a.save_total_limit + 4;
+        if (!(saved = (int64_t *)realloc(saved, sizeof(int64_t) * (size_t)cap)))
+            return fprintf(stderr, "zt_train: out of memory listing %s\n", a.output_dir), 1;
         best_model best = {a.greater_is_better ? -INFINITY : INFINITY, -1, -1};
         if (*a.metric_for_best_model && *a.resume && !read_trainer_state(a.resume, a.output_dir, &best)) return 2;
         /* ZT_TRAIN_TEST_KILL=RANK:STEP kills that rank in that step (the launcher's failure tests) */
@@ -1087,7 +1180,7 @@ int main(int argc, char **argv) {
                      : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
             if (save) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-                if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved)) return 1;
+                if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved, cap)) return 1;
                 if (rank == 0) write_svg(a.output_dir);
             }
             /* after the step's evaluation (it moves the best model and the plateau schedules), so that --resume
@@ -1107,7 +1200,7 @@ int main(int argc, char **argv) {
         int saving = stopped || (strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0);
         if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-            if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved)) return 1;
+            if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved, cap)) return 1;
         }
         if (stopped)
             printf("SIGTERM: saved %s/global_step%lld; --resume %s continues the run\n", a.output_dir,
@@ -1163,6 +1256,7 @@ int main(int argc, char **argv) {
         int64_t np = 0;
         if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), NULL, NULL, 0, &np) != ZT_OK) return fail(NULL);
         int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
+        if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
         if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), out, NULL, np, &np) != ZT_OK) return fail(NULL);
         free(json);
         if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
@@ -1179,6 +1273,7 @@ int main(int argc, char **argv) {
     } else if (a.sample > 0 && tokenizer) { /* the prompt as tokenizer(prompt) gives it: LLaMA's and Gemma's BOS before */
         int64_t plen = (int64_t)strlen(a.prompt), np = zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, NULL, 0);
         int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
+        if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
         zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, out, np);
         if (np == 0) out[np++] = 0;
         if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
@@ -1192,6 +1287,7 @@ int main(int argc, char **argv) {
         int byte_level = mc->vocab == 256;
         int64_t np = 0, plen = (int64_t)strlen(a.prompt);
         int32_t *out = (int32_t *)calloc((size_t)(plen + a.sample + 2), sizeof(int32_t));
+        if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
         if (byte_level)
             for (int64_t i = 0; i < plen; i++) out[np++] = (unsigned char)a.prompt[i];
         else

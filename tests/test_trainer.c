@@ -403,12 +403,59 @@ TEST(checkpoint_damage_is_refused_before_anything_changes) {
     CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
     CHECK_STR_CONTAINS(zt_last_error(), "out of range");
     zt_shutdown(e);
-    /* another sequence length: the data cursor would mean other windows */
+    /* another sequence length: a run that reads on is refused (the data cursor would mean other windows); the
+       weights load for an evaluation, a sample or an export */
     replace_in_file(f, "\"adam_step\": 9", "\"adam_step\": 1");
     e = tiny_engine(1, 16, -1, ZT_PRECISION_FP32);
-    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_INVALID);
+    uint32_t tok200[200];
+    for (int i = 0; i < 200; i++) tok200[i] = (uint32_t)(i * 7 % 61);
+    snprintf(f, sizeof f, "%s/data.bin", dir);
+    write_llmc(f, tok200, 200, 7);
+    zt_data_desc d = data_desc(f, 16, 1);
+    d.vocab = 61;
+    zt_data *data = NULL;
+    CHECK_MSG(zt_data_open(&data, &d) == ZT_OK, "%s", zt_last_error());
+    CHECK(zt_load(e, dir, data) == ZT_ERROR_INVALID);
     CHECK_STR_CONTAINS(zt_last_error(), "was saved with --seq_len 8");
+    CHECK_MSG(zt_load(e, dir, NULL) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(zt_engine_step(e), 1);
+    zt_data_close(data);
+    /* a tensor of another shape (the same elements) is another model's */
+    snprintf(f, sizeof f, "%s/global_step1/zt_rank_00000.safetensors", dir);
+    replace_in_file(f, "\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[61,32]",
+                    "\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[32,61]");
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "tensor \"model.embed_tokens.weight\" has another shape than this model's [61, 32]");
     zt_shutdown(e);
+}
+
+/* checkpoints and exports hold parameters by name: two blocks declaring one name are refused at init, not at the
+   first load (which could not tell them apart) */
+static void same_name_declare(zt_block_def *def, const void *config) {
+    (void)config;
+    zt_block_param(def, "mlp.weight", zt_shape2(4, 4), 0, ZT_INIT_NORMAL, 0.02f);
+}
+static void nameless_declare(zt_block_def *def, const void *config) {
+    (void)config;
+    zt_block_param(def, NULL, zt_shape2(4, 4), 0, ZT_INIT_NORMAL, 0.02f);
+}
+
+TEST(parameters_need_names_of_their_own) {
+    zt_block_type same = {0}, nameless = {0};
+    same.name = "same", same.declare = same_name_declare;
+    nameless.name = "nameless", nameless.declare = nameless_declare;
+    const zt_block_type *blocks[3] = {&same, &same, &same};
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.blocks = blocks, spec.n_blocks = 3, spec.hidden = 4, spec.vocab = 4, spec.max_seq = 4;
+    zt_options o = zt_options_default();
+    o.seq_len = 4, o.threads = 1;
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_INVALID && e == NULL);
+    CHECK_STR_CONTAINS(zt_last_error(), "blocks 0 and 1 both declare a parameter named \"mlp.weight\"");
+    blocks[1] = &nameless;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_INVALID && e == NULL);
+    CHECK_STR_CONTAINS(zt_last_error(), "block 1 declares a parameter of 16 elements without a name");
 }
 
 /* reduce_lr_on_plateau in the engine: zt_step runs at the rate zt_schedule_observe moved, and the state rides in
@@ -459,4 +506,26 @@ TEST(model_sizes_beyond_the_kernels_are_refused) {
     json = "{\"model_type\": \"gpt2\", \"n_layer\": 4294967296, \"n_head\": 1, \"n_embd\": 8, \"n_positions\": 8, \"vocab_size\": 8}";
     CHECK(zt_model_config_parse(&c, json, strlen(json), "big.json") == ZT_ERROR_UNSUPPORTED);
     CHECK_STR_CONTAINS(zt_last_error(), "\"n_layer\" is 4294967296");
+}
+
+/* what a killed save left is cleared by the next save of that step: a global_stepN.old beside global_stepN (it
+   blocked the rename before), and `latest` naming "." or ".." is no checkpoint */
+TEST(checkpoint_save_clears_what_a_killed_save_left) {
+    char dir[256], f[400];
+    temp_dir(dir, sizeof dir, "ckpt_killed");
+    zt_engine *e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
+    CHECK(zt_save(e, dir, NULL) == ZT_OK);
+    snprintf(f, sizeof f, "%s/global_step0.old", dir);
+    mkdir(f, 0755);
+    snprintf(f, sizeof f, "%s/global_step0.old/zt_state.json", dir);
+    write_bytes(f, "{}", 2);
+    CHECK_MSG(zt_save(e, dir, NULL) == ZT_OK, "%s", zt_last_error());
+    snprintf(f, sizeof f, "%s/global_step0.old", dir);
+    CHECK(access(f, F_OK) != 0);
+    CHECK(zt_load(e, dir, NULL) == ZT_OK);
+    snprintf(f, sizeof f, "%s/latest", dir);
+    write_bytes(f, "..\n", 3);
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "should name a checkpoint, found \"..\"");
+    zt_shutdown(e);
 }
