@@ -800,6 +800,7 @@ launcher_checks() {
     accelerate_checks "$text"
     jit_checkpoint_check "$text"
     local rc=0 t0=$SECONDS
+    rm -rf $dir/hang $dir/kill # a new run each time (a used --output_dir is refused)
     out=$(ZT_TRAIN_TEST_KILL=0:3 ZT_TRAIN_TEST_HANG=1:3 ZT_KILL_GRACE=1 timeout 60 $B/zt_train "${flags[@]}" \
         --per_device_train_batch_size 2 --num_processes 2 --output_dir $dir/hang 2>&1) || rc=$?
     if [[ $rc == 1 && $((SECONDS - t0)) -lt 15 ]] &&
