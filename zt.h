@@ -13125,6 +13125,9 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
             else snprintf(src_dir, sizeof src_dir, ".");
         }
     }
+    if (r == ZT_OK && writer && !src_dir[0]) /* a model made in memory, or of one's own blocks */
+        zt_log(ZT_LOG_WARN, "%s: model.safetensors written without a config.json (the model was not read from one); "
+               "transformers needs one beside it", dir);
     for (size_t k = 0; k < sizeof side / sizeof side[0] && r == ZT_OK && writer && src_dir[0]; k++) {
         char from[ZT__PATH], to[ZT__PATH];
         struct stat sb;

@@ -529,3 +529,25 @@ TEST(checkpoint_save_clears_what_a_killed_save_left) {
     CHECK_STR_CONTAINS(zt_last_error(), "should name a checkpoint, found \"..\"");
     zt_shutdown(e);
 }
+
+/* an export of a model made in memory (no config.json to copy) says that transformers needs one */
+static char export_log[1024];
+static void export_capture(zt_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    snprintf(export_log + strlen(export_log), sizeof export_log - strlen(export_log), "%s\n", msg);
+}
+
+TEST(export_without_config_json_says_so) {
+    char dir[256], f[400];
+    temp_dir(dir, sizeof dir, "export_memory");
+    zt_engine *e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
+    export_log[0] = 0;
+    zt_set_log(export_capture, NULL);
+    zt_result r = zt_export_hf(e, dir, ZT_F32);
+    zt_set_log(NULL, NULL);
+    zt_shutdown(e);
+    CHECK_MSG(r == ZT_OK, "%s", zt_last_error());
+    CHECK_STR_CONTAINS(export_log, "model.safetensors written without a config.json");
+    snprintf(f, sizeof f, "%s/config.json", dir);
+    CHECK(access(f, F_OK) != 0);
+}
