@@ -1202,6 +1202,7 @@ int main(int argc, char **argv) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
             if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved, cap)) return 1;
         }
+        free(saved);
         if (stopped)
             printf("SIGTERM: saved %s/global_step%lld; --resume %s continues the run\n", a.output_dir,
                    (long long)zt_engine_step(e), a.output_dir);
