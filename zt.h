@@ -1449,6 +1449,7 @@ ZT_EXTERN_C_END
 #include <math.h>
 #include <float.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -3599,6 +3600,11 @@ static void *zt__setup_arena(zt_arena *a, const char *name, size_t bytes) {
 static zt_result zt__read_file(zt_arena *a, const char *path, char **text, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st; /* a directory opens, and seeks to a size of its own */
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return zt_fail(ZT_ERROR_IO, "%s is a directory; a file was expected", path);
+    }
     if (fseek(f, 0, SEEK_END) != 0) {
         fclose(f);
         return zt_fail(ZT_ERROR_IO, "cannot read %s: not a regular file", path);
@@ -12500,19 +12506,29 @@ ZT_API zt_result zt_checkpoint_path(const char *dir, char *out, size_t cap) {
     zt_result r = zt__path(file, dir, "latest");
     if (r != ZT_OK) return r;
     if (stat(file, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return zt_fail(ZT_ERROR_FORMAT, "%s is a directory; it should be a file naming a checkpoint", file);
         FILE *f = fopen(file, "r");
-        if (!f || !fgets(tag, sizeof tag, f)) {
-            if (f) fclose(f);
-            return zt_fail(ZT_ERROR_IO, "cannot read %s", file);
-        }
+        if (!f) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", file, strerror(errno));
+        int got = fgets(tag, sizeof tag, f) != NULL;
         fclose(f);
-        tag[strcspn(tag, " \t\r\n")] = 0;
-        if (!tag[0] || strchr(tag, '/') || !strcmp(tag, ".") || !strcmp(tag, ".."))
-            return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint, found \"%s\"", file, tag);
+        if (!got) return zt_fail(ZT_ERROR_FORMAT, "%s is empty; it should name a checkpoint (global_stepN)", file);
+        size_t lead = strspn(tag, " \t"), end = strlen(tag); /* stripped, as DeepSpeed reads it: a plain name */
+        while (end > lead && strchr(" \t\r\n", tag[end - 1])) end--;
+        memmove(tag, tag + lead, end - lead), tag[end - lead] = 0;
+        int plain = tag[0] && strcmp(tag, ".") && strcmp(tag, "..");
+        for (const char *c = tag; *c && plain; c++) plain = *c > ' ' && *c < 0x7f && *c != '/';
+        if (!plain) {
+            char shown[80];
+            snprintf(shown, sizeof shown, "%s", tag);
+            for (char *c = shown; *c; c++) *c = *c >= ' ' && *c < 0x7f ? *c : '?';
+            return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint (global_stepN), found \"%s\"", file, shown);
+        }
         if ((r = zt__path(path, dir, tag)) != ZT_OK) return r;
         char old[ZT__PATH]; /* a save of the same step killed between its two renames left only .old */
         if (stat(path, &st) != 0 && snprintf(old, sizeof old, "%s.old", path) < (int)sizeof old && stat(old, &st) == 0)
             snprintf(path, sizeof path, "%s", old);
+        else if (stat(path, &st) != 0)
+            return zt_fail(ZT_ERROR_FORMAT, "%s names %s, which is not there", file, tag);
     } else {
         snprintf(path, sizeof path, "%s", dir);
         if ((r = zt__path(file, path, ZT__CKPT_STATE)) != ZT_OK) return r;

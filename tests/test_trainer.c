@@ -509,7 +509,8 @@ TEST(model_sizes_beyond_the_kernels_are_refused) {
 }
 
 /* what a killed save left is cleared by the next save of that step: a global_stepN.old beside global_stepN (it
-   blocked the rename before), and `latest` naming "." or ".." is no checkpoint */
+   blocked the rename before); `latest` naming "." or "..", empty, or naming what is not there, each said so; a
+   directory where zt_state.json should be */
 TEST(checkpoint_save_clears_what_a_killed_save_left) {
     char dir[256], f[400];
     temp_dir(dir, sizeof dir, "ckpt_killed");
@@ -526,7 +527,20 @@ TEST(checkpoint_save_clears_what_a_killed_save_left) {
     snprintf(f, sizeof f, "%s/latest", dir);
     write_bytes(f, "..\n", 3);
     CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
-    CHECK_STR_CONTAINS(zt_last_error(), "should name a checkpoint, found \"..\"");
+    CHECK_STR_CONTAINS(zt_last_error(), "should name a checkpoint (global_stepN), found \"..\"");
+    write_bytes(f, "", 0);
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "latest is empty; it should name a checkpoint");
+    write_bytes(f, " global_step9 \n", 15);
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_FORMAT);
+    CHECK_STR_CONTAINS(zt_last_error(), "latest names global_step9, which is not there");
+    write_bytes(f, "\tglobal_step0\r\n", 15);
+    CHECK_MSG(zt_load(e, dir, NULL) == ZT_OK, "%s", zt_last_error());
+    snprintf(f, sizeof f, "%s/global_step0/zt_state.json", dir); /* a directory where a file should be */
+    unlink(f);
+    mkdir(f, 0755);
+    CHECK(zt_load(e, dir, NULL) == ZT_ERROR_IO);
+    CHECK_STR_CONTAINS(zt_last_error(), "zt_state.json is a directory; a file was expected");
     zt_shutdown(e);
 }
 
