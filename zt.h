@@ -12518,10 +12518,8 @@ ZT_API zt_result zt_checkpoint_path(const char *dir, char *out, size_t cap) {
         int plain = tag[0] && strcmp(tag, ".") && strcmp(tag, "..");
         for (const char *c = tag; *c && plain; c++) plain = *c > ' ' && *c < 0x7f && *c != '/';
         if (!plain) {
-            char shown[80];
-            snprintf(shown, sizeof shown, "%s", tag);
-            for (char *c = shown; *c; c++) *c = *c >= ' ' && *c < 0x7f ? *c : '?';
-            return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint (global_stepN), found \"%s\"", file, shown);
+            for (char *c = tag; *c; c++) *c = *c >= ' ' && *c < 0x7f ? *c : '?'; /* shown as text */
+            return zt_fail(ZT_ERROR_FORMAT, "%s should name a checkpoint (global_stepN), found \"%.80s\"", file, tag);
         }
         if ((r = zt__path(path, dir, tag)) != ZT_OK) return r;
         char old[ZT__PATH]; /* a save of the same step killed between its two renames left only .old */
