@@ -11512,6 +11512,11 @@ ZT_API void zt_schedule_observe(zt_engine *e, double metric) {
     if (zt__metric_schedule(e->opt.schedule)) zt_plateau_step(&e->plateau, &e->opt, metric);
 }
 
+/* the learning rate of the next step to be taken (the metric-following schedules': where evaluations moved it) */
+static float zt__lr_now(const zt_engine *e) {
+    return zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
+}
+
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
@@ -11525,7 +11530,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     int overflow = !isfinite(norm); /* the same on every rank: the partials were summed across them */
     e->step++;
     info.step = e->step;
-    float lr = zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
+    float lr = zt__lr_now(e);
     info.lr = lr;
     if (overflow && (e->opt.precision == ZT_PRECISION_FP16 ||
                      (e->opt.precision == ZT_PRECISION_BF16 && e->opt.bf16_skip_nonfinite))) {
@@ -12138,7 +12143,7 @@ static zt_result zt__monitor_csv(zt_engine *e, int k, const char *tag, float v, 
 static void zt__monitor_step(zt_engine *e, const zt_step_info *s) {
     if (e->tb.fd < 0 && !e->csv_dir) return;
     int64_t samples = s->step * e->B * e->opt.grad_accum * e->world;
-    float lr = zt__metric_schedule(e->opt.schedule) ? (float)e->plateau.lr : zt_schedule_lr(&e->opt, e->sched_step);
+    float lr = zt__lr_now(e);
     const struct { const char *tag; float v; } ev[3] = {
         {"Train/Samples/lr", lr}, {"Train/Samples/loss_scale", e->scaler.scale}, {"Train/Samples/train_loss", s->loss}};
     for (int k = 0; k < 3; k++) {

@@ -737,19 +737,15 @@ static int tb_open(const args *a) {
 
 /* the Trainer's texts at the start: "args" (its TrainingArguments; here the effective configuration, as
    --print_config shows it) and "model_config" (the model's config.json) */
-static void tb_texts(const args *a, zt_ds_config *ds, const zt_options *o, const char *model_dir) {
-    char *text = NULL, path[4200];
+static void tb_texts(const zt_ds_config *ds, const zt_options *o, const char *config_json) {
+    char *text = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&text, &n);
-    if (f && !*a->config && !*a->config_file) memset(ds, 0, sizeof *ds), ds->world_size = world; /* none read */
     if (f) zt_ds_config_print(ds, o, f), fclose(f);
     if (text && tb.fd >= 0 && zt_events_text(&tb, "args", text, 0) != ZT_OK)
         fprintf(stderr, "zt_train: warning: TensorBoard: %s\n", zt_last_error());
     free(text);
-    size_t ml = strlen(a->model);
-    if (ml >= 5 && strcmp(a->model + ml - 5, ".json") == 0) snprintf(path, sizeof path, "%s", a->model);
-    else snprintf(path, sizeof path, "%s/config.json", model_dir);
-    if (!(f = fopen(path, "rb"))) return;
+    if (!(f = fopen(config_json, "rb"))) return;
     static char config[1 << 16];
     config[fread(config, 1, sizeof config - 1, f)] = 0;
     fclose(f);
@@ -967,6 +963,7 @@ int main(int argc, char **argv) {
     if (ds_len >= sizeof ds_json)
         return fprintf(stderr, "zt_train: %s: its DeepSpeed settings take %zu bytes of JSON, more than the %zu zt_train "
                        "sets aside\n", a.config_file, ds_len, sizeof ds_json), 2;
+    if (!*a.config && !ds_len) memset(&ds, 0, sizeof ds), ds.world_size = world; /* none to read: DeepSpeed's defaults */
     if (!read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden)) return fail(NULL);
     /* --num_train_epochs without --max_steps: the steps of that many passes over --data, so that the schedule
        ends with them (the config is read again, from the flags, to see them in its "auto" values) */
@@ -986,7 +983,6 @@ int main(int argc, char **argv) {
                    (long long)windows, (long long)per_step, (long long)o.max_steps);
     }
     if (a.print_config) {
-        if (!*a.config && !ds_len) memset(&ds, 0, sizeof ds), ds.world_size = world;
         zt_ds_config_print(&ds, &o, stdout);
         return 0;
     }
@@ -997,30 +993,28 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (*a.data && !a.eval && !output_dir_ok(&a)) return 2;
-    if (a.sample > 0 && *a.chat) { /* the reply needs the chat template: said before training, not after */
-        char tp[4200];
-        size_t ml = strlen(a.model);
-        int json = ml >= 5 && strcmp(a.model + ml - 5, ".json") == 0;
-        const char *slash = strrchr(a.model, '/');
-        snprintf(tp, sizeof tp, "%.*s/tokenizer.json", json ? (slash ? (int)(slash - a.model) : 1) : (int)ml,
-                 json && !slash ? "." : a.model);
-        if (access(tp, R_OK) != 0)
-            return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): there is no %s\n", tp), 2;
+    /* the model's directory (of --model, or of the config.json it names) and its config.json */
+    char model_dir[4096], config_json[4200], tok_path[4200];
+    snprintf(model_dir, sizeof model_dir, "%s", a.model);
+    size_t ml = strlen(model_dir);
+    int named_json = ml >= 5 && strcmp(model_dir + ml - 5, ".json") == 0;
+    if (named_json) {
+        char *slash = strrchr(model_dir, '/');
+        if (slash) *slash = 0;
+        else snprintf(model_dir, sizeof model_dir, ".");
     }
+    if (named_json) snprintf(config_json, sizeof config_json, "%s", a.model);
+    else snprintf(config_json, sizeof config_json, "%s/config.json", model_dir);
+    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", model_dir);
+    if (a.sample > 0 && *a.chat && access(tok_path, R_OK) != 0) /* said before training, not after */
+        return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): there is no %s\n",
+                       tok_path), 2;
     if (*a.export_dir && !make_dirs(a.export_dir)) /* before training, not after it */
         return fprintf(stderr, "zt_train: cannot create --export %s: %s\n", a.export_dir, strerror(errno)), 1;
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return fail(a.model);
     /* a Hugging Face directory with weights: they replace the initialisation (a checkpoint, if resumed, then
        replaces them) */
-    char model_dir[4096];
-    snprintf(model_dir, sizeof model_dir, "%s", a.model);
-    size_t ml = strlen(model_dir);
-    if (ml >= 5 && strcmp(model_dir + ml - 5, ".json") == 0) {
-        char *slash = strrchr(model_dir, '/');
-        if (slash) *slash = 0;
-        else snprintf(model_dir, sizeof model_dir, ".");
-    }
     if (!*a.resume && zt_hf_has_weights(model_dir)) {
         if (zt_load_hf(e, model_dir) != ZT_OK) return fail(NULL);
         printf("%s: weights from model.safetensors\n", model_dir);
@@ -1077,7 +1071,7 @@ int main(int argc, char **argv) {
         snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", a.output_dir);
         if (a.overwrite == 1 && !*a.resume && rank == 0) unlink(metrics); /* a new run's log */
         if (report_tb && rank == 0 && !tb_open(&a)) return 1;
-        if (report_tb && rank == 0) tb_texts(&a, &ds, &o, model_dir);
+        if (report_tb && rank == 0) tb_texts(&ds, &o, config_json);
         double tb_loss = 0.0, run_loss = 0.0; /* losses since the last logged step, and of this run */
         int64_t tb_steps = 0, first_step = zt_engine_step(e);
         uint64_t started = zt_time_ns();
@@ -1238,8 +1232,6 @@ int main(int argc, char **argv) {
         printf("exported %s/model.safetensors (%s)\n", a.export_dir, zt_dtype_name(dt));
     }
     zt_tokenizer *tokenizer = NULL; /* the model's tokenizer.json, when it has one: text in, text out */
-    char tok_path[4200];
-    snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", model_dir);
     if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
     if (a.sample > 0 && a.chat[0] && !tokenizer)
         return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): %s has none\n", model_dir), 2;
