@@ -960,6 +960,19 @@ typedef struct zt_options {
        TensorBoard event file (zt_events) in tensorboard_dir and as CSV files in csv_monitor_dir; NULL: none.
        The directories are created at init (copied then). */
     const char *tensorboard_dir, *csv_monitor_dir;
+    /* DeepSpeed's timers (the config's wall_clock_breakdown) and flops profiler (its flops_profiler section), on
+       rank 0, to stdout as DeepSpeed prints them: each micro-batch's and each step's forward, backward and step
+       times ("[Rank 0] time (ms) | ..."), and once, the profile of the forward passes of step profile_step + 1
+       (DeepSpeed's count starts at 0): MACs, flops, parameters and latency, the model's and each block's. While a
+       timer runs the stream is synchronized at its ends, so the times are the work's, not the queueing's. */
+    int wall_clock_breakdown;
+    int flops_profiler;
+    int64_t profile_step;        /* 1: the second step (the first warms up) */
+    int profile_depth;           /* module_depth: the aggregated profile's depths (-1: every depth) */
+    int profile_top;             /* top_modules: the block types listed at each depth (1) */
+    int profile_detailed;        /* detailed: each block's line (1) */
+    double recompute_fwd_factor; /* the backward's flops are (2 + this) x the forward's (0; 1 with recomputation) */
+    const char *profile_output;  /* output_file: the profile goes here (copied at init); NULL: stdout */
 } zt_options;
 
 ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
@@ -1218,6 +1231,11 @@ typedef struct zt_ds_config {
        default); wandb and comet are read (their keys checked) and not acted on */
     int tensorboard, csv_monitor, wandb, comet;
     char tensorboard_dir[1024], csv_monitor_dir[1024];
+    /* flops_profiler (zt_options' profile_*; profile_output "" for stdout) */
+    int flops_profiler, profile_detailed;
+    int64_t profile_step, profile_depth, profile_top;
+    double recompute_fwd_factor;
+    char profile_output[1024];
 } zt_ds_config;
 
 /* Reads a config file into c, and the settings it decides into o (which holds the flags already).
@@ -2235,7 +2253,9 @@ typedef struct zt__backend_vt {
     void (*unshare)(zt_backend *b, zt_comm *c);
 } zt__backend_vt;
 
-struct zt_stream { zt_backend *backend; int index; void *impl; };
+/* tally: where the flops profiler adds each op's MACs and flops as it is queued (NULL: nowhere); tally_off:
+   gradient work a forward pass does (the output layer's), which a profile of forward passes leaves out */
+struct zt_stream { zt_backend *backend; int index; void *impl; double *tally; int tally_off; };
 struct zt_event { zt_backend *backend; int index; void *impl; };
 
 struct zt_backend {
@@ -2394,8 +2414,47 @@ static void zt__need_tensor(const char *op, const char *name, zt_tensor t, int d
 #define ZT__FLOAT (-1)
 #define ZT__ANY_SIZE (-1)
 
+/* An op's multiply-accumulates and floating-point operations, by DeepSpeed's flops profiler's rules: a
+   product M x N x K MACs and twice that in flops, attention its two products over every key (the causal
+   half included, as DeepSpeed counts torch's scaled_dot_product_attention), an activation, a residual add
+   or a scale a flop per element, a norm five (LayerNorm's estimate; an RMSNorm four), the rotary embedding
+   three, a gated unit two, the loss's softmax one per logit; copies, casts, gathers and collectives none.
+   Backward kernels are not counted: the profile is of forward passes. */
+static void zt__op_tally(const zt__op *op, double *t) {
+    double macs = 0, flops = 0;
+    switch (op->kind) {
+    case ZT__OP_GEMM: {
+        const zt__args_gemm *g = &op->gemm;
+        int batched = g->c.shape.ndim == 3;
+        double k = (double)(g->trans_a ? g->a.shape.d[batched] : g->a.shape.d[batched + 1]);
+        macs = (double)zt_numel(g->c) * k, flops = 2 * macs;
+        break;
+    }
+    case ZT__OP_ATTENTION_FWD: { /* q (B,T,NH,HD), v (B,T,NKV,HDv) */
+        const zt__args_attention *a = &op->attention;
+        double q = (double)zt_numel(a->q), T = (double)a->q.shape.d[1], hd = (double)a->q.shape.d[3];
+        macs = q * T + q / hd * T * (double)a->v.shape.d[3], flops = 2 * macs;
+        break;
+    }
+    case ZT__OP_ADD: flops = (double)zt_numel(op->add.out); break;
+    case ZT__OP_SCALE: flops = (double)zt_numel(op->fill.t); break;
+    case ZT__OP_LAYERNORM_FWD: flops = 5.0 * (double)zt_numel(op->norm.out); break;
+    case ZT__OP_RMSNORM_FWD: flops = 4.0 * (double)zt_numel(op->norm.out); break;
+    case ZT__OP_GELU_FWD: case ZT__OP_GELU_ERF_FWD: case ZT__OP_SILU_FWD: flops = (double)zt_numel(op->unary.out); break;
+    case ZT__OP_SWIGLU_FWD: case ZT__OP_GEGLU_FWD: flops = 2.0 * (double)zt_numel(op->unary.out); break;
+    case ZT__OP_SWIGLU_CLAMPED_FWD: flops = 2.0 * (double)zt_numel(op->glu.out); break;
+    case ZT__OP_ROPE_FWD: flops = 3.0 * (double)zt_numel(op->rope.out); break;
+    case ZT__OP_CROSSENTROPY: flops = (double)zt_numel(op->crossentropy.logits); break;
+    case ZT__OP_GATED_ADD_FWD: flops = 2.0 * (double)zt_numel(op->moe.out); break;
+    case ZT__OP_MOE_COMBINE_FWD: flops = 2.0 * (double)zt_numel(op->moe.inp); break;
+    default: break;
+    }
+    t[0] += macs, t[1] += flops;
+}
+
 static void zt__launch(zt_stream *s, const zt__op *op) {
     if (s->backend->measure) return;
+    if (s->tally && !s->tally_off) zt__op_tally(op, s->tally);
     s->backend->vt->launch(s, op);
 }
 
@@ -3222,11 +3281,13 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
         zt_gemm(s, logits, h, weight, 0, 1, alpha, 0.0f, p.bias);
         zt_crossentropy_with(s, zt_slice(losses, r0, n), backward ? &dlogits : NULL, logits, zt_slice(targets, r0, n), p);
         if (backward && p.dbias) zt_sum_rows(s, *p.dbias, dlogits);
+        s->tally_off++; /* the gradient's products: not the forward pass's work */
         if (dhidden) {
             zt_tensor dh = zt_slice(zt_view(*dhidden, 0, zt_shape2(N, C)), r0, n);
             zt_gemm(s, dh, dlogits, weight, 0, 0, alpha, 1.0f, NULL);
         }
         if (dweight) zt_gemm(s, *dweight, dlogits, h, 1, 0, alpha, 1.0f, NULL);
+        s->tally_off--;
     }
 }
 
@@ -8337,7 +8398,6 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
         }
     }
     if (c->prescale_gradients || c->gradient_predivide_factor != 1.0) zt__cfg_note_unused(g, "prescale_gradients / gradient_predivide_factor");
-    if (c->wall_clock_breakdown) zt__cfg_note_unused(g, "wall_clock_breakdown");
     return ZT_OK;
 }
 
@@ -8351,6 +8411,84 @@ static const char *const zt__ds_wandb[] = {"enabled", "group", "team", "project"
 static const char *const zt__ds_comet[] = {"enabled", "samples_log_interval", "project", "workspace", "api_key",
                                            "experiment_name", "experiment_key", "online", "mode", NULL};
 static const char *const zt__ds_monitor_types[] = {"bss", "bss", "bSSs", "biSSSSSBS"};
+
+/* The flops profiler, as DeepSpeed's DeepSpeedFlopsProfilerConfig reads it (plain lookups with defaults: an
+   unknown key is a warning), with the types checked. */
+static const char *const zt__ds_profiler[] = {"enabled", "recompute_fwd_factor", "profile_step", "module_depth",
+                                              "top_modules", "detailed", "output_file", NULL};
+
+static zt_result zt__cfg_profiler(zt__cfg *g) {
+    zt_ds_config *c = g->c;
+    zt_options *o = g->o;
+    c->profile_step = 1, c->profile_depth = -1, c->profile_top = 1, c->profile_detailed = 1;
+    int t = zt__json_get(&g->j, 0, "flops_profiler");
+    zt_result r;
+    if (t >= 0 && zt__json_is_null(&g->j, t)) t = -1;
+    if ((r = zt__cfg_object(g, t, "flops_profiler"))) return r;
+    if (t >= 0 && (r = zt__cfg_keys(g, t, "flops_profiler", zt__ds_profiler, 0))) return r;
+    int file = t < 0 ? -1 : zt__json_get(&g->j, t, "output_file");
+    if (t >= 0 &&
+        ((r = zt__cfg_bool(g, zt__json_get(&g->j, t, "enabled"), "flops_profiler.enabled", &c->flops_profiler)) ||
+         (r = zt__cfg_num(g, zt__json_get(&g->j, t, "recompute_fwd_factor"), "flops_profiler.recompute_fwd_factor", 0,
+                          1e300, &c->recompute_fwd_factor)) ||
+         (r = zt__cfg_int(g, zt__json_get(&g->j, t, "profile_step"), "flops_profiler.profile_step", 0, &c->profile_step)) ||
+         (r = zt__cfg_int(g, zt__json_get(&g->j, t, "module_depth"), "flops_profiler.module_depth", -1, &c->profile_depth)) ||
+         (r = zt__cfg_int(g, zt__json_get(&g->j, t, "top_modules"), "flops_profiler.top_modules", 0, &c->profile_top)) ||
+         (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "detailed"), "flops_profiler.detailed", &c->profile_detailed))))
+        return r;
+    if (file >= 0 && !zt__json_is_null(&g->j, file)) {
+        if (g->j.tok[file].type != JSMN_STRING) return zt__cfg_bad(g, file, "flops_profiler.output_file", "a string or null");
+        if (g->j.tok[file].end - g->j.tok[file].start >= (int)sizeof c->profile_output)
+            return zt_fail(ZT_ERROR_INVALID, "%s: flops_profiler.output_file is %d bytes long; zt takes up to %d", g->j.file,
+                           g->j.tok[file].end - g->j.tok[file].start, (int)sizeof c->profile_output - 1);
+        if ((r = zt__json_string(&g->j, file, "flops_profiler.output_file", c->profile_output, sizeof c->profile_output)))
+            return r;
+    }
+    o->flops_profiler = c->flops_profiler;
+    o->profile_step = c->profile_step;
+    o->profile_depth = (int)ZT__MIN(c->profile_depth, 1 << 20);
+    o->profile_top = (int)ZT__MIN(c->profile_top, 1 << 20);
+    o->profile_detailed = c->profile_detailed;
+    o->recompute_fwd_factor = c->recompute_fwd_factor;
+    o->profile_output = c->profile_output[0] ? c->profile_output : NULL;
+    o->wall_clock_breakdown = c->wall_clock_breakdown;
+    return ZT_OK;
+}
+
+/* Sections for what zt does not build. Sequence and tensor parallelism would change what each rank holds and
+   computes (and DeepSpeed's batch arithmetic): asked for, they are errors. The rest, enabled, are named among
+   the keys not acted on; without them DeepSpeed's engine trains as zt does. */
+static zt_result zt__cfg_unbuilt(zt__cfg *g) {
+    zt_result r;
+    int64_t sp = 1, tp = 0;
+    int t = zt__json_get(&g->j, 0, "sequence_parallel_size");
+    if (t >= 0 && !zt__json_is_null(&g->j, t) && (r = zt__cfg_int(g, t, "sequence_parallel_size", 1, &sp))) return r;
+    if (sp > 1)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: sequence_parallel_size is %lld: zt does not build sequence parallelism "
+                       "(DeepSpeed-Ulysses); every rank trains on whole sequences (remove the key or set it to 1)",
+                       g->j.file, (long long)sp);
+    t = zt__json_get(&g->j, 0, "tensor_parallel");
+    if ((r = zt__cfg_object(g, t, "tensor_parallel"))) return r;
+    if (t >= 0 && (r = zt__cfg_int(g, zt__json_get(&g->j, t, "autotp_size"), "tensor_parallel.autotp_size", 0, &tp))) return r;
+    if (tp > 1)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: tensor_parallel.autotp_size is %lld: zt does not build tensor parallelism "
+                       "(AutoTP); every rank computes whole layers, and ZeRO-3 shards their weights instead (remove the "
+                       "key or set it to 0)", g->j.file, (long long)tp);
+    static const char *const sections[] = {"comms_logger", "autotuning", "hybrid_engine", "data_efficiency",
+                                           "torch_autocast", "compile"};
+    for (int k = 0; k < 6; k++) {
+        t = zt__json_get(&g->j, 0, sections[k]);
+        if (t < 0 || zt__json_is_null(&g->j, t)) continue;
+        if ((r = zt__cfg_object(g, t, sections[k]))) return r;
+        const char *key = k == 5 ? "deepcompile" : "enabled";
+        char path[48];
+        int on = 0;
+        snprintf(path, sizeof path, "%s.%s", sections[k], key);
+        if ((r = zt__cfg_bool(g, zt__json_get(&g->j, t, key), path, &on))) return r;
+        if (on) zt__cfg_note_unused(g, path);
+    }
+    return ZT_OK;
+}
 
 static zt_result zt__cfg_monitor(zt__cfg *g) {
     static const char *const names[] = {"tensorboard", "csv_monitor", "wandb", "comet"};
@@ -8469,7 +8607,7 @@ static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char 
     if (r != ZT_OK) return r;
     if ((r = zt__cfg_top(&g)) || (r = zt__cfg_precision(&g)) || (r = zt__cfg_optimizer(&g)) ||
         (r = zt__cfg_scheduler(&g)) || (r = zt__cfg_batch(&g)) || (r = zt__cfg_zero(&g, hidden)) || (r = zt__cfg_rest(&g)) ||
-        (r = zt__cfg_monitor(&g)))
+        (r = zt__cfg_monitor(&g)) || (r = zt__cfg_profiler(&g)) || (r = zt__cfg_unbuilt(&g)))
         return r;
     if (g.mismatch[0])
         return zt_fail(ZT_ERROR_INVALID, "%s: Please correct the following DeepSpeed config values that mismatch the "
@@ -8496,6 +8634,17 @@ ZT_API zt_result zt_ds_config_read(zt_ds_config *c, zt_options *o, const char *p
     if (r == ZT_OK) r = zt_ds_config_parse(c, o, text, len, path, world_size, hidden);
     free(mem);
     return r;
+}
+
+/* a JSON string of the bytes of s, quoted */
+static void zt__json_put(FILE *out, const char *s) {
+    fputc('"', out);
+    for (const unsigned char *d = (const unsigned char *)s; *d; d++) {
+        if (*d < 0x20) fprintf(out, "\\u%04x", (unsigned)*d);
+        else if (*d == '"' || *d == '\\') fprintf(out, "\\%c", *d);
+        else fputc(*d, out);
+    }
+    fputc('"', out);
 }
 
 ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE *out) {
@@ -8576,15 +8725,18 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
             c->tag_validation[0] ? c->tag_validation : "WARN", c->load_universal ? "true" : "false", c->use_node_local_storage ? "true" : "false");
     for (int m = 0; m < 2; m++) { /* the monitors that write files, with where */
         const char *dir = m ? c->csv_monitor_dir : c->tensorboard_dir;
-        fprintf(out, "  \"%s\": {\"enabled\": %s, \"zt_dir\": \"", m ? "csv_monitor" : "tensorboard",
+        fprintf(out, "  \"%s\": {\"enabled\": %s, \"zt_dir\": ", m ? "csv_monitor" : "tensorboard",
                 (m ? c->csv_monitor : c->tensorboard) ? "true" : "false");
-        for (const unsigned char *d = (const unsigned char *)dir; *d; d++) {
-            if (*d < 0x20) fprintf(out, "\\u%04x", (unsigned)*d);
-            else if (*d == '"' || *d == '\\') fprintf(out, "\\%c", *d);
-            else fputc(*d, out);
-        }
-        fprintf(out, "\"},\n");
+        zt__json_put(out, dir);
+        fprintf(out, "},\n");
     }
+    fprintf(out, "  \"flops_profiler\": {\"enabled\": %s, \"recompute_fwd_factor\": %g, \"profile_step\": %lld, "
+            "\"module_depth\": %d, \"top_modules\": %d, \"detailed\": %s, \"output_file\": ", o->flops_profiler ? "true" : "false",
+            o->recompute_fwd_factor, (long long)o->profile_step, o->profile_depth, o->profile_top,
+            o->profile_detailed ? "true" : "false");
+    if (o->profile_output) zt__json_put(out, o->profile_output);
+    else fprintf(out, "null");
+    fprintf(out, "},\n");
     fprintf(out, "  \"wandb\": {\"enabled\": %s, \"zt\": \"not built\"},\n  \"comet\": {\"enabled\": %s, \"zt\": \"not built\"},\n",
             c->wandb ? "true" : "false", c->comet ? "true" : "false");
     fprintf(out, "  \"learning_rates\": [");
@@ -8895,9 +9047,28 @@ struct zt_engine {
     zt_events tb;
     const char *csv_dir;
     int csv_begun;
+    /* DeepSpeed's timers and flops profiler (zt__lap, zt__timers_step, zt__profile_print); times in ms */
+    int timing;                 /* the timers run: wall_clock_breakdown, or the flops profiler */
+    uint64_t tick;              /* the clock at the last boundary (ns) */
+    double t_step[4];           /* this step's forward, backward (its blocks), backward (the reductions), step */
+    double t_micro[3];          /* the last micro-batch's forward, backward and reductions */
+    int micro_pending;          /* its line waits for the step's time, or for the next micro-batch */
+    int profiling;              /* this step's forward passes are profiled (rank 0) */
+    uint64_t prof_t0;
+    double tally[2];            /* MACs and flops of the ops queued since the block's forward began */
+    double *prof;               /* ZT__PROF per block: MACs, flops, forward seconds over the profiled step, params */
+    unsigned char *prof_used;   /* the block types listed so far (zt__profile_types) */
+    char *prof_text;            /* the profile, formatted at its step */
+    size_t prof_cap;
+    const char *prof_path;      /* output_file, or NULL: stdout */
 };
+#define ZT__PROF 4
 static zt_result zt__monitor_start(zt_engine *e);
 static void zt__monitor_step(zt_engine *e, const zt_step_info *s);
+static void zt__timers_start(zt_engine *e);
+static double zt__lap(zt_engine *e, int all_streams);
+static void zt__timers_flush(zt_engine *e);
+static void zt__timers_step(zt_engine *e, const zt_step_info *info);
 
 /* ---- block definitions ---- */
 
@@ -8975,6 +9146,10 @@ ZT_API zt_options zt_options_default(void) {
     o.ignore_index = -100;
     o.eot_token = -1;
     o.ddp_timeout = 1800;
+    o.profile_step = 1;
+    o.profile_depth = -1;
+    o.profile_top = 1;
+    o.profile_detailed = 1;
     o.persistence_threshold = -1;
     o.comm_dtype = -1;
     o.prefetch_bucket_size = 50000000;
@@ -10436,10 +10611,32 @@ static void zt__weights_for(zt_engine *e, int b, int next) {
 
 /* Forward through every block for the current batch; in training, then backward. Rows B and T of
    the batch may be smaller than the planned ones (evaluation and sampling use B = 1). */
+/* The profiled step: a block's forward pass timed with the device drained at its ends, its ops tallied */
+static void zt__profile_open(zt_engine *e) {
+    zt_backend_sync(e->be);
+    e->prof_t0 = zt_time_ns();
+    e->tally[0] = e->tally[1] = 0.0;
+    e->s->tally = e->tally;
+}
+
+static void zt__profile_close(zt_engine *e, int b) {
+    zt_backend_sync(e->be);
+    e->s->tally = NULL;
+    double *p = e->prof + ZT__PROF * b;
+    p[0] += e->tally[0], p[1] += e->tally[1], p[2] += (double)(zt_time_ns() - e->prof_t0) / 1e9;
+}
+
 static void zt__run(zt_engine *e, int training) {
     int L = e->n_blocks;
     int64_t B = e->batch.B, T = e->batch.T;
     int ckpt = training && e->opt.gradient_checkpointing;
+    int timed = training && e->timing;
+    int profiled = timed && e->opt.flops_profiler && e->rank == 0 && e->step == e->opt.profile_step;
+    e->profiling |= profiled;
+    if (timed) {
+        zt__timers_flush(e);
+        zt__lap(e, 1);
+    }
     zt_arena_reset(&e->keep, 0);
     zt_arena_reset(&e->scratch, 0);
     e->aux = 0.0f;
@@ -10450,7 +10647,9 @@ static void zt__run(zt_engine *e, int training) {
         zt__weights_for(e, b, b + 1 < L ? b + 1 : -1);
         if (training && b == L - 1) zt__each_group(e, b, zt__open_grad); /* the head's forward writes gradients */
         zt_block_ctx c = zt__ctx(e, b, training);
+        if (profiled) zt__profile_open(e);
         e->types[b]->forward(&c, out, x);
+        if (profiled) zt__profile_close(e, b);
         /* evaluation keeps nothing for a backward; checkpointing keeps block outputs only (the last
            block, whose forward computed its gradients, is never recomputed) */
         if (!training || (ckpt && b < L - 1)) zt_arena_reset(&e->keep, mark);
@@ -10458,6 +10657,7 @@ static void zt__run(zt_engine *e, int training) {
         x = out;
     }
     if (!training) return;
+    if (timed) e->t_micro[0] = zt__lap(e, 1);
     zt_tensor dout = zt__none();
     for (int b = L - 1; b >= 0; b--) {
         zt_tensor inp = b > 0 ? e->outs[b - 1] : zt__none();
@@ -10477,7 +10677,9 @@ static void zt__run(zt_engine *e, int training) {
         if (ckpt && b < L - 1) zt_arena_reset(&e->keep, mark);
         dout = dinp;
     }
+    if (timed) e->t_micro[1] = zt__lap(e, 0);
     zt__s_after_cs(e); /* what follows (the step, the next micro-batch's gradients) sees every reduction */
+    if (timed) e->t_micro[2] = zt__lap(e, 1); /* the reductions the backward's work did not hide */
 }
 
 /* the batch tensors seen with B rows of T (they are planned for the largest) */
@@ -11143,6 +11345,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     e->scaler = zt_loss_scaler_init(&e->opt);
     e->plateau = zt_plateau_init(&e->opt);
     if (e->opt.comm) zt_comm_set_timeout(e->opt.comm, (double)e->opt.ddp_timeout);
+    zt__timers_start(e);
     return zt__monitor_start(e);
 }
 
@@ -11392,6 +11595,10 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
     e->batch.first_row = ((int64_t)e->micro * e->world + e->rank) * e->B;
     zt__run(e, 1);
     e->micro++;
+    if (e->timing) {
+        for (int k = 0; k < 3; k++) e->t_step[k] += e->t_micro[k];
+        e->micro_pending = 1;
+    }
     double sum = zt__loss_sum(e, e->B * e->T) + (double)e->aux * (double)valid;
     e->tokens_in_step += valid;
     e->loss_sum += sum;
@@ -11520,7 +11727,12 @@ static float zt__lr_now(const zt_engine *e) {
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
+    if (e->timing) zt__lap(e, 1);
     if (e->world > 1) zt__sum_across_ranks(e);
+    if (e->timing && e->world > 1) { /* stages 0 and 1 reduce the gradients here: DeepSpeed times that in backward */
+        double ms = zt__lap(e, 1);
+        e->t_micro[2] += ms, e->t_step[2] += ms;
+    }
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
     info.loss_scale = e->scaler.scale;
@@ -11550,10 +11762,12 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
         else if (e->groups[b].trainable) zt_fill(e->s, gr, 0.0f);
     }
     zt_stream_sync(e->s);
+    if (e->timing) e->t_step[3] = zt__lap(e, 1);
     e->tokens_in_step = 0;
     e->loss_sum = 0.0;
     e->micro = 0;
     zt__monitor_step(e, &info);
+    if (e->timing) zt__timers_step(e, &info);
     return info;
 }
 
@@ -12144,9 +12358,15 @@ static void zt__monitor_step(zt_engine *e, const zt_step_info *s) {
     if (e->tb.fd < 0 && !e->csv_dir) return;
     int64_t samples = s->step * e->B * e->opt.grad_accum * e->world;
     float lr = zt__lr_now(e);
-    const struct { const char *tag; float v; } ev[3] = {
-        {"Train/Samples/lr", lr}, {"Train/Samples/loss_scale", e->scaler.scale}, {"Train/Samples/train_loss", s->loss}};
-    for (int k = 0; k < 3; k++) {
+    const double *t = e->t_step;
+    const struct { const char *tag; float v; } ev[8] = {
+        {"Train/Samples/lr", lr}, {"Train/Samples/loss_scale", e->scaler.scale}, {"Train/Samples/train_loss", s->loss},
+        {"Train/Samples/elapsed_time_ms_forward", (float)t[0]},
+        {"Train/Samples/elapsed_time_ms_backward", (float)(t[1] + t[2])},
+        {"Train/Samples/elapsed_time_ms_backward_inner", (float)t[1]},
+        {"Train/Samples/elapsed_time_ms_backward_allreduce", (float)t[2]},
+        {"Train/Samples/elapsed_time_ms_step", (float)t[3]}};
+    for (int k = 0; k < (e->timing ? 8 : 3); k++) { /* the times: with the timers, as DeepSpeed's _write_monitor */
         if (k == 1 && e->opt.precision != ZT_PRECISION_FP16) continue;
         if (e->tb.fd >= 0 && zt_events_scalar(&e->tb, ev[k].tag, ev[k].v, samples) != ZT_OK) {
             zt_log(ZT_LOG_WARN, "the tensorboard monitor stops: %s", zt_last_error());
@@ -12157,6 +12377,267 @@ static void zt__monitor_step(zt_engine *e, const zt_step_info *s) {
             e->csv_dir = NULL;
         }
     }
+}
+
+/* ---- DeepSpeed's timers and flops profiler: on rank 0, to stdout ---- */
+
+static void zt__timers_start(zt_engine *e) {
+    e->timing = e->opt.wall_clock_breakdown || e->opt.flops_profiler;
+    e->prof_path = NULL;
+    if (e->opt.profile_output && !e->planning) e->prof_path = zt_arena_strdup(&e->meta, e->opt.profile_output);
+    e->opt.profile_output = NULL; /* the caller's string: copied */
+    if (!e->opt.flops_profiler || e->planning || e->rank != 0) return;
+    e->prof = ZT_PUSH(&e->meta, double, ZT__PROF * (size_t)e->n_blocks);
+    memset(e->prof, 0, sizeof(double) * ZT__PROF * (size_t)e->n_blocks);
+    e->prof_used = ZT_PUSH(&e->meta, unsigned char, (size_t)e->n_blocks);
+    e->prof_cap = 16384 + (size_t)e->n_blocks * 640;
+    e->prof_text = ZT_PUSH(&e->meta, char, e->prof_cap);
+}
+
+/* ms since the last boundary, the work queued so far done: on every stream, or on the compute stream alone */
+static double zt__lap(zt_engine *e, int all_streams) {
+    if (all_streams) zt_backend_sync(e->be);
+    else zt_stream_sync(e->s);
+    uint64_t now = zt_time_ns();
+    double ms = (double)(now - e->tick) / 1e6;
+    e->tick = now;
+    return ms;
+}
+
+/* text to stdout after what the program printed there (write: nothing allocated in a step) */
+static zt_result zt__stdout(const char *text, size_t n) {
+    fflush(stdout);
+    return zt__write_all(1, text, n, "standard output");
+}
+
+/* DeepSpeed's micro-step line: the last micro-batch's times, and the step's (0 before the step's last) */
+static void zt__micro_line(zt_engine *e, double step_ms) {
+    char line[256];
+    const double *m = e->t_micro;
+    int n = snprintf(line, sizeof line, "[Rank 0] time (ms) | fwd_microstep: %.2f | bwd_microstep: %.2f | "
+                     "bwd_inner_microstep: %.2f | bwd_allreduce_microstep: %.2f | step_microstep: %.2f\n",
+                     m[0], m[1] + m[2], m[1], m[2], step_ms);
+    zt__stdout(line, (size_t)n);
+}
+
+/* a micro-batch's line, when another micro-batch of the step follows it */
+static void zt__timers_flush(zt_engine *e) {
+    if (e->micro_pending && e->opt.wall_clock_breakdown && e->rank == 0) zt__micro_line(e, 0.0);
+    e->micro_pending = 0;
+}
+
+static void zt__profile_print(zt_engine *e, int64_t step);
+
+/* after a step: the profile at its step, the last micro-batch's line (wall_clock_breakdown) and the step's sums
+   (the global timers, which the flops profiler turns on too, as in DeepSpeed) */
+static void zt__timers_step(zt_engine *e, const zt_step_info *info) {
+    const double *t = e->t_step;
+    if (e->rank == 0) {
+        if (e->profiling) zt__profile_print(e, info->step); /* first, as DeepSpeed's step prints it */
+        if (e->micro_pending && e->opt.wall_clock_breakdown) zt__micro_line(e, t[3]);
+        char line[256];
+        int n = snprintf(line, sizeof line, "[Rank 0] time (ms) | fwd: %.2f | bwd: %.2f | bwd_inner: %.2f | "
+                         "bwd_allreduce: %.2f | step: %.2f\n", t[0], t[1] + t[2], t[1], t[2], t[3]);
+        zt__stdout(line, (size_t)n);
+    }
+    e->profiling = 0;
+    e->micro_pending = 0;
+    memset(e->t_step, 0, sizeof e->t_step);
+}
+
+/* DeepSpeed's number_to_string: in the largest unit the number reaches, rounded to 2 decimals, as Python's :g */
+static const char *zt__si(double x, const char *suffix, char *out, size_t cap) {
+    static const double mag[] = {1e12, 1e9, 1e6, 1e3, 1, 1e-3, 1e-6};
+    static const char *const unit[] = {"T", "G", "M", "K", "", "m", "u"};
+    int k = 0;
+    while (k < 4 && x < mag[k]) k++;
+    if (k == 4 && x < 1 && x != 0) k = x >= 1e-3 ? 5 : 6;
+    snprintf(out, cap, "%g %s%s", round(x / mag[k] * 100) / 100, unit[k], suffix);
+    return out;
+}
+
+/* params_to_string: G as B, without the space an empty unit leaves */
+static const char *zt__si_params(double x, char *out, size_t cap) {
+    zt__si(x, "", out, cap);
+    size_t n = strlen(out);
+    if (n && out[n - 1] == ' ') out[--n] = 0;
+    if (n && out[n - 1] == 'G') out[n - 1] = 'B';
+    return out;
+}
+
+/* a share in percent, rounded to 2 decimals, as Python's :g */
+static double zt__pct(double part, double whole) { return whole > 0 ? round(100 * part / whole * 100) / 100 : 0; }
+
+typedef struct zt__text { char *p; size_t n, cap; } zt__text;
+static void zt__put(zt__text *t, const char *fmt, ...) ZT_PRINTF(2, 3);
+static void zt__put(zt__text *t, const char *fmt, ...) {
+    if (t->n + 1 >= t->cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(t->p + t->n, t->cap - t->n, fmt, ap);
+    va_end(ap);
+    if (k > 0) t->n = ZT__MIN(t->cap - 1, t->n + (size_t)k);
+}
+
+/* DeepSpeed's line_fmt, '{:<70}  {:<8}' */
+static void zt__put_row(zt__text *t, const char *label, const char *value) { zt__put(t, "%-70s  %-8s\n", label, value); }
+
+/* a block's own parameters (a tied one counts at its first owner), the vocabulary unpadded */
+static double zt__block_params(const zt_engine *e, int b) {
+    double n = 0;
+    for (int p = 0; p < e->n_params; p++) {
+        const zt__param *pr = &e->params[p];
+        if (pr->block != b || pr->tied >= 0 || !pr->name) continue;
+        int64_t k = zt__numel_of(pr->shape);
+        if (pr->flags & ZT_PARAM_VOCAB) k = k / pr->shape.d[0] * e->vocab;
+        n += (double)k;
+    }
+    return n;
+}
+
+static double zt__prof(const zt_engine *e, int b, int k) { return e->prof[ZT__PROF * b + k]; }
+
+/* The aggregated profile's depth 1: the block types (DeepSpeed's module classes), each metric's top_modules
+   largest sums, as Python prints a dict ({'name': 'value'}; ties in the blocks' order) */
+static void zt__profile_types(zt_engine *e, zt__text *t) {
+    static const char *const label[] = {"params     ", "MACs       ", "fwd latency"};
+    static const int entry[] = {3, 0, 2};
+    int L = e->n_blocks;
+    for (int m = 0; m < 3; m++) {
+        zt__put(t, "    %s - {", label[m]);
+        memset(e->prof_used, 0, (size_t)L);
+        for (int k = 0; k < e->opt.profile_top; k++) {
+            int best = -1;
+            double best_v = 0;
+            for (int b = 0; b < L; b++) { /* each type once, at its first block, with every block's sum */
+                int first = !e->prof_used[b];
+                for (int a = 0; a < b && first; a++) first = strcmp(e->types[a]->name, e->types[b]->name) != 0;
+                if (!first) continue;
+                double v = 0;
+                for (int a = b; a < L; a++)
+                    if (strcmp(e->types[a]->name, e->types[b]->name) == 0) v += zt__prof(e, a, entry[m]);
+                if (best < 0 || v > best_v) best = b, best_v = v;
+            }
+            if (best < 0) break;
+            e->prof_used[best] = 1;
+            char num[48];
+            zt__put(t, "%s'%s': '%s'", k ? ", " : "", e->types[best]->name,
+                    m == 0 ? zt__si_params(best_v, num, sizeof num)
+                           : zt__si(best_v, m == 1 ? "MACs" : "s", num, sizeof num));
+        }
+        zt__put(t, "}\n");
+    }
+}
+
+/* a module's line of the detailed profile: params, MACs, latency and their shares, then FLOPS */
+static void zt__profile_entry(zt__text *t, const double *v, const double *all) {
+    char p[48], m[48], d[48], f[48];
+    zt__put(t, "%s = %g%% Params, %s = %g%% MACs, %s = %g%% latency, %s", zt__si_params(v[3], p, sizeof p),
+            zt__pct(v[3], all[3]), zt__si(v[0], "MACs", m, sizeof m), zt__pct(v[0], all[0]), zt__si(v[2], "s", d, sizeof d),
+            zt__pct(v[2], all[2]), zt__si(v[2] > 0 ? round(v[1] / v[2] * 100) / 100 : 0, "FLOPS", f, sizeof f));
+}
+
+/* DeepSpeed's print_model_profile over zt's modules: the model and its blocks (the embedding, each layer, the
+   output layer with the loss). The profiled step's micro-batches together: their forward passes, backward
+   passes and the step; its samples per second. */
+static void zt__profile_print(zt_engine *e, int64_t step) {
+    int L = e->n_blocks;
+    zt__text t = {e->prof_text, 0, e->prof_cap};
+    double all[ZT__PROF] = {0, 0, 0, (double)zt_engine_param_count(e)};
+    for (int b = 0; b < L; b++) {
+        e->prof[ZT__PROF * b + 3] = zt__block_params(e, b);
+        all[0] += zt__prof(e, b, 0), all[1] += zt__prof(e, b, 1);
+    }
+    double fwd = e->t_step[0] / 1e3, bwd = (e->t_step[1] + e->t_step[2]) / 1e3, stp = e->t_step[3] / 1e3;
+    double flops = all[1], factor = 2 + e->opt.recompute_fwd_factor, iter = fwd + bwd + stp;
+    all[2] = fwd; /* the model's forward passes: its blocks', and the weights' gathering between them */
+    const char *model = e->has_cfg ? e->cfg.model_type : "model";
+    char a[64], label[96];
+    zt__put(&t, "\n-------------------------- DeepSpeed Flops Profiler --------------------------\n"
+                "Profile Summary at step %lld:\nNotations:\ndata parallel size (dp_size), model parallel size(mp_size),\n"
+                "number of parameters (params), number of multiply-accumulate operations(MACs),\n"
+                "number of floating-point operations (flops), floating-point operations per second (FLOPS),\n"
+                "fwd latency (forward propagation latency), bwd latency (backward propagation latency),\n"
+                "step (weights update latency), iter latency (sum of fwd, bwd and step latency)\n\n", (long long)step);
+    snprintf(a, sizeof a, "%d", e->world);
+    zt__put_row(&t, "world size: ", a);
+    zt__put_row(&t, "data parallel size: ", a);
+    zt__put_row(&t, "model parallel size: ", "1");
+    snprintf(a, sizeof a, "%lld", (long long)e->B);
+    zt__put_row(&t, "batch size per GPU: ", a);
+    zt__put_row(&t, "params per GPU: ", zt__si_params(all[3], a, sizeof a));
+    zt__put_row(&t, "params of model = params per GPU * mp_size: ", a);
+    zt__put_row(&t, "fwd MACs per GPU: ", zt__si(all[0], "MACs", a, sizeof a));
+    zt__put_row(&t, "fwd flops per GPU: ", zt__si(flops, "", a, sizeof a));
+    zt__put_row(&t, "fwd flops of model = fwd flops per GPU * mp_size: ", a);
+    zt__put_row(&t, "fwd latency: ", zt__si(fwd, "s", a, sizeof a));
+    zt__put_row(&t, "fwd FLOPS per GPU = fwd flops per GPU / fwd latency: ",
+                zt__si(fwd > 0 ? flops / fwd : 0, "FLOPS", a, sizeof a));
+    zt__put_row(&t, "bwd latency: ", zt__si(bwd, "s", a, sizeof a));
+    snprintf(label, sizeof label, "bwd FLOPS per GPU = %g * fwd flops per GPU / bwd latency: ", factor);
+    zt__put_row(&t, label, zt__si(bwd > 0 ? factor * flops / bwd : 0, "FLOPS", a, sizeof a));
+    snprintf(label, sizeof label, "fwd+bwd FLOPS per GPU = %g * fwd flops per GPU / (fwd+bwd latency): ", factor + 1);
+    zt__put_row(&t, label, zt__si(fwd + bwd > 0 ? (factor + 1) * flops / (fwd + bwd) : 0, "FLOPS", a, sizeof a));
+    zt__put_row(&t, "step latency: ", zt__si(stp, "s", a, sizeof a));
+    zt__put_row(&t, "iter latency: ", zt__si(iter, "s", a, sizeof a));
+    snprintf(label, sizeof label, "FLOPS per GPU = %g * fwd flops per GPU / iter latency: ", factor + 1);
+    zt__put_row(&t, label, zt__si(iter > 0 ? (factor + 1) * flops / iter : 0, "FLOPS", a, sizeof a));
+    double samples = (double)(e->B * e->opt.grad_accum * e->world);
+    zt__py_repr(iter > 0 ? round(samples / iter * 100) / 100 : 0, 0, a, sizeof a, 0);
+    zt__put_row(&t, "samples/second: ", a);
+
+    zt__put(&t, "\n----------------------------- Aggregated Profile per GPU -----------------------------\n"
+                "Top %d modules in terms of params, MACs or fwd latency at different model depths:\n", e->opt.profile_top);
+    int depths = e->opt.profile_depth < 0 ? 2 : ZT__MIN(e->opt.profile_depth, 2); /* DeepSpeed's range(module_depth) */
+    char p[48], m[48], d[48];
+    if (depths > 0 && e->opt.profile_top > 0)
+        zt__put(&t, "depth 0:\n    params      - {'%s': '%s'}\n    MACs        - {'%s': '%s'}\n    fwd latency - {'%s': '%s'}\n",
+                model, zt__si_params(all[3], p, sizeof p), model, zt__si(all[0], "MACs", m, sizeof m), model,
+                zt__si(all[2], "s", d, sizeof d));
+    else if (depths > 0)
+        zt__put(&t, "depth 0:\n    params      - {}\n    MACs        - {}\n    fwd latency - {}\n");
+    if (depths > 1) {
+        zt__put(&t, "depth 1:\n");
+        zt__profile_types(e, &t);
+    }
+    if (e->opt.profile_detailed) {
+        zt__put(&t, "\n------------------------------ Detailed Profile per GPU ------------------------------\n"
+                    "Each module profile is listed after its name in the following order: \nparams, percentage of total "
+                    "params, MACs, percentage of total MACs, fwd latency, percentage of total fwd latency, fwd FLOPS\n\n"
+                    "Note: 1. zt's modules are the model's blocks: the embedding, each layer, and the output layer with the "
+                    "loss, whose forward pass also computes the output layer's gradient (its time is in the block's "
+                    "latency, its products are not in the MACs).\n2. Number of floating-point operations is a theoretical "
+                    "estimation, thus FLOPS computed using that could be larger than the maximum system throughput.\n"
+                    "3. The model's fwd latency is the forward passes' (the step's micro-batches together), the weights' "
+                    "gathering between the blocks included; each block's is its own, the device drained before and "
+                    "after it.\n\n%s(\n  ", model);
+        zt__profile_entry(&t, all, all);
+        zt__put(&t, "\n");
+        for (int b = 0; b < L; b++) {
+            zt__put(&t, "  (%d): %s(", b, e->types[b]->name);
+            zt__profile_entry(&t, e->prof + ZT__PROF * b, all);
+            zt__put(&t, ")\n");
+        }
+        zt__put(&t, ")\n");
+    }
+    zt__put(&t, "------------------------------------------------------------------------------\n");
+    if (!e->prof_path) {
+        if (zt__stdout(t.p, t.n) != ZT_OK) zt_log(ZT_LOG_WARN, "the flops profile: %s", zt_last_error());
+        return;
+    }
+    /* output_file, in a directory made as DeepSpeed makes it; failing, the profile goes to stdout */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", e->prof_path);
+    char *slash = strrchr(dir, '/');
+    zt_result r = ZT_OK;
+    if (slash && slash != dir) *slash = 0, r = zt__mkdirs(dir);
+    int fd = r == ZT_OK ? open(e->prof_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (r == ZT_OK && fd < 0) r = zt_fail(ZT_ERROR_IO, "cannot open %s: %s", e->prof_path, strerror(errno));
+    if (r == ZT_OK) r = zt__write_all(fd, t.p, t.n, e->prof_path);
+    if (fd >= 0) close(fd);
+    if (r == ZT_OK) return;
+    zt_log(ZT_LOG_WARN, "flops_profiler.output_file: %s; the profile follows on stdout", zt_last_error());
+    zt__stdout(t.p, t.n);
 }
 
 /* >>checkpoint (implementation) ---------------------------------------------------------------- */

@@ -1,8 +1,9 @@
 /* tests/noalloc.c - nothing is allocated during training steps.
    This program defines malloc, calloc, realloc, free, posix_memalign and aligned_alloc itself (so
    glibc's own calls are counted too) and counts every call made after the first step, across steps
-   that include an fp16 step skipped for overflow, a checkpoint save, an evaluation, reading data and
-   DeepSpeed's tensorboard and csv_monitor files, at ZeRO stage 3, then in steps offloaded to NVMe.
+   that include an fp16 step skipped for overflow, a checkpoint save, an evaluation, reading data,
+   DeepSpeed's tensorboard and csv_monitor files and its timers and flops profile, at ZeRO stage 3, then in
+   steps offloaded to NVMe.
    Built without sanitizers (they replace malloc themselves); ./build.sh test runs it as one test. */
 #define _GNU_SOURCE
 #include "../zt.h"
@@ -86,6 +87,11 @@ int main(void) {
     snprintf(tb, sizeof tb, "%s/tb", dir);
     snprintf(csv, sizeof csv, "%s/csv", dir);
     o.tensorboard_dir = tb, o.csv_monitor_dir = csv;
+    char profile[192]; /* DeepSpeed's timers after each step, and the flops profile at step 3 into a file */
+    snprintf(profile, sizeof profile, "%s/profile/flops.txt", dir);
+    o.wall_clock_breakdown = o.flops_profiler = 1;
+    o.profile_step = 2;
+    o.profile_output = profile;
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return puts(zt_last_error()), 1;
     zt_data_desc d;
@@ -100,6 +106,9 @@ int main(void) {
     if (zt_data_open(&data, &d) != ZT_OK) return puts(zt_last_error()), 1;
     int32_t x[32], y[32];
     int skipped = 0, taken = 0, saved = 0;
+    int out = dup(1), null = open("/dev/null", O_WRONLY); /* the timers' lines */
+    fflush(stdout);
+    dup2(null, 1);
     for (int step = 0; step < 60 && !(skipped && taken > 2); step++) {
         if (step == 1) counting = 1; /* everything after the first step */
         for (int m = 0; m < 2; m++) {
@@ -117,15 +126,22 @@ int main(void) {
         }
     }
     counting = 0;
+    fflush(stdout);
+    dup2(out, 1);
+    close(out), close(null);
     zt_data_close(data);
     zt_shutdown(e);
     zt_remove_checkpoint(dir, 4);
+    int profiled = unlink(profile) == 0;
+    snprintf(path, sizeof path, "%s/profile", dir);
+    rmdir(path);
     char rm[400];
     snprintf(rm, sizeof rm, "%s/Train_Samples_loss_scale.csv", csv);
     int monitored = access(rm, R_OK) == 0; /* written (fp16: the loss scale too) */
     snprintf(rm, sizeof rm, "rm -rf '%s' '%s'", tb, csv);
     monitored = system(rm) == 0 && monitored;
     o.tensorboard_dir = o.csv_monitor_dir = NULL;
+    o.wall_clock_breakdown = o.flops_profiler = 0;
     /* ZeRO-Offload to NVMe: the host optimizer, the I/O threads and the swap files, in steps */
     long before = calls;
     o.precision = ZT_PRECISION_BF16;
@@ -148,7 +164,7 @@ int main(void) {
     unlink(path);
     rmdir(dir);
     printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation, "
-           "monitor files%s), %ld in %d steps offloaded to NVMe\n", before, skipped, taken, saved ? "saved" : "NOT saved",
-           monitored ? "" : " NOT removed", calls - before, offloaded - 1);
-    return calls == 0 && skipped > 0 && taken > 0 && saved && monitored ? 0 : 1;
+           "monitor files%s, timers and %s flops profile), %ld in %d steps offloaded to NVMe\n", before, skipped, taken,
+           saved ? "saved" : "NOT saved", monitored ? "" : " NOT removed", profiled ? "a" : "NO", calls - before, offloaded - 1);
+    return calls == 0 && skipped > 0 && taken > 0 && saved && monitored && profiled ? 0 : 1;
 }
