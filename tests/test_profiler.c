@@ -149,15 +149,18 @@ TEST(flops_profiler_counts_grouped_query_attention) {
 
 /* wall_clock_breakdown: a line per micro-batch (the step's time on the last) and one per step, DeepSpeed's */
 TEST(wall_clock_breakdown_prints_deepspeeds_timers) {
-    char *out = train_printing(GPT2, "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 3, "
-                               "\"wall_clock_breakdown\": true}", 2, 3);
+    char dir[128], json[512];
+    snprintf(dir, sizeof dir, "/tmp/zt_test_timers_%d", (int)getpid());
+    snprintf(json, sizeof json, "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 3, "
+             "\"wall_clock_breakdown\": true, \"csv_monitor\": {\"enabled\": true, \"output_path\": \"%s\"}}", dir);
+    char *out = train_printing(GPT2, json, 2, 3);
     CHECK(out != NULL);
     if (!out) return;
     CHECK_EQ_INT(count_of(out, "[Rank 0] time (ms) | fwd_microstep: "), 6);
     CHECK_EQ_INT(count_of(out, "[Rank 0] time (ms) | fwd: "), 2);
     CHECK(strstr(out, "Flops Profiler") == NULL);
     const char *line = out;
-    double sum_fwd = 0;
+    double sum_fwd = 0, step_fwd[2] = {0, 0};
     for (int k = 0; k < 8; k++) {
         double fwd, bwd, inner, reduce, step;
         if (k % 4 < 3) {
@@ -170,6 +173,7 @@ TEST(wall_clock_breakdown_prints_deepspeeds_timers) {
                          &fwd, &bwd, &inner, &reduce, &step) == 5);
             CHECK_NEAR(fwd, sum_fwd, 0.03); /* the micro-batches' sums (each rounded to 0.01) */
             CHECK(step > 0);
+            step_fwd[k / 4] = fwd;
             sum_fwd = 0;
         }
         CHECK(fwd > 0 && bwd > 0 && reduce == 0.0 && fabs(bwd - inner - reduce) <= 0.011);
@@ -178,6 +182,24 @@ TEST(wall_clock_breakdown_prints_deepspeeds_timers) {
         line++;
     }
     free(out);
+    /* the monitor writes the step's times too, as DeepSpeed's _write_monitor (6 samples a step) */
+    char path[300];
+    snprintf(path, sizeof path, "%s/DeepSpeedJobName/Train_Samples_elapsed_time_ms_forward.csv", dir);
+    char *csv = test_slurp(path, NULL);
+    double f1 = 0, f2 = 0;
+    CHECK_MSG(csv && sscanf(csv, "step,elapsed_time_ms_forward\r\n6,%lf\r\n12,%lf\r\n", &f1, &f2) == 2, "%s", csv ? csv : path);
+    CHECK_NEAR(f1, step_fwd[0], 0.006);
+    CHECK_NEAR(f2, step_fwd[1], 0.006);
+    static const char *const others[] = {"backward", "backward_inner", "backward_allreduce", "step"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/DeepSpeedJobName/Train_Samples_elapsed_time_ms_%s.csv", dir, others[k]);
+        struct stat st;
+        CHECK_MSG(stat(path, &st) == 0, "no %s", path);
+    }
+    free(csv);
+    char rm[300];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    CHECK(system(rm) == 0);
 }
 
 TEST(profiler_and_unbuilt_sections_in_the_config) {
