@@ -966,6 +966,8 @@ typedef struct zt_options {
        (DeepSpeed's count starts at 0): MACs, flops, parameters and latency, the model's and each block's. While a
        timer runs the stream is synchronized at its ends, so the times are the work's, not the queueing's. */
     int wall_clock_breakdown;
+    int memory_breakdown;        /* zt_memory_report on rank 0 before and after each forward, backward and step,
+                                    with DeepSpeed's labels ("Engine before forward", ...) */
     int flops_profiler;
     int64_t profile_step;        /* 1: the second step (the first warms up) */
     int profile_depth;           /* module_depth: the aggregated profile's depths (-1: every depth) */
@@ -8323,6 +8325,7 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
     c->gradient_predivide_factor = 1.0;
     if ((r = zt__cfg_int(g, zt__json_get(&g->j, 0, "steps_per_print"), "steps_per_print", 0, &c->steps_per_print)) ||
         (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "wall_clock_breakdown"), "wall_clock_breakdown", &c->wall_clock_breakdown)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "memory_breakdown"), "memory_breakdown", &o->memory_breakdown)) ||
         (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "prescale_gradients"), "prescale_gradients", &c->prescale_gradients)) ||
         (r = zt__cfg_num(g, zt__json_get(&g->j, 0, "gradient_predivide_factor"), "gradient_predivide_factor", 0, 1e300, &c->gradient_predivide_factor)))
         return r;
@@ -8652,8 +8655,9 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
     fprintf(out, "{\n  \"deepspeed_semantics\": \"%s\",\n  \"zt_version\": \"%s\",\n", ZT_DEEPSPEED_VERSION, ZT_VERSION_STRING);
     fprintf(out, "  \"train_batch_size\": %lld,\n  \"train_micro_batch_size_per_gpu\": %lld,\n  \"gradient_accumulation_steps\": %lld,\n",
             (long long)(o->micro_batch * o->grad_accum * (c->world_size > 0 ? c->world_size : 1)), (long long)o->micro_batch, (long long)o->grad_accum);
-    fprintf(out, "  \"gradient_clipping\": %g,\n  \"steps_per_print\": %lld,\n  \"wall_clock_breakdown\": %s,\n",
-            (double)o->max_grad_norm, (long long)c->steps_per_print, c->wall_clock_breakdown ? "true" : "false");
+    fprintf(out, "  \"gradient_clipping\": %g,\n  \"steps_per_print\": %lld,\n  \"wall_clock_breakdown\": %s,\n"
+            "  \"memory_breakdown\": %s,\n", (double)o->max_grad_norm, (long long)c->steps_per_print,
+            c->wall_clock_breakdown ? "true" : "false", o->memory_breakdown ? "true" : "false");
     fprintf(out, "  \"prescale_gradients\": %s,\n  \"gradient_predivide_factor\": %g,\n  \"communication_data_type\": \"%s\",\n",
             c->prescale_gradients ? "true" : "false", c->gradient_predivide_factor ? c->gradient_predivide_factor : 1.0,
             c->communication_data_type[0] ? c->communication_data_type : o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32");
@@ -10611,6 +10615,11 @@ static void zt__weights_for(zt_engine *e, int b, int next) {
 
 /* Forward through every block for the current batch; in training, then backward. Rows B and T of
    the batch may be smaller than the planned ones (evaluation and sampling use B = 1). */
+/* DeepSpeed's memory_breakdown: the memory by category on rank 0, at the points its engine reports */
+static void zt__memory_breakdown(zt_engine *e, const char *label) {
+    if (e->opt.memory_breakdown && e->rank == 0 && !e->be->measure) zt_memory_report(e, label); /* not init's dry run */
+}
+
 /* The profiled step: a block's forward pass timed with the device drained at its ends, its ops tallied */
 static void zt__profile_open(zt_engine *e) {
     zt_backend_sync(e->be);
@@ -10633,6 +10642,7 @@ static void zt__run(zt_engine *e, int training) {
     int timed = training && e->timing;
     int profiled = timed && e->opt.flops_profiler && e->rank == 0 && e->step == e->opt.profile_step;
     e->profiling |= profiled;
+    if (training) zt__memory_breakdown(e, "Engine before forward");
     if (timed) {
         zt__timers_flush(e);
         zt__lap(e, 1);
@@ -10658,6 +10668,11 @@ static void zt__run(zt_engine *e, int training) {
     }
     if (!training) return;
     if (timed) e->t_micro[0] = zt__lap(e, 1);
+    if (e->opt.memory_breakdown) {
+        zt__memory_breakdown(e, "Engine after forward");
+        zt__memory_breakdown(e, "Engine before backward");
+        if (timed) e->tick = zt_time_ns(); /* the reports are not the backward's time */
+    }
     zt_tensor dout = zt__none();
     for (int b = L - 1; b >= 0; b--) {
         zt_tensor inp = b > 0 ? e->outs[b - 1] : zt__none();
@@ -10680,6 +10695,7 @@ static void zt__run(zt_engine *e, int training) {
     if (timed) e->t_micro[1] = zt__lap(e, 0);
     zt__s_after_cs(e); /* what follows (the step, the next micro-batch's gradients) sees every reduction */
     if (timed) e->t_micro[2] = zt__lap(e, 1); /* the reductions the backward's work did not hide */
+    zt__memory_breakdown(e, "Engine after backward");
 }
 
 /* the batch tensors seen with B rows of T (they are planned for the largest) */
@@ -11727,6 +11743,7 @@ static float zt__lr_now(const zt_engine *e) {
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
+    zt__memory_breakdown(e, "Engine before step");
     if (e->timing) zt__lap(e, 1);
     if (e->world > 1) zt__sum_across_ranks(e);
     if (e->timing && e->world > 1) { /* stages 0 and 1 reduce the gradients here: DeepSpeed times that in backward */
@@ -11768,6 +11785,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     e->micro = 0;
     zt__monitor_step(e, &info);
     if (e->timing) zt__timers_step(e, &info);
+    zt__memory_breakdown(e, "Engine after step");
     return info;
 }
 

@@ -2,8 +2,8 @@
    This program defines malloc, calloc, realloc, free, posix_memalign and aligned_alloc itself (so
    glibc's own calls are counted too) and counts every call made after the first step, across steps
    that include an fp16 step skipped for overflow, a checkpoint save, an evaluation, reading data,
-   DeepSpeed's tensorboard and csv_monitor files and its timers and flops profile, at ZeRO stage 3, then in
-   steps offloaded to NVMe.
+   DeepSpeed's tensorboard and csv_monitor files, its timers, flops profile and memory reports, at ZeRO
+   stage 3, then in steps offloaded to NVMe.
    Built without sanitizers (they replace malloc themselves); ./build.sh test runs it as one test. */
 #define _GNU_SOURCE
 #include "../zt.h"
@@ -21,6 +21,11 @@ extern void __libc_free(void *p);
 extern void *__libc_memalign(size_t align, size_t n);
 
 static volatile int counting;
+static long reports;
+static void quiet(zt_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    reports += strncmp(msg, "memory Engine ", 14) == 0;
+}
 static long calls;
 static void count(void) {
     if (counting) __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
@@ -89,7 +94,7 @@ int main(void) {
     o.tensorboard_dir = tb, o.csv_monitor_dir = csv;
     char profile[192]; /* DeepSpeed's timers after each step, and the flops profile at step 3 into a file */
     snprintf(profile, sizeof profile, "%s/profile/flops.txt", dir);
-    o.wall_clock_breakdown = o.flops_profiler = 1;
+    o.wall_clock_breakdown = o.flops_profiler = o.memory_breakdown = 1;
     o.profile_step = 2;
     o.profile_output = profile;
     zt_engine *e = NULL;
@@ -109,6 +114,7 @@ int main(void) {
     int out = dup(1), null = open("/dev/null", O_WRONLY); /* the timers' lines */
     fflush(stdout);
     dup2(null, 1);
+    zt_set_log(quiet, NULL); /* the memory reports */
     for (int step = 0; step < 60 && !(skipped && taken > 2); step++) {
         if (step == 1) counting = 1; /* everything after the first step */
         for (int m = 0; m < 2; m++) {
@@ -126,6 +132,7 @@ int main(void) {
         }
     }
     counting = 0;
+    zt_set_log(NULL, NULL);
     fflush(stdout);
     dup2(out, 1);
     close(out), close(null);
@@ -141,7 +148,7 @@ int main(void) {
     snprintf(rm, sizeof rm, "rm -rf '%s' '%s'", tb, csv);
     monitored = system(rm) == 0 && monitored;
     o.tensorboard_dir = o.csv_monitor_dir = NULL;
-    o.wall_clock_breakdown = o.flops_profiler = 0;
+    o.wall_clock_breakdown = o.flops_profiler = o.memory_breakdown = 0;
     /* ZeRO-Offload to NVMe: the host optimizer, the I/O threads and the swap files, in steps */
     long before = calls;
     o.precision = ZT_PRECISION_BF16;
@@ -164,7 +171,7 @@ int main(void) {
     unlink(path);
     rmdir(dir);
     printf("noalloc: %ld allocation calls in ZeRO-3 steps (%d skipped fp16 steps, %d taken, checkpoint %s, an evaluation, "
-           "monitor files%s, timers and %s flops profile), %ld in %d steps offloaded to NVMe\n", before, skipped, taken,
-           saved ? "saved" : "NOT saved", monitored ? "" : " NOT removed", profiled ? "a" : "NO", calls - before, offloaded - 1);
-    return calls == 0 && skipped > 0 && taken > 0 && saved && monitored && profiled ? 0 : 1;
+           "monitor files%s, timers, %s flops profile, %ld memory reports), %ld in %d steps offloaded to NVMe\n", before, skipped, taken,
+           saved ? "saved" : "NOT saved", monitored ? "" : " NOT removed", profiled ? "a" : "NO", reports, calls - before, offloaded - 1);
+    return calls == 0 && skipped > 0 && taken > 0 && saved && monitored && profiled && reports > 0 ? 0 : 1;
 }

@@ -15,7 +15,7 @@ static const char *LLAMA =
     " \"hidden_size\": 32, \"intermediate_size\": 48, \"max_position_embeddings\": 32, \"vocab_size\": 61,"
     " \"tie_word_embeddings\": true}";
 
-static char logged[4096];
+static char logged[32768];
 static void capture(zt_log_level level, const char *msg, void *user) {
     (void)level, (void)user;
     snprintf(logged + strlen(logged), sizeof logged - strlen(logged), "%s\n", msg);
@@ -54,10 +54,13 @@ static char *train_printing(const char *model, const char *json, int steps, int 
     dup2(fd, 1);
     int32_t x[16];
     for (int i = 0; i < 16; i++) x[i] = (i * 7 + 3) % 37;
+    logged[0] = 0;
+    zt_set_log(capture, NULL); /* the memory reports */
     for (int s = 0; s < steps; s++) {
         for (int m = 0; m < accum; m++) zt_forward_backward(e, x, NULL, NULL, 2);
         zt_step(e);
     }
+    zt_set_log(NULL, NULL);
     fflush(stdout);
     dup2(saved, 1);
     close(saved), close(fd);
@@ -246,4 +249,23 @@ TEST(profiler_and_unbuilt_sections_in_the_config) {
     fclose(f);
     CHECK_STR_CONTAINS(text, "\"flops_profiler\": {\"enabled\": true, \"recompute_fwd_factor\": 0, \"profile_step\": 1, "
                              "\"module_depth\": -1, \"top_modules\": 1, \"detailed\": true, \"output_file\": \"a\\\"b\"},");
+}
+
+/* memory_breakdown: DeepSpeed's see_memory_usage points, as zt_memory_report lines */
+TEST(memory_breakdown_reports_at_deepspeeds_points) {
+    char *out = train_printing(GPT2, "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 2, "
+                               "\"memory_breakdown\": true}", 2, 2);
+    CHECK(out != NULL && out[0] == 0); /* no timers */
+    static const char *const points[] = {"forward", "backward"};
+    for (int k = 0; k < 2; k++) {
+        char label[64];
+        snprintf(label, sizeof label, "memory Engine before %s | rank 0 | device ", points[k]);
+        CHECK_EQ_INT(count_of(logged, label), 4);
+        snprintf(label, sizeof label, "memory Engine after %s | rank 0 | device ", points[k]);
+        CHECK_EQ_INT(count_of(logged, label), 4);
+    }
+    CHECK_EQ_INT(count_of(logged, "memory Engine before step | rank 0 | device "), 2);
+    CHECK_EQ_INT(count_of(logged, "memory Engine after step | rank 0 | device "), 2);
+    CHECK_STR_CONTAINS(logged, "| activations ");
+    free(out);
 }
