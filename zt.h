@@ -961,15 +961,15 @@ typedef struct zt_options {
        The directories are created at init (copied then). */
     const char *tensorboard_dir, *csv_monitor_dir;
     /* DeepSpeed's timers (the config's wall_clock_breakdown) and flops profiler (its flops_profiler section), on
-       rank 0, to stdout as DeepSpeed prints them: each micro-batch's and each step's forward, backward and step
-       times ("[Rank 0] time (ms) | ..."), and once, the profile of the forward passes of step profile_step + 1
+       rank 0, to stdout as DeepSpeed prints them under the Trainer and Accelerate: each step's forward, backward
+       and step times ("[Rank 0] time (ms) | ...", its micro-batches' sums), and once, the profile of step profile_step + 1
        (DeepSpeed's count starts at 0): MACs, flops, parameters and latency, the model's and each block's. While a
        timer runs the stream is synchronized at its ends, so the times are the work's, not the queueing's. */
     int wall_clock_breakdown;
     int memory_breakdown;        /* zt_memory_report on rank 0 before and after each forward, backward and step,
                                     with DeepSpeed's labels ("Engine before forward", ...) */
     int flops_profiler;
-    int64_t profile_step;        /* 1: the second step (the first warms up) */
+    int64_t profile_step;        /* 1: the second step (the first warms up); negative: never, as in DeepSpeed */
     int profile_depth;           /* module_depth: the aggregated profile's depths (-1: every depth) */
     int profile_top;             /* top_modules: the block types listed at each depth (1) */
     int profile_detailed;        /* detailed: each block's line (1) */
@@ -2416,6 +2416,8 @@ static void zt__need_tensor(const char *op, const char *name, zt_tensor t, int d
 #define ZT__FLOAT (-1)
 #define ZT__ANY_SIZE (-1)
 
+static void zt__matrix_dims(zt_tensor t, int batched, int64_t *rows, int64_t *cols);
+
 /* An op's multiply-accumulates and floating-point operations, by DeepSpeed's flops profiler's rules: a
    product M x N x K MACs and twice that in flops, attention its two products over every key (the causal
    half included, as DeepSpeed counts torch's scaled_dot_product_attention), an activation, a residual add
@@ -2425,11 +2427,11 @@ static void zt__need_tensor(const char *op, const char *name, zt_tensor t, int d
 static void zt__op_tally(const zt__op *op, double *t) {
     double macs = 0, flops = 0;
     switch (op->kind) {
-    case ZT__OP_GEMM: {
+    case ZT__OP_GEMM: { /* zt_gemm's shapes: batched when all three are 3-D, else each a matrix of its rows */
         const zt__args_gemm *g = &op->gemm;
-        int batched = g->c.shape.ndim == 3;
-        double k = (double)(g->trans_a ? g->a.shape.d[batched] : g->a.shape.d[batched + 1]);
-        macs = (double)zt_numel(g->c) * k, flops = 2 * macs;
+        int64_t rows, cols;
+        zt__matrix_dims(g->a, g->a.shape.ndim == 3 && g->b.shape.ndim == 3 && g->c.shape.ndim == 3, &rows, &cols);
+        macs = (double)zt_numel(g->c) * (double)(g->trans_a ? rows : cols), flops = 2 * macs;
         break;
     }
     case ZT__OP_ATTENTION_FWD: { /* q (B,T,NH,HD), v (B,T,NKV,HDv) */
@@ -8434,7 +8436,8 @@ static zt_result zt__cfg_profiler(zt__cfg *g) {
         ((r = zt__cfg_bool(g, zt__json_get(&g->j, t, "enabled"), "flops_profiler.enabled", &c->flops_profiler)) ||
          (r = zt__cfg_num(g, zt__json_get(&g->j, t, "recompute_fwd_factor"), "flops_profiler.recompute_fwd_factor", 0,
                           1e300, &c->recompute_fwd_factor)) ||
-         (r = zt__cfg_int(g, zt__json_get(&g->j, t, "profile_step"), "flops_profiler.profile_step", 0, &c->profile_step)) ||
+         (r = zt__cfg_int(g, zt__json_get(&g->j, t, "profile_step"), "flops_profiler.profile_step", INT64_MIN,
+                          &c->profile_step)) ||
          (r = zt__cfg_int(g, zt__json_get(&g->j, t, "module_depth"), "flops_profiler.module_depth", -1, &c->profile_depth)) ||
          (r = zt__cfg_int(g, zt__json_get(&g->j, t, "top_modules"), "flops_profiler.top_modules", 0, &c->profile_top)) ||
          (r = zt__cfg_bool(g, zt__json_get(&g->j, t, "detailed"), "flops_profiler.detailed", &c->profile_detailed))))
@@ -9054,9 +9057,8 @@ struct zt_engine {
     /* DeepSpeed's timers and flops profiler (zt__lap, zt__timers_step, zt__profile_print); times in ms */
     int timing;                 /* the timers run: wall_clock_breakdown, or the flops profiler */
     uint64_t tick;              /* the clock at the last boundary (ns) */
-    double t_step[4];           /* this step's forward, backward (its blocks), backward (the reductions), step */
-    double t_micro[3];          /* the last micro-batch's forward, backward and reductions */
-    int micro_pending;          /* its line waits for the step's time, or for the next micro-batch */
+    double t_step[4];           /* this step's forward, backward (its blocks), backward (the reductions), step:
+                                   its micro-batches' sums */
     int profiling;              /* this step's forward passes are profiled (rank 0) */
     uint64_t prof_t0;
     double tally[2];            /* MACs and flops of the ops queued since the block's forward began */
@@ -9071,7 +9073,6 @@ static zt_result zt__monitor_start(zt_engine *e);
 static void zt__monitor_step(zt_engine *e, const zt_step_info *s);
 static void zt__timers_start(zt_engine *e);
 static double zt__lap(zt_engine *e, int all_streams);
-static void zt__timers_flush(zt_engine *e);
 static void zt__timers_step(zt_engine *e, const zt_step_info *info);
 
 /* ---- block definitions ---- */
@@ -10643,10 +10644,7 @@ static void zt__run(zt_engine *e, int training) {
     int profiled = timed && e->opt.flops_profiler && e->rank == 0 && e->step == e->opt.profile_step;
     e->profiling |= profiled;
     if (training) zt__memory_breakdown(e, "Engine before forward");
-    if (timed) {
-        zt__timers_flush(e);
-        zt__lap(e, 1);
-    }
+    if (timed) zt__lap(e, 1);
     zt_arena_reset(&e->keep, 0);
     zt_arena_reset(&e->scratch, 0);
     e->aux = 0.0f;
@@ -10667,7 +10665,7 @@ static void zt__run(zt_engine *e, int training) {
         x = out;
     }
     if (!training) return;
-    if (timed) e->t_micro[0] = zt__lap(e, 1);
+    if (timed) e->t_step[0] += zt__lap(e, 1);
     if (e->opt.memory_breakdown) {
         zt__memory_breakdown(e, "Engine after forward");
         zt__memory_breakdown(e, "Engine before backward");
@@ -10692,9 +10690,9 @@ static void zt__run(zt_engine *e, int training) {
         if (ckpt && b < L - 1) zt_arena_reset(&e->keep, mark);
         dout = dinp;
     }
-    if (timed) e->t_micro[1] = zt__lap(e, 0);
+    if (timed) e->t_step[1] += zt__lap(e, 0);
     zt__s_after_cs(e); /* what follows (the step, the next micro-batch's gradients) sees every reduction */
-    if (timed) e->t_micro[2] = zt__lap(e, 1); /* the reductions the backward's work did not hide */
+    if (timed) e->t_step[2] += zt__lap(e, 1); /* the reductions the backward's work did not hide */
     zt__memory_breakdown(e, "Engine after backward");
 }
 
@@ -11611,10 +11609,6 @@ ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int3
     e->batch.first_row = ((int64_t)e->micro * e->world + e->rank) * e->B;
     zt__run(e, 1);
     e->micro++;
-    if (e->timing) {
-        for (int k = 0; k < 3; k++) e->t_step[k] += e->t_micro[k];
-        e->micro_pending = 1;
-    }
     double sum = zt__loss_sum(e, e->B * e->T) + (double)e->aux * (double)valid;
     e->tokens_in_step += valid;
     e->loss_sum += sum;
@@ -11746,10 +11740,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     zt__memory_breakdown(e, "Engine before step");
     if (e->timing) zt__lap(e, 1);
     if (e->world > 1) zt__sum_across_ranks(e);
-    if (e->timing && e->world > 1) { /* stages 0 and 1 reduce the gradients here: DeepSpeed times that in backward */
-        double ms = zt__lap(e, 1);
-        e->t_micro[2] += ms, e->t_step[2] += ms;
-    }
+    if (e->timing && e->world > 1) e->t_step[2] += zt__lap(e, 1); /* stages 0-1 reduce here: DeepSpeed's backward */
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
     info.loss_scale = e->scaler.scale;
@@ -12428,39 +12419,35 @@ static zt_result zt__stdout(const char *text, size_t n) {
     return zt__write_all(1, text, n, "standard output");
 }
 
-/* DeepSpeed's micro-step line: the last micro-batch's times, and the step's (0 before the step's last) */
-static void zt__micro_line(zt_engine *e, double step_ms) {
-    char line[256];
-    const double *m = e->t_micro;
-    int n = snprintf(line, sizeof line, "[Rank 0] time (ms) | fwd_microstep: %.2f | bwd_microstep: %.2f | "
-                     "bwd_inner_microstep: %.2f | bwd_allreduce_microstep: %.2f | step_microstep: %.2f\n",
-                     m[0], m[1] + m[2], m[1], m[2], step_ms);
-    zt__stdout(line, (size_t)n);
-}
-
-/* a micro-batch's line, when another micro-batch of the step follows it */
-static void zt__timers_flush(zt_engine *e) {
-    if (e->micro_pending && e->opt.wall_clock_breakdown && e->rank == 0) zt__micro_line(e, 0.0);
-    e->micro_pending = 0;
-}
-
 static void zt__profile_print(zt_engine *e, int64_t step);
 
-/* after a step: the profile at its step, the last micro-batch's line (wall_clock_breakdown) and the step's sums
-   (the global timers, which the flops profiler turns on too, as in DeepSpeed) */
+/* After a step, as DeepSpeed's engine prints them where the Trainer and Accelerate call its step() once a step:
+   the profile at its step, then the micro-step timers (wall_clock_breakdown), which are the step's sums as
+   they were not reset between its micro-batches, then the global timers (which the flops profiler turns on
+   too) with the same sums. */
 static void zt__timers_step(zt_engine *e, const zt_step_info *info) {
     const double *t = e->t_step;
     if (e->rank == 0) {
-        if (e->profiling) zt__profile_print(e, info->step); /* first, as DeepSpeed's step prints it */
-        if (e->micro_pending && e->opt.wall_clock_breakdown) zt__micro_line(e, t[3]);
-        char line[256];
-        int n = snprintf(line, sizeof line, "[Rank 0] time (ms) | fwd: %.2f | bwd: %.2f | bwd_inner: %.2f | "
-                         "bwd_allreduce: %.2f | step: %.2f\n", t[0], t[1] + t[2], t[1], t[2], t[3]);
+        if (e->profiling) zt__profile_print(e, info->step);
+        char line[512];
+        int n = 0;
+        if (e->opt.wall_clock_breakdown)
+            n = snprintf(line, sizeof line, "[Rank 0] time (ms) | fwd_microstep: %.2f | bwd_microstep: %.2f | "
+                         "bwd_inner_microstep: %.2f | bwd_allreduce_microstep: %.2f | step_microstep: %.2f\n",
+                         t[0], t[1] + t[2], t[1], t[2], t[3]);
+        n += snprintf(line + n, sizeof line - (size_t)n, "[Rank 0] time (ms) | fwd: %.2f | bwd: %.2f | bwd_inner: %.2f | "
+                      "bwd_allreduce: %.2f | step: %.2f\n", t[0], t[1] + t[2], t[1], t[2], t[3]);
         zt__stdout(line, (size_t)n);
     }
     e->profiling = 0;
-    e->micro_pending = 0;
     memset(e->t_step, 0, sizeof e->t_step);
+}
+
+/* Python's round(x, 2): the decimal nearest the double's exact value, ties to even (what printf's %.2f does) */
+static double zt__round2(double x) {
+    char text[400];
+    snprintf(text, sizeof text, "%.2f", x);
+    return strtod(text, NULL);
 }
 
 /* DeepSpeed's number_to_string: in the largest unit the number reaches, rounded to 2 decimals, as Python's :g */
@@ -12470,7 +12457,7 @@ static const char *zt__si(double x, const char *suffix, char *out, size_t cap) {
     int k = 0;
     while (k < 4 && x < mag[k]) k++;
     if (k == 4 && x < 1 && x != 0) k = x >= 1e-3 ? 5 : 6;
-    snprintf(out, cap, "%g %s%s", round(x / mag[k] * 100) / 100, unit[k], suffix);
+    snprintf(out, cap, "%g %s%s", zt__round2(x / mag[k]), unit[k], suffix);
     return out;
 }
 
@@ -12484,7 +12471,7 @@ static const char *zt__si_params(double x, char *out, size_t cap) {
 }
 
 /* a share in percent, rounded to 2 decimals, as Python's :g */
-static double zt__pct(double part, double whole) { return whole > 0 ? round(100 * part / whole * 100) / 100 : 0; }
+static double zt__pct(double part, double whole) { return whole > 0 ? zt__round2(100 * part / whole) : 0; }
 
 typedef struct zt__text { char *p; size_t n, cap; } zt__text;
 static void zt__put(zt__text *t, const char *fmt, ...) ZT_PRINTF(2, 3);
@@ -12552,7 +12539,7 @@ static void zt__profile_entry(zt__text *t, const double *v, const double *all) {
     char p[48], m[48], d[48], f[48];
     zt__put(t, "%s = %g%% Params, %s = %g%% MACs, %s = %g%% latency, %s", zt__si_params(v[3], p, sizeof p),
             zt__pct(v[3], all[3]), zt__si(v[0], "MACs", m, sizeof m), zt__pct(v[0], all[0]), zt__si(v[2], "s", d, sizeof d),
-            zt__pct(v[2], all[2]), zt__si(v[2] > 0 ? round(v[1] / v[2] * 100) / 100 : 0, "FLOPS", f, sizeof f));
+            zt__pct(v[2], all[2]), zt__si(v[2] > 0 ? zt__round2(v[1] / v[2]) : 0, "FLOPS", f, sizeof f));
 }
 
 /* DeepSpeed's print_model_profile over zt's modules: the model and its blocks (the embedding, each layer, the
@@ -12601,7 +12588,7 @@ static void zt__profile_print(zt_engine *e, int64_t step) {
     snprintf(label, sizeof label, "FLOPS per GPU = %g * fwd flops per GPU / iter latency: ", factor + 1);
     zt__put_row(&t, label, zt__si(iter > 0 ? (factor + 1) * flops / iter : 0, "FLOPS", a, sizeof a));
     double samples = (double)(e->B * e->opt.grad_accum * e->world);
-    zt__py_repr(iter > 0 ? round(samples / iter * 100) / 100 : 0, 0, a, sizeof a, 0);
+    zt__py_repr(iter > 0 ? zt__round2(samples / iter) : 0, 0, a, sizeof a, 0);
     zt__put_row(&t, "samples/second: ", a);
 
     zt__put(&t, "\n----------------------------- Aggregated Profile per GPU -----------------------------\n"
