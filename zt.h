@@ -8324,9 +8324,10 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
         return r;
     c->gradient_clipping = clip;
     o->max_grad_norm = (float)clip;
+    c->wall_clock_breakdown = o->wall_clock_breakdown; /* absent: what o says (off by default) */
     c->gradient_predivide_factor = 1.0;
     if ((r = zt__cfg_int(g, zt__json_get(&g->j, 0, "steps_per_print"), "steps_per_print", 0, &c->steps_per_print)) ||
-        (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "wall_clock_breakdown"), "wall_clock_breakdown", &c->wall_clock_breakdown)) ||
+        (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "wall_clock_breakdown"), "wall_clock_breakdown", &o->wall_clock_breakdown)) ||
         (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "memory_breakdown"), "memory_breakdown", &o->memory_breakdown)) ||
         (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "prescale_gradients"), "prescale_gradients", &c->prescale_gradients)) ||
         (r = zt__cfg_num(g, zt__json_get(&g->j, 0, "gradient_predivide_factor"), "gradient_predivide_factor", 0, 1e300, &c->gradient_predivide_factor)))
@@ -8450,6 +8451,7 @@ static zt_result zt__cfg_profiler(zt__cfg *g) {
         if ((r = zt__json_string(&g->j, file, "flops_profiler.output_file", c->profile_output, sizeof c->profile_output)))
             return r;
     }
+    if (t < 0) return ZT_OK; /* absent: what o says */
     o->flops_profiler = c->flops_profiler;
     o->profile_step = c->profile_step;
     o->profile_depth = (int)ZT__MIN(c->profile_depth, 1 << 20);
@@ -8457,7 +8459,6 @@ static zt_result zt__cfg_profiler(zt__cfg *g) {
     o->profile_detailed = c->profile_detailed;
     o->recompute_fwd_factor = c->recompute_fwd_factor;
     o->profile_output = c->profile_output[0] ? c->profile_output : NULL;
-    o->wall_clock_breakdown = c->wall_clock_breakdown;
     return ZT_OK;
 }
 
@@ -10614,8 +10615,6 @@ static void zt__weights_for(zt_engine *e, int b, int next) {
     zt__each_group(e, b, zt__await_group);
 }
 
-/* Forward through every block for the current batch; in training, then backward. Rows B and T of
-   the batch may be smaller than the planned ones (evaluation and sampling use B = 1). */
 /* DeepSpeed's memory_breakdown: the memory by category on rank 0, at the points its engine reports */
 static void zt__memory_breakdown(zt_engine *e, const char *label) {
     if (e->opt.memory_breakdown && e->rank == 0 && !e->be->measure) zt_memory_report(e, label); /* not init's dry run */
@@ -10636,6 +10635,8 @@ static void zt__profile_close(zt_engine *e, int b) {
     p[0] += e->tally[0], p[1] += e->tally[1], p[2] += (double)(zt_time_ns() - e->prof_t0) / 1e9;
 }
 
+/* Forward through every block for the current batch; in training, then backward. Rows B and T of
+   the batch may be smaller than the planned ones (evaluation and sampling use B = 1). */
 static void zt__run(zt_engine *e, int training) {
     int L = e->n_blocks;
     int64_t B = e->batch.B, T = e->batch.T;

@@ -249,6 +249,12 @@ TEST(profiler_and_unbuilt_sections_in_the_config) {
     CHECK(strstr(logged, "autotuning") == NULL);
     CHECK(parse("{\"data_efficiency\": {\"enabled\": 3}}", &o) == ZT_ERROR_INVALID);
     CHECK_STR_CONTAINS(zt_last_error(), "data_efficiency.enabled");
+    /* without the sections, what the caller set stays */
+    zt_ds_config keep;
+    zt_options mine = zt_options_default();
+    mine.flops_profiler = mine.wall_clock_breakdown = mine.memory_breakdown = 1, mine.profile_step = 5;
+    CHECK(zt_ds_config_parse(&keep, &mine, "{}", 2, "ds.json", 1, 16) == ZT_OK);
+    CHECK(mine.flops_profiler && mine.wall_clock_breakdown && mine.memory_breakdown && mine.profile_step == 5);
     /* --print_config shows the profiler's settings */
     CHECK(parse("{\"flops_profiler\": {\"enabled\": true, \"output_file\": \"a\\\"b\"}}", &o) == ZT_OK);
     zt_ds_config ds;
