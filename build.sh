@@ -438,6 +438,7 @@ program_checks() {
     plateau_check "$text"
     script_flags_check "$text"
     tensorboard_check "$text"
+    train_metrics_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
     rm -rf $dir/limit
@@ -467,6 +468,27 @@ program_checks() {
         'holds an earlier run .*--resume .* continues it, --overwrite_output_dir' \
         $B/zt_train --model examples/models/byte-small --data "$text" "${flags[@]}" --output_dir $dir/out
     launcher_checks "$text"
+}
+
+# the Trainer's train metrics at the end, as run_clm.py prints and saves them: total_flos is transformers'
+# floating_point_ops summed (6 x tokens x the 793344 parameters outside byte-small's embeddings, as
+# num_parameters(exclude_embeddings=True) counts them), carried in trainer_state.json across --resume
+train_metrics_check() {
+    local text=$1 dir=$B/check/train_metrics out first
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 4
+               --threads 1 --logging_steps 0 --save_steps 2 --output_dir $dir)
+    rm -rf $dir
+    out=$("${run[@]}" --max_steps 3 2>&1) || true
+    first=$(cat $dir/train_results.json 2>/dev/null)
+    if grep -q '^  total_flos               = *1GF$' <<<"$out" && grep -q '^\*\*\*\*\* train metrics \*\*\*\*\*$' <<<"$out" &&
+        grep -q '^    "total_flos": 1827864576.0,$' <<<"$first" && grep -q '^    "train_steps_per_second": ' <<<"$first" &&
+        grep -q '"total_flos": 1218576384.0}' $dir/global_step2/trainer_state.json &&
+        "${run[@]}" --max_steps 5 --resume $dir >/dev/null 2>&1 &&
+        grep -q '^    "total_flos": 3046440960.0,$' $dir/train_results.json; then
+        pass "zt_train's train metrics: total_flos as the Trainer sums it (6 x tokens x non-embedding parameters), across --resume"
+    else
+        fail "zt_train's train metrics ($dir): $out $first $(cat $dir/train_results.json 2>&1)"
+    fi
 }
 
 # the Trainer's strategies: --save_strategy epoch and --eval_strategy epoch where each pass over the data ends (a

@@ -1107,6 +1107,9 @@ ZT_API const zt_options *zt_engine_options(const zt_engine *e);
 ZT_API zt_backend *zt_engine_backend(zt_engine *e);
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e); /* NULL for custom models */
 ZT_API int64_t zt_engine_param_count(const zt_engine *e);
+/* transformers' floating_point_ops, which the Trainer sums into total_flos: 6 x tokens x the parameters outside
+   the token embeddings (block 0; an output layer tied to them is theirs) */
+ZT_API double zt_floating_point_ops(const zt_engine *e, int64_t tokens);
 /* A parameter by name, copied to or from host f32 memory (vocabulary rows unpadded); with grad, the
    gradient of the mean loss over the tokens accumulated since the last zt_step (ZeRO-2/3: already
    summed across ranks; stages 0-1: this rank's own). Under ZeRO with several ranks, zt_param_get is a
@@ -11586,16 +11589,23 @@ ZT_API void zt_memory_stats(zt_engine *e, size_t planned[ZT_MEM_COUNT], size_t p
 ZT_API const zt_options *zt_engine_options(const zt_engine *e) { return &e->opt; }
 ZT_API zt_backend *zt_engine_backend(zt_engine *e) { return e->be; }
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e) { return e->has_cfg ? &e->cfg : NULL; }
-ZT_API int64_t zt_engine_param_count(const zt_engine *e) {
+/* the parameters of the blocks from `first` on, each once (a tied one is its owner's), the vocabulary unpadded */
+static int64_t zt__params_from(const zt_engine *e, int first) {
     int64_t n = 0;
     for (int p = 0; p < e->n_params; p++) {
         const zt__param *pr = &e->params[p];
-        if (pr->tied >= 0) continue;
+        if (pr->tied >= 0 || pr->block < first) continue;
         int64_t k = zt__numel_of(pr->shape);
         if (pr->flags & ZT_PARAM_VOCAB) k = k / pr->shape.d[0] * e->vocab;
         n += k;
     }
     return n;
+}
+
+ZT_API int64_t zt_engine_param_count(const zt_engine *e) { return zt__params_from(e, 0); }
+
+ZT_API double zt_floating_point_ops(const zt_engine *e, int64_t tokens) {
+    return 6.0 * (double)tokens * (double)zt__params_from(e, 1); /* transformers' num_parameters(exclude_embeddings) */
 }
 
 /* ---- training ---- */

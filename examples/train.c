@@ -488,6 +488,77 @@ static void write_file(const char *dir, const char *name, const char *text, size
    loads). It rides in trainer_state.json beside each checkpoint's tensors, so --resume carries it on. */
 typedef struct best_model { double metric; int64_t step, checkpoint; } best_model; /* -1: none yet */
 
+/* The Trainer's total_flos: each micro-batch's floating_point_ops (6 x its tokens x the parameters outside the
+   embeddings) summed on each rank, then across the ranks at each save and at the end (store_flos), carried in
+   trainer_state.json so that --resume goes on counting */
+static double flos_rank, flos_total, *flos_all;
+
+static void store_flos(zt_engine *e) { /* every rank calls it, at the same points */
+    zt_gather_values(e, &flos_rank, 1, flos_all);
+    for (int r = 0; r < world; r++) flos_total += flos_all[r];
+    flos_rank = 0;
+}
+
+/* a double as Python's repr writes it (json.dump's floats): the shortest digits that read back, positional from
+   1e-4 up to 1e16, with ".0" when whole */
+static const char *py_float(double v, char *out, size_t cap) {
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(out, cap, "%.*e", p - 1, v);
+        if (strtod(out, NULL) == v) break;
+    }
+    snprintf(out, cap, "%.*e", p - 1, v);
+    int exp10 = atoi(strchr(out, 'e') + 1);
+    if (exp10 < -4 || exp10 >= 16) return out;
+    snprintf(out, cap, "%.*f", p - 1 - exp10 > 0 ? p - 1 - exp10 : 0, v);
+    if (!strchr(out, '.')) snprintf(out + strlen(out), cap - strlen(out), ".0");
+    return out;
+}
+
+/* The Trainer's train metrics at the end of training, as run_clm.py reports them: trainer.log_metrics("train")
+   prints them (metrics_format: the runtime as a timedelta, total_flos in GF, floats rounded to 4 places), and
+   trainer.save_metrics writes train_results.json (json.dump, indent 4, keys sorted) */
+typedef struct train_metrics {
+    double runtime, samples_per_second, steps_per_second, total_flos, loss, epoch;
+    int64_t samples; /* run_clm's train_samples: the training set's rows */
+} train_metrics;
+
+static double round_to(double v, int places) { /* Python's round(v, places) */
+    char text[400];
+    snprintf(text, sizeof text, "%.*f", places, v);
+    return strtod(text, NULL);
+}
+
+static void report_train_metrics(const args *a, const train_metrics *m) {
+    double runtime = round_to(m->runtime, 4), sps = round_to(m->samples_per_second, 3), stps = round_to(m->steps_per_second, 3);
+    const char *const keys[7] = {"epoch", "total_flos", "train_loss", "train_runtime", "train_samples",
+                                 "train_samples_per_second", "train_steps_per_second"};
+    char shown[7][48], json[7][48];
+    long long secs = (long long)runtime, days = secs / 86400;
+    int centis = (int)((runtime - (double)secs) * 100);
+    if (days) snprintf(shown[3], sizeof shown[3], "%lld day%s, %lld:%02lld:%02lld.%02d", days, days == 1 ? "" : "s",
+                       secs % 86400 / 3600, secs % 3600 / 60, secs % 60, centis);
+    else snprintf(shown[3], sizeof shown[3], "%lld:%02lld:%02lld.%02d", secs / 3600, secs % 3600 / 60, secs % 60, centis);
+    snprintf(shown[1], sizeof shown[1], "%lldGF", (long long)m->total_flos >> 30);
+    snprintf(shown[4], sizeof shown[4], "%lld", (long long)m->samples);
+    snprintf(json[4], sizeof json[4], "%lld", (long long)m->samples);
+    const double value[7] = {m->epoch, m->total_flos, m->loss, runtime, 0, sps, stps};
+    for (int k = 0; k < 7; k++) {
+        if (k != 4) py_float(value[k], json[k], sizeof json[k]);
+        if (k != 1 && k != 3 && k != 4) py_float(round_to(value[k], 4), shown[k], sizeof shown[k]);
+    }
+    int vw = 0;
+    for (int k = 0; k < 7; k++) vw = (int)strlen(shown[k]) > vw ? (int)strlen(shown[k]) : vw;
+    printf("***** train metrics *****\n");
+    for (int k = 0; k < 7; k++) printf("  %-24s = %*s\n", keys[k], vw, shown[k]);
+    char text[1024];
+    int n = snprintf(text, sizeof text, "{\n");
+    for (int k = 0; k < 7; k++)
+        n += snprintf(text + n, sizeof text - (size_t)n, "    \"%s\": %s%s\n", keys[k], json[k], k < 6 ? "," : "");
+    n += snprintf(text + n, sizeof text - (size_t)n, "}");
+    write_file(a->output_dir, "train_results.json", text, (size_t)n, 0);
+}
+
 /* trainer_state.json of the checkpoint at `step`, written whole beside it (a temporary in --output_dir, then
    renamed into the checkpoint); 0 when it cannot be written (message printed). The path is JSON-escaped. */
 static int write_trainer_state(const char *out, int64_t step, const best_model *b) {
@@ -504,8 +575,10 @@ static int write_trainer_state(const char *out, int64_t step, const best_model *
         }
         snprintf(w, (size_t)(checkpoint + sizeof checkpoint - w), "/global_step%lld\"", (long long)b->checkpoint);
     }
+    char flos[40];
     int n = snprintf(line, sizeof line, "{\"global_step\": %lld, \"best_metric\": %s, \"best_global_step\": %s, "
-                     "\"best_model_checkpoint\": %s}\n", (long long)step, metric, best_step, checkpoint);
+                     "\"best_model_checkpoint\": %s, \"total_flos\": %s}\n", (long long)step, metric, best_step,
+                     checkpoint, py_float(flos_total, flos, sizeof flos));
     snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out);
     snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
     int fd = n < (int)sizeof line ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
@@ -529,9 +602,9 @@ static const char *json_value(const char *text, const char *key) {
     return NULL;
 }
 
-/* the best evaluation a resumed checkpoint recorded (none, with a warning, when it has no trainer_state.json);
-   0: a malformed one, named */
-static int read_trainer_state(const char *resume, const char *out, best_model *b) {
+/* what a resumed checkpoint's trainer_state.json recorded: the best evaluation (with `tracking`; none, with a
+   word, when there is no file) and total_flos; 0: a malformed one, named */
+static int read_trainer_state(const char *resume, const char *out, best_model *b, int tracking) {
     char checkpoint[4096], path[4200], text[16384];
     if (zt_checkpoint_path(resume, checkpoint, sizeof checkpoint) != ZT_OK) { /* the one zt_load reads */
         fail(NULL);
@@ -540,7 +613,7 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
     snprintf(path, sizeof path, "%s/trainer_state.json", checkpoint);
     FILE *f = fopen(path, "r");
     if (f == NULL) {
-        printf("%s is missing: the best evaluation is tracked from here on\n", path);
+        if (tracking) printf("%s is missing: the best evaluation is tracked from here on\n", path);
         return 1;
     }
     size_t n = fread(text, 1, sizeof text - 1, f);
@@ -548,6 +621,12 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
     fclose(f);
     text[n] = 0;
     if (longer) return fprintf(stderr, "zt_train: %s is longer than the %zu bytes a trainer state takes\n", path, n), 0;
+    const char *flos = json_value(text, "total_flos"); /* absent (an older zt's): counted from here */
+    char *flos_end = NULL;
+    if (flos) flos_total = strtod(flos, &flos_end);
+    if (flos && (flos_end == flos || !isfinite(flos_total) || flos_total < 0))
+        return fprintf(stderr, "zt_train: %s: \"total_flos\" should be a number >= 0\n", path), 0;
+    if (!tracking) return 1;
     const char *const keys[3] = {"best_metric", "best_global_step", "best_model_checkpoint"};
     for (int k = 0; k < 3; k++) {
         const char *v = json_value(text, keys[k]);
@@ -1094,7 +1173,9 @@ int main(int argc, char **argv) {
         if (!(saved = (int64_t *)realloc(saved, sizeof(int64_t) * (size_t)cap)))
             return fprintf(stderr, "zt_train: out of memory listing %s\n", a.output_dir), 1;
         best_model best = {a.greater_is_better ? -INFINITY : INFINITY, -1, -1};
-        if (*a.metric_for_best_model && *a.resume && !read_trainer_state(a.resume, a.output_dir, &best)) return 2;
+        if (*a.resume && !read_trainer_state(a.resume, a.output_dir, &best, *a.metric_for_best_model != 0)) return 2;
+        if (!(flos_all = (double *)calloc((size_t)world, sizeof(double))))
+            return fprintf(stderr, "zt_train: out of memory\n"), 1;
         /* ZT_TRAIN_TEST_KILL=RANK:STEP kills that rank in that step (the launcher's failure tests) */
         int kill_rank = -1;
         long kill_step = -1;
@@ -1122,6 +1203,7 @@ int main(int argc, char **argv) {
             for (int64_t m = 0; m < o.grad_accum; m++) {
                 int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);
                 zt_forward_backward(e, tok, targets, NULL, rows);
+                flos_rank += zt_floating_point_ops(e, rows * T); /* the Trainer's: its batch's input_ids */
             }
             if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
             while (hang) pause(); /* the launcher's ZT_KILL_GRACE test */
@@ -1174,6 +1256,7 @@ int main(int argc, char **argv) {
                      : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
             if (save) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+                store_flos(e);
                 if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved, cap)) return 1;
                 if (rank == 0) write_svg(a.output_dir);
             }
@@ -1194,6 +1277,7 @@ int main(int argc, char **argv) {
         int saving = stopped || (strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0);
         if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+            store_flos(e);
             if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved, cap)) return 1;
         }
         free(saved);
@@ -1203,13 +1287,18 @@ int main(int argc, char **argv) {
         if (rank == 0) write_svg(a.output_dir);
         int64_t steps = zt_engine_step(e) - first_step; /* the Trainer's summary at the end of training */
         double runtime = (double)(zt_time_ns() - started) / 1e9;
+        store_flos(e);
         if (steps > 0 && runtime > 0) {
             int64_t at = zt_engine_step(e);
-            tb_scalar("train/train_runtime", runtime, at);
-            tb_scalar("train/train_samples_per_second", (double)(steps * B * o.grad_accum * world) / runtime, at);
-            tb_scalar("train/train_steps_per_second", (double)steps / runtime, at);
-            tb_scalar("train/train_loss", run_loss / (double)steps, at);
-            tb_scalar("train/epoch", epochs_read(data), at);
+            train_metrics m = {runtime, (double)(steps * B * o.grad_accum * world) / runtime, (double)steps / runtime,
+                               flos_total, run_loss / (double)steps, epochs_read(data), zt_data_windows(data)};
+            tb_scalar("train/train_runtime", m.runtime, at);
+            tb_scalar("train/train_samples_per_second", m.samples_per_second, at);
+            tb_scalar("train/train_steps_per_second", m.steps_per_second, at);
+            tb_scalar("train/total_flos", m.total_flos, at);
+            tb_scalar("train/train_loss", m.loss, at);
+            tb_scalar("train/epoch", m.epoch, at);
+            if (rank == 0) report_train_metrics(&a, &m);
         }
         zt_events_close(&tb);
         if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
