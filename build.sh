@@ -650,7 +650,8 @@ epoch_check() {
 # --report_to tensorboard: the Trainer's scalars in OUTPUT_DIR/runs/DATE_HOST/events.out.tfevents.*, read back by
 # build/events_dump (every record's CRC checked): train/loss where the Trainer logs (--logging_steps 3 with
 # --logging_first_step: steps 1, 3 and 6, not the last, 7) is the mean of metrics.jsonl's losses since the step logged
-# before, eval/loss the evaluation's, the end's summary and the start's texts (args, model_config) are there;
+# before, eval/loss the evaluation's (and its runtime and rates), the end's summary (total_flos: 6 x 7 steps x 2 x 32
+# tokens x 793344 parameters) and the start's texts (args, model_config) are there;
 # TENSORBOARD_LOGGING_DIR moves the file; a reporter not built is named in a warning
 tensorboard_check() {
     local text=$1 dir=$B/check/tensorboard file got want out
@@ -668,6 +669,8 @@ tensorboard_check() {
                          ($1 " " $2) in w { if (($3 - w[$1 " " $2]) ^ 2 > 1e-12 * $3 ^ 2) bad = 1; seen++ }
                          END { exit bad || seen != 4 }' <(echo "$want") <(echo "$got") &&
         grep -q '^7 train/train_loss ' <<<"$got" && grep -q '^6 train/learning_rate ' <<<"$got" &&
+        grep -q '^7 train/total_flos 2.132508[0-9]*e+09$' <<<"$got" && grep -q '^7 eval/runtime ' <<<"$got" &&
+        grep -q '^7 eval/samples_per_second ' <<<"$got" && grep -q '^7 eval/steps_per_second ' <<<"$got" &&
         grep -q '^0 args/text_summary text {' <<<"$got" && grep -q '^0 model_config/text_summary text {' <<<"$got" &&
         ! grep -q '^7 train/loss ' <<<"$got" &&
         [[ -f $(echo $dir/env/events.out.tfevents.*) ]] && grep -q 'report_to wandb: not built' <<<"$out"; then

@@ -838,13 +838,24 @@ static void tb_scalar(const char *tag, double v, int64_t step) {
     zt_events_close(&tb);
 }
 
+static double round_to(double v, int places);
+
+/* an evaluation, logged as the Trainer logs it: the loss, and in TensorBoard speed_metrics' runtime and rates (the
+   set's rows, and its batches of every rank's micro-batch) */
 static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs) {
+    uint64_t t0 = zt_time_ns();
     double v = evaluate(e, val, buf); /* every rank's: the best model's and schedule's decisions agree */
+    double runtime = (double)(zt_time_ns() - t0) / 1e9, rows = (double)zt_data_windows(val);
+    double batches = ceil(rows / (double)(zt_engine_options(e)->micro_batch * world));
+    double speed[3] = {round_to(runtime, 4), runtime > 0 ? round_to(rows / runtime, 3) : 0,
+                       runtime > 0 ? round_to(batches / runtime, 3) : 0};
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
     int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.17g, \"epoch\": %.4f}\n", (long long)step, v,
-                     epochs);
+                     epochs); /* no clock here: runs compare these lines */
     if (rank == 0) write_file(a->output_dir, "metrics.jsonl", line, (size_t)n, 1);
-    tb_scalar("eval/loss", v, step), tb_scalar("train/epoch", epochs, step); /* the Trainer logs its epoch with it */
+    tb_scalar("eval/loss", v, step), tb_scalar("eval/runtime", speed[0], step);
+    tb_scalar("eval/samples_per_second", speed[1], step), tb_scalar("eval/steps_per_second", speed[2], step);
+    tb_scalar("train/epoch", epochs, step); /* the Trainer logs its epoch with it */
     if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)step, val_curve[n_val++][1] = (float)v;
     return v;
 }
