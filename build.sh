@@ -439,6 +439,7 @@ program_checks() {
     script_flags_check "$text"
     tensorboard_check "$text"
     train_metrics_check "$text"
+    final_save_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
     rm -rf $dir/limit
@@ -488,6 +489,26 @@ train_metrics_check() {
         pass "zt_train's train metrics: total_flos as the Trainer sums it (6 x tokens x non-embedding parameters), across --resume"
     else
         fail "zt_train's train metrics ($dir): $out $first $(cat $dir/train_results.json 2>&1)"
+    fi
+}
+
+# the last step's checkpoint is this run's, also where an earlier run left one of that step (--overwrite_output_dir,
+# or --resume from an earlier checkpoint of a run that went further)
+final_save_check() {
+    local text=$1 dir=$B/check/final_save a b
+    local run=($B/zt_train --model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
+               --threads 1 --logging_steps 0 --output_dir $dir)
+    rm -rf $dir
+    "${run[@]}" --max_steps 4 --save_steps 2 >/dev/null 2>&1 || true
+    a=$(cksum <$dir/global_step4/zt_rank_00000.safetensors 2>&1)
+    "${run[@]}" --max_steps 4 --resume $dir/global_step2 --learning_rate 1e-2 >/dev/null 2>&1 || true
+    b=$(cksum <$dir/global_step4/zt_rank_00000.safetensors 2>&1)
+    "${run[@]}" --max_steps 4 --overwrite_output_dir --seed 7 >/dev/null 2>&1 || true
+    if [[ -n $a && -n $b && $a != "$b" && $b != "$(cksum <$dir/global_step4/zt_rank_00000.safetensors 2>&1)" ]] &&
+        [[ $(cat $dir/latest 2>/dev/null) == global_step4 ]]; then
+        pass "the last step's checkpoint replaces one an earlier run left (--resume from an earlier step, --overwrite_output_dir)"
+    else
+        fail "the last step's checkpoint was not this run's ($dir: $a / $b)"
     fi
 }
 

@@ -662,6 +662,10 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
 /* a checkpoint was written at `step`: it may be the best one; --save_total_limit removes the oldest beyond the
    limit, except the newest (for --resume) and the best */
 static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved, int64_t cap) {
+    int64_t kept = 0; /* an earlier run's checkpoint of this step is replaced: it leaves the list */
+    for (int64_t i = 0; i < *n_saved; i++)
+        if (saved[i] != step) saved[kept++] = saved[i];
+    *n_saved = kept;
     if (*n_saved == cap) /* without a limit, where only the newest matters */
         memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--*n_saved);
     saved[(*n_saved)++] = step;
@@ -1163,7 +1167,7 @@ int main(int argc, char **argv) {
         if (report_tb && rank == 0 && !tb_open(&a)) return 1;
         if (report_tb && rank == 0) tb_texts(&ds, &o, config_json);
         double tb_loss = 0.0, run_loss = 0.0; /* losses since the last logged step, and of this run */
-        int64_t tb_steps = 0, first_step = zt_engine_step(e);
+        int64_t tb_steps = 0, first_step = zt_engine_step(e), last_saved = -1; /* the step this run saved last */
         uint64_t started = zt_time_ns();
         /* the checkpoints, oldest first: --save_total_limit removes from the front, and those an earlier run left
            count too. Room for them and for the limit's (set aside now: nothing is allocated while training) */
@@ -1267,6 +1271,7 @@ int main(int argc, char **argv) {
                      : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
             if (save) { /* every rank takes part; rank 0 writes */
                 if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+                last_saved = s.step;
                 store_flos(e);
                 if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved, cap)) return 1;
                 if (rank == 0) write_svg(a.output_dir);
@@ -1283,10 +1288,10 @@ int main(int argc, char **argv) {
             sigaction(SIGTERM, &old_term, NULL);
             stopped = stopped || stop_requested(e, evalbuf.sums);
         }
-        /* the last step, unless it was just saved ("best" saves only its best); after a SIGTERM whatever the
-           strategy */
+        /* the last step, unless this run just saved it ("best" saves only its best; a checkpoint of that step an
+           earlier run left is replaced: it holds that run's weights); after a SIGTERM whatever the strategy */
         int saving = stopped || (strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0);
-        if (saving && (n_saved == 0 || saved[n_saved - 1] != zt_engine_step(e))) {
+        if (saving && last_saved != zt_engine_step(e) && (stopped || zt_engine_step(e) > first_step)) {
             if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
             store_flos(e);
             if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved, cap)) return 1;
