@@ -432,6 +432,15 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --data "$text" --num_processes 2x
     expect_output "zt_train refuses a number flag out of its range before training" '--num_train_epochs is -1; it takes 0 to' \
         $B/zt_train --model examples/models/byte-small --data "$text" --num_train_epochs -1
+    expect_output "a launcher's RANK outside its WORLD_SIZE is named, before any rendezvous" 'RANK takes an integer from 0 to 1, not "2"' \
+        env RANK=2 WORLD_SIZE=2 $B/zt_train --model examples/models/byte-small --data "$text"
+    expect_output "a WORLD_SIZE that is no number is named" 'WORLD_SIZE takes an integer from 1 to 256, not "abc"' \
+        env RANK=0 WORLD_SIZE=abc $B/zt_train --model examples/models/byte-small --data "$text"
+    expect_output "--num_processes against a batch script's SLURM_NTASKS is refused, naming both" \
+        '--num_processes 2 and SLURM_NTASKS=4 disagree' \
+        env SLURM_PROCID=0 SLURM_NTASKS=4 $B/zt_train --model examples/models/byte-small --data "$text" --num_processes 2
+    expect_output "more ranks than the collectives take are refused before any starts" 'at most 256 ranks' \
+        $B/zt_train --model examples/models/byte-small --data "$text" --num_processes 514 --num_machines 2 --machine_rank 1
     epoch_check "$text"
     strategy_check "$text"
     best_model_check "$text"

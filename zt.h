@@ -7364,18 +7364,25 @@ static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int wor
     return ZT_OK;
 }
 
+static int zt__launch_int(const char *name, const char *v, long lo, long hi, int *out);
+
 /* a rank started by torchrun, the deepspeed launcher, mpirun or srun: its rank and world from there, and
-   whether the job spans hosts (fewer ranks on this one than in all; ZT_COMM=tcp or shm says so instead) */
-static int zt__external_rank(int *argc, char **argv, int *rank, int *world, int *several_hosts) {
-    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
-    if (!r || !w) r = getenv("OMPI_COMM_WORLD_RANK"), w = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!r || !w) r = getenv("SLURM_PROCID"), w = getenv("SLURM_NTASKS");
+   whether the job spans hosts (fewer ranks on this one than in all; ZT_COMM=tcp or shm says so instead);
+   -1, said, where they are no rank of a world zt takes */
+static int zt__external_rank(int *argc, char **argv, int *rank, int *world, int *several_hosts, const char **from) {
+    static const char *const names[3][2] = {{"RANK", "WORLD_SIZE"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                            {"SLURM_PROCID", "SLURM_NTASKS"}};
+    const char *r = NULL, *w = NULL;
+    for (int k = 0; k < 3 && (!r || !w); k++) r = getenv(names[k][0]), w = getenv(names[k][1]), *from = names[k][1];
     for (int i = 1; i < *argc;) { /* the deepspeed launcher passes --local_rank=N; its env has RANK too */
         if (strncmp(argv[i], "--local_rank", 12) == 0) zt__drop_arg(argc, argv, i, argv[i][12] != '=');
         else i++;
     }
     if (!r || !w) return 0;
-    *rank = atoi(r), *world = atoi(w);
+    const char *rank_name = strcmp(*from, "WORLD_SIZE") == 0 ? "RANK" : strcmp(*from, "SLURM_NTASKS") == 0
+                          ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK";
+    if (!zt__launch_int(*from, w, 1, ZT__COMM_MAX_RANKS, world) || !zt__launch_int(rank_name, r, 0, *world - 1, rank))
+        return -1;
     const char *local = getenv("LOCAL_WORLD_SIZE"), *nodes = getenv("SLURM_NNODES"), *force = getenv("ZT_COMM");
     if (!local) local = getenv("LOCAL_SIZE"); /* the deepspeed launcher's */
     if (!local) local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
@@ -7476,7 +7483,15 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
         return zt__tcp_rank(comm, ip, port, token, atoi(getenv("RANK")), atoi(getenv("WORLD_SIZE")), exit_code);
     }
     int rank = 0, world = 1, fd = -1, several_hosts = 0;
-    if (zt__external_rank(argc, argv, &rank, &world, &several_hosts)) { /* torchrun, mpirun, srun, deepspeed */
+    const char *from = NULL;
+    int external = zt__external_rank(argc, argv, &rank, &world, &several_hosts, &from);
+    if (external < 0) return (*exit_code = 2), 1;
+    if (n > 1 && (world > 1 || external) && n != world) { /* a batch script's SLURM variables, say, and zt's launcher */
+        fprintf(stderr, "zt: --num_processes %d and %s=%d disagree: ranks come from zt's launcher or from the one that "
+                "set %s (torchrun, mpirun, srun), not both\n", n, from, world, from);
+        return (*exit_code = 2), 1;
+    }
+    if (external) { /* torchrun, mpirun, srun, deepspeed */
         uint64_t token = zt__job_token(rdzv_id, *argc, argv, world);
         port += 1; /* MASTER_PORT itself is the other launcher's (torchrun's store listens there) */
         if (several_hosts) return zt__tcp_rank(comm, ip, port, token, rank, world, exit_code);
@@ -7493,6 +7508,11 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     if (machines < 1 || n % machines || machine < 0 || machine >= machines) {
         fprintf(stderr, "zt: --num_processes %d (the total) must split evenly over --num_machines %d, and --machine_rank "
                 "%d must be below it\n", n, machines, machine);
+        *exit_code = 2;
+        return 1;
+    }
+    if (n > ZT__COMM_MAX_RANKS) { /* before any rank starts */
+        fprintf(stderr, "zt: --num_processes %d: zt's collectives take at most %d ranks\n", n, ZT__COMM_MAX_RANKS);
         *exit_code = 2;
         return 1;
     }
