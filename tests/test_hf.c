@@ -395,6 +395,17 @@ TEST(hf_overlapping_tensors_are_refused) {
     free(b);
 }
 
+/* a file without tensors (an empty header, or metadata alone) names the first tensor the model misses */
+TEST(hf_file_without_tensors_names_the_first_missing) {
+    size_t len = 0;
+    char *b = file_of("{}", 0, &len);
+    damaged(b, len, "has no tensor \"transformer.wte.weight\"");
+    free(b);
+    b = file_of("{\"__metadata__\":{\"format\":\"pt\"}}", 0, &len);
+    damaged(b, len, "has no tensor \"transformer.wte.weight\"");
+    free(b);
+}
+
 /* which layers attend within the window: Gemma 2's every other one (its layer_types), Mistral's every one */
 TEST(hf_sliding_windows_follow_the_layer_types) {
     zt_model_config c;
