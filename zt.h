@@ -1451,7 +1451,7 @@ ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
    config.json says so (zt_model_config's fp8_block: F8_E4M3 weights and their scales; mxfp4: gpt-oss's experts). Every
    tensor is checked (inside the file, its size, no overlap, the shape config.json gives) before any is copied.
    zt_export_hf writes config.json (the model's, as read, less a quantization_config: the weights it writes are plain;
-   its tokenizer files are copied too) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
+   its dtype the one written, as save_pretrained has it; its tokenizer files are copied too) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
    bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
 ZT_API int zt_hf_has_weights(const char *dir);
 ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir);
@@ -13585,6 +13585,25 @@ static zt_result zt__json_drop(char *text, size_t *len, const char *key, const c
     return r;
 }
 
+/* config.json's dtype, as save_pretrained writes it: the weights' (the old torch_dtype dropped), first; text moves
+   into the arena, which has room for a second copy */
+static zt_result zt__config_dtype(zt_arena *a, char **text, size_t *len, zt_dtype dtype, const char *file) {
+    zt_result r;
+    if ((r = zt__json_drop(*text, len, "torch_dtype", file)) || (r = zt__json_drop(*text, len, "dtype", file))) return r;
+    size_t open = 0, q;
+    while (open < *len && (*text)[open] != '{') open++;
+    if (open == *len) return zt_fail(ZT_ERROR_FORMAT, "%s: not a JSON object", file);
+    for (q = open + 1; q < *len && strchr(" \t\r\n", (*text)[q]); q++) {}
+    const char *name = dtype == ZT_BF16 ? "bfloat16" : dtype == ZT_F16 ? "float16" : "float32";
+    char *out = ZT_PUSH(a, char, *len + 64);
+    int n = snprintf(out, *len + 64, "%.*s{\n  \"dtype\": \"%s\"%s", (int)open, *text, name,
+                     q < *len && (*text)[q] == '}' ? "\n" : ",");
+    memcpy(out + n, *text + open + 1, *len - open - 1);
+    *len = (size_t)n + *len - open - 1;
+    *text = out;
+    return ZT_OK;
+}
+
 ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
     if (dtype != ZT_F32 && dtype != ZT_BF16 && dtype != ZT_F16)
         return zt_fail(ZT_ERROR_INVALID, "an export is f32, bf16 or f16, not %s", zt_dtype_name(dtype));
@@ -13674,12 +13693,13 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         if (stat(from, &sb) != 0) continue; /* only config.json is always there */
         if ((r = zt__path(to, dir, side[k])) != ZT_OK || snprintf(tmp, sizeof tmp, "%s.tmp", to) >= (int)sizeof tmp) break;
         zt_arena a;
-        void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size + 4096);
+        void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size * (k == 0 ? 2 : 1) + 8192);
         char *text = NULL;
         size_t tl = 0;
         if ((r = zt__read_file(&a, from, &text, &tl)) == ZT_OK && k == 0 && e->has_cfg &&
             (e->cfg.mxfp4 || e->cfg.fp8_block[0] > 0))
             r = zt__json_drop(text, &tl, "quantization_config", from); /* the tensors written are plain */
+        if (r == ZT_OK && k == 0) r = zt__config_dtype(&a, &text, &tl, dtype, from);
         if (r == ZT_OK) {
             int cf = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             r = cf < 0 ? zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno)) : zt__pwrite_all(cf, text, tl, 0, tmp);
