@@ -424,6 +424,9 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --data "$text" --resume $dir
     expect_output "zt_train --eval prints the loss" '^loss [0-9]+\.[0-9]{6}$' \
         $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64
+    rm -rf $dir/eval_export
+    expect_output "zt_train --eval --export writes the model it evaluated" "^exported $dir/eval_export/model.safetensors" \
+        $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64 --export $dir/eval_export
     expect_output "zt_train takes the DeepSpeed launcher's --deepspeed --deepspeed_config FILE" '"stage": 3' \
         $B/zt_train --model examples/models/byte-small --deepspeed --deepspeed_config examples/configs/zero3.json --print_config
     expect_output "zt_train without --data says there is nothing to do" 'nothing to do: give --data' \

@@ -878,6 +878,20 @@ static int stop_requested(zt_engine *e, double *sums) {
     return 0;
 }
 
+/* --export: the model as a Hugging Face directory, in --export_dtype or the training precision's; the exit status */
+static int export_model(zt_engine *e, const args *a, const zt_options *o) {
+    zt_dtype dt = o->precision == ZT_PRECISION_BF16 ? ZT_BF16 : o->precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
+    if (*a->export_dtype) {
+        if (strcmp(a->export_dtype, "f32") == 0 || strcmp(a->export_dtype, "fp32") == 0) dt = ZT_F32;
+        else if (strcmp(a->export_dtype, "bf16") == 0) dt = ZT_BF16;
+        else if (strcmp(a->export_dtype, "f16") == 0 || strcmp(a->export_dtype, "fp16") == 0) dt = ZT_F16;
+        else return fprintf(stderr, "zt_train: --export_dtype is f32, bf16 or f16, not \"%s\"\n", a->export_dtype), 2;
+    }
+    if (zt_export_hf(e, a->export_dir, dt) != ZT_OK) return fail("exporting");
+    printf("exported %s/model.safetensors (%s)\n", a->export_dir, zt_dtype_name(dt));
+    return 0;
+}
+
 /* --plan: no ranks are started; the launcher's flags are read here (only --num_processes matters) */
 static int plan_world(int *argc, char **argv) {
     static const char *launcher[] = {"--num_processes", "--num_machines", "--machine_rank", "--main_process_ip",
@@ -1128,7 +1142,7 @@ int main(int argc, char **argv) {
         if (!open_rows(e, &a, a.data, &rows)) return fail(NULL);
         printf("loss %.6f\n", evaluate(e, rows, &evalbuf));
         zt_data_close(rows);
-        return 0;
+        return *a.export_dir ? export_model(e, &a, &o) : 0; /* the model evaluated, as a Hugging Face directory too */
     }
     zt_data *val = NULL;
     if (*a.val_data && !open_rows(e, &a, a.val_data, &val)) return fail(NULL);
@@ -1325,17 +1339,8 @@ int main(int argc, char **argv) {
             if (zt_load(e, path, NULL) != ZT_OK) return fail(NULL);
         }
     }
-    if (*a.export_dir) {
-        zt_dtype dt = o.precision == ZT_PRECISION_BF16 ? ZT_BF16 : o.precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
-        if (*a.export_dtype) {
-            if (strcmp(a.export_dtype, "f32") == 0 || strcmp(a.export_dtype, "fp32") == 0) dt = ZT_F32;
-            else if (strcmp(a.export_dtype, "bf16") == 0) dt = ZT_BF16;
-            else if (strcmp(a.export_dtype, "f16") == 0 || strcmp(a.export_dtype, "fp16") == 0) dt = ZT_F16;
-            else return fprintf(stderr, "zt_train: --export_dtype is f32, bf16 or f16, not \"%s\"\n", a.export_dtype), 2;
-        }
-        if (zt_export_hf(e, a.export_dir, dt) != ZT_OK) return fail("exporting");
-        printf("exported %s/model.safetensors (%s)\n", a.export_dir, zt_dtype_name(dt));
-    }
+    int exported = *a.export_dir ? export_model(e, &a, &o) : 0;
+    if (exported) return exported;
     zt_tokenizer *tokenizer = NULL; /* the model's tokenizer.json, when it has one: text in, text out */
     if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
     if (a.sample > 0 && a.chat[0] && !tokenizer)
