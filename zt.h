@@ -1451,7 +1451,8 @@ ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
    config.json says so (zt_model_config's fp8_block: F8_E4M3 weights and their scales; mxfp4: gpt-oss's experts). Every
    tensor is checked (inside the file, its size, no overlap, the shape config.json gives) before any is copied.
    zt_export_hf writes config.json (the model's, as read, less a quantization_config: the weights it writes are plain;
-   its dtype the one written, as save_pretrained has it; its tokenizer files are copied too) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
+   its dtype the one written, as save_pretrained has it; its tokenizer files are copied too, and those of another model
+   in dir that it has not are removed) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
    bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
 ZT_API int zt_hf_has_weights(const char *dir);
 ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir);
@@ -13690,7 +13691,11 @@ ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype) {
         size_t len = strlen(e->model_path);
         if (k == 0 && len >= 5 && strcmp(e->model_path + len - 5, ".json") == 0) snprintf(from, sizeof from, "%s", e->model_path);
         else if ((r = zt__path(from, src_dir, side[k])) != ZT_OK) break;
-        if (stat(from, &sb) != 0) continue; /* only config.json is always there */
+        if (stat(from, &sb) != 0) { /* only config.json is always there; another model's copy in dir is not this one's */
+            if (k > 0 && zt__path(to, dir, side[k]) == ZT_OK && unlink(to) == 0)
+                zt_log(ZT_LOG_WARN, "%s: removed, another model's (%s has no %s)", to, src_dir, side[k]);
+            continue;
+        }
         if ((r = zt__path(to, dir, side[k])) != ZT_OK || snprintf(tmp, sizeof tmp, "%s.tmp", to) >= (int)sizeof tmp) break;
         zt_arena a;
         void *mem = zt__setup_arena(&a, side[k], (size_t)sb.st_size * (k == 0 ? 2 : 1) + 8192);

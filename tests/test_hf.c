@@ -407,6 +407,26 @@ TEST(hf_overlapping_tensors_are_refused) {
     free(b);
 }
 
+/* an export into a directory another model's files are in: their tokenizer files, which this model lacks, go */
+TEST(hf_export_removes_another_models_tokenizer) {
+    char out[256], path[300];
+    snprintf(out, sizeof out, "/tmp/zt_hf_export_stale_%d", (int)getpid());
+    mkdir(out, 0755);
+    snprintf(path, sizeof path, "%s/tokenizer.json", out);
+    CHECK(spew(path, "{}", 2));
+    zt_engine *e = engine_for("tests/ref/hf/llama", ZT_PRECISION_FP32);
+    CHECK(e && zt_export_hf(e, out, ZT_F32) == ZT_OK);
+    zt_shutdown(e);
+    struct stat st;
+    CHECK(stat(path, &st) != 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", out);
+    CHECK(stat(path, &st) == 0);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", out);
+    unlink(path);
+    rmdir(out);
+}
+
 /* a file without tensors (an empty header, or metadata alone) names the first tensor the model misses */
 TEST(hf_file_without_tensors_names_the_first_missing) {
     size_t len = 0;
