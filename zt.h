@@ -12039,21 +12039,27 @@ static zt_result zt__data_file_open(zt__data_file *f, const char *path, const zt
 
 /* every path of a comma-separated list of files and globs, sorted within each glob */
 static zt_result zt__expand(const char *list, glob_t *g) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", list);
+    char *buf = strdup(list); /* setup time; a list of any length */
+    if (!buf) return zt_fail(ZT_ERROR_MEMORY, "out of memory reading the list of files %.64s...", list);
     int flags = 0;
+    zt_result r = ZT_OK;
     memset(g, 0, sizeof *g);
-    for (char *save = NULL, *part = strtok_r(buf, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+    for (char *save = NULL, *part = strtok_r(buf, ",", &save); part && r == ZT_OK; part = strtok_r(NULL, ",", &save)) {
         size_t before = g->gl_pathc;
         int rc = glob(part, flags | GLOB_NOCHECK, NULL, g);
-        if (rc != 0) return zt_fail(ZT_ERROR_IO, "cannot expand %s", part);
-        flags = GLOB_APPEND;
-        if (g->gl_pathc == before + 1 && strcmp(g->gl_pathv[before], part) == 0 && strpbrk(part, "*?[")) {
-            globfree(g);
-            return zt_fail(ZT_ERROR_IO, "no file matches %s", part);
+        if (rc != 0) {
+            r = zt_fail(ZT_ERROR_IO, "cannot expand %s", part);
+            break;
         }
+        flags = GLOB_APPEND;
+        /* a pattern that matched nothing (but a file named as it is written: "d[1].txt") */
+        if (g->gl_pathc == before + 1 && strcmp(g->gl_pathv[before], part) == 0 && strpbrk(part, "*?[") &&
+            access(part, F_OK) != 0)
+            r = zt_fail(ZT_ERROR_IO, "no file matches %s", part);
     }
-    return ZT_OK;
+    if (r != ZT_OK && flags) globfree(g);
+    free(buf);
+    return r;
 }
 
 ZT_API void zt_data_close(zt_data *d) {

@@ -139,6 +139,33 @@ TEST(bad_data_gets_one_clear_error) {
     data_error(q, ZT_DATA_AUTO, NULL, "not one window of --seq_len 10 + 1");
 }
 
+/* a comma list of any length (200 paths, past 4 KiB, once cut there in silence), and a file named with a glob's
+   brackets, read as it is named where no file matches the pattern */
+TEST(data_lists_are_read_whole) {
+    char dir[256], p[300], lit[300];
+    temp_dir(dir, sizeof dir, "lists");
+    uint32_t tok[101];
+    for (int i = 0; i < 101; i++) tok[i] = (uint32_t)(i * 7 % 97);
+    snprintf(p, sizeof p, "%s/a_file_with_a_longer_name.bin", dir);
+    write_llmc(p, tok, 101, 1);
+    size_t cap = 200 * (strlen(p) + 1) + 1, n = 0;
+    char *list = (char *)malloc(cap);
+    for (int k = 0; k < 200; k++) n += (size_t)snprintf(list + n, cap - n, "%s%s", k ? "," : "", p);
+    CHECK(n > 4096);
+    zt_data_desc d = data_desc(list, 10, 2);
+    zt_data *data = NULL;
+    CHECK_MSG(zt_data_open(&data, &d) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(zt_data_tokens(data), 200 * 101);
+    zt_data_close(data);
+    free(list);
+    snprintf(lit, sizeof lit, "%s/d[1].bin", dir);
+    write_llmc(lit, tok, 101, 1);
+    d = data_desc(lit, 10, 2);
+    CHECK_MSG(zt_data_open(&data, &d) == ZT_OK, "%s", zt_last_error());
+    CHECK_EQ_INT(zt_data_tokens(data), 101);
+    zt_data_close(data);
+}
+
 /* one epoch visits every window once, whatever the order; ranks together read what one rank reads */
 TEST(data_epochs_have_no_repeats_and_ranks_split_them) {
     char dir[256], p[300];
