@@ -11312,6 +11312,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         e->comm = e->opt.comm;
         e->world = e->comm ? zt_comm_world(e->comm) : 1;
         e->rank = e->comm ? zt_comm_rank(e->comm) : 0;
+        if (e->comm) zt_comm_set_timeout(e->comm, (double)e->opt.ddp_timeout); /* init's own collectives too */
     }
     e->stage = e->opt.zero_stage;
     e->off_opt = e->opt.offload_optimizer;
@@ -11383,7 +11384,6 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     zt_stream_sync(e->s);
     e->scaler = zt_loss_scaler_init(&e->opt);
     e->plateau = zt_plateau_init(&e->opt);
-    if (e->opt.comm) zt_comm_set_timeout(e->opt.comm, (double)e->opt.ddp_timeout);
     zt__timers_start(e);
     return zt__monitor_start(e);
 }
