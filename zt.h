@@ -13511,6 +13511,20 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
         t->used = 1;
         found[p] = t;
     }
+    /* a tied model whose file holds an lm_head.weight of its own: transformers 5 unties them (with a warning), so
+       training them tied would not be the model the file is; the same bytes are the usual tied file */
+    const zt__st_entry *head = r == ZT_OK && e->has_cfg && e->cfg.tied_embeddings ? zt__st_find(stp, "lm_head.weight") : NULL;
+    for (int p = 0; p < n_params && head; p++) {
+        const zt__st_entry *emb = found[p];
+        if (e->params[p].block != 0 || !(e->params[p].flags & ZT_PARAM_VOCAB) || !emb) continue;
+        if (head->numel != emb->numel || head->esize != emb->esize ||
+            memcmp(head->data, emb->data, (size_t)head->numel * (size_t)head->esize) != 0)
+            r = zt_fail(ZT_ERROR_UNSUPPORTED, "%s: config.json ties the output layer to the token embeddings "
+                        "(tie_word_embeddings), but the file's lm_head.weight differs from %s: transformers unties them; "
+                        "set \"tie_word_embeddings\": false in config.json to train both", stp->path[head->file],
+                        e->params[p].name);
+        break;
+    }
     int unused = 0;
     const zt__st_entry *first = NULL;
     for (int i = 0; i < stp->n && r == ZT_OK; i++)

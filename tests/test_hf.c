@@ -427,6 +427,33 @@ TEST(hf_export_removes_another_models_tokenizer) {
     rmdir(out);
 }
 
+/* a config that ties the output layer to the embeddings, over a file whose lm_head.weight differs from them:
+   transformers unties them, so zt says so instead of training another model */
+TEST(hf_tied_config_over_a_separate_head_is_refused) {
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "/tmp/zt_hf_tied_%d", (int)getpid());
+    mkdir(dir, 0755);
+    char *config = test_slurp("tests/ref/hf/llama/config.json", NULL);
+    size_t len = 0;
+    char *weights = test_slurp("tests/ref/hf/llama/model.safetensors", &len);
+    CHECK(config && weights && strstr(config, "\"tie_word_embeddings\": false"));
+    if (!config || !weights) return;
+    patch(config, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true ");
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    CHECK(spew(path, config, strlen(config)));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    CHECK(spew(path, weights, len));
+    zt_engine *e = engine_for(dir, ZT_PRECISION_FP32);
+    CHECK(e != NULL && zt_load_hf(e, dir) == ZT_ERROR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(zt_last_error(), "the file's lm_head.weight differs from model.embed_tokens.weight");
+    zt_shutdown(e);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+    free(config), free(weights);
+}
+
 /* a file without tensors (an empty header, or metadata alone) names the first tensor the model misses */
 TEST(hf_file_without_tensors_names_the_first_missing) {
     size_t len = 0;
