@@ -4691,8 +4691,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
     if (is_neox && strcmp(act, "gelu") && strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh"))
         return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements GPT-NeoX's gelu (and "
                        "gelu_new, gelu_pytorch_tanh)", j->file, act);
-    if (!is_gemma && !is_starcoder2 && !is_phi && !is_neox && strcmp(act, "silu") != 0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only", j->file, act);
+    if (!is_gemma && !is_starcoder2 && !is_phi && !is_neox && strcmp(act, "silu") != 0 && strcmp(act, "swish") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: \"hidden_act\" is \"%s\"; zt implements silu only (and swish, "
+                       "transformers' other name for it)", j->file, act);
     /* InternLM3's names for attention_bias and mlp_bias (its attribute_map), which it requires equal; ERNIE 4.5's one
        use_bias for every projection; Seed-OSS's own bias on o_proj */
     int other = 0;

@@ -584,6 +584,14 @@ TEST(model_config_errors_name_the_key) {
 
 /* dropout: each model's keys with transformers' defaults (GPT-2: 0.1 each; Phi-3's embd_pdrop unread, as its model
    leaves it), probabilities in [0, 1) */
+/* hidden_act: transformers' "swish" is SiLU; another activation is refused, naming it */
+TEST(llama_activation_names) {
+    zt_model_config c;
+    const char *swish = "{\"model_type\": \"llama\", \"hidden_act\": \"swish\"}";
+    CHECK_MSG(zt_model_config_parse(&c, swish, strlen(swish), "config.json") == ZT_OK, "%s", zt_last_error());
+    config_error("{\"model_type\": \"llama\", \"hidden_act\": \"relu\"}", "\"hidden_act\" is \"relu\"; zt implements silu only");
+}
+
 TEST(dropout_configs_take_transformers_defaults) {
     zt_model_config c = config_of(GPT2_JSON);
     CHECK(c.embd_dropout == 0.1f && c.resid_dropout == 0.1f && c.attn_dropout == 0.1f);
