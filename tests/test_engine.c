@@ -587,12 +587,14 @@ TEST(model_config_errors_name_the_key) {
 /* hidden_act: transformers' "swish" is SiLU; another activation is refused, naming it */
 TEST(llama_activation_names) {
     zt_model_config c;
-    const char *swish = "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
-                        "\"hidden_size\": 16, \"intermediate_size\": 32, \"vocab_size\": 64, \"max_position_embeddings\": 32, \"hidden_act\": \"swish\"}";
-    CHECK_MSG(zt_model_config_parse(&c, swish, strlen(swish), "config.json") == ZT_OK, "%s", zt_last_error());
-    config_error("{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, \"hidden_size\": 16, "
-                 "\"intermediate_size\": 32, \"vocab_size\": 64, \"max_position_embeddings\": 32, \"hidden_act\": \"relu\"}",
-                 "\"hidden_act\" is \"relu\"; zt implements silu only");
+    static const char *const base = "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                                    "\"hidden_size\": 16, \"intermediate_size\": 32, \"vocab_size\": 64, "
+                                    "\"max_position_embeddings\": 32, \"hidden_act\": ";
+    char json[512];
+    snprintf(json, sizeof json, "%s\"swish\"}", base);
+    CHECK_MSG(zt_model_config_parse(&c, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+    snprintf(json, sizeof json, "%s\"relu\"}", base);
+    config_error(json, "\"hidden_act\" is \"relu\"; zt implements silu only");
 }
 
 TEST(dropout_configs_take_transformers_defaults) {
