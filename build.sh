@@ -424,6 +424,17 @@ program_checks() {
         $B/zt_train --model examples/models/byte-small --data "$text" --resume $dir
     expect_output "zt_train --eval prints the loss" '^loss [0-9]+\.[0-9]{6}$' \
         $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64
+    head -c $(($(wc -c <"$text") / 2)) /dev/zero >$dir/half.mask # the first half no target: another loss
+    head -c $(($(wc -c <"$text") - $(wc -c <"$text") / 2)) /dev/zero | tr '\0' '\1' >>$dir/half.mask
+    local whole masked
+    whole=$($B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64 2>&1 | tail -n 1)
+    masked=$($B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64 --mask $dir/half.mask 2>&1 |
+             tail -n 1)
+    if [[ $whole =~ ^loss\ [0-9.]+$ && $masked =~ ^loss\ [0-9.]+$ && $whole != "$masked" ]]; then
+        pass "zt_train --eval counts only --mask's targets ($whole, $masked with half the text masked)"
+    else
+        fail "zt_train --eval with --mask: '$whole' and '$masked'"
+    fi
     rm -rf $dir/eval_export
     expect_output "zt_train --eval --export writes the model it evaluated" "^exported $dir/eval_export/model.safetensors" \
         $B/zt_train --model examples/models/byte-small --data "$text" --eval --seq_len 64 --export $dir/eval_export

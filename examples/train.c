@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 
 typedef struct args {
-    const char *model, *config, *config_file, *data, *val_data, *mask, *output_dir, *resume, *prompt, *chat, *export_dir,
+    const char *model, *config, *config_file, *data, *val_data, *mask, *val_mask, *output_dir, *resume, *prompt, *chat, *export_dir,
         *export_dtype;
     zt_data_format format;
     int32_t eot;
@@ -65,7 +65,8 @@ static const flag FLAGS[] = {
     FLAG("val_data", F_STR, val_data, "", "validation token files"),
     FLAG("data_format", F_FORMAT, format, "auto", "auto (llm.c header; text for *.txt), u16, u32 or text"),
     FLAG("data_dtype", F_FORMAT, format, "auto", "the same as --data_format: u16 or u32 for headerless files"),
-    FLAG("mask", F_STR, mask, "", "mask files, one byte per token (0: not a target)"),
+    FLAG("mask", F_STR, mask, "", "mask files, one byte per token (0: not a target); --eval reads them too"),
+    FLAG("val_mask", F_STR, val_mask, "", "mask files for --val_data, as --mask for --data"),
     FLAG("eot", F_INT, eot, "-1", "end-of-text token: packed documents restart after it"),
     FLAG("num_train_epochs", F_NUM, num_train_epochs, "0", "stop after this many passes, 2.5 too (0: --max_steps decides)"),
     FLAG("output_dir", F_STR, output_dir, "out", "checkpoints, metrics.jsonl and loss.svg"),
@@ -716,8 +717,8 @@ static void write_svg(const char *dir) {
     write_file(dir, "loss.svg", svg, n, 0);
 }
 
-/* rows of T tokens, in order and without overlap: what --eval and validation read */
-static int open_rows(zt_engine *e, const args *a, const char *path, zt_data **out) {
+/* rows of T tokens, in order and without overlap: what --eval (with --mask's targets) and validation read */
+static int open_rows(zt_engine *e, const args *a, const char *path, const char *mask, zt_data **out) {
     const zt_options *o = zt_engine_options(e);
     zt_data_desc d;
     memset(&d, 0, sizeof d);
@@ -728,10 +729,13 @@ static int open_rows(zt_engine *e, const args *a, const char *path, zt_data **ou
     d.stride = o->seq_len;      /* ... that do not overlap: a last partial row is dropped */
     d.rows = o->micro_batch;
     d.rank = rank, d.world = world; /* evaluate() splits them */
+    d.mask_path = mask && *mask ? mask : NULL;
     return zt_data_open(out, &d) == ZT_OK;
 }
 
-/* what an evaluation reads into: rows (3 x B x T tokens) and every rank's loss sum and count */
+static zt_data *val_masked; /* --val_data's rows with --val_mask's targets, or NULL */
+
+/* what an evaluation reads into: rows (5 x B x T tokens) and every rank's loss sum and count */
 typedef struct eval_buf {
     int32_t *rows;
     double *sums; /* 2 x world */
@@ -740,26 +744,34 @@ typedef struct eval_buf {
 /* the mean next-token loss over all rows: within a row position t predicts t+1 (T-1 targets a row),
    as transformers computes with labels=input_ids. The ranks split the rows, a micro-batch each in turn
    (rank r the r-th of every world of them), and add every micro-batch's sum in the order one process
-   reads them: the same bits at any number of ranks, on every rank. */
-static double evaluate(zt_engine *e, zt_data *data, eval_buf *buf) {
+   reads them: the same bits at any number of ranks, on every rank. `masked` (or NULL): the same rows read
+   with a mask, whose targets count (the row's last token comes from `data`: a masked one is no token). */
+static double evaluate(zt_engine *e, zt_data *data, zt_data *masked, eval_buf *buf) {
     const zt_options *o = zt_engine_options(e);
     int64_t B = o->micro_batch, T = o->seq_len;
-    int32_t *tok = buf->rows, *win = tok + B * T, *next = win + B * T;
+    int32_t *tok = buf->rows, *win = tok + B * T, *next = win + B * T, *mwin = next + B * T, *mnext = mwin + B * T;
     double sum = 0, count = 0;
     int64_t mine_rows = 0; /* ZT_TRAIN_TEST_EVAL_ROWS: the split's check */
     zt_data_seek(data, 0, 0);
+    if (masked) zt_data_seek(masked, 0, 0);
     for (;;) {
         int64_t epoch, index;
         zt_data_cursor(data, &epoch, &index);
         if (epoch > 0 || index >= zt_data_windows(data)) break;
-        int64_t rows = zt_data_next(data, win, next, -100); /* this rank's; none once the windows run out */
+        int64_t rows = zt_data_next(data, win, next, o->ignore_index); /* this rank's; none once the windows run out */
+        if (masked) zt_data_next(masked, mwin, mnext, o->ignore_index);
         for (int64_t r = 0; r < rows; r++) { /* a row: the window's T-1 inputs, then its last target */
             memcpy(tok + r * T, win + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
             tok[r * T + T - 1] = next[r * (T - 1) + T - 2];
         }
+        int32_t *targets = win; /* the window's targets, then none for the last token */
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(targets + r * T, (masked ? mnext : next) + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
+            targets[r * T + T - 1] = o->ignore_index;
+        }
         int64_t c;
         double mine[2];
-        zt_eval(e, tok, NULL, NULL, rows, &mine[0], &c); /* every rank, rows or none: ZeRO-3 gathers in it */
+        zt_eval(e, tok, targets, NULL, rows, &mine[0], &c); /* every rank, rows or none: ZeRO-3 gathers in it */
         mine[1] = (double)c;
         zt_gather_values(e, mine, 2, buf->sums);
         for (int r = 0; r < world; r++)
@@ -848,7 +860,7 @@ static double round_to(double v, int places);
    set's rows, and its batches of every rank's micro-batch) */
 static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs) {
     uint64_t t0 = zt_time_ns();
-    double v = evaluate(e, val, buf); /* every rank's: the best model's and schedule's decisions agree */
+    double v = evaluate(e, val, val_masked, buf); /* every rank's: the best model's and schedule's decisions agree */
     double runtime = (double)(zt_time_ns() - t0) / 1e9, rows = (double)zt_data_windows(val);
     double batches = ceil(rows / (double)(zt_engine_options(e)->micro_batch * world));
     double speed[3] = {round_to(runtime, 4), runtime > 0 ? round_to(rows / runtime, 3) : 0,
@@ -1132,20 +1144,24 @@ int main(int argc, char **argv) {
     int64_t B = o.micro_batch, T = o.seq_len;
     int32_t *tok = (int32_t *)calloc((size_t)(2 * B * T + 16), sizeof(int32_t));
     int32_t *targets = tok + B * T;
-    eval_buf evalbuf = {(int32_t *)calloc((size_t)(3 * B * T + 16), sizeof(int32_t)),
+    eval_buf evalbuf = {(int32_t *)calloc((size_t)(5 * B * T + 16), sizeof(int32_t)),
                         (double *)calloc(2 * (size_t)world, sizeof(double))};
 
     if (a.eval) {
         zt_data *rows = NULL;
         if (!*a.data) return fprintf(stderr, "zt_train: --eval needs --data\n"), 2;
         if (*a.resume && zt_load(e, a.resume, NULL) != ZT_OK) return fail(NULL);
-        if (!open_rows(e, &a, a.data, &rows)) return fail(NULL);
-        printf("loss %.6f\n", evaluate(e, rows, &evalbuf));
-        zt_data_close(rows);
+        zt_data *masked = NULL;
+        if (!open_rows(e, &a, a.data, NULL, &rows) || (*a.mask && !open_rows(e, &a, a.data, a.mask, &masked)))
+            return fail(NULL);
+        printf("loss %.6f\n", evaluate(e, rows, masked, &evalbuf));
+        zt_data_close(rows), zt_data_close(masked);
         return *a.export_dir ? export_model(e, &a, &o) : 0; /* the model evaluated, as a Hugging Face directory too */
     }
     zt_data *val = NULL;
-    if (*a.val_data && !open_rows(e, &a, a.val_data, &val)) return fail(NULL);
+    if (*a.val_data && !open_rows(e, &a, a.val_data, NULL, &val)) return fail(NULL);
+    if (*a.val_mask && !*a.val_data) return fprintf(stderr, "zt_train: --val_mask is for --val_data, and there is none\n"), 2;
+    if (*a.val_mask && !open_rows(e, &a, a.val_data, a.val_mask, &val_masked)) return fail(NULL);
     zt_data *data = NULL;
     if (*a.data) {
         zt_data_desc d;
