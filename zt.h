@@ -12123,8 +12123,8 @@ ZT_API zt_result zt_data_open(zt_data **out, const zt_data_desc *desc) {
         d->tokens += f->n;
     }
     if (r == ZT_OK && d->windows == 0)
-        r = zt_fail(ZT_ERROR_INVALID, "%s holds %lld tokens: not one window of --seq_len %lld + 1", desc->path,
-                    (long long)d->tokens, (long long)T);
+        r = zt_fail(ZT_ERROR_INVALID, "%s holds %lld tokens: not one window of %lld (%lld inputs and the target after "
+                    "them)", desc->path, (long long)d->tokens, (long long)T + 1, (long long)T);
     globfree(&g);
     globfree(&gm);
     if (r != ZT_OK) {

@@ -136,7 +136,7 @@ TEST(bad_data_gets_one_clear_error) {
     data_error(q, ZT_DATA_AUTO, NULL, "no file matches");
     snprintf(q, sizeof q, "%s/tiny.bin", dir);
     write_llmc(q, tok, 5, 1);
-    data_error(q, ZT_DATA_AUTO, NULL, "not one window of --seq_len 10 + 1");
+    data_error(q, ZT_DATA_AUTO, NULL, "holds 5 tokens: not one window of 11 (10 inputs and the target after them)");
 }
 
 /* a comma list of any length (200 paths, past 4 KiB, once cut there in silence), and a file named with a glob's
