@@ -6186,6 +6186,7 @@ typedef struct zt__shm_header {
     int32_t abort_rank; /* -1, or the rank whose loss stopped the job */
     int32_t pids[ZT__COMM_MAX_RANKS];
     uint64_t call[ZT__COMM_MAX_RANKS]; /* what each rank's current collective is, to catch a mismatch */
+    uint32_t waits[ZT__COMM_MAX_RANKS]; /* the barrier each rank reached last (its generation + 1): who has not */
     char abort_msg[256];
     /* shared device memory (zt_comm_share_device): each rank's memfd and size, whether it mapped every
        other rank's, and where the current collective's tensors lie in it (-1: elsewhere) */
@@ -6396,6 +6397,7 @@ static zt_result zt__shm_barrier(zt_comm *c) {
     zt__shm_header *h = c->h;
     if (__atomic_load_n(&h->abort_rank, __ATOMIC_ACQUIRE) >= 0) return zt__comm_failed(c);
     uint32_t gen = __atomic_load_n(&h->generation, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&h->waits[c->rank], gen + 1, __ATOMIC_RELEASE);
     if (__atomic_add_fetch(&h->arrived, 1, __ATOMIC_ACQ_REL) == (uint32_t)c->world) {
         __atomic_store_n(&h->arrived, 0, __ATOMIC_RELAXED);
         __atomic_add_fetch(&h->generation, 1, __ATOMIC_RELEASE);
@@ -6421,9 +6423,17 @@ static zt_result zt__shm_barrier(zt_comm *c) {
                 return zt__comm_failed(c);
             }
         }
-        if ((double)(now - start) / 1e9 > c->timeout) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "rank %d waited %.0f s for the others at a collective (the timeout)", c->rank, c->timeout);
+        if ((double)(now - start) / 1e9 > c->timeout) { /* naming the ranks that have not come (alive: stopped, stuck) */
+            char msg[200], who[96] = "";
+            int late = 0;
+            for (int r = 0; r < c->world; r++) {
+                if (r == c->rank || __atomic_load_n(&h->waits[r], __ATOMIC_ACQUIRE) == gen + 1) continue;
+                size_t k = strlen(who);
+                if (late++ < 8) snprintf(who + k, sizeof who - k, "%s%d", late > 1 ? ", " : "", r);
+                else if (late == 9) snprintf(who + k, sizeof who - k, ", ...");
+            }
+            snprintf(msg, sizeof msg, "rank %d waited %.0f s at a collective for rank%s %s, which did not come (the "
+                     "timeout)", c->rank, c->timeout, late > 1 ? "s" : "", late ? who : "?");
             zt__comm_abort(c, c->rank, msg);
             return zt__comm_failed(c);
         }

@@ -264,6 +264,45 @@ static int victim_main(int fd, int rank, int world, int errfd) {
     return 0;
 }
 
+/* a rank alive but elsewhere (stopped, stuck) past the timeout: the others name it */
+static int late_main(int fd, int rank, int world, int errfd) {
+    zt_comm *c = NULL;
+    if (join(&c, fd, rank, world) != ZT_OK) return 2;
+    zt_comm_set_timeout(c, 1);
+    if (zt_barrier(c) != ZT_OK) return 3; /* once together */
+    if (rank == 1) return sleep(3), 0;
+    if (zt_barrier(c) == ZT_OK) return 4;
+    dprintf(errfd, "%s\n", zt_last_error());
+    return 0;
+}
+
+TEST(comm_a_rank_that_does_not_come_is_named_at_the_timeout) {
+    enum { W = 3 };
+    int fd = -1, pipefd[2];
+    CHECK(zt_comm_shm_create(W, 1 << 16, &fd) == ZT_OK);
+    CHECK(pipe(pipefd) == 0);
+    pid_t pids[W];
+    for (int r = 0; r < W; r++)
+        if ((pids[r] = fork()) == 0) {
+            close(pipefd[0]);
+            _exit(late_main(fd, r, W, pipefd[1]));
+        }
+    close(pipefd[1]);
+    int ok = 0;
+    for (int r = 0; r < W; r++) {
+        int status = 0;
+        waitpid(pids[r], &status, 0);
+        ok += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    char err[4096] = "";
+    ssize_t got = read(pipefd[0], err, sizeof err - 1);
+    err[got > 0 ? got : 0] = 0;
+    close(pipefd[0]);
+    close(fd);
+    CHECK_EQ_INT(ok, W);
+    CHECK_STR_CONTAINS(err, "waited 1 s at a collective for rank 1, which did not come (the timeout)");
+}
+
 TEST(comm_a_killed_rank_stops_the_others_with_its_number) {
     for (int tcp = 0; tcp <= 1; tcp++) { /* the shared segment, then TCP */
     enum { W = 3 };
