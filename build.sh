@@ -879,6 +879,25 @@ launcher_checks() {
         fail "a rank deaf to SIGTERM was not killed after ZT_KILL_GRACE (exit $rc):"
         tail -n 5 <<<"$out" | sed 's/^/    /'
     fi
+    # a rank deaf to SIGTERM keeps the launcher waiting until a second SIGTERM, which kills it (exit 143)
+    rm -rf $dir/deaf
+    ZT_TRAIN_TEST_HANG=1:2 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 2 --max_steps 50 \
+        --output_dir $dir/deaf >$dir/deaf.log 2>&1 &
+    local launcher=$! i
+    for ((i = 0; i < 600; i++)); do [[ -s $dir/deaf/metrics.jsonl ]] && break; sleep 0.1; done
+    sleep 1
+    kill -TERM $launcher 2>/dev/null
+    sleep 1
+    kill -TERM $launcher 2>/dev/null
+    rc=0
+    for ((i = 0; i < 100; i++)); do kill -0 $launcher 2>/dev/null || break; sleep 0.1; done
+    kill -KILL $launcher 2>/dev/null && rc=hung
+    wait $launcher || rc=${rc/0/$?}
+    if [[ $rc == 143 ]] && grep -q 'rank 1 (pid [0-9]*) did not stop before a second SIGTERM; killed' $dir/deaf.log; then
+        pass "a second SIGTERM to the launcher kills a rank deaf to the first (exit 143)"
+    else
+        fail "a rank deaf to SIGTERM kept the launcher waiting after a second one (exit $rc; $dir/deaf.log)"
+    fi
     rc=0
     out=$(ZT_TRAIN_TEST_KILL=1:3 timeout 60 $B/zt_train "${flags[@]}" --per_device_train_batch_size 2 --num_processes 3 \
         --output_dir $dir/kill 2>&1) || rc=$?

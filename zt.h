@@ -7413,7 +7413,7 @@ static int zt__tcp_rank(zt_comm **comm, const char *ip, int port, uint64_t token
 
 /* the launcher's ranks, for its SIGTERM handler, which passes the signal on (kill is async-signal-safe) */
 static pid_t zt__launched[ZT__COMM_MAX_RANKS];
-static volatile sig_atomic_t zt__launched_n, zt__launch_term, zt__launch_late;
+static volatile sig_atomic_t zt__launched_n, zt__launch_term, zt__launch_late, zt__launch_killed;
 /* the grace after ending the ranks is over: those still there are killed */
 static void zt__launch_on_alarm(int sig) {
     int saved = errno;
@@ -7422,8 +7422,11 @@ static void zt__launch_on_alarm(int sig) {
         if (zt__launched[r] > 0) kill(zt__launched[r], SIGKILL);
     errno = saved;
 }
+/* SIGTERM to the launcher: passed on to its ranks; a second one kills those still there (a rank stopped or deaf
+   to it would otherwise keep the launcher waiting) */
 static void zt__launch_on_term(int sig) {
     int saved = errno;
+    if (zt__launch_term) sig = SIGKILL, zt__launch_late = SIGTERM, zt__launch_killed = 1;
     zt__launch_term = 1;
     for (int r = 0; r < zt__launched_n; r++)
         if (zt__launched[r] > 0) kill(zt__launched[r], sig);
@@ -7435,7 +7438,8 @@ static void zt__launch_on_term(int sig) {
    launcher passed one on, killed by it */
 static int zt__stopped_by_term(int status) {
     return (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) ||
-           (zt__launch_term && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+           (zt__launch_term && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) ||
+           (zt__launch_killed && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL); /* the second SIGTERM's */
 }
 
 /* a rank: the segment's fd in its environment, its rank and world */
@@ -7605,20 +7609,20 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     alarm_on.sa_handler = zt__launch_on_alarm; /* no SA_RESTART: the wait returns */
     sigemptyset(&alarm_on.sa_mask);
     sigaction(SIGALRM, &alarm_on, &old_alarm);
-    zt__launch_late = 0;
+    zt__launch_late = 0, zt__launch_killed = 0;
     while (left > 0) {
         int status = 0;
         pid_t pid = waitpid(-1, &status, 0);
         if (zt__launch_term && !told) {
-            fprintf(stderr, "zt: SIGTERM passed on to the ranks; waiting for them to stop\n");
+            fprintf(stderr, "zt: SIGTERM passed on to the ranks; waiting for them to stop (a second SIGTERM kills them)\n");
             told = 1;
         }
-        if (zt__launch_late == SIGALRM) { /* the handler killed them */
-            zt__launch_late = -1;
+        if (zt__launch_late == SIGALRM || zt__launch_late == SIGTERM) { /* the handler killed them */
             for (int k = 0; k < n; k++)
                 if (pids[k] > 0 && pids[k] != pid)
-                    fprintf(stderr, "zt: rank %d (pid %d) did not stop within ZT_KILL_GRACE seconds of SIGTERM; killed\n",
-                            first + k, (int)pids[k]);
+                    fprintf(stderr, "zt: rank %d (pid %d) did not stop %s; killed\n", first + k, (int)pids[k],
+                            zt__launch_late == SIGALRM ? "within ZT_KILL_GRACE seconds of SIGTERM" : "before a second SIGTERM");
+            zt__launch_late = -1;
         }
         if (pid < 0 && errno == EINTR) continue;
         if (pid < 0) break;
