@@ -7502,7 +7502,7 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     const char *from = NULL;
     int external = zt__external_rank(argc, argv, &rank, &world, &several_hosts, &from);
     if (external < 0) return (*exit_code = 2), 1;
-    if (n > 1 && (world > 1 || external) && n != world) { /* a batch script's SLURM variables, say, and zt's launcher */
+    if (external && n > 1 && n != world) { /* a batch script's SLURM variables, say, and zt's launcher */
         fprintf(stderr, "zt: --num_processes %d and %s=%d disagree: ranks come from zt's launcher or from the one that "
                 "set %s (torchrun, mpirun, srun), not both\n", n, from, world, from);
         return (*exit_code = 2), 1;
