@@ -26,8 +26,8 @@
 #include <sys/stat.h>
 
 typedef struct args {
-    const char *model, *config, *config_file, *data, *val_data, *mask, *val_mask, *output_dir, *resume, *prompt, *chat, *export_dir,
-        *export_dtype;
+    const char *model, *config, *config_file, *data, *val_data, *mask, *val_mask, *output_dir, *resume, *prompt, *chat,
+        *export_dir, *export_dtype;
     zt_data_format format;
     int32_t eot;
     int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
@@ -853,8 +853,6 @@ static void tb_scalar(const char *tag, double v, int64_t step) {
     fprintf(stderr, "zt_train: warning: TensorBoard stops: %s\n", zt_last_error());
     zt_events_close(&tb);
 }
-
-static double round_to(double v, int places);
 
 /* an evaluation, logged as the Trainer logs it: the loss, and in TensorBoard speed_metrics' runtime and rates (the
    set's rows, and its batches of every rank's micro-batch) */
