@@ -1267,8 +1267,10 @@ typedef struct zt_accelerate_config {
 } zt_accelerate_config;
 ZT_API zt_result zt_accelerate_config_read(zt_accelerate_config *c, const char *path);
 ZT_API zt_result zt_accelerate_config_parse(zt_accelerate_config *c, const char *text, size_t len, const char *name);
-/* the DeepSpeed JSON Accelerate would build from the inline deepspeed_config settings, into out (cap
-   bytes); 0 when there are none (or a deepspeed_config_file names the JSON instead) */
+/* the DeepSpeed JSON Accelerate would build from the inline deepspeed_config settings, with DeepSpeedPlugin's
+   defaults for the rest (stage 2; accumulation and clipping "auto", from the flags), into out (cap bytes); 0 when
+   there are none and distributed_type is not DEEPSPEED, or when a deepspeed_config_file names the JSON instead
+   (which is then refused beside inline settings, as Accelerate refuses it) */
 ZT_API size_t zt_accelerate_deepspeed_json(const zt_accelerate_config *c, char *out, size_t cap);
 
 
@@ -7940,6 +7942,12 @@ static zt_result zt__cfg_batch(zt__cfg *g) {
         return zt_fail(ZT_ERROR_INVALID, "%s: Check batch related parameters. train_batch_size is not equal to "
                        "micro_batch_per_gpu * gradient_acc_step * world_size %lld != %lld * %lld * %lld", g->j.file,
                        (long long)tbs, (long long)mbs, (long long)gas, (long long)ws);
+    /* a derived value against a flag given: the Trainer stops on it too (Accelerate writes the plugin's 1 into an
+       absent gradient_accumulation_steps, and the Trainer then compares) */
+    if (!has[1]) zt__cfg_match(g, "train_micro_batch_size_per_gpu (from the others)", (double)mbs, (double)o->micro_batch,
+                               "per_device_train_batch_size");
+    if (!has[2]) zt__cfg_match(g, "gradient_accumulation_steps (from the others; absent: 1)", (double)gas,
+                               (double)o->grad_accum, "gradient_accumulation_steps");
     c->train_batch_size = tbs, c->micro_batch = mbs, c->grad_accum = gas;
     o->micro_batch = mbs, o->grad_accum = gas;
     return ZT_OK;
@@ -8914,6 +8922,20 @@ ZT_API zt_result zt_accelerate_config_parse(zt_accelerate_config *c, const char 
             return zt_fail(ZT_ERROR_INVALID, "%s:%d: an offload device is none, cpu or nvme", name, line);
     }
     if (unknown[0]) zt_log(ZT_LOG_WARN, "%s: %s is not one of the Accelerate keys zt reads; ignored", name, unknown);
+    if (c->deepspeed_config_file[0]) { /* Accelerate refuses settings its JSON file would make it ignore */
+        char given[160] = "";
+        const char *inline_keys[5] = {c->zero_stage >= 0 ? "zero_stage" : NULL,
+                                      c->gradient_accumulation_steps >= 0 ? "gradient_accumulation_steps" : NULL,
+                                      c->gradient_clipping >= 0 ? "gradient_clipping" : NULL,
+                                      c->offload_optimizer_device[0] ? "offload_optimizer_device" : NULL,
+                                      c->offload_param_device[0] ? "offload_param_device" : NULL};
+        for (int k = 0; k < 5; k++)
+            if (inline_keys[k]) snprintf(given + strlen(given), sizeof given - strlen(given), "%s%s", given[0] ? ", " : "",
+                                         inline_keys[k]);
+        if (given[0])
+            return zt_fail(ZT_ERROR_INVALID, "%s: with deepspeed_config_file, deepspeed_config's %s would be ignored, "
+                           "as Accelerate says: set them in %s", name, given, c->deepspeed_config_file);
+    }
     return ZT_OK;
 }
 
@@ -8929,10 +8951,13 @@ ZT_API zt_result zt_accelerate_config_read(zt_accelerate_config *c, const char *
 }
 
 ZT_API size_t zt_accelerate_deepspeed_json(const zt_accelerate_config *c, char *out, size_t cap) {
-    if (c->deepspeed_config_file[0] || (c->zero_stage < 0 && !c->offload_optimizer_device[0] && !c->offload_param_device[0] &&
-                                        c->gradient_accumulation_steps < 0 && c->gradient_clipping < 0))
+    int deepspeed = strcmp(c->distributed_type, "DEEPSPEED") == 0;
+    if (c->deepspeed_config_file[0] || (!deepspeed && c->zero_stage < 0 && !c->offload_optimizer_device[0] &&
+                                        !c->offload_param_device[0] && c->gradient_accumulation_steps < 0 &&
+                                        c->gradient_clipping < 0))
         return 0;
-    int n = snprintf(out, cap, "{\"zero_optimization\": {\"stage\": %lld", (long long)(c->zero_stage >= 0 ? c->zero_stage : 0));
+    /* DeepSpeedPlugin's defaults: stage 2; accumulation and clipping "auto", filled from the flags */
+    int n = snprintf(out, cap, "{\"zero_optimization\": {\"stage\": %lld", (long long)(c->zero_stage >= 0 ? c->zero_stage : 2));
     const char *dev[2] = {c->offload_optimizer_device, c->offload_param_device}, *path[2] = {c->offload_optimizer_nvme_path,
                                                                                           c->offload_param_nvme_path};
     const char *keys[2] = {"offload_optimizer", "offload_param"};
@@ -8947,8 +8972,12 @@ ZT_API size_t zt_accelerate_deepspeed_json(const zt_accelerate_config *c, char *
     if (c->gradient_accumulation_steps >= 0)
         n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"gradient_accumulation_steps\": %lld",
                       (long long)c->gradient_accumulation_steps);
+    else
+        n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"gradient_accumulation_steps\": \"auto\"");
     if (c->gradient_clipping >= 0)
         n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"gradient_clipping\": %.9g", c->gradient_clipping);
+    else
+        n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"gradient_clipping\": \"auto\"");
     n += snprintf(out + n, cap > (size_t)n ? cap - (size_t)n : 0, ", \"train_micro_batch_size_per_gpu\": \"auto\"}");
     return (size_t)n;
 }

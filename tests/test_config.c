@@ -457,6 +457,23 @@ TEST(config_drives_zt_init) {
     CHECK_STR_CONTAINS(zt_last_error(), "/nonexistent/ds.json");
 }
 
+/* a batch value the config derives, against the flag given: the Trainer stops on it, and so does zt (a
+   --gradient_accumulation_steps 4 beside a config of micro-batches alone was dropped for 1) */
+TEST(config_derived_batch_values_match_the_flags) {
+    zt_ds_config ds;
+    zt_options o = zt_options_default();
+    const char *argv[] = {"x", "--gradient_accumulation_steps", "4"};
+    CHECK(zt_options_parse_args(&o, 3, (char **)argv) == ZT_OK);
+    const char *json = "{\"train_micro_batch_size_per_gpu\": 2}";
+    CHECK(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "gradient_accumulation_steps (from the others; absent: 1)=1 vs "
+                                        "--gradient_accumulation_steps=4");
+    o = zt_options_default();
+    CHECK(zt_options_parse_args(&o, 3, (char **)argv) == ZT_OK);
+    json = "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": \"auto\"}";
+    CHECK(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_OK && o.grad_accum == 4);
+}
+
 /* Accelerate's YAML: what `accelerate config` writes, and one clear error for what it never writes */
 static zt_result acc(const char *yaml, zt_accelerate_config *c) {
     logged[0] = 0;
@@ -502,6 +519,18 @@ TEST(config_accelerate_yaml) {
     CHECK(strcmp(ds.offload_param.nvme_path, "/nvme") == 0);
     CHECK(acc("num_processes: 2\nfuture_key: 1\n", &c) == ZT_OK);
     CHECK_STR_CONTAINS(logged, "future_key is not one of the Accelerate keys zt reads");
+    /* DEEPSPEED without settings: DeepSpeedPlugin's defaults, stage 2 and the flags' accumulation and clipping */
+    CHECK(acc("distributed_type: DEEPSPEED\nnum_processes: 2\n", &c) == ZT_OK);
+    n = zt_accelerate_deepspeed_json(&c, json, sizeof json);
+    o = zt_options_default();
+    o.grad_accum = 3, o.max_grad_norm = 0.5f;
+    CHECK(n > 0 && zt_ds_config_parse(&ds, &o, json, n, "yaml", 2, 64) == ZT_OK);
+    CHECK(ds.zero_stage == 2 && o.grad_accum == 3 && o.max_grad_norm == 0.5f);
+    /* a JSON file beside inline settings it would make Accelerate ignore: refused, as Accelerate does */
+    CHECK(acc("deepspeed_config:\n  deepspeed_config_file: ds.json\n  zero_stage: 3\n  gradient_accumulation_steps: 4\n",
+              &c) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "with deepspeed_config_file, deepspeed_config's zero_stage, "
+                                        "gradient_accumulation_steps would be ignored");
     static const struct { const char *yaml, *want; } bad[] = {
         {"num_processes: two\n", "default_config.yaml:1: num_processes must be a non-negative integer, found \"two\""},
         {"deepspeed_config:\n\tzero_stage: 2\n", "default_config.yaml:2: a tab in the indentation"},
