@@ -8280,6 +8280,10 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
         if ((r = zt__cfg_alias_token(g, z, "gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save",
                                      &gt, gpath, sizeof gpath)))
             return r;
+        if (gt >= 0 && gold >= 0)
+            return zt_fail(ZT_ERROR_INVALID, "%s: Cannot provide deprecated parameter "
+                           "'stage3_gather_fp16_weights_on_model_save' and replacing parameter '%s' together", g->j.file,
+                           gpath + strlen("zero_optimization."));
         if (gt < 0 && gold >= 0) {
             zt_log(ZT_LOG_WARN, "%s: Config parameter stage3_gather_fp16_weights_on_model_save is deprecated use "
                    "gather_16bit_weights_on_model_save instead", g->j.file);
@@ -8304,17 +8308,35 @@ static zt_result zt__cfg_zero(zt__cfg *g, int64_t hidden) {
         int legacy = 0;
         if ((r = zt__cfg_bool(g, zt__json_get(&g->j, z, "legacy_stage1"), "zero_optimization.legacy_stage1", &legacy))) return r;
         if (legacy) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: zero_optimization.legacy_stage1: the deprecated version of ZeRO Stage 1 is not supported", g->j.file);
-        /* the deprecated cpu_offload: true means offload_optimizer {device: cpu} */
-        int cpu_off = 0, oo = zt__json_get(&g->j, z, "offload_optimizer"), op = zt__json_get(&g->j, z, "offload_param");
-        if ((r = zt__cfg_bool(g, zt__json_get(&g->j, z, "cpu_offload"), "zero_optimization.cpu_offload", &cpu_off))) return r;
-        if (zt__json_get(&g->j, z, "cpu_offload") >= 0 && oo >= 0)
-            return zt_fail(ZT_ERROR_INVALID, "%s: Cannot provide deprecated parameter 'cpu_offload' and replacing parameter 'offload_optimizer' together", g->j.file);
+        /* the deprecated cpu_offload: true means offload_optimizer {device: cpu}, cpu_offload_param offload_param's */
+        int cpu_off = 0, cpu_param = 0, oo = zt__json_get(&g->j, z, "offload_optimizer");
+        int op = zt__json_get(&g->j, z, "offload_param"), co = zt__json_get(&g->j, z, "cpu_offload");
+        int cp = zt__json_get(&g->j, z, "cpu_offload_param");
+        if ((r = zt__cfg_bool(g, co, "zero_optimization.cpu_offload", &cpu_off)) ||
+            (r = zt__cfg_bool(g, cp, "zero_optimization.cpu_offload_param", &cpu_param)))
+            return r;
+        if ((co >= 0 && oo >= 0) || (cp >= 0 && op >= 0))
+            return zt_fail(ZT_ERROR_INVALID, "%s: Cannot provide deprecated parameter '%s' and replacing parameter '%s' "
+                           "together", g->j.file, co >= 0 && oo >= 0 ? "cpu_offload" : "cpu_offload_param",
+                           co >= 0 && oo >= 0 ? "offload_optimizer" : "offload_param");
+        int norm = 1; /* compute_grad_norm: DeepSpeed's model refuses false but at stages 1 and 2 */
+        if ((r = zt__cfg_bool(g, zt__json_get(&g->j, z, "compute_grad_norm"), "zero_optimization.compute_grad_norm",
+                              &norm)))
+            return r;
+        if (!norm && stage != 1 && stage != 2)
+            return zt_fail(ZT_ERROR_INVALID, "%s: zero_optimization.compute_grad_norm: compute_grad_norm=false is supported "
+                           "only with ZeRO Stage 1 or 2", g->j.file);
+        if (!norm) zt__cfg_note_unused(g, "zero_optimization.compute_grad_norm false (zt computes the norm)");
         if ((r = zt__cfg_offload(g, oo, "zero_optimization.offload_optimizer", &c->offload_optimizer, 0)) ||
             (r = zt__cfg_offload(g, op, "zero_optimization.offload_param", &c->offload_param, 1)))
             return r;
         if (cpu_off) {
             zt_log(ZT_LOG_WARN, "%s: Config parameter cpu_offload is deprecated use offload_optimizer instead", g->j.file);
             c->offload_optimizer.device = ZT_OFFLOAD_CPU;
+        }
+        if (cpu_param) {
+            zt_log(ZT_LOG_WARN, "%s: Config parameter cpu_offload_param is deprecated use offload_param instead", g->j.file);
+            c->offload_param.device = ZT_OFFLOAD_CPU;
         }
     }
     if (c->overlap_comm < 0) c->overlap_comm = c->zero_stage == 3; /* DeepSpeed's stage-dependent default */
@@ -8372,6 +8394,20 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
     c->gradient_clipping = clip;
     o->max_grad_norm = (float)clip;
     c->wall_clock_breakdown = o->wall_clock_breakdown; /* absent: what o says (off by default) */
+    int op = zt__json_get(&g->j, 0, "gradient_allreduce_op"); /* DeepSpeed's "mean" (zt's), or "sum" */
+    char opname[16] = "mean";
+    if (op >= 0 && (g->j.tok[op].type != JSMN_STRING ||
+                    zt__json_string(&g->j, op, "gradient_allreduce_op", opname, sizeof opname)))
+        return zt__cfg_bad(g, op, "gradient_allreduce_op", "\"mean\" or \"sum\"");
+    for (char *q = opname; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+    if (strcmp(opname, "mean") && strcmp(opname, "sum"))
+        return zt_fail(ZT_ERROR_INVALID, "%s: Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: '%s'",
+                       g->j.file, opname);
+    if (!strcmp(opname, "sum") && c->zero_stage == 3)
+        return zt_fail(ZT_ERROR_INVALID, "%s: gradient_allreduce_op='sum' is not supported with ZeRO stage 3", g->j.file);
+    if (!strcmp(opname, "sum"))
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: gradient_allreduce_op \"sum\" is not built in zt: the ranks' gradients "
+                       "are averaged (\"mean\", DeepSpeed's default)", g->j.file);
     c->gradient_predivide_factor = 1.0;
     if ((r = zt__cfg_int(g, zt__json_get(&g->j, 0, "steps_per_print"), "steps_per_print", 0, &c->steps_per_print)) ||
         (r = zt__cfg_bool(g, zt__json_get(&g->j, 0, "wall_clock_breakdown"), "wall_clock_breakdown", &o->wall_clock_breakdown)) ||

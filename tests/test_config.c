@@ -474,6 +474,35 @@ TEST(config_derived_batch_values_match_the_flags) {
     CHECK(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_OK && o.grad_accum == 4);
 }
 
+/* DeepSpeed's deprecated and checked ZeRO keys, and gradient_allreduce_op, as its models read them */
+TEST(config_deprecated_zero_keys_and_allreduce_op) {
+    static const struct { const char *json, *want; } bad[] = {
+        {"{\"zero_optimization\": {\"stage\": 3, \"stage3_gather_16bit_weights_on_model_save\": true, "
+         "\"stage3_gather_fp16_weights_on_model_save\": true}}", "Cannot provide deprecated parameter "
+         "'stage3_gather_fp16_weights_on_model_save' and replacing parameter 'stage3_gather_16bit_weights_on_model_save'"},
+        {"{\"zero_optimization\": {\"stage\": 3, \"cpu_offload_param\": true, \"offload_param\": {\"device\": \"cpu\"}}}",
+         "'cpu_offload_param' and replacing parameter 'offload_param' together"},
+        {"{\"zero_optimization\": {\"stage\": 3, \"compute_grad_norm\": false}}", "compute_grad_norm=false is supported only"},
+        {"{\"zero_optimization\": {\"stage\": 2, \"compute_grad_norm\": \"x\"}}", "zero_optimization.compute_grad_norm"},
+        {"{\"gradient_allreduce_op\": \"max\"}", "Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: 'max'"},
+        {"{\"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 3}}", "'sum' is not supported with ZeRO stage 3"},
+        {"{\"gradient_allreduce_op\": \"SUM\"}", "gradient_allreduce_op \"sum\" is not built in zt"},
+    };
+    zt_ds_config ds;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        zt_options o = zt_options_default();
+        CHECK_MSG(zt_ds_config_parse(&ds, &o, bad[i].json, strlen(bad[i].json), "ds.json", 1, 64) != ZT_OK, "accepted: %s",
+                  bad[i].json);
+        CHECK_STR_CONTAINS(zt_last_error(), bad[i].want);
+    }
+    zt_options o = zt_options_default();
+    const char *json = "{\"zero_optimization\": {\"stage\": 3, \"cpu_offload_param\": true}, \"gradient_allreduce_op\": \"Mean\"}";
+    zt_set_log(capture, NULL);
+    CHECK(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_OK);
+    zt_set_log(NULL, NULL);
+    CHECK(ds.offload_param.device == ZT_OFFLOAD_CPU && o.offload_param == ZT_OFFLOAD_CPU);
+}
+
 /* Accelerate's YAML: what `accelerate config` writes, and one clear error for what it never writes */
 static zt_result acc(const char *yaml, zt_accelerate_config *c) {
     logged[0] = 0;
