@@ -7872,6 +7872,11 @@ static const char *const zt__ds_adam[] = {"lr", "betas", "eps", "weight_decay", 
 static const char *const zt__ds_sched[] = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type",
                                            "total_num_steps", "warmup_min_ratio", "cos_min_ratio", "last_batch_iteration",
                                            NULL};
+/* each schedule's own arguments (DeepSpeed calls its class with params as keywords: another is Python's TypeError) */
+static const char *const zt__ds_sched_args[3][8] = {
+    {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "last_batch_iteration", NULL},
+    {"total_num_steps", "warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type", "last_batch_iteration", NULL},
+    {"total_num_steps", "warmup_min_ratio", "warmup_num_steps", "cos_min_ratio", "warmup_type", "last_batch_iteration", NULL}};
 static const char *const zt__ds_act[] = {"partition_activations", "contiguous_memory_optimization", "cpu_checkpointing",
                                          "number_checkpoints", "synchronize_checkpoint_boundary", "profile", NULL};
 static const char *const zt__ds_aio[] = {"block_size", "queue_depth", "intra_op_parallelism", "single_submit",
@@ -8058,6 +8063,17 @@ static zt_result zt__cfg_scheduler(zt__cfg *g) {
     if (p < 0) return zt_fail(ZT_ERROR_INVALID, "%s: scheduler.params is missing (DeepSpeed needs it for %s)", g->j.file, types[kind]);
     if ((r = zt__cfg_object(g, p, "scheduler.params")) || (r = zt__cfg_keys(g, p, "scheduler.params", zt__ds_sched, 1)))
         return r;
+    for (int i = 0, key = p + 1; i < g->j.tok[p].size; i++, key = zt__json_skip(&g->j, key + 1)) {
+        int known = 0;
+        for (int k = 0; zt__ds_sched_args[kind][k] && !known; k++) known = zt__json_eq(&g->j, key, zt__ds_sched_args[kind][k]);
+        if (known) continue;
+        char takes[200] = "";
+        for (int k = 0; zt__ds_sched_args[kind][k]; k++)
+            snprintf(takes + strlen(takes), sizeof takes - strlen(takes), "%s%s", k ? ", " : "", zt__ds_sched_args[kind][k]);
+        return zt_fail(ZT_ERROR_INVALID, "%s: scheduler.params.%.*s: %s.__init__() got an unexpected keyword argument "
+                       "(it takes %s)", g->j.file, g->j.tok[key].end - g->j.tok[key].start, g->j.text + g->j.tok[key].start,
+                       types[kind], takes);
+    }
     /* warmup_num_steps must be a positive integer (a JSON 10.0 is refused, as DeepSpeed refuses it) */
     int wt = zt__json_get(&g->j, p, "warmup_num_steps");
     int64_t warm = 1000;

@@ -474,7 +474,7 @@ TEST(config_derived_batch_values_match_the_flags) {
     CHECK(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_OK && o.grad_accum == 4);
 }
 
-/* DeepSpeed's deprecated and checked ZeRO keys, and gradient_allreduce_op, as its models read them */
+/* DeepSpeed's deprecated and checked ZeRO keys, gradient_allreduce_op and each schedule's arguments, as it reads them */
 TEST(config_deprecated_zero_keys_and_allreduce_op) {
     static const struct { const char *json, *want; } bad[] = {
         {"{\"zero_optimization\": {\"stage\": 3, \"stage3_gather_16bit_weights_on_model_save\": true, "
@@ -487,6 +487,11 @@ TEST(config_deprecated_zero_keys_and_allreduce_op) {
         {"{\"gradient_allreduce_op\": \"max\"}", "Invalid gradient_allreduce_op. Supported operations: ['mean', 'sum']. Got: 'max'"},
         {"{\"gradient_allreduce_op\": \"sum\", \"zero_optimization\": {\"stage\": 3}}", "'sum' is not supported with ZeRO stage 3"},
         {"{\"gradient_allreduce_op\": \"SUM\"}", "gradient_allreduce_op \"sum\" is not built in zt"},
+        /* a schedule's arguments are its own: DeepSpeed calls the class with them (another is a TypeError) */
+        {"{\"scheduler\": {\"type\": \"WarmupCosineLR\", \"params\": {\"total_num_steps\": 10, \"warmup_max_lr\": 0.1}}}",
+         "scheduler.params.warmup_max_lr: WarmupCosineLR.__init__() got an unexpected keyword argument"},
+        {"{\"scheduler\": {\"type\": \"WarmupLR\", \"params\": {\"total_num_steps\": 10}}}",
+         "(it takes warmup_min_lr, warmup_max_lr, warmup_num_steps, warmup_type, last_batch_iteration)"},
     };
     zt_ds_config ds;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
