@@ -7743,9 +7743,10 @@ static zt_result zt__cfg_object(zt__cfg *g, int t, const char *path) {
     return ZT_OK;
 }
 
-/* typed values: absent (t < 0) leaves *out; "auto" is handled by the callers that allow it */
+/* typed values: absent (t < 0) leaves *out, and so does "auto" where the Transformers integration fills nothing
+   (the callers it fills handle it first): DeepSpeed's pydantic models drop an "auto", which leaves the default */
 static zt_result zt__cfg_bool(zt__cfg *g, int t, const char *path, int *out) {
-    if (t < 0) return ZT_OK;
+    if (t < 0 || zt__cfg_is_auto(g, t)) return ZT_OK;
     if (g->j.tok[t].type == JSMN_PRIMITIVE && (zt__json_eq(&g->j, t, "true") || zt__json_eq(&g->j, t, "1")))
         *out = 1;
     else if (g->j.tok[t].type == JSMN_PRIMITIVE && (zt__json_eq(&g->j, t, "false") || zt__json_eq(&g->j, t, "0")))
@@ -7757,7 +7758,7 @@ static zt_result zt__cfg_bool(zt__cfg *g, int t, const char *path, int *out) {
 
 static zt_result zt__cfg_num(zt__cfg *g, int t, const char *path, double lo, double hi, double *out) {
     double v = 0;
-    if (t < 0) return ZT_OK;
+    if (t < 0 || zt__cfg_is_auto(g, t)) return ZT_OK;
     if (g->j.tok[t].type != JSMN_PRIMITIVE || zt__json_eq(&g->j, t, "true") || zt__json_eq(&g->j, t, "false") ||
         zt__json_eq(&g->j, t, "null") || zt__json_number(&g->j, t, path, &v) != ZT_OK)
         return zt__cfg_bad(g, t, path, "a number");
@@ -7774,7 +7775,7 @@ static zt_result zt__cfg_num(zt__cfg *g, int t, const char *path, double lo, dou
 /* integers as DeepSpeed's pydantic takes them: 5e8 is 500000000, 5.5 is an error */
 static zt_result zt__cfg_int(zt__cfg *g, int t, const char *path, int64_t lo, int64_t *out) {
     double v = 0;
-    if (t < 0) return ZT_OK;
+    if (t < 0 || zt__cfg_is_auto(g, t)) return ZT_OK;
     zt_result r = zt__cfg_num(g, t, path, -9.2e18, 9.2e18, &v);
     if (r != ZT_OK) return zt__cfg_bad(g, t, path, "an integer");
     if (v != floor(v)) return zt__cfg_bad(g, t, path, "an integer (it has a fractional part)");

@@ -506,6 +506,14 @@ TEST(config_deprecated_zero_keys_and_allreduce_op) {
     CHECK(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_OK);
     zt_set_log(NULL, NULL);
     CHECK(ds.offload_param.device == ZT_OFFLOAD_CPU && o.offload_param == ZT_OFFLOAD_CPU);
+    /* "auto" where the Transformers integration fills nothing: DeepSpeed's models drop it, leaving the default */
+    o = zt_options_default();
+    json = "{\"fp16\": {\"enabled\": true, \"loss_scale\": \"auto\"}, \"zero_optimization\": {\"stage\": 3, "
+           "\"sub_group_size\": \"auto\", \"offload_optimizer\": {\"device\": \"cpu\", \"buffer_count\": \"auto\"}}}";
+    zt_set_log(capture, NULL);
+    CHECK_MSG(zt_ds_config_parse(&ds, &o, json, strlen(json), "ds.json", 1, 64) == ZT_OK, "%s", zt_last_error());
+    zt_set_log(NULL, NULL);
+    CHECK(o.static_loss_scale == 0.0f && ds.sub_group_size == 1000000000 && ds.offload_optimizer.buffer_count == 4);
 }
 
 /* Accelerate's YAML: what `accelerate config` writes, and one clear error for what it never writes */
