@@ -188,7 +188,8 @@ TEST(wall_clock_breakdown_prints_deepspeeds_timers) {
         CHECK(line && sscanf(line + 1, "[Rank 0] time (ms) | fwd: %lf | bwd: %lf | bwd_inner: %lf | bwd_allreduce: %lf | "
                              "step: %lf", &g[0], &g[1], &g[2], &g[3], &g[4]) == 5);
         for (int k = 0; k < 5; k++) CHECK(m[k] == g[k]);
-        CHECK(g[0] > 0 && g[1] > 0 && g[3] == 0.0 && g[4] > 0 && fabs(g[1] - g[2] - g[3]) <= 0.011);
+        /* one rank reduces nothing: its bwd_allreduce is the wait for the streams alone */
+        CHECK(g[0] > 0 && g[1] > 0 && g[3] >= 0 && g[3] <= g[2] && g[4] > 0 && fabs(g[1] - g[2] - g[3]) <= 0.011);
         step_fwd[s] = g[0];
         line = line ? strchr(line + 1, '\n') : NULL;
         if (line) line++;
