@@ -13249,6 +13249,7 @@ typedef struct zt__st_entry {
     int convertible;
     int u8;           /* dtype U8 (gpt-oss's MXFP4 blocks and scales) */
     int f8;           /* dtype F8_E4M3 (fine-grained FP8 weights) */
+    char dtype_name[16]; /* as the header writes it, for messages */
     int64_t shape[ZT__ST_DIMS], numel;
     const uint8_t *data;
     int64_t begin, end; /* in the file's data section */
@@ -13334,6 +13335,7 @@ static zt_result zt__st_parse(zt__st *st, int f) {
         if (!(e->esize = zt__st_dtype(dtype, &e->dtype, &e->convertible)))
             return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" has the unknown dtype \"%s\"", path, name, dtype);
         e->u8 = strcmp(dtype, "U8") == 0, e->f8 = strcmp(dtype, "F8_E4M3") == 0;
+        snprintf(e->dtype_name, sizeof e->dtype_name, "%s", dtype);
         if (j.tok[ts].type != JSMN_ARRAY || j.tok[ts].size > ZT__ST_DIMS)
             return zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\": \"shape\" must be an array of at most %d sizes", path, name,
                            ZT__ST_DIMS);
@@ -13601,7 +13603,7 @@ ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir) {
             for (int d = 0; d < t->ndim; d++)
                 snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", d ? ", " : "", (long long)t->shape[d]);
             r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" should be F32, F16 or BF16 of shape [%s] (config.json), found "
-                        "shape [%s]%s", stp->path[t->file], name, want, got, t->convertible ? "" : " of another dtype");
+                        "%s of shape [%s]", stp->path[t->file], name, want, t->dtype_name, got);
             break;
         }
         if (f8 && (r = zt__fp8_find(stp, t, name, tr || zt__hf_neox_qkv(e, name), &e->cfg, &quant[p])) != ZT_OK) break;

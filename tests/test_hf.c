@@ -367,7 +367,7 @@ TEST(hf_damaged_files_get_one_clear_error) {
     damaged(good, len - 100, "should be"); /* truncated: the last tensor runs past the end */
     static const struct { const char *from, *to, *want; } edits[] = { /* one change to the header each */
         {"\"dtype\":\"F32\"", "\"dtype\":\"X32\"", "unknown dtype \"X32\""},
-        {"\"dtype\":\"F32\"", "\"dtype\":\"I32\"", "of another dtype"},
+        {"\"dtype\":\"F32\"", "\"dtype\":\"I32\"", "found I32 of shape ["},
         {"\"shape\":[32,96]", "\"shape\":[96,32]", "should be F32, F16 or BF16 of shape [32, 96]"},
         {"\"data_offsets\":[0,", "\"data_offsets\":[8,", "should be"},
         {"transformer.ln_f.weight", "transformer.ln_g.weight", "has no tensor \"transformer.ln_f.weight\""},
