@@ -1328,6 +1328,9 @@ ZT_API zt_result zt_events_scalar(zt_events *w, const char *tag, double value, i
 /* a text, as add_text writes it (under tag + "/text_summary"; TensorBoard's Text tab shows it, Markdown) */
 ZT_API zt_result zt_events_text(zt_events *w, const char *tag, const char *text, int64_t step);
 ZT_API void zt_events_close(zt_events *w); /* a closed or never opened writer is fine */
+/* a double as Python's repr writes it, as json.dump writes floats (the shortest digits that read back; NaN and
+   Infinity as JSON's), for files Python tools read: into out, which it returns */
+ZT_API const char *zt_float_repr(double v, char *out, size_t cap);
 
 /* >>tokenizer ================================================================================== */
 
@@ -11707,12 +11710,12 @@ ZT_API void zt_memory_stats(zt_engine *e, size_t planned[ZT_MEM_COUNT], size_t p
 ZT_API const zt_options *zt_engine_options(const zt_engine *e) { return &e->opt; }
 ZT_API zt_backend *zt_engine_backend(zt_engine *e) { return e->be; }
 ZT_API const zt_model_config *zt_engine_model_config(const zt_engine *e) { return e->has_cfg ? &e->cfg : NULL; }
-/* the parameters of the blocks from `first` on, each once (a tied one is its owner's), the vocabulary unpadded */
-static int64_t zt__params_from(const zt_engine *e, int first) {
+/* the parameters of blocks first..last, each once (a tied one is its owner's), the vocabulary unpadded */
+static int64_t zt__params_of(const zt_engine *e, int first, int last) {
     int64_t n = 0;
     for (int p = 0; p < e->n_params; p++) {
         const zt__param *pr = &e->params[p];
-        if (pr->tied >= 0 || pr->block < first) continue;
+        if (pr->tied >= 0 || pr->block < first || pr->block > last) continue;
         int64_t k = zt__numel_of(pr->shape);
         if (pr->flags & ZT_PARAM_VOCAB) k = k / pr->shape.d[0] * e->vocab;
         n += k;
@@ -11720,10 +11723,11 @@ static int64_t zt__params_from(const zt_engine *e, int first) {
     return n;
 }
 
-ZT_API int64_t zt_engine_param_count(const zt_engine *e) { return zt__params_from(e, 0); }
+ZT_API int64_t zt_engine_param_count(const zt_engine *e) { return zt__params_of(e, 0, e->n_blocks - 1); }
 
 ZT_API double zt_floating_point_ops(const zt_engine *e, int64_t tokens) {
-    return 6.0 * (double)tokens * (double)zt__params_from(e, 1); /* transformers' num_parameters(exclude_embeddings) */
+    /* transformers' num_parameters(exclude_embeddings) */
+    return 6.0 * (double)tokens * (double)zt__params_of(e, 1, e->n_blocks - 1);
 }
 
 /* ---- training ---- */
@@ -12452,6 +12456,11 @@ ZT_API zt_result zt_events_text(zt_events *w, const char *tag, const char *text,
     return zt__events_write(w, 8, name, 0.0f, text, tn, step);
 }
 
+ZT_API const char *zt_float_repr(double v, char *out, size_t cap) {
+    zt__py_repr(v, 0, out, cap, 1);
+    return out;
+}
+
 ZT_API void zt_events_close(zt_events *w) {
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
@@ -12622,19 +12631,6 @@ static void zt__put(zt__text *t, const char *fmt, ...) {
 /* DeepSpeed's line_fmt, '{:<70}  {:<8}' */
 static void zt__put_row(zt__text *t, const char *label, const char *value) { zt__put(t, "%-70s  %-8s\n", label, value); }
 
-/* a block's own parameters (a tied one counts at its first owner), the vocabulary unpadded */
-static double zt__block_params(const zt_engine *e, int b) {
-    double n = 0;
-    for (int p = 0; p < e->n_params; p++) {
-        const zt__param *pr = &e->params[p];
-        if (pr->block != b || pr->tied >= 0 || !pr->name) continue;
-        int64_t k = zt__numel_of(pr->shape);
-        if (pr->flags & ZT_PARAM_VOCAB) k = k / pr->shape.d[0] * e->vocab;
-        n += (double)k;
-    }
-    return n;
-}
-
 static double zt__prof(const zt_engine *e, int b, int k) { return e->prof[ZT__PROF * b + k]; }
 
 /* The aggregated profile's depth 1: the block types (DeepSpeed's module classes), each metric's top_modules
@@ -12685,7 +12681,7 @@ static void zt__profile_print(zt_engine *e, int64_t step) {
     zt__text t = {e->prof_text, 0, e->prof_cap};
     double all[ZT__PROF] = {0, 0, 0, (double)zt_engine_param_count(e)};
     for (int b = 0; b < L; b++) {
-        e->prof[ZT__PROF * b + 3] = zt__block_params(e, b);
+        e->prof[ZT__PROF * b + 3] = (double)zt__params_of(e, b, b);
         all[0] += zt__prof(e, b, 0), all[1] += zt__prof(e, b, 1);
     }
     double fwd = e->t_step[0] / 1e3, bwd = (e->t_step[1] + e->t_step[2]) / 1e3, stp = e->t_step[3] / 1e3;

@@ -500,22 +500,6 @@ static void store_flos(zt_engine *e) { /* every rank calls it, at the same point
     flos_rank = 0;
 }
 
-/* a double as Python's repr writes it (json.dump's floats): the shortest digits that read back, positional from
-   1e-4 up to 1e16, with ".0" when whole */
-static const char *py_float(double v, char *out, size_t cap) {
-    int p = 1;
-    for (; p < 17; p++) {
-        snprintf(out, cap, "%.*e", p - 1, v);
-        if (strtod(out, NULL) == v) break;
-    }
-    snprintf(out, cap, "%.*e", p - 1, v);
-    int exp10 = atoi(strchr(out, 'e') + 1);
-    if (exp10 < -4 || exp10 >= 16) return out;
-    snprintf(out, cap, "%.*f", p - 1 - exp10 > 0 ? p - 1 - exp10 : 0, v);
-    if (!strchr(out, '.')) snprintf(out + strlen(out), cap - strlen(out), ".0");
-    return out;
-}
-
 /* The Trainer's train metrics at the end of training, as run_clm.py reports them: trainer.log_metrics("train")
    prints them (metrics_format: the runtime as a timedelta, total_flos in GF, floats rounded to 4 places), and
    trainer.save_metrics writes train_results.json (json.dump, indent 4, keys sorted) */
@@ -545,8 +529,8 @@ static void report_train_metrics(const args *a, const train_metrics *m) {
     snprintf(json[4], sizeof json[4], "%lld", (long long)m->samples);
     const double value[7] = {m->epoch, m->total_flos, m->loss, runtime, 0, sps, stps};
     for (int k = 0; k < 7; k++) {
-        if (k != 4) py_float(value[k], json[k], sizeof json[k]);
-        if (k != 1 && k != 3 && k != 4) py_float(round_to(value[k], 4), shown[k], sizeof shown[k]);
+        if (k != 4) zt_float_repr(value[k], json[k], sizeof json[k]);
+        if (k != 1 && k != 3 && k != 4) zt_float_repr(round_to(value[k], 4), shown[k], sizeof shown[k]);
     }
     int vw = 0;
     for (int k = 0; k < 7; k++) vw = (int)strlen(shown[k]) > vw ? (int)strlen(shown[k]) : vw;
@@ -579,7 +563,7 @@ static int write_trainer_state(const char *out, int64_t step, const best_model *
     char flos[40];
     int n = snprintf(line, sizeof line, "{\"global_step\": %lld, \"best_metric\": %s, \"best_global_step\": %s, "
                      "\"best_model_checkpoint\": %s, \"total_flos\": %s}\n", (long long)step, metric, best_step,
-                     checkpoint, py_float(flos_total, flos, sizeof flos));
+                     checkpoint, zt_float_repr(flos_total, flos, sizeof flos));
     snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out);
     snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
     int fd = n < (int)sizeof line ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;

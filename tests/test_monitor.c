@@ -270,3 +270,14 @@ TEST(skipped_step_reports_its_learning_rate) {
     CHECK(!skipped);
     zt_shutdown(e);
 }
+
+/* zt_float_repr: Python's repr of a float, as json.dump writes it (the values checked against Python 3) */
+TEST(float_repr_is_pythons) {
+    static const struct { double v; const char *py; } cases[] = {
+        {3655729152.0, "3655729152.0"}, {0.009277155005798222, "0.009277155005798222"}, {116.1234, "116.1234"},
+        {1e16, "1e+16"}, {1.5e-05, "1.5e-05"}, {0.0001, "0.0001"}, {123.0, "123.0"}, {2.5e+22, "2.5e+22"}, {0.1, "0.1"},
+        {NAN, "NaN"}, {-INFINITY, "-Infinity"}};
+    char out[64];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_MSG(strcmp(zt_float_repr(cases[i].v, out, sizeof out), cases[i].py) == 0, "%s, Python %s", out, cases[i].py);
+}
