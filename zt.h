@@ -582,24 +582,41 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
                                 zt_tensor hidden, zt_tensor weight, zt_tensor targets, zt_tensor logits_buf,
                                 zt_loss_params p);
 
-/* AdamW (decoupled weight decay, PyTorch's formula). master, m, v (n) f32; grad (n) any float dtype,
-   multiplied by grad_scale first (loss-scale unscaling and clipping; with l2, the decay term is added
-   after that); param16, optional, receives the updated master rounded to its dtype. step counts from 1.
-   Initialise the parameters with designated fields or memset: more may be added. */
-typedef struct zt_adamw_params {
+/* The optimizers' update of n parameters, as one op: master (n) f32, the optimizer's state m and v (n)
+   f32, grad (n) any float dtype, multiplied by grad_scale first (loss-scale unscaling and clipping; with
+   l2, the decay term is added after that); param16, optional, receives the updated master rounded to its
+   dtype. step counts from 1. Initialise the parameters with zt_optim_defaults, designated fields or
+   memset: more may be added.
+   - ZT_OPTIM_ADAMW: AdamW, PyTorch's formula (decoupled weight decay; with l2, torch.optim.Adam's); m and
+     v its two moments.
+   - ZT_OPTIM_LION: Lion (Chen et al. 2023, DeepSpeed's FusedLion and CPU Lion): w = w (1 - lr wd)
+     - lr sign(beta1 m + (1 - beta1) g), then m = beta2 m + (1 - beta2) g; m its one moment, v unused
+     (a zeroed zt_tensor will do). The sign of 0 is 0, as in the paper and bitsandbytes: a weight whose
+     moment and gradient are both exactly 0 stays (DeepSpeed's kernels move it by lr).
+   - ZT_OPTIM_ADAGRAD: torch.optim.Adagrad: g += wd w (L2, with weight_decay); m += g^2; w -= clr g /
+     (sqrt(m) + eps), clr = lr / (1 + (step - 1) lr_decay); m the sum of squares, v unused. */
+typedef enum zt_optimizer { ZT_OPTIM_ADAMW, ZT_OPTIM_LION, ZT_OPTIM_ADAGRAD, ZT_OPTIM_COUNT } zt_optimizer;
+typedef struct zt_optim_params {
+    zt_optimizer kind;
     float lr, beta1, beta2, eps, weight_decay, grad_scale;
     int64_t step;
-    int l2; /* 1: weight decay as L2 regularisation added to the gradient (Adam), not decoupled */
-} zt_adamw_params;
-ZT_API void zt_adamw(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, zt_tensor grad,
-                     const zt_tensor *param16, zt_adamw_params p);
-/* PyTorch's AdamW defaults (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01), step 1 */
-ZT_API zt_adamw_params zt_adamw_params_default(void);
-/* The same AdamW on host memory (DeepSpeed's CPU Adam, for ZeRO-Offload): f32 master, moments and
-   gradient; param16 (NULL: none) receives the updated weights in param16_dtype. Vectorised, spread over
-   the pool's threads, and the same bits as the CPU backend's zt_adamw. */
-ZT_API void zt_adamw_host(zt_pool *pool, float *master, float *m, float *v, const float *grad, void *param16,
-                          zt_dtype param16_dtype, int64_t n, zt_adamw_params p);
+    int l2;         /* AdamW: 1 adds weight decay to the gradient as L2 regularisation (Adam), not decoupled */
+    float lr_decay; /* Adagrad's */
+} zt_optim_params;
+ZT_API void zt_optim_step(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, zt_tensor grad,
+                          const zt_tensor *param16, zt_optim_params p);
+/* kind's defaults, step 1: AdamW PyTorch's (lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight decay 0.01),
+   Lion DeepSpeed's (lr 1e-3, betas (0.9, 0.999), no weight decay), Adagrad PyTorch's (lr 1e-2, eps 1e-10,
+   no weight decay or lr_decay) */
+ZT_API zt_optim_params zt_optim_defaults(zt_optimizer kind);
+/* the name ("AdamW", "Lion", "Adagrad"), and the number of f32 state arrays beside the master (2, 1, 1) */
+ZT_API const char *zt_optim_name(zt_optimizer kind);
+ZT_API int zt_optim_states(zt_optimizer kind);
+/* The same update on host memory (DeepSpeed's CPU Adam, CPU Lion and CPU Adagrad, for ZeRO-Offload): f32
+   master, state and gradient; param16 (NULL: none) receives the updated weights in param16_dtype.
+   Vectorised, spread over the pool's threads, and the same bits as the CPU backend's zt_optim_step. */
+ZT_API void zt_optim_step_host(zt_pool *pool, float *master, float *m, float *v, const float *grad, void *param16,
+                               zt_dtype param16_dtype, int64_t n, zt_optim_params p);
 
 /* out (1) f32 = sum of x^2, accumulated in double in chunks fixed by x's size (for gradient norms) */
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x);
@@ -876,9 +893,14 @@ typedef struct zt_options {
                                    uniform noise of magnitude alpha / sqrt(T x hidden), as NEFTune adds it */
     int32_t eot_token;          /* -1: none; else packed documents: positions restart after this token,
                                    attention does not cross it, and it predicts nothing */
-    /* optimizer (AdamW, decoupled) */
+    /* optimizer: AdamW (decoupled) unless another is named; beta1, beta2 and weight_decay are Lion's too,
+       weight_decay Adagrad's (as L2, torch's) */
+    zt_optimizer optimizer;
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
     int adam_w_mode;            /* 0: L2 regularisation added to the gradient (DeepSpeed Adam) */
+    float adagrad_eps;          /* 1e-10 (torch's; eps above is Adam's: the Trainer's --adam_epsilon) */
+    float adagrad_lr_decay;     /* 0 */
+    const char *optim_args;     /* the Trainer's --optim_args ("lr_decay=0.01,eps=1e-8"): Adagrad takes lr_decay and eps */
     /* schedule */
     zt_schedule schedule;
     int64_t warmup_steps;
@@ -942,8 +964,8 @@ typedef struct zt_options {
     int64_t prefetch_bucket_size; /* ZeRO-3 with overlap_comm (stage3_prefetch_bucket_size): > 0 gathers the
                                    next block's weights while this one computes (two full weight buffers);
                                    zt prefetches whole blocks, one ahead. Default DeepSpeed's 5e7 */
-    /* ZeRO-Offload (zero_optimization.offload_optimizer / offload_param): the fp32 master and Adam
-       moments (stages 1-3), and at stage 3 the parameter slices, in host memory or NVMe files */
+    /* ZeRO-Offload (zero_optimization.offload_optimizer / offload_param): the fp32 master and the
+       optimizer's state (stages 1-3), and at stage 3 the parameter slices, in host memory or NVMe files */
     zt_offload_device offload_optimizer, offload_param;
     const char *offload_optimizer_path, *offload_param_path; /* NVMe: directories (copied at init) */
     double offload_ratio;       /* ZeRO-3 partial offload (offload_optimizer.ratio, default 1): the share of
@@ -980,7 +1002,8 @@ typedef struct zt_options {
 ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpeed defaults */
 /* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). A switch
    (--bf16) may take a value as HfArgumentParser's do: --bf16 True, --bf16=false (true/false, yes/no, t/f,
-   y/n, 1/0, any case). --optim takes AdamW's names; --tf32 is accepted and changes nothing. */
+   y/n, 1/0, any case). --optim takes the Trainer's names of AdamW, Lion (lion_32bit) and Adagrad; --tf32 is
+   accepted and changes nothing. */
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
 /* 1 if --name (without dashes or value) is one of the engine's flags; *takes_value: 1 it takes a value,
    2 a switch whose value may follow (one that does not start with "-"), 0 never */
@@ -1068,7 +1091,7 @@ typedef enum zt_mem_category {
     ZT_MEM_PARAMS,      /* parameters in the working dtype (ZeRO-3: this rank's slices) */
     ZT_MEM_GRADS,       /* fp32 gradient accumulators (ZeRO-2/3: this rank's slices) */
     ZT_MEM_MASTER,      /* fp32 master weights (mixed precision; ZeRO 1-3: slices) */
-    ZT_MEM_ADAM,        /* Adam moments (ZeRO 1-3: slices) */
+    ZT_MEM_OPTIM,       /* the optimizer's state: AdamW's two moments, Lion's one, Adagrad's sum (ZeRO 1-3: slices) */
     ZT_MEM_ACTIVATIONS, /* what forward keeps for backward */
     ZT_MEM_BUCKETS,     /* ZeRO: gathered parameters and open gradients of the groups in use */
     ZT_MEM_SCRATCH,     /* per-kernel temporaries */
@@ -1080,6 +1103,7 @@ ZT_API const char *zt_mem_category_name(zt_mem_category c);
 typedef struct zt_memory_plan {
     int world, zero_stage, gradient_checkpointing;
     zt_offload_device offload_optimizer, offload_param;
+    zt_optimizer optimizer;                /* its state is ZT_MEM_OPTIM: AdamW's two moments, Lion's one, Adagrad's sum */
     double offload_ratio;                  /* the share of the optimizer state offloaded (ZeRO-3 partial offload) */
     int64_t micro_batch, seq_len, params; /* params: the model's P */
     size_t bytes[ZT_MEM_COUNT];            /* one rank's device bytes, by category */
@@ -1430,7 +1454,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
 /* >>checkpoint ================================================================================= */
 
 /* DeepSpeed's layout: DIR/global_step{N}/ holds the tensors (zt_rank_00000.safetensors: fp32 weights
-   and Adam moments, whole and unpadded) and zt_state.json (step, schedule, loss scale, data cursor,
+   and the optimizer's state, whole and unpadded) and zt_state.json (step, schedule, loss scale, data cursor,
    the resolved settings); DIR/latest names the newest. Files are written under a temporary name,
    fsync'd and renamed, so a run killed at any moment leaves the last good checkpoint loadable. Saving
    allocates nothing: buffers are set aside at init. data (optional) contributes its cursor.
@@ -1441,7 +1465,9 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
    way forward then.) */
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
 /* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
-   and settings must match the ones saved; data, if given, continues where it was. */
+   and settings must match the ones saved; data, if given, continues where it was. A checkpoint of
+   another optimizer (AdamW, Lion, Adagrad) is refused with data; without, only its weights are read
+   (for an evaluation, samples or an export: the state stays as it was, not to train on). */
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
 /* the checkpoint zt_load reads for dir, into path (cap bytes): its `latest`, or dir itself when it is one */
 ZT_API zt_result zt_checkpoint_path(const char *dir, char *path, size_t cap);
@@ -2154,7 +2180,7 @@ typedef enum zt__op_kind {
     ZT__OP_SWIGLU_FWD, ZT__OP_SWIGLU_BWD, ZT__OP_GEGLU_FWD, ZT__OP_GEGLU_BWD,
     ZT__OP_ROPE_FWD, ZT__OP_ROPE_BWD,
     ZT__OP_ATTENTION_FWD, ZT__OP_ATTENTION_BWD,
-    ZT__OP_CROSSENTROPY, ZT__OP_ADAMW, ZT__OP_SUMSQ, ZT__OP_COMM,
+    ZT__OP_CROSSENTROPY, ZT__OP_OPTIM, ZT__OP_SUMSQ, ZT__OP_COMM,
     ZT__OP_MOE_ROUTE_FWD, ZT__OP_MOE_ROUTE_BWD, ZT__OP_MOE_SORT, ZT__OP_MOE_GATHER_FWD, ZT__OP_MOE_GATHER_BWD,
     ZT__OP_MOE_COMBINE_FWD, ZT__OP_MOE_COMBINE_BWD, ZT__OP_GATED_ADD_FWD, ZT__OP_GATED_ADD_BWD,
     ZT__OP_MOE_BALANCE_BWD, ZT__OP_NOISE, ZT__OP_HEAD_COLS_FWD, ZT__OP_HEAD_COLS_BWD,
@@ -2219,7 +2245,7 @@ typedef struct zt__args_moe {
 } zt__args_moe;
 /* zt_head_cols_*: forward dst = out, src = inp (dst's columns d0.. from src's s0..); backward dst = dinp, src = dout */
 typedef struct zt__args_cols { zt_tensor dst, src; int64_t d0, s0, D; } zt__args_cols;
-typedef struct zt__args_adamw { zt_tensor master, m, v, grad, param16; zt_adamw_params p; } zt__args_adamw;
+typedef struct zt__args_optim { zt_tensor master, m, v, grad, param16; zt_optim_params p; } zt__args_optim;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
 /* stride: elements between the ranks' parts of a reduce-scatter's input or an all-gather's output
    (0: the parts are contiguous); ZeRO's buckets are pieces of every rank's slice of a flat group */
@@ -2242,7 +2268,7 @@ typedef struct zt__op {
         zt__args_rope rope;
         zt__args_attention attention;
         zt__args_crossentropy crossentropy;
-        zt__args_adamw adamw;
+        zt__args_optim optim;
         zt__args_comm comm;
         zt__args_moe moe;
         zt__args_cols cols;
@@ -3304,34 +3330,70 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
     }
 }
 
-ZT_API void zt_adamw(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, zt_tensor grad,
-                     const zt_tensor *param16, zt_adamw_params p) {
-    const char *name = "zt_adamw";
+static const char *const zt__optim_names[ZT_OPTIM_COUNT] = {"AdamW", "Lion", "Adagrad"};
+ZT_API const char *zt_optim_name(zt_optimizer kind) {
+    return (int)kind >= 0 && kind < ZT_OPTIM_COUNT ? zt__optim_names[kind] : "?";
+}
+ZT_API int zt_optim_states(zt_optimizer kind) { return kind == ZT_OPTIM_ADAMW ? 2 : 1; }
+
+ZT_API void zt_optim_step(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor v, zt_tensor grad,
+                          const zt_tensor *param16, zt_optim_params p) {
+    const char *name = "zt_optim_step";
+    zt__need((int)p.kind >= 0 && p.kind < ZT_OPTIM_COUNT, name, "kind %d is not an optimizer", (int)p.kind);
     zt__need_tensor(name, "master", master, ZT_F32, ZT__ANY_SIZE);
     int64_t n = zt_numel(master);
     zt__need_tensor(name, "m", m, ZT_F32, n);
-    zt__need_tensor(name, "v", v, ZT_F32, n);
+    if (zt_optim_states(p.kind) > 1) zt__need_tensor(name, "v", v, ZT_F32, n);
+    else v = zt__none();
     zt__need_tensor(name, "grad", grad, ZT__FLOAT, n);
     if (param16) zt__need_tensor(name, "param16", *param16, ZT__FLOAT, n);
     zt__need(p.step >= 1, name, "step counts from 1, got %lld", (long long)p.step);
     zt__op op;
-    op.kind = ZT__OP_ADAMW;
-    zt__args_adamw a = {master, m, v, grad, zt__opt(param16), p};
-    op.adamw = a;
+    op.kind = ZT__OP_OPTIM;
+    zt__args_optim a = {master, m, v, grad, zt__opt(param16), p};
+    op.optim = a;
     zt__launch(s, &op);
 }
 
-ZT_API zt_adamw_params zt_adamw_params_default(void) {
-    zt_adamw_params p;
+ZT_API zt_optim_params zt_optim_defaults(zt_optimizer kind) {
+    zt_optim_params p;
     memset(&p, 0, sizeof p);
-    p.lr = 1e-3f;
+    p.kind = kind;
+    p.lr = kind == ZT_OPTIM_ADAGRAD ? 1e-2f : 1e-3f;
     p.beta1 = 0.9f;
     p.beta2 = 0.999f;
-    p.eps = 1e-8f;
-    p.weight_decay = 0.01f;
+    p.eps = kind == ZT_OPTIM_ADAGRAD ? 1e-10f : 1e-8f;
+    p.weight_decay = kind == ZT_OPTIM_ADAMW ? 0.01f : 0.0f;
     p.grad_scale = 1.0f;
     p.step = 1;
     return p;
+}
+
+/* An update's scalars, computed once on the host in double and rounded to f32: the CPU kernel, the host
+   optimizer and the CUDA kernel all start from these, and so give the same bits. */
+typedef struct zt__optim_k {
+    zt_optimizer kind;
+    int l2;
+    float grad_scale, weight_decay, decay, beta1, beta2, w1, w2, eps;
+    float step_size; /* AdamW lr / (1 - beta1^step); Lion lr; Adagrad lr / (1 + (step - 1) lr_decay) */
+    float bc2_sqrt;  /* AdamW: sqrt(1 - beta2^step) */
+} zt__optim_k;
+static zt__optim_k zt__optim_scalars(const zt_optim_params *p) {
+    zt__optim_k k;
+    memset(&k, 0, sizeof k);
+    k.kind = p->kind, k.l2 = p->l2, k.grad_scale = p->grad_scale, k.weight_decay = p->weight_decay;
+    k.decay = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
+    k.beta1 = p->beta1, k.beta2 = p->beta2, k.eps = p->eps;
+    k.w1 = (float)(1.0 - (double)p->beta1), k.w2 = (float)(1.0 - (double)p->beta2);
+    if (p->kind == ZT_OPTIM_ADAMW) {
+        double bc1 = 1.0 - pow((double)p->beta1, (double)p->step), bc2 = 1.0 - pow((double)p->beta2, (double)p->step);
+        k.step_size = (float)((double)p->lr / bc1), k.bc2_sqrt = (float)sqrt(bc2);
+    } else if (p->kind == ZT_OPTIM_ADAGRAD) {
+        k.step_size = (float)((double)p->lr / (1.0 + (double)(p->step - 1) * (double)p->lr_decay));
+    } else {
+        k.step_size = p->lr;
+    }
+    return k;
 }
 
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x) {
@@ -7962,21 +8024,30 @@ static zt_result zt__cfg_batch(zt__cfg *g) {
     return ZT_OK;
 }
 
+/* DeepSpeed builds Lion and Adagrad with the section's params as keywords (another is Python's TypeError): these
+   are the keywords of the optimizer it builds on the device or, under offload_optimizer, on the host (both taken) */
+static const char *const zt__ds_lion[] = {"lr", "betas", "weight_decay", "set_grad_none", "fp32_optimizer_states", NULL};
+static const char *const zt__ds_adagrad[] = {"lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps",
+                                             "foreach", "maximize", "differentiable", "fused", "amsgrad",
+                                             "fp32_optimizer_states", NULL};
+
 static zt_result zt__cfg_optimizer(zt__cfg *g) {
     zt_options *o = g->o;
     int t = zt__json_get(&g->j, 0, "optimizer"), p = -1;
     zt_result r;
     if ((r = zt__cfg_object(g, t, "optimizer")) != ZT_OK) return r;
-    if (t < 0) return ZT_OK; /* the Trainer's AdamW from the flags */
+    if (t < 0) return ZT_OK; /* the Trainer's optimizer from the flags */
     char type[24] = "";
     int tt = zt__json_get(&g->j, t, "type");
     if (tt < 0) return ZT_OK;
     if ((r = zt__json_string(&g->j, tt, "optimizer.type", type, sizeof type)) != ZT_OK) return zt__cfg_bad(g, tt, "optimizer.type", "a string");
     char lower[24];
     for (size_t i = 0; i < sizeof lower; i++) lower[i] = (char)((type[i] >= 'A' && type[i] <= 'Z') ? type[i] + 32 : type[i]);
-    if (strcmp(lower, "adam") != 0 && strcmp(lower, "adamw") != 0)
-        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.type \"%s\" is not implemented in zt (Adam and AdamW are)",
-                       g->j.file, type);
+    int adam = strcmp(lower, "adam") == 0 || strcmp(lower, "adamw") == 0;
+    zt_optimizer kind = adam ? ZT_OPTIM_ADAMW : strcmp(lower, "lion") == 0 ? ZT_OPTIM_LION : ZT_OPTIM_ADAGRAD;
+    if (!adam && kind == ZT_OPTIM_ADAGRAD && strcmp(lower, "adagrad") != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.type \"%s\" is not implemented in zt (Adam, AdamW, Lion and "
+                       "Adagrad are)", g->j.file, type);
     snprintf(g->c->optimizer_type, sizeof g->c->optimizer_type, "%s", lower);
     p = zt__json_get(&g->j, t, "params");
     if ((r = zt__cfg_object(g, p, "optimizer.params")) != ZT_OK) return r;
@@ -7984,14 +8055,20 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
     if (p >= 0 && zt__json_get(&g->j, p, "max_grad_norm") >= 0)
         return zt_fail(ZT_ERROR_INVALID, "%s: 'max_grad_norm' is not supported as an optimizer parameter, please switch "
                        "to using the deepspeed parameter 'gradient_clipping'", g->j.file);
-    if (p >= 0 && (r = zt__cfg_keys(g, p, "optimizer.params", zt__ds_adam, 1)) != ZT_OK) return r;
-    double lr, eps, wd, b1 = o->beta1, b2 = o->beta2;
+    const char *const *keys = adam ? zt__ds_adam : kind == ZT_OPTIM_LION ? zt__ds_lion : zt__ds_adagrad;
+    if (p >= 0 && (r = zt__cfg_keys(g, p, "optimizer.params", keys, 1)) != ZT_OK) return r;
+    /* the Trainer fills "auto" from its flags, and compares the values given with the flags, whatever the type */
+    double lr, eps = o->eps, wd, b1 = o->beta1, b2 = o->beta2, lr_decay = 0, initial = 0;
     if ((r = zt__cfg_num_flag(g, p, "lr", "optimizer.params.lr", 0, 1e300, "learning_rate", o->lr, &lr)) ||
-        (r = zt__cfg_num_flag(g, p, "eps", "optimizer.params.eps", 0, 1e300, "adam_epsilon", o->eps, &eps)) ||
         (r = zt__cfg_num_flag(g, p, "weight_decay", "optimizer.params.weight_decay", 0, 1e300, "weight_decay",
                               o->weight_decay, &wd)))
         return r;
-    int bt = p >= 0 ? zt__json_get(&g->j, p, "betas") : -1;
+    if (kind != ZT_OPTIM_LION) { /* absent: Adam's from the flag, Adagrad's own (torch's 1e-10, not --adam_epsilon's) */
+        int et = p >= 0 ? zt__json_get(&g->j, p, "eps") : -1;
+        double fill = adam || et >= 0 ? o->eps : (double)o->adagrad_eps;
+        if ((r = zt__cfg_num_flag(g, p, "eps", "optimizer.params.eps", 0, 1e300, "adam_epsilon", fill, &eps))) return r;
+    }
+    int bt = p >= 0 && kind != ZT_OPTIM_ADAGRAD ? zt__json_get(&g->j, p, "betas") : -1;
     if (bt >= 0 && !zt__cfg_is_auto(g, bt)) {
         if (g->j.tok[bt].type != JSMN_ARRAY || g->j.tok[bt].size != 2) return zt__cfg_bad(g, bt, "optimizer.params.betas", "two numbers");
         if ((r = zt__cfg_num(g, bt + 1, "optimizer.params.betas[0]", 0, 0.999999999, &b1)) ||
@@ -8000,16 +8077,32 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
         zt__cfg_match(g, "optimizer.params.betas[0]", b1, o->beta1, "adam_beta1");
         zt__cfg_match(g, "optimizer.params.betas[1]", b2, o->beta2, "adam_beta2");
     }
-    int mode = 1, amsgrad = 0, bias_correction = 1, unused = 0;
+    int mode = 1, amsgrad = 0, bias_correction = 1, unused = 0, fp32_states = 1, maximize = 0;
     if (p >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, p, "adam_w_mode"), "optimizer.params.adam_w_mode", &mode)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "amsgrad"), "optimizer.params.amsgrad", &amsgrad)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "bias_correction"), "optimizer.params.bias_correction", &bias_correction)) ||
-                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "torch_adam"), "optimizer.params.torch_adam", &unused))))
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "torch_adam"), "optimizer.params.torch_adam", &unused)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "fp32_optimizer_states"), "optimizer.params.fp32_optimizer_states", &fp32_states)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "maximize"), "optimizer.params.maximize", &maximize)) ||
+                   (r = zt__cfg_num(g, zt__json_get(&g->j, p, "lr_decay"), "optimizer.params.lr_decay", 0, 1e300, &lr_decay)) ||
+                   (r = zt__cfg_num(g, zt__json_get(&g->j, p, "initial_accumulator_value"),
+                                    "optimizer.params.initial_accumulator_value", 0, 1e300, &initial))))
         return r;
-    if (amsgrad) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.amsgrad is not implemented in zt", g->j.file);
+    /* DeepSpeed's CPU Adagrad keeps amsgrad and never reads it: it changes nothing there, nor in zt */
+    if (amsgrad && adam) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.amsgrad is not implemented in zt", g->j.file);
     if (!bias_correction) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.bias_correction false is not implemented in zt", g->j.file);
+    if (!fp32_states)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.fp32_optimizer_states false is not implemented in zt "
+                       "(its optimizer state is fp32)", g->j.file);
+    if (maximize) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.maximize is not implemented in zt", g->j.file);
+    if (initial != 0)
+        return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.initial_accumulator_value %g is not implemented in zt "
+                       "(its Adagrad sums start at 0, torch's default)", g->j.file, initial);
     if ((float)lr != o->lr) o->lr_exact = lr; /* "auto", or the flag's value again: the flag's digits */
-    o->lr = (float)lr, o->eps = (float)eps, o->weight_decay = (float)wd, o->beta1 = (float)b1, o->beta2 = (float)b2;
+    o->optimizer = kind;
+    o->lr = (float)lr, o->weight_decay = (float)wd, o->beta1 = (float)b1, o->beta2 = (float)b2;
+    if (kind == ZT_OPTIM_ADAGRAD) o->adagrad_eps = (float)eps, o->adagrad_lr_decay = (float)lr_decay;
+    else o->eps = (float)eps;
     o->adam_w_mode = strcmp(lower, "adamw") == 0 || mode; /* "Adam" is AdamW unless adam_w_mode is false */
     return ZT_OK;
 }
@@ -8727,7 +8820,7 @@ static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char 
         if (!c->scheduler_type[0]) snprintf(sched, sizeof sched, "\"%s\" schedule", zt_schedule_name(o->schedule));
         zt_log(ZT_LOG_INFO, "%s: no %s%s%s section: the Transformers Trainer's %s%s%s, from the flags", name,
                c->optimizer_type[0] ? "" : "optimizer", !c->optimizer_type[0] && !c->scheduler_type[0] ? " or " : "",
-               c->scheduler_type[0] ? "" : "scheduler", c->optimizer_type[0] ? "" : "AdamW",
+               c->scheduler_type[0] ? "" : "scheduler", c->optimizer_type[0] ? "" : zt_optim_name(o->optimizer),
                !c->optimizer_type[0] && !c->scheduler_type[0] ? " and the " : "", sched);
     }
     o->bf16_skip_nonfinite = c->bf16 && c->bf16_check_grad_overflow && (c->zero_stage == 1 || c->zero_stage == 2);
@@ -8769,9 +8862,19 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
             c->prescale_gradients ? "true" : "false", c->gradient_predivide_factor ? c->gradient_predivide_factor : 1.0,
             c->communication_data_type[0] ? c->communication_data_type : o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32");
     fprintf(out, "  \"data_types\": {\"grad_accum_dtype\": \"fp32\"},\n");
-    fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"eps\": %g, \"weight_decay\": %g, \"adam_w_mode\": %s}},\n",
-            c->optimizer_type[0] ? c->optimizer_type : "AdamW (Transformers)", (double)o->lr, (double)o->beta1, (double)o->beta2,
-            (double)o->eps, (double)o->weight_decay, o->adam_w_mode ? "true" : "false");
+    char type[48];
+    snprintf(type, sizeof type, "%s", c->optimizer_type[0] ? c->optimizer_type : zt_optim_name(o->optimizer));
+    if (!c->optimizer_type[0]) snprintf(type + strlen(type), sizeof type - strlen(type), " (Transformers)");
+    if (o->optimizer == ZT_OPTIM_LION)
+        fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"weight_decay\": %g}},\n",
+                type, (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->weight_decay);
+    else if (o->optimizer == ZT_OPTIM_ADAGRAD)
+        fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"lr_decay\": %g, \"eps\": %g, \"weight_decay\": %g}},\n",
+                type, (double)o->lr, (double)o->adagrad_lr_decay, (double)o->adagrad_eps, (double)o->weight_decay);
+    else
+        fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"eps\": %g, \"weight_decay\": %g, \"adam_w_mode\": %s}},\n",
+                type, (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->eps, (double)o->weight_decay,
+                o->adam_w_mode ? "true" : "false");
     if (zt__metric_schedule(o->schedule)) { /* torch's ReduceLROnPlateau or GreedyLR, with every argument */
         zt__plateau_cfg pc = zt__plateau_settings(o);
         fprintf(out, "  \"scheduler\": {\"type\": \"%s (Transformers)\", \"params\": {\"mode\": \"%s\", \"factor\": %g, "
@@ -9040,8 +9143,8 @@ ZT_API size_t zt_accelerate_deepspeed_json(const zt_accelerate_config *c, char *
 
 /* >>engine (implementation) -------------------------------------------------------------------- */
 
-/* The engine owns the parameters (one flat group per block), their gradients, master weights and Adam
-   state, the activations and the batch buffers. zt_init lays all of it out twice through the same code:
+/* The engine owns the parameters (one flat group per block), their gradients, master weights and the
+   optimizer's state, the activations and the batch buffers. zt_init lays all of it out twice through the same code:
    once into measuring arenas (the activations by running a step with the backend measuring), then,
    after one allocation of exactly that size, for real. */
 
@@ -9062,7 +9165,7 @@ typedef struct zt__param {
 
 /* A group is one block's parameters in one flat buffer of world x shard elements; rank r owns
    [r*shard, (r+1)*shard). What each rank holds depends on the ZeRO stage:
-     stage 0: everything whole;  1: master and Adam state are the owned slice;  2: gradients too
+     stage 0: everything whole;  1: master and optimizer state are the owned slice;  2: gradients too
      (reduced during backward into the slice);  3: the weights too (gathered before use).
    A group whose weights or gradients are split is computed on in a "full" buffer: its own when other
    blocks use it too (tied embeddings), else one shared by every such group, used by one at a time. */
@@ -9083,7 +9186,7 @@ typedef struct zt__group {
                                  memory or NVMe (offload_optimizer, all groups unless offload_ratio < 1) */
 } zt__group;
 
-static const char *zt__mem_names[ZT_MEM_COUNT] = {"parameters", "gradients", "fp32 master", "Adam moments",
+static const char *zt__mem_names[ZT_MEM_COUNT] = {"parameters", "gradients", "fp32 master", "optimizer state",
                                                   "activations", "buckets", "scratch", "buffers", "library"};
 ZT_API const char *zt_mem_category_name(zt_mem_category c) {
     return (int)c >= 0 && c < ZT_MEM_COUNT ? zt__mem_names[c] : "?";
@@ -9131,7 +9234,7 @@ struct zt_engine {
     zt_pool *hpool;                  /* the host optimizer's threads */
     int hthreads;
     int64_t unit;                    /* elements per unit of the offloaded update and the swap */
-    float *h_grad, *h_state[2][3];   /* a unit of gradient; two units of NVMe state (master, m, v) */
+    float *h_grad, *h_state[2][3];   /* a unit of gradient; two units of NVMe state (master, m, v: the optimizer's) */
     void *h_w, *h_slice[2], *bounce; /* a unit of weights; two of an NVMe weight slice; unaligned swap I/O */
     zt_event *ev_slice[2];           /* the latest copy out of each h_slice */
     int64_t bounce_bytes;
@@ -9298,6 +9401,7 @@ ZT_API zt_options zt_options_default(void) {
     o.weight_decay = 0.0f;
     o.max_grad_norm = 1.0f;
     o.adam_w_mode = 1;
+    o.adagrad_eps = 1e-10f;
     o.schedule = ZT_SCHED_LINEAR;
     o.warmup_max_lr = 1e-3f; /* DeepSpeed's WarmupLR defaults */
     o.warmup_log = 1;
@@ -9318,9 +9422,9 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("max_steps", ZT__F_INT, max_steps, "optimizer steps"),
     ZT__FLAG("seq_len", ZT__F_INT, seq_len, "tokens per row (0: min(1024, the model's context))"),
     ZT__FLAG("learning_rate", ZT__F_FLOAT, lr, "peak learning rate"),
-    ZT__FLAG("weight_decay", ZT__F_FLOAT, weight_decay, "AdamW weight decay (2-D weights only)"),
-    ZT__FLAG("adam_beta1", ZT__F_FLOAT, beta1, "Adam beta1"),
-    ZT__FLAG("adam_beta2", ZT__F_FLOAT, beta2, "Adam beta2"),
+    ZT__FLAG("weight_decay", ZT__F_FLOAT, weight_decay, "weight decay (2-D weights only): decoupled (AdamW, Lion), L2 (Adagrad)"),
+    ZT__FLAG("adam_beta1", ZT__F_FLOAT, beta1, "Adam beta1 (Lion's too)"),
+    ZT__FLAG("adam_beta2", ZT__F_FLOAT, beta2, "Adam beta2 (Lion's too)"),
     ZT__FLAG("adam_epsilon", ZT__F_FLOAT, eps, "Adam epsilon"),
     ZT__FLAG("max_grad_norm", ZT__F_FLOAT, max_grad_norm, "global gradient-norm clipping (0: off)"),
     ZT__FLAG("warmup_steps", ZT__F_WARMUP, warmup_steps, "learning-rate warmup steps; below 1, a share of max_steps"),
@@ -9328,6 +9432,7 @@ static const zt__flag zt__flags[] = {
     ZT__FLAG("lr_scheduler_type", ZT__F_SCHEDULE, schedule, "linear, cosine, cosine_with_restarts, polynomial, constant, "
              "constant_with_warmup, inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay; "
              "reduce_lr_on_plateau and greedy follow the evaluations"),
+    ZT__FLAG("optim_args", ZT__F_STR, optim_args, "the optimizer's arguments, e.g. \"lr_decay=0.01,eps=1e-8\" (Adagrad's)"),
     ZT__FLAG("lr_scheduler_kwargs", ZT__F_STR, lr_scheduler_kwargs, "the schedule's arguments as JSON, e.g. '{\"num_cycles\": 2}'"),
     ZT__FLAG("seed", ZT__F_INT, seed, "seed of initialisation and sampling"),
     ZT__FLAG("label_smoothing_factor", ZT__F_FLOAT, label_smoothing, "the loss's share of the uniform distribution (0: none)"),
@@ -9358,15 +9463,20 @@ static int zt__parse_bool(const char *v) {
     return -1;
 }
 
-/* --optim: the Trainer's optimizers that are AdamW with PyTorch's maths (fused or not is the kernel, not the
-   numbers); the others are named in the error */
-static zt_result zt__check_optim(const char *v) {
-    static const char *const adamw[] = {"adamw_torch", "adamw_torch_fused", "adamw_apex_fused"};
-    for (int k = 0; k < 3; k++)
-        if (strcmp(v, adamw[k]) == 0) return ZT_OK;
-    return zt_fail(ZT_ERROR_UNSUPPORTED, "--optim %s is not built: zt trains with AdamW, PyTorch's (adamw_torch, "
-                   "adamw_torch_fused and adamw_apex_fused are its names; a DeepSpeed config's optimizer section takes Adam "
-                   "and AdamW)", v);
+/* --optim: the Trainer's names of the optimizers zt builds (fused or not, paged or not, is the kernel and the
+   memory, not the numbers); the others are named in the error */
+static const struct { const char *name; zt_optimizer kind; } zt__optim_flags[] = {
+    {"adamw_torch", ZT_OPTIM_ADAMW}, {"adamw_torch_fused", ZT_OPTIM_ADAMW}, {"adamw_apex_fused", ZT_OPTIM_ADAMW},
+    {"lion_32bit", ZT_OPTIM_LION}, {"paged_lion_32bit", ZT_OPTIM_LION}, {"adagrad", ZT_OPTIM_ADAGRAD}};
+static zt_result zt__parse_optim(const char *v, zt_optimizer *kind) {
+    for (size_t k = 0; k < sizeof zt__optim_flags / sizeof zt__optim_flags[0]; k++)
+        if (strcmp(v, zt__optim_flags[k].name) == 0) {
+            *kind = zt__optim_flags[k].kind;
+            return ZT_OK;
+        }
+    return zt_fail(ZT_ERROR_UNSUPPORTED, "--optim %s is not built: zt trains with AdamW (adamw_torch, adamw_torch_fused, "
+                   "adamw_apex_fused), Lion (lion_32bit, paged_lion_32bit: bitsandbytes' 32-bit Lion) and Adagrad "
+                   "(adagrad); a DeepSpeed config's optimizer section takes Adam, AdamW, Lion and Adagrad", v);
 }
 
 static zt_result zt__set_flag(zt_options *o, const zt__flag *f, const char *value) {
@@ -9491,7 +9601,8 @@ ZT_API void zt_options_help(FILE *out) {
     }
     fprintf(out, "  --%-30s %s\n", "bf16", "bf16 weights, activations and gradients, fp32 master weights");
     fprintf(out, "  --%-30s %s\n", "fp16", "fp16 with DeepSpeed's dynamic loss scaling");
-    fprintf(out, "  --%-30s %s\n", "optim", "adamw_torch (the default), adamw_torch_fused or adamw_apex_fused: AdamW");
+    fprintf(out, "  --%-30s %s\n", "optim", "adamw_torch (the default), adamw_torch_fused or adamw_apex_fused: AdamW; "
+            "lion_32bit or paged_lion_32bit: Lion; adagrad: Adagrad");
     fprintf(out, "  --%-30s %s\n", "tf32", "accepted; zt's f32 products stay f32 (TF32 is not built)");
 }
 
@@ -9596,6 +9707,43 @@ static zt_result zt__schedule_kwargs_read(zt_options *o, const zt__json *jp) {
     return ZT_OK;
 }
 
+/* --optim_args as the Trainer reads it: "key=value" pairs between commas, spaces dropped. Of the optimizers zt
+   builds only Adagrad takes anything from it (lr_decay and eps; weight_decay too, which its parameter groups'
+   --weight_decay overrides); AdamW and Lion take nothing, as under the Trainer, and a warning says so. */
+static zt_result zt__optim_args(zt_options *o) {
+    if (!o->optim_args || !o->optim_args[0]) return ZT_OK;
+    char text[512], *save = NULL;
+    size_t n = 0;
+    for (const char *c = o->optim_args; *c; c++)
+        if (*c != ' ' && n + 1 < sizeof text) text[n++] = *c;
+    text[n] = 0;
+    if (strlen(o->optim_args) >= sizeof text)
+        return zt_fail(ZT_ERROR_INVALID, "--optim_args is %zu characters long, more than zt reads (%zu)",
+                       strlen(o->optim_args), sizeof text - 1);
+    for (char *pair = strtok_r(text, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(pair, '=');
+        if (!eq || strchr(eq + 1, '='))
+            return zt_fail(ZT_ERROR_INVALID, "--optim_args takes key=value pairs between commas, found \"%s\"", pair);
+        *eq = 0;
+        const char *key = pair, *value = eq + 1;
+        if (o->optimizer != ZT_OPTIM_ADAGRAD || (strcmp(key, "lr_decay") != 0 && strcmp(key, "eps") != 0)) {
+            zt_log(ZT_LOG_WARN, "--optim_args: %s=%s changes nothing, as under the Trainer (%s)", key, value,
+                   o->optimizer != ZT_OPTIM_ADAGRAD ? "its AdamW and Lion take nothing from --optim_args"
+                   : strcmp(key, "weight_decay") == 0 ? "Adagrad's parameter groups carry --weight_decay"
+                   : "its Adagrad takes lr_decay, weight_decay and eps from it");
+            continue;
+        }
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (!*value || *end || errno || !(v >= 0 && isfinite(v)))
+            return zt_fail(ZT_ERROR_INVALID, "--optim_args: %s takes a number of 0 or more, found \"%s\"", key, value);
+        if (key[0] == 'e') o->adagrad_eps = (float)v;
+        else o->adagrad_lr_decay = (float)v;
+    }
+    return ZT_OK;
+}
+
 static zt_result zt__schedule_kwargs(zt_options *o) {
     if (!o->lr_scheduler_kwargs) return ZT_OK;
     size_t len = strlen(o->lr_scheduler_kwargs);
@@ -9631,7 +9779,7 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
         if (n == 5 && strncmp(name, "optim", 5) == 0) {
             const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
             if (!v) return zt_fail(ZT_ERROR_INVALID, "flag --optim needs a value");
-            zt_result r = zt__check_optim(v);
+            zt_result r = zt__parse_optim(v, &o->optimizer);
             if (r != ZT_OK) return r;
             continue;
         }
@@ -9649,7 +9797,8 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
         if (r != ZT_OK) return r;
         o->given |= (uint64_t)1 << (f - zt__flags);
     }
-    return zt__schedule_kwargs(o);
+    zt_result r = zt__optim_args(o);
+    return r != ZT_OK ? r : zt__schedule_kwargs(o);
 }
 
 /* ---- learning-rate schedules and the fp16 loss scaler ---- */
@@ -9932,6 +10081,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     size_t *buckets = &e->mem[ZT_MEM_BUCKETS], es = zt_dtype_size(e->wdtype);
     int64_t shared_w = 0, shared_grad = 0, away = 0, most = 1;
     int host_opt = 0; /* groups whose optimizer runs on the host */
+    int states = zt_optim_states(e->opt.optimizer), two = states > 1; /* f32 arrays beside the master */
     for (int b = 0; b < e->n_blocks; b++) {
         zt__group *g = &e->groups[b];
         zt_shape whole = zt_shape1(ZT__MAX(g->numel, 1)), slice = zt_shape1(ZT__MAX(g->shard, 1));
@@ -9955,14 +10105,14 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
         most = ZT__MAX(most, owned.d[0]);
         if (g->opt_at == ZT_OFFLOAD_CPU) { /* the host optimizer keeps an fp32 master also in fp32 training */
             g->master = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_MASTER]);
-            g->m = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_ADAM]);
-            g->v = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_ADAM]);
+            g->m = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_OPTIM]);
+            if (two) g->v = zt__host(pinned, ZT_F32, owned, &e->hmem[ZT_MEM_OPTIM]);
         } else if (g->opt_at == ZT_OFFLOAD_NVME) {
-            g->nv_state = zt__nvme_region(e, 0, 3 * ZT__CDIV(owned.d[0] * 4, e->block) * e->block);
+            g->nv_state = zt__nvme_region(e, 0, (1 + states) * ZT__CDIV(owned.d[0] * 4, e->block) * e->block);
         } else {
             if (mixed) g->master = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_MASTER]);
-            g->m = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
-            g->v = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_ADAM]);
+            g->m = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_OPTIM]);
+            if (two) g->v = zt__dev(dev, ZT_F32, owned, &e->mem[ZT_MEM_OPTIM]);
         }
     }
     /* offload: a device stage for weight slices, host units for the host optimizer and the swap */
@@ -9982,7 +10132,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     }
     for (int set = 0; set < 2; set++)
         for (int a = 0; a < 3; a++)
-            e->h_state[set][a] = opt_nvme ? (float *)zt__host_block(e, pinned, e->unit * 4) : NULL;
+            e->h_state[set][a] = opt_nvme && a <= states ? (float *)zt__host_block(e, pinned, e->unit * 4) : NULL;
     for (int set = 0; set < 2; set++)
         e->h_slice[set] = e->off_param == ZT_OFFLOAD_NVME ? zt__host_block(e, pinned, e->unit * 4) : NULL;
     e->bounce_bytes = nvme ? ZT__STAGE_FLOATS * 4 + 2 * e->block : 0;
@@ -10383,7 +10533,7 @@ static int zt__has_master(const zt__group *g) {
     return zt__present(g->master) || g->opt_at == ZT_OFFLOAD_NVME;
 }
 
-/* bytes of each of a group's three swapped state arrays (master, exp_avg, exp_avg_sq) */
+/* bytes of each of a group's swapped state arrays (the master, then the optimizer's one or two) */
 static int64_t zt__state_bytes(const zt_engine *e, const zt__group *g) {
     return ZT__CDIV((e->stage > 0 ? g->shard : g->numel) * 4, e->block) * e->block;
 }
@@ -10460,16 +10610,18 @@ static void zt__slice_store(zt_engine *e, const zt__group *g, zt_tensor src) {
         if (batch[i] >= 0) zt__swap_wait(e->swap, batch[i]);
 }
 
-static zt_adamw_params zt__adamw_params(const zt_engine *e, const zt__param *pr, float lr, double grad_scale) {
-    zt_adamw_params ap = zt_adamw_params_default();
+static zt_optim_params zt__optim_params(const zt_engine *e, const zt__param *pr, float lr, double grad_scale) {
+    const zt_options *o = &e->opt;
+    zt_optim_params ap = zt_optim_defaults(o->optimizer);
     ap.lr = lr;
-    ap.beta1 = e->opt.beta1;
-    ap.beta2 = e->opt.beta2;
-    ap.eps = e->opt.eps;
-    ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? e->opt.weight_decay : 0.0f;
+    ap.beta1 = o->beta1;
+    ap.beta2 = o->beta2;
+    ap.eps = o->optimizer == ZT_OPTIM_ADAGRAD ? o->adagrad_eps : o->eps;
+    ap.lr_decay = o->adagrad_lr_decay;
+    ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? o->weight_decay : 0.0f;
     ap.grad_scale = (float)grad_scale;
     ap.step = e->adam_step;
-    ap.l2 = !e->opt.adam_w_mode;
+    ap.l2 = !o->adam_w_mode;
     return ap;
 }
 
@@ -10494,9 +10646,9 @@ static void zt__update_device(zt_engine *e, zt__group *g, float lr, double grad_
         zt_shape k = zt_shape1(hi - lo);
         zt_tensor w = zt_view(w_all, lo - (g->split_w ? g->own : 0), k);
         zt_tensor master = zt__present(g->master) ? zt_view(g->master, lo - g->own, k) : w;
-        zt_adamw(e->s, master, zt_view(g->m, lo - g->own, k), zt_view(g->v, lo - g->own, k),
-                 zt_view(g->grad, lo - (g->split_grad ? g->own : 0), k), zt__present(g->master) ? &w : NULL,
-                 zt__adamw_params(e, pr, lr, grad_scale));
+        zt_tensor v = zt__present(g->v) ? zt_view(g->v, lo - g->own, k) : zt__none(); /* AdamW's second moment */
+        zt_optim_step(e->s, master, zt_view(g->m, lo - g->own, k), v, zt_view(g->grad, lo - (g->split_grad ? g->own : 0), k),
+                      zt__present(g->master) ? &w : NULL, zt__optim_params(e, pr, lr, grad_scale));
     }
     if (away) zt__slice_store(e, g, w_all);
 }
@@ -10509,6 +10661,7 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
     int64_t es = (int64_t)zt_dtype_size(e->wdtype);
     int nv = g->opt_at == ZT_OFFLOAD_NVME && e->swap, w_host = g->split_w && e->off_param == ZT_OFFLOAD_CPU;
     int w_swap = g->split_w && e->off_param == ZT_OFFLOAD_NVME, reads[2] = {-1, -1}, writes[2] = {-1, -1};
+    int arrays = 1 + zt_optim_states(e->opt.optimizer); /* the master and the optimizer's state */
     if (g->opt_at == ZT_OFFLOAD_NVME && !e->swap) return; /* measuring */
     for (int64_t u = 0; u < units; u++) {
         int set = (int)(u % 2);
@@ -10518,7 +10671,7 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
             if (reads[vs] >= 0 && v == u) continue;
             if (writes[vs] >= 0) zt__swap_wait(e->swap, writes[vs]), writes[vs] = -1;
             reads[vs] = zt__swap_batch(e->swap);
-            for (int a = 0; a < 3; a++)
+            for (int a = 0; a < arrays; a++)
                 zt__swap_add(e->swap, reads[vs], 0, g->nv_state + a * A + v * U * 4, ZT__MIN(U, owned - v * U) * 4,
                              e->h_state[vs][a], 0);
         }
@@ -10529,13 +10682,14 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
             zt_copy(e->s, zt_tensor_make(e->h_grad, ZT_F32, ZT_HOST, zt_shape1(k)), zt_view(g->grad, g->split_grad ? c0 : at, zt_shape1(k)));
             zt_stream_sync(e->s);
         }
-        float *st[3];
+        float *st[3] = {NULL, NULL, NULL};
         if (nv) {
             zt__swap_wait(e->swap, reads[set]);
             reads[set] = -1;
-            for (int a = 0; a < 3; a++) st[a] = e->h_state[set][a];
+            for (int a = 0; a < arrays; a++) st[a] = e->h_state[set][a];
         } else {
-            st[0] = (float *)g->master.data + c0, st[1] = (float *)g->m.data + c0, st[2] = (float *)g->v.data + c0;
+            st[0] = (float *)g->master.data + c0, st[1] = (float *)g->m.data + c0;
+            if (arrays > 2) st[2] = (float *)g->v.data + c0;
         }
         uint8_t *w = w_host ? (uint8_t *)g->w.data + c0 * es : (uint8_t *)e->h_w;
         if (w_swap) zt__swap_io(e->swap, 1, g->nv_w + c0 * es, k * es, e->h_w, 0); /* frozen parts stay as they are */
@@ -10543,8 +10697,8 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
             const zt__param *pr = &e->params[p];
             if (!zt__updated(e, pr, at, at + k, &lo, &hi)) continue;
             int64_t o = lo - at;
-            zt_adamw_host(e->hpool, st[0] + o, st[1] + o, st[2] + o, grad + o, w + o * es, e->wdtype, hi - lo,
-                          zt__adamw_params(e, pr, lr, grad_scale));
+            zt_optim_step_host(e->hpool, st[0] + o, st[1] + o, st[2] ? st[2] + o : NULL, grad + o, w + o * es, e->wdtype,
+                               hi - lo, zt__optim_params(e, pr, lr, grad_scale));
             if (!w_host && !w_swap) /* the weights are on the device */
                 zt_copy(e->s, zt_view(g->w, lo - (g->split_w ? g->own : 0), zt_shape1(hi - lo)),
                         zt_tensor_make(w + o * es, e->wdtype, ZT_HOST, zt_shape1(hi - lo)));
@@ -10552,7 +10706,7 @@ static void zt__update_host(zt_engine *e, zt__group *g, float lr, double grad_sc
         if (w_swap) zt__swap_io(e->swap, 1, g->nv_w + c0 * es, k * es, e->h_w, 1);
         if (nv) {
             writes[set] = zt__swap_batch(e->swap);
-            for (int a = 0; a < 3; a++)
+            for (int a = 0; a < arrays; a++)
                 zt__swap_add(e->swap, writes[set], 0, g->nv_state + a * A + c0 * 4, k * 4, e->h_state[set][a], 1);
         }
         zt_stream_sync(e->s); /* the unit of weights has gone over */
@@ -10907,7 +11061,7 @@ static int64_t zt__param_host_numel(const zt_engine *e, const zt__param *p) {
 }
 
 /* Elements [at, at+k) of a group (k <= ZT__STAGE_FLOATS) from the f32 values in the pinned staging:
-   which 0 sets the weights (and the fp32 master), 1 and 2 the Adam moments. Each rank writes the
+   which 0 sets the weights (and the fp32 master), 1 and 2 the optimizer's state. Each rank writes the
    part it holds, wherever it lives: the device, host memory or the swap. */
 static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, int64_t k) {
     int64_t owned = e->stage > 0 ? g->shard : g->numel;
@@ -10939,7 +11093,7 @@ static void zt__group_write(zt_engine *e, zt__group *g, int which, int64_t at, i
 }
 
 /* Elements [at, at+k) of a group's f32 state into the pinned staging: which 0 the weights (the master
-   when there is one), 1 and 2 the Adam moments, 3 the gradient. State split across ranks is summed
+   when there is one), 1 and 2 the optimizer's state, 3 the gradient. State split across ranks is summed
    across them from zeros where a rank holds nothing (exact): a collective, the same on every rank. */
 static void zt__group_read(zt_engine *e, const zt__group *g, int which, int64_t at, int64_t k) {
     zt_tensor src = zt__none();
@@ -11556,6 +11710,7 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
         out->seq_len = e->T;
         out->params = zt_engine_param_count(e);
         out->offload_optimizer = e->off_opt;
+        out->optimizer = e->opt.optimizer;
         out->offload_ratio = e->opt.offload_ratio;
         out->offload_param = e->off_param;
         memcpy(out->bytes, e->mem, sizeof out->bytes);
@@ -11587,18 +11742,24 @@ ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
             fprintf(out, "  %-18s %12.2f %12.2f MiB\n", zt__mem_names[c], (double)p->bytes[c] / MiB,
                     (double)p->host_bytes[c] / MiB);
     size_t states = 0;
-    for (int c = ZT_MEM_PARAMS; c <= ZT_MEM_ADAM; c++) states += p->bytes[c] + p->host_bytes[c];
+    for (int c = ZT_MEM_PARAMS; c <= ZT_MEM_OPTIM; c++) states += p->bytes[c] + p->host_bytes[c];
     states += p->nvme;
-    /* the ZeRO paper's model states for 16-bit training with Adam (K = 12) */
-    double paper = p->zero_stage == 0 ? 16 * P : p->zero_stage == 1 ? 4 * P + 12 * P / N
-                 : p->zero_stage == 2 ? 2 * P + 14 * P / N : 16 * P / N;
+    /* the ZeRO paper's model states for 16-bit training, with its K bytes of optimizer state per parameter (Adam's
+       12: the fp32 master and two moments; Lion's and Adagrad's 8) */
+    int K = 4 + 4 * zt_optim_states(p->optimizer);
+    double paper = p->zero_stage == 0 ? (4 + K) * P : p->zero_stage == 1 ? 4 * P + K * P / N
+                 : p->zero_stage == 2 ? 2 * P + (2 + K) * P / N : (4 + K) * P / N;
+    char formula[32];
+    if (p->zero_stage == 0) snprintf(formula, sizeof formula, "%dP", 4 + K);
+    else if (p->zero_stage == 1) snprintf(formula, sizeof formula, "4P + %dP/N", K);
+    else if (p->zero_stage == 2) snprintf(formula, sizeof formula, "2P + %dP/N", 2 + K);
+    else snprintf(formula, sizeof formula, "%dP/N", 4 + K);
     fprintf(out, "  %-18s %12.2f %12.2f MiB", "total", (double)p->device / MiB, (double)p->pinned / MiB);
     if (p->nvme) fprintf(out, ", and %.2f MiB of NVMe swap files", (double)p->nvme / MiB);
     fprintf(out, "\n");
-    fprintf(out, "  model states %.2f MiB; the ZeRO paper's %s for 16-bit training: %.2f MiB (zt keeps gradients in "
-            "fp32: 2 bytes more per %s)\n", (double)states / MiB,
-            p->zero_stage == 0 ? "16P" : p->zero_stage == 1 ? "4P + 12P/N" : p->zero_stage == 2 ? "2P + 14P/N" : "16P/N",
-            paper / MiB, p->zero_stage < 2 ? "parameter" : "parameter per rank");
+    fprintf(out, "  model states %.2f MiB; the ZeRO paper's %s for 16-bit training with %s: %.2f MiB (zt keeps gradients "
+            "in fp32: 2 bytes more per %s)\n", (double)states / MiB, formula, zt_optim_name(p->optimizer), paper / MiB,
+            p->zero_stage < 2 ? "parameter" : "parameter per rank");
 }
 
 /* settings in order of cost: what a step pays for the memory it saves. Without offload first, at every
@@ -11661,7 +11822,7 @@ ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const
                     return ZT_OK;
                 }
                 if (log)
-                    fprintf(log, "rejected: %s: %.2f MiB (parameters %.2f, gradients %.2f, master %.2f, Adam %.2f, activations "
+                    fprintf(log, "rejected: %s: %.2f MiB (parameters %.2f, gradients %.2f, master %.2f, optimizer %.2f, activations "
                             "%.2f, buckets %.2f, scratch %.2f, buffers %.2f)\n", what, (double)p.device / 1048576.0,
                             p.bytes[0] / 1048576.0, p.bytes[1] / 1048576.0, p.bytes[2] / 1048576.0, p.bytes[3] / 1048576.0,
                             p.bytes[4] / 1048576.0, p.bytes[5] / 1048576.0, p.bytes[6] / 1048576.0, p.bytes[7] / 1048576.0);
@@ -11804,7 +11965,7 @@ static double zt__grad_sumsq(zt_engine *e) {
     return sq;
 }
 
-/* AdamW over this rank's slice of every trainable group, a parameter at a time (each has its own
+/* The optimizer over this rank's slice of every trainable group, a parameter at a time (each has its own
    weight decay), on the device or (offload_optimizer) the host; then the updated weights gathered
    where every rank holds them whole. The device's updates are queued first, so that under a partial
    offload they run while the host updates its groups (each group's own arithmetic: the same bits). */
@@ -12788,17 +12949,21 @@ static zt_result zt__path(char *out, const char *dir, const char *name) {
 }
 #define ZT__CKPT_STATE "zt_state.json"
 
-/* each saved tensor: a parameter's fp32 value and its two Adam moments (unpadded) */
-typedef struct zt__ckpt_item { int param; int what; /* 0 value, 1 exp_avg, 2 exp_avg_sq */ } zt__ckpt_item;
-static const char *zt__ckpt_suffix[3] = {"", ".exp_avg", ".exp_avg_sq"};
+/* each saved tensor: a parameter's fp32 value and the optimizer's state (unpadded), named as torch names it:
+   AdamW's and Lion's exp_avg, AdamW's exp_avg_sq, Adagrad's sum */
+typedef struct zt__ckpt_item { int param; int what; /* 0 value, 1 and 2 the state */ } zt__ckpt_item;
+static const char *zt__ckpt_suffix(const zt_engine *e, int what) {
+    static const char *const adam[3] = {"", ".exp_avg", ".exp_avg_sq"};
+    return e->opt.optimizer == ZT_OPTIM_ADAGRAD && what == 1 ? ".sum" : adam[what];
+}
 
 static int zt__ckpt_items(const zt_engine *e, zt__ckpt_item *items) {
     int n = 0;
     for (int p = 0; p < e->n_params; p++) {
         const zt__param *pr = &e->params[p];
         if (pr->tied >= 0 || !pr->name || zt__numel_of(pr->shape) == 0) continue;
-        int adam = e->groups[pr->block].trainable && !(pr->flags & ZT_PARAM_FROZEN);
-        for (int w = 0; w < (adam ? 3 : 1); w++) {
+        int trained = e->groups[pr->block].trainable && !(pr->flags & ZT_PARAM_FROZEN);
+        for (int w = 0; w < (trained ? 1 + zt_optim_states(e->opt.optimizer) : 1); w++) {
             if (items) items[n].param = p, items[n].what = w;
             n++;
         }
@@ -12838,7 +13003,7 @@ static size_t zt__ckpt_header(zt_engine *e, const zt__ckpt_item *items, int n_it
         if (pr->flags & ZT_PARAM_VOCAB) s.d[0] = e->vocab;
         uint64_t bytes = (uint64_t)zt__param_host_numel(e, pr) * 4;
         n += (size_t)snprintf(b + n, cap - n, ",\"%s%s\":{\"dtype\":\"F32\",\"shape\":[", pr->name,
-                              zt__ckpt_suffix[items[i].what]);
+                              zt__ckpt_suffix(e, items[i].what));
         for (int d = 0; d < s.ndim; d++) n += (size_t)snprintf(b + n, cap - n, d ? ",%lld" : "%lld", (long long)s.d[d]);
         n += (size_t)snprintf(b + n, cap - n, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
                               (unsigned long long)(off + bytes));
@@ -12935,7 +13100,7 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      "  \"schedule_step\": %lld,\n  \"loss_scale\": %.9g,\n  \"hysteresis_left\": %d,\n"
                      "  \"last_overflow\": %lld,\n  \"scaler_iter\": %lld,\n  \"data_epoch\": %lld,\n"
                      "  \"data_index\": %lld,\n  \"world_size\": %d,\n  \"zero_stage\": %d,\n  \"parameters\": %d,\n"
-                     "  \"settings\": {\"precision\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, "
+                     "  \"settings\": {\"precision\": \"%s\", \"optimizer\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, "
                      "\"gradient_accumulation_steps\": %lld, \"learning_rate\": %.9g, \"weight_decay\": %.9g, "
                      "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
                      "\"max_steps\": %lld, \"seed\": %llu}",
@@ -12943,7 +13108,7 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      (double)e->scaler.scale, e->scaler.hysteresis_left, (long long)e->scaler.last_overflow, (long long)e->scaler.iter,
                      (long long)epoch, (long long)index, e->world, e->stage, zt__ckpt_items(e, NULL),
                      o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32",
-                     (long long)o->micro_batch, (long long)e->T, (long long)o->grad_accum, (double)o->lr,
+                     zt_optim_name(o->optimizer), (long long)o->micro_batch, (long long)e->T, (long long)o->grad_accum, (double)o->lr,
                      (double)o->weight_decay, (double)o->beta1, (double)o->beta2, (double)o->eps,
                      (double)o->max_grad_norm, (long long)o->warmup_steps, (long long)o->max_steps,
                      (unsigned long long)o->seed);
@@ -13027,7 +13192,8 @@ static zt_result zt__ckpt_int(const zt__json *j, const char *key, int64_t *out) 
 }
 
 /* reads a checkpoint's tensors into the engine; every expected tensor must be there with its shape */
-static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path) {
+/* weights_only: the parameters' values, not the optimizer's state (saved by another optimizer) */
+static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path, int weights_only) {
     const uint8_t *map = NULL;
     size_t bytes = 0;
     zt_result r = zt__map(path, &map, &bytes);
@@ -13056,6 +13222,12 @@ static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path) {
         uint64_t data_bytes = bytes - 8 - hlen;
         const uint8_t *data = map + 8 + hlen;
         int n_items = zt__ckpt_items(e, e->ckpt_items);
+        if (weights_only) {
+            int kept = 0;
+            for (int i = 0; i < n_items; i++)
+                if (e->ckpt_items[i].what == 0) e->ckpt_items[kept++] = e->ckpt_items[i];
+            n_items = kept;
+        }
         int64_t *offsets = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n_items + 1)); /* load time */
         if (!offsets) {
             r = zt_fail(ZT_ERROR_MEMORY, "out of memory reading %s", path);
@@ -13065,7 +13237,7 @@ static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path) {
             zt__ckpt_item it = e->ckpt_items[i];
             const zt__param *pr = &e->params[it.param];
             char key[512];
-            snprintf(key, sizeof key, "%s%s", pr->name, zt__ckpt_suffix[it.what]);
+            snprintf(key, sizeof key, "%s%s", pr->name, zt__ckpt_suffix(e, it.what));
             int t = zt__json_get(&j, 0, key);
             if (t < 0) {
                 r = zt_fail(ZT_ERROR_FORMAT, "%s has no tensor \"%s\": it was saved from another model", path, key);
@@ -13186,8 +13358,11 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     zt_plateau plateau = zt_plateau_init(&e->opt);
     if (r == ZT_OK && zt__metric_schedule(e->opt.schedule)) r = zt__ckpt_read_plateau(&j, zt__json_get(&j, 0, "lr_plateau"), &plateau);
     int64_t saved_T = e->T, saved_B = e->opt.micro_batch, saved_gas = e->opt.grad_accum;
+    char saved_opt[16] = "AdamW"; /* absent: a checkpoint of zt before its other optimizers */
     if (r == ZT_OK) {
         int set = zt__json_get(&j, 0, "settings");
+        int ot = zt__json_get(&j, set, "optimizer");
+        if (ot >= 0) r = zt__json_string(&j, ot, "settings.optimizer", saved_opt, sizeof saved_opt);
         zt__json_int(&j, zt__json_get(&j, set, "seq_len"), "settings.seq_len", &saved_T);
         zt__json_int(&j, zt__json_get(&j, set, "micro_batch"), "settings.micro_batch", &saved_B);
         zt__json_int(&j, zt__json_get(&j, set, "gradient_accumulation_steps"), "settings.gradient_accumulation_steps", &saved_gas);
@@ -13212,11 +13387,17 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
                        "%lld (%d x %lld x %lld): resume with the same rows a step, split any way", file, (long long)saved_T,
                        (long long)saved_rows, (long long)world, (long long)saved_B, (long long)saved_gas, (long long)e->T,
                        (long long)rows, e->world, (long long)e->opt.micro_batch, (long long)e->opt.grad_accum);
-    if (params != zt__ckpt_items(e, NULL))
+    /* another optimizer's state does not carry over: training stops, an evaluation or an export takes the weights */
+    int other = strcmp(saved_opt, zt_optim_name(e->opt.optimizer)) != 0;
+    if (other && data)
+        return zt_fail(ZT_ERROR_INVALID, "%s was saved by a run with the %s optimizer and holds its state; this run "
+                       "trains with %s: resume with %s (--optim, or the config's optimizer.type)", file, saved_opt,
+                       zt_optim_name(e->opt.optimizer), saved_opt);
+    if (!other && params != zt__ckpt_items(e, NULL))
         return zt_fail(ZT_ERROR_FORMAT, "%s holds %lld tensors, this model has %d: it was saved from another model", file,
                        (long long)params, zt__ckpt_items(e, NULL));
     /* tensors are saved whole and unpadded: any world size and ZeRO stage resumes them */
-    if ((r = zt__path(file, path, ZT__CKPT_TENSORS)) || (r = zt__ckpt_read_tensors(e, file))) return r;
+    if ((r = zt__path(file, path, ZT__CKPT_TENSORS)) || (r = zt__ckpt_read_tensors(e, file, other))) return r;
     e->step = step;
     e->adam_step = adam;
     e->sched_step = sched;
@@ -21072,105 +21253,169 @@ static float zt__silu_grad(float x) {
     return s * (1.0f + x * (1.0f - s));
 }
 
-/* AdamW on n f32 elements, PyTorch's order of operations (scalars computed in double, then f32) */
-static void zt__adamw_f32(const zt_adamw_params *p, float *w, float *m, float *v, const float *g, int64_t n) {
-    float decay = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
-    float w1 = (float)(1.0 - (double)p->beta1), w2 = (float)(1.0 - (double)p->beta2);
-    double bc1 = 1.0 - pow((double)p->beta1, (double)p->step);
-    double bc2 = 1.0 - pow((double)p->beta2, (double)p->step);
-    float step_size = (float)((double)p->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
+/* The optimizers on n f32 elements in the order of their reference code (AdamW and Adagrad PyTorch's, Lion
+   DeepSpeed's), from zt__optim_scalars. With AVX the same operations in the same order run ZT__OW lanes at
+   a time (sqrt and division are correctly rounded in both, nothing is fused, and Lion's sign is a select):
+   the same bits as the scalar loops, which do the rest. */
+#if defined(__AVX512F__)
+#  define ZT__OW 16
+#  define ZT__OV __m512
+#  define ZT__OSET _mm512_set1_ps
+#  define ZT__OLD _mm512_loadu_ps
+#  define ZT__OST _mm512_storeu_ps
+#  define ZT__OADD _mm512_add_ps
+#  define ZT__OSUB _mm512_sub_ps
+#  define ZT__OMUL _mm512_mul_ps
+#  define ZT__ODIV _mm512_div_ps
+#  define ZT__OSQRT _mm512_sqrt_ps
+#  define ZT__OSIGN(c, pos, neg) /* c > 0: pos, c < 0: neg, else 0 */                                      \
+    _mm512_mask_mov_ps(_mm512_maskz_mov_ps(_mm512_cmp_ps_mask(c, _mm512_setzero_ps(), _CMP_GT_OQ), pos), \
+                       _mm512_cmp_ps_mask(c, _mm512_setzero_ps(), _CMP_LT_OQ), neg)
+#elif defined(__AVX__)
+#  define ZT__OW 8
+#  define ZT__OV __m256
+#  define ZT__OSET _mm256_set1_ps
+#  define ZT__OLD _mm256_loadu_ps
+#  define ZT__OST _mm256_storeu_ps
+#  define ZT__OADD _mm256_add_ps
+#  define ZT__OSUB _mm256_sub_ps
+#  define ZT__OMUL _mm256_mul_ps
+#  define ZT__ODIV _mm256_div_ps
+#  define ZT__OSQRT _mm256_sqrt_ps
+#  define ZT__OSIGN(c, pos, neg)                                                                     \
+    _mm256_or_ps(_mm256_and_ps(_mm256_cmp_ps(c, _mm256_setzero_ps(), _CMP_GT_OQ), pos),              \
+                 _mm256_and_ps(_mm256_cmp_ps(c, _mm256_setzero_ps(), _CMP_LT_OQ), neg))
+#endif
+
+static void zt__adamw_f32(const zt__optim_k *k, float *w, float *m, float *v, const float *g, int64_t n) {
     int64_t i = 0;
-#if defined(__AVX512F__) || defined(__AVX__)
-    /* the same operations in the same order, ZT__VW lanes at a time (sqrt and division are correctly
-       rounded in both, and nothing is fused): the same bits as the loop below, which does the rest */
-#  if defined(__AVX512F__)
-#    define ZT__VW 16
-#    define ZT__V __m512
-#    define ZT__VSET _mm512_set1_ps
-#    define ZT__VLD _mm512_loadu_ps
-#    define ZT__VST _mm512_storeu_ps
-#    define ZT__VADD _mm512_add_ps
-#    define ZT__VSUB _mm512_sub_ps
-#    define ZT__VMUL _mm512_mul_ps
-#    define ZT__VDIV _mm512_div_ps
-#    define ZT__VSQRT _mm512_sqrt_ps
-#  else
-#    define ZT__VW 8
-#    define ZT__V __m256
-#    define ZT__VSET _mm256_set1_ps
-#    define ZT__VLD _mm256_loadu_ps
-#    define ZT__VST _mm256_storeu_ps
-#    define ZT__VADD _mm256_add_ps
-#    define ZT__VSUB _mm256_sub_ps
-#    define ZT__VMUL _mm256_mul_ps
-#    define ZT__VDIV _mm256_div_ps
-#    define ZT__VSQRT _mm256_sqrt_ps
-#  endif
-    ZT__V scale = ZT__VSET(p->grad_scale), wd = ZT__VSET(p->weight_decay), dec = ZT__VSET(decay), vw1 = ZT__VSET(w1);
-    ZT__V vw2 = ZT__VSET(w2), b2 = ZT__VSET(p->beta2), bcs = ZT__VSET(bc2_sqrt), eps = ZT__VSET(p->eps);
-    ZT__V nstep = ZT__VSET(-step_size);
-    for (; i + ZT__VW <= n; i += ZT__VW) {
-        ZT__V gi = ZT__VMUL(ZT__VLD(g + i), scale), wi = ZT__VLD(w + i), mi = ZT__VLD(m + i), vi = ZT__VLD(v + i);
-        if (p->l2) gi = ZT__VADD(gi, ZT__VMUL(wd, wi));
-        else wi = ZT__VMUL(wi, dec);
-        mi = ZT__VADD(mi, ZT__VMUL(vw1, ZT__VSUB(gi, mi)));
-        vi = ZT__VADD(ZT__VMUL(vi, b2), ZT__VMUL(ZT__VMUL(vw2, gi), gi));
-        ZT__V denom = ZT__VADD(ZT__VDIV(ZT__VSQRT(vi), bcs), eps);
-        wi = ZT__VADD(wi, ZT__VMUL(nstep, ZT__VDIV(mi, denom)));
-        ZT__VST(w + i, wi), ZT__VST(m + i, mi), ZT__VST(v + i, vi);
+#ifdef ZT__OW
+    ZT__OV scale = ZT__OSET(k->grad_scale), wd = ZT__OSET(k->weight_decay), dec = ZT__OSET(k->decay), vw1 = ZT__OSET(k->w1);
+    ZT__OV vw2 = ZT__OSET(k->w2), b2 = ZT__OSET(k->beta2), bcs = ZT__OSET(k->bc2_sqrt), eps = ZT__OSET(k->eps);
+    ZT__OV nstep = ZT__OSET(-k->step_size);
+    for (; i + ZT__OW <= n; i += ZT__OW) {
+        ZT__OV gi = ZT__OMUL(ZT__OLD(g + i), scale), wi = ZT__OLD(w + i), mi = ZT__OLD(m + i), vi = ZT__OLD(v + i);
+        if (k->l2) gi = ZT__OADD(gi, ZT__OMUL(wd, wi));
+        else wi = ZT__OMUL(wi, dec);
+        mi = ZT__OADD(mi, ZT__OMUL(vw1, ZT__OSUB(gi, mi)));
+        vi = ZT__OADD(ZT__OMUL(vi, b2), ZT__OMUL(ZT__OMUL(vw2, gi), gi));
+        ZT__OV denom = ZT__OADD(ZT__ODIV(ZT__OSQRT(vi), bcs), eps);
+        wi = ZT__OADD(wi, ZT__OMUL(nstep, ZT__ODIV(mi, denom)));
+        ZT__OST(w + i, wi), ZT__OST(m + i, mi), ZT__OST(v + i, vi);
     }
-#  undef ZT__VW
-#  undef ZT__V
-#  undef ZT__VSET
-#  undef ZT__VLD
-#  undef ZT__VST
-#  undef ZT__VADD
-#  undef ZT__VSUB
-#  undef ZT__VMUL
-#  undef ZT__VDIV
-#  undef ZT__VSQRT
 #endif
     for (; i < n; i++) {
-        float gi = g[i] * p->grad_scale;
-        if (p->l2) gi = gi + p->weight_decay * w[i]; /* torch.optim.Adam's weight_decay */
-        else w[i] = w[i] * decay;
-        m[i] = m[i] + w1 * (gi - m[i]);
-        v[i] = v[i] * p->beta2 + (w2 * gi) * gi;
-        float denom = sqrtf(v[i]) / bc2_sqrt + p->eps;
-        w[i] = w[i] + (-step_size) * (m[i] / denom);
+        float gi = g[i] * k->grad_scale;
+        if (k->l2) gi = gi + k->weight_decay * w[i]; /* torch.optim.Adam's weight_decay */
+        else w[i] = w[i] * k->decay;
+        m[i] = m[i] + k->w1 * (gi - m[i]);
+        v[i] = v[i] * k->beta2 + (k->w2 * gi) * gi;
+        float denom = sqrtf(v[i]) / k->bc2_sqrt + k->eps;
+        w[i] = w[i] + (-k->step_size) * (m[i] / denom);
+    }
+}
+
+/* Lion: the sign's step is -lr, lr or 0, plus (c - c), which is 0 unless c is NaN or infinite: a bad
+   gradient reaches the weights, as it does under AdamW, instead of freezing them behind a NaN moment */
+static float zt__lion_sign(float c, float lr) { return (c > 0.0f ? -lr : c < 0.0f ? lr : 0.0f) + (c - c); }
+static void zt__lion_f32(const zt__optim_k *k, float *w, float *m, const float *g, int64_t n) {
+    int64_t i = 0;
+#ifdef ZT__OW
+    ZT__OV scale = ZT__OSET(k->grad_scale), dec = ZT__OSET(k->decay), b1 = ZT__OSET(k->beta1), vw1 = ZT__OSET(k->w1);
+    ZT__OV b2 = ZT__OSET(k->beta2), vw2 = ZT__OSET(k->w2), down = ZT__OSET(-k->step_size), up = ZT__OSET(k->step_size);
+    for (; i + ZT__OW <= n; i += ZT__OW) {
+        ZT__OV gi = ZT__OMUL(ZT__OLD(g + i), scale), mi = ZT__OLD(m + i);
+        ZT__OV c = ZT__OADD(ZT__OMUL(mi, b1), ZT__OMUL(gi, vw1));
+        ZT__OV u = ZT__OADD(ZT__OSIGN(c, down, up), ZT__OSUB(c, c));
+        ZT__OST(w + i, ZT__OADD(ZT__OMUL(ZT__OLD(w + i), dec), u));
+        ZT__OST(m + i, ZT__OADD(ZT__OMUL(mi, b2), ZT__OMUL(gi, vw2)));
+    }
+#endif
+    for (; i < n; i++) {
+        float gi = g[i] * k->grad_scale, c = m[i] * k->beta1 + gi * k->w1;
+        w[i] = w[i] * k->decay + zt__lion_sign(c, k->step_size);
+        m[i] = m[i] * k->beta2 + gi * k->w2;
+    }
+}
+
+static void zt__adagrad_f32(const zt__optim_k *k, float *w, float *sum, const float *g, int64_t n) {
+    int64_t i = 0;
+    int wd = k->weight_decay != 0.0f;
+#ifdef ZT__OW
+    ZT__OV scale = ZT__OSET(k->grad_scale), vwd = ZT__OSET(k->weight_decay), eps = ZT__OSET(k->eps);
+    ZT__OV nstep = ZT__OSET(-k->step_size);
+    for (; i + ZT__OW <= n; i += ZT__OW) {
+        ZT__OV gi = ZT__OMUL(ZT__OLD(g + i), scale), wi = ZT__OLD(w + i);
+        if (wd) gi = ZT__OADD(gi, ZT__OMUL(vwd, wi));
+        ZT__OV si = ZT__OADD(ZT__OLD(sum + i), ZT__OMUL(gi, gi));
+        ZT__OV std = ZT__OADD(ZT__OSQRT(si), eps);
+        ZT__OST(w + i, ZT__OADD(wi, ZT__OMUL(nstep, ZT__ODIV(gi, std))));
+        ZT__OST(sum + i, si);
+    }
+#endif
+    for (; i < n; i++) {
+        float gi = g[i] * k->grad_scale;
+        if (wd) gi = gi + k->weight_decay * w[i]; /* torch.optim.Adagrad's weight_decay: L2 */
+        sum[i] = sum[i] + gi * gi;
+        float std = sqrtf(sum[i]) + k->eps;
+        w[i] = w[i] + (-k->step_size) * (gi / std);
+    }
+}
+#ifdef ZT__OW
+#  undef ZT__OW
+#  undef ZT__OV
+#  undef ZT__OSET
+#  undef ZT__OLD
+#  undef ZT__OST
+#  undef ZT__OADD
+#  undef ZT__OSUB
+#  undef ZT__OMUL
+#  undef ZT__ODIV
+#  undef ZT__OSQRT
+#  undef ZT__OSIGN
+#endif
+
+static void zt__optim_f32(const zt__optim_k *k, float *w, float *m, float *v, const float *g, int64_t n) {
+    switch (k->kind) {
+    case ZT_OPTIM_LION: zt__lion_f32(k, w, m, g, n); return;
+    case ZT_OPTIM_ADAGRAD: zt__adagrad_f32(k, w, m, g, n); return;
+    default: zt__adamw_f32(k, w, m, v, g, n); return;
     }
 }
 
 /* the kernel: gradients of any float dtype widened into scratch g, the 16-bit copy written after */
-static void zt__adamw_chunk(const zt__args_adamw *a, int64_t i0, int64_t n, float *g) {
+static void zt__optim_chunk(const zt__args_optim *a, int64_t i0, int64_t n, float *g) {
     zt__to_f32(g, a->grad.data, a->grad.dtype, i0, n);
-    float *w = (float *)a->master.data + i0;
-    zt__adamw_f32(&a->p, w, (float *)a->m.data + i0, (float *)a->v.data + i0, g, n);
+    float *w = (float *)a->master.data + i0, *v = zt__present(a->v) ? (float *)a->v.data + i0 : NULL;
+    zt__optim_k k = zt__optim_scalars(&a->p);
+    zt__optim_f32(&k, w, (float *)a->m.data + i0, v, g, n);
     if (zt__present(a->param16)) zt__from_f32(a->param16.data, a->param16.dtype, i0, w, n);
 }
 
-typedef struct zt__host_adamw {
+typedef struct zt__host_optim {
     float *master, *m, *v;
     const float *grad;
     void *param16;
     zt_dtype dtype;
     int64_t n;
-    zt_adamw_params p;
-} zt__host_adamw;
+    zt__optim_k k;
+} zt__host_optim;
 
-static void zt__host_adamw_task(void *ctx, int64_t task, int thread) {
-    const zt__host_adamw *j = (const zt__host_adamw *)ctx;
+static void zt__host_optim_task(void *ctx, int64_t task, int thread) {
+    const zt__host_optim *j = (const zt__host_optim *)ctx;
     int64_t i0 = task * ZT__HOST_TASK, n = ZT__MIN(ZT__HOST_TASK, j->n - i0);
     (void)thread;
-    zt__adamw_f32(&j->p, j->master + i0, j->m + i0, j->v + i0, j->grad + i0, n);
+    zt__optim_f32(&j->k, j->master + i0, j->m + i0, j->v ? j->v + i0 : NULL, j->grad + i0, n);
     if (j->param16) zt__from_f32(j->param16, j->dtype, i0, j->master + i0, n);
 }
 
-ZT_API void zt_adamw_host(zt_pool *pool, float *master, float *m, float *v, const float *grad, void *param16,
-                          zt_dtype param16_dtype, int64_t n, zt_adamw_params p) {
-    zt__host_adamw j = {master, m, v, grad, param16, param16_dtype, n, p};
-    ZT_ASSERT(p.step >= 1 && (!param16 || zt_dtype_is_float(param16_dtype)));
-    zt_pool_run(pool, ZT__CDIV(n, ZT__HOST_TASK), zt__host_adamw_task, &j);
+ZT_API void zt_optim_step_host(zt_pool *pool, float *master, float *m, float *v, const float *grad, void *param16,
+                               zt_dtype param16_dtype, int64_t n, zt_optim_params p) {
+    ZT_ASSERT(p.step >= 1 && (int)p.kind >= 0 && p.kind < ZT_OPTIM_COUNT && (!param16 || zt_dtype_is_float(param16_dtype)));
+    ZT_ASSERT(master && m && (v || zt_optim_states(p.kind) < 2));
+    zt__host_optim j = {master, m, zt_optim_states(p.kind) > 1 ? v : NULL, grad, param16, param16_dtype, n,
+                        zt__optim_scalars(&p)};
+    zt_pool_run(pool, ZT__CDIV(n, ZT__HOST_TASK), zt__host_optim_task, &j);
 }
 
 static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
@@ -21266,7 +21511,7 @@ static void zt__elementwise_task(void *ctx, int64_t task, int thread) {
         zt__from_f32(a->dinp.data, a->dinp.dtype, i0, s2, n);
         return;
     }
-    case ZT__OP_ADAMW: zt__adamw_chunk(&op->adamw, i0, n, s0); return;
+    case ZT__OP_OPTIM: zt__optim_chunk(&op->optim, i0, n, s0); return;
     default: zt_fatal("op %d is not elementwise", (int)op->kind);
     }
 }
@@ -22109,7 +22354,7 @@ static int64_t zt__elementwise_numel(const zt__op *op) {
     case ZT__OP_GELU_BWD:
     case ZT__OP_GELU_ERF_BWD:
     case ZT__OP_SILU_BWD: return zt_numel(op->unary_bwd.inp);
-    case ZT__OP_ADAMW: return zt_numel(op->adamw.master);
+    case ZT__OP_OPTIM: return zt_numel(op->optim.master);
     default: return -1;
     }
 }

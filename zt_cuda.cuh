@@ -327,27 +327,42 @@ __global__ void zt__cu_rope(int fwd, zt__cu_t out, zt__cu_t inp, const int32_t *
     }
 }
 
-/* AdamW, the CPU's operations in the CPU's order, each rounded on its own (no fused multiply-add):
-   f32 results are the CPU backend's bits. Scalars come from the host, computed there in double. */
-typedef struct zt__cu_adamw {
+/* The optimizers, the CPU's operations in the CPU's order (zt__adamw_f32, zt__lion_f32, zt__adagrad_f32),
+   each rounded on its own (no fused multiply-add): f32 results are the CPU backend's bits. The scalars are
+   the host's zt__optim_scalars, computed there in double. */
+typedef struct zt__cu_optim {
     float *w, *m, *v;
     zt__cu_t grad, p16;
     int64_t n;
-    float grad_scale, weight_decay, decay, w1, beta2, w2, bc2_sqrt, eps, step_size;
-    int l2;
-} zt__cu_adamw;
+    zt__optim_k k;
+} zt__cu_optim;
 
-__global__ void zt__cu_adamw_kernel(zt__cu_adamw a) {
+__global__ void zt__cu_optim_kernel(zt__cu_optim a) {
+    const zt__optim_k k = a.k;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n; i += (int64_t)gridDim.x * blockDim.x) {
-        float w = a.w[i], m = a.m[i], v = a.v[i];
-        float g = __fmul_rn(zt__cu_ld(a.grad.p, a.grad.t, i), a.grad_scale);
-        if (a.l2) g = __fadd_rn(g, __fmul_rn(a.weight_decay, w));
-        else w = __fmul_rn(w, a.decay);
-        m = __fadd_rn(m, __fmul_rn(a.w1, __fsub_rn(g, m)));
-        v = __fadd_rn(__fmul_rn(v, a.beta2), __fmul_rn(__fmul_rn(a.w2, g), g));
-        float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), a.bc2_sqrt), a.eps);
-        w = __fadd_rn(w, __fmul_rn(-a.step_size, __fdiv_rn(m, denom)));
-        a.w[i] = w, a.m[i] = m, a.v[i] = v;
+        float w = a.w[i], m = a.m[i];
+        float g = __fmul_rn(zt__cu_ld(a.grad.p, a.grad.t, i), k.grad_scale);
+        if (k.kind == ZT_OPTIM_LION) {
+            float c = __fadd_rn(__fmul_rn(m, k.beta1), __fmul_rn(g, k.w1));
+            float u = __fadd_rn(c > 0.0f ? -k.step_size : c < 0.0f ? k.step_size : 0.0f, __fsub_rn(c, c));
+            w = __fadd_rn(__fmul_rn(w, k.decay), u);
+            m = __fadd_rn(__fmul_rn(m, k.beta2), __fmul_rn(g, k.w2));
+        } else if (k.kind == ZT_OPTIM_ADAGRAD) {
+            if (k.weight_decay != 0.0f) g = __fadd_rn(g, __fmul_rn(k.weight_decay, w));
+            m = __fadd_rn(m, __fmul_rn(g, g));
+            float std = __fadd_rn(__fsqrt_rn(m), k.eps);
+            w = __fadd_rn(w, __fmul_rn(-k.step_size, __fdiv_rn(g, std)));
+        } else {
+            float v = a.v[i];
+            if (k.l2) g = __fadd_rn(g, __fmul_rn(k.weight_decay, w));
+            else w = __fmul_rn(w, k.decay);
+            m = __fadd_rn(m, __fmul_rn(k.w1, __fsub_rn(g, m)));
+            v = __fadd_rn(__fmul_rn(v, k.beta2), __fmul_rn(__fmul_rn(k.w2, g), g));
+            float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v), k.bc2_sqrt), k.eps);
+            w = __fadd_rn(w, __fmul_rn(-k.step_size, __fdiv_rn(m, denom)));
+            a.v[i] = v;
+        }
+        a.w[i] = w, a.m[i] = m;
         if (a.p16.p) zt__cu_st(a.p16.p, a.p16.t, i, w);
     }
 }
@@ -2450,22 +2465,17 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }
-    case ZT__OP_ADAMW: {
-        const zt__args_adamw *a = &op->adamw;
-        const zt_adamw_params *p = &a->p;
+    case ZT__OP_OPTIM: {
+        const zt__args_optim *a = &op->optim;
         int64_t n = zt_numel(a->master);
         if (n == 0) return;
-        /* the CPU's scalars, computed the CPU's way (zt__adamw_f32) */
-        double bc1 = 1.0 - pow((double)p->beta1, (double)p->step), bc2 = 1.0 - pow((double)p->beta2, (double)p->step);
-        zt__cu_adamw k;
-        k.w = (float *)a->master.data, k.m = (float *)a->m.data, k.v = (float *)a->v.data;
+        zt__cu_optim k;
+        k.w = (float *)a->master.data, k.m = (float *)a->m.data;
+        k.v = zt__present(a->v) ? (float *)a->v.data : NULL;
         k.grad = zt__cu_of(a->grad), k.p16 = zt__cu_of(a->param16);
         if (!zt__present(a->param16)) k.p16.p = NULL;
-        k.n = n, k.grad_scale = p->grad_scale, k.weight_decay = p->weight_decay;
-        k.decay = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
-        k.w1 = (float)(1.0 - (double)p->beta1), k.w2 = (float)(1.0 - (double)p->beta2), k.beta2 = p->beta2;
-        k.step_size = (float)((double)p->lr / bc1), k.bc2_sqrt = (float)sqrt(bc2), k.eps = p->eps, k.l2 = p->l2;
-        zt__cu_adamw_kernel<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(k);
+        k.n = n, k.k = zt__optim_scalars(&a->p);
+        zt__cu_optim_kernel<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(k);
         ZT__CU_CHECK(cudaGetLastError());
         return;
     }

@@ -199,8 +199,8 @@ static void k_emb_wte_bwd(zt_stream *s, const model_bufs *m) { zt_embedding_back
 static void k_emb_wpe_bwd(zt_stream *s, const model_bufs *m) { zt_embedding_backward(s, m->g_wpe, m->dx, m->pos); }
 static void k_sumsq(zt_stream *s, const model_bufs *m) { zt_sumsq(s, m->norm, m->grad); }
 static void k_adamw(zt_stream *s, const model_bufs *m) {
-    zt_adamw_params p = zt_adamw_params_default();
-    zt_adamw(s, m->master, m->m, m->v_, m->grad, &m->param16, p);
+    zt_optim_params p = zt_optim_defaults(ZT_OPTIM_ADAMW);
+    zt_optim_step(s, m->master, m->m, m->v_, m->grad, &m->param16, p);
 }
 static void k_zero_grads(zt_stream *s, const model_bufs *m) { zt_fill(s, m->grad, 0.0f); }
 

@@ -1,5 +1,5 @@
 /* bench/offload.c - what ZeRO-Offload costs, one JSON line each:
-   - the host AdamW (zt_adamw_host on every core): elements/s, and the bytes it moves (30 per element:
+   - the host AdamW (zt_optim_step_host on every core): elements/s, and the bytes it moves (30 per element:
      master, moments and gradient read, master and moments written, bf16 weights written) as a ratio of
      this machine's memory bandwidth, an in-place update of a 64 MiB array on every core (each byte read
      and written once, as AdamW's state is) in the same run (goal: at least 60%);
@@ -43,12 +43,12 @@ static void adamw(zt_pool *pool) {
         best = ZT__MIN(best, now() - t0);
     }
     double bandwidth = 8.0 * (double)n / best; /* each f32 read and written */
-    zt_adamw_params p = zt_adamw_params_default();
+    zt_optim_params p = zt_optim_defaults(ZT_OPTIM_ADAMW);
     double t_best = 1e30;
     for (int r = 0; r < 5; r++) {
         p.step = r + 1;
         double t0 = now();
-        zt_adamw_host(pool, master, m, v, g, w, ZT_BF16, n, p);
+        zt_optim_step_host(pool, master, m, v, g, w, ZT_BF16, n, p);
         t_best = ZT__MIN(t_best, now() - t0);
     }
     double moved = 30.0 * (double)n / t_best;

@@ -50,7 +50,7 @@ static void plans(const char *name, const char *json) {
             double paper = stage == 0 ? 16 * P : stage == 1 ? 4 * P + 12 * P / N : stage == 2 ? 2 * P + 14 * P / N : 16 * P / N;
             double ds = stage == 2 ? 4 * P + 16 * P / N : stage == 3 ? 18 * P / N : 0;
             double states = (double)(p.bytes[ZT_MEM_PARAMS] + p.bytes[ZT_MEM_GRADS] + p.bytes[ZT_MEM_MASTER] +
-                                     p.bytes[ZT_MEM_ADAM]);
+                                     p.bytes[ZT_MEM_OPTIM]);
             printf("{\"bench\": \"zero_plan\", \"model\": \"%s\", \"params\": %lld, \"ranks\": %d, \"stage\": %d, "
                    "\"model_states_gib\": %.3f, \"paper_gib\": %.3f, \"states_over_paper\": %.3f, ", name,
                    (long long)p.params, worlds[wi], stage, states / GiB, paper / GiB, states / paper);

@@ -732,6 +732,29 @@ REF void ref_adamw(double *p, double *m, double *v, const double *grad, int64_t 
     }
 }
 
+/* One Lion step (Chen et al. 2023), in double: c = b1 m + (1-b1) g; p = p (1 - lr wd) - lr sign(c), sign(0) = 0;
+   m = b2 m + (1-b2) g, g = grad * scale. */
+REF void ref_lion(double *p, double *m, const double *grad, int64_t n, double lr, double b1, double b2, double wd,
+                  double grad_scale) {
+    for (int64_t i = 0; i < n; i++) {
+        double g = grad[i] * grad_scale, c = b1 * m[i] + (1.0 - b1) * g;
+        p[i] = p[i] * (1.0 - lr * wd) - lr * (double)((c > 0) - (c < 0));
+        m[i] = b2 * m[i] + (1.0 - b2) * g;
+    }
+}
+
+/* One Adagrad step (torch.optim.Adagrad), in double: g = grad * scale + wd p; sum += g^2;
+   p -= lr / (1 + (step - 1) lr_decay) * g / (sqrt(sum) + eps). */
+REF void ref_adagrad(double *p, double *sum, const double *grad, int64_t n, double lr, double lr_decay, double eps,
+                     double wd, double grad_scale, int64_t step) {
+    double clr = lr / (1.0 + (double)(step - 1) * lr_decay);
+    for (int64_t i = 0; i < n; i++) {
+        double g = grad[i] * grad_scale + wd * p[i];
+        sum[i] += g * g;
+        p[i] -= clr * g / (sqrt(sum[i]) + eps);
+    }
+}
+
 REF double ref_sumsq(const double *x, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += x[i] * x[i];

@@ -1673,7 +1673,7 @@ TEST(engine_frozen_groups_hold_no_optimizer_state) {
         /* the bytes of the tensors it would hold, each up to 128 bytes of alignment (and ASan's red zone) */
         int64_t dg = (int64_t)(pt.bytes[ZT_MEM_GRADS] - pf.bytes[ZT_MEM_GRADS]);
         int64_t dm = (int64_t)(pt.bytes[ZT_MEM_MASTER] - pf.bytes[ZT_MEM_MASTER]);
-        int64_t da = (int64_t)(pt.bytes[ZT_MEM_ADAM] - pf.bytes[ZT_MEM_ADAM]);
+        int64_t da = (int64_t)(pt.bytes[ZT_MEM_OPTIM] - pf.bytes[ZT_MEM_OPTIM]);
         CHECK_MSG(dg >= grads * 4 && dg < grads * 4 + 128, "gradients: %lld bytes more", (long long)dg);
         CHECK_MSG(dm >= owned * 4 && dm < owned * 4 + 128, "master: %lld bytes more", (long long)dm);
         CHECK_MSG(da >= owned * 8 && da < owned * 8 + 256, "Adam: %lld bytes more", (long long)da);

@@ -654,6 +654,54 @@ static void model_test(const char *type, zt_precision prec) {
     fx_free(&r.fx);
 }
 
+/* Lion and Adagrad through the engine: the 10 steps of make_model_fixtures.py's AdamW run again with each, against
+   torch's (tests/ref/optim/<type>.bin, make_optim_fixtures.py), the model's own tolerance for the step losses and
+   gradient norms */
+static void optim_test(const char *type, zt_optimizer kind) {
+    model_run r;
+    fx_file ref;
+    memset(&r, 0, sizeof r);
+    memset(&ref, 0, sizeof ref);
+    char path[256], err[512];
+    const char *name = kind == ZT_OPTIM_LION ? "lion" : "adagrad";
+    snprintf(path, sizeof path, "tests/ref/%s/fixture.bin", type);
+    CHECK_MSG(fx_load(&r.fx, path, err, sizeof err), "%s", err);
+    snprintf(path, sizeof path, "tests/ref/optim/%s.bin", type);
+    CHECK_MSG(fx_load(&ref, path, err, sizeof err), "%s", err);
+    snprintf(path, sizeof path, "tests/ref/%s/config.json", type);
+    zt_model_config cfg;
+    CHECK_MSG(zt_model_config_read(&cfg, path) == ZT_OK, "%s: %s", path, zt_last_error());
+    char key[64];
+    snprintf(key, sizeof key, "%s.loss", name);
+    const fx_tensor *loss = fx_need(&ref, key, 0, N_STEPS), *ids = fx_need(&r.fx, "steps.input_ids", 1, N_STEPS * MB * SEQ);
+    snprintf(key, sizeof key, "%s.grad_norm", name);
+    const fx_tensor *norm = fx_need(&ref, key, 0, N_STEPS);
+    zt_options o = model_options(ZT_PRECISION_FP32);
+    o.optimizer = kind;
+    if (kind == ZT_OPTIM_LION) o.lr = 1e-4f, o.beta1 = 0.9f, o.beta2 = 0.99f;
+    else o.lr = 1e-2f, o.adagrad_lr_decay = 0.01f, o.adagrad_eps = 1e-10f;
+    if (loss && norm && ids) r.e = model_engine_with(&r, type, &cfg, o);
+    CHECK_MSG(r.e, "%s %s: the fixtures are missing a tensor, or the engine did not start", type, name);
+    double worst = 0, worst_norm = 0;
+    for (int k = 0; r.e && k < N_STEPS; k++) {
+        float got = zt_forward_backward(r.e, (const int32_t *)ids->data + k * MB * SEQ, NULL, NULL, MB);
+        zt_step_info info = zt_step(r.e);
+        float want = ((const float *)loss->data)[k], want_norm = ((const float *)norm->data)[k];
+        worst = fmax(worst, rel1(got, want)), worst_norm = fmax(worst_norm, rel1(info.grad_norm, want_norm));
+        CHECK_MSG(rel1(got, want) <= tol_fp32.steps && rel1(info.grad_norm, want_norm) <= tol_fp32.norm,
+                  "%s %s: step %d loss %.7f (torch %.7f), gradient norm %.7f (torch %.7f)", type, name, k + 1, (double)got,
+                  (double)want, (double)info.grad_norm, (double)want_norm);
+    }
+    if (getenv("ZT_TEST_VERBOSE")) printf("     %-7s %s: step losses %.1e, grad norms %.1e\n", type, name, worst, worst_norm);
+    if (r.e) zt_shutdown(r.e);
+    fx_free(&r.fx);
+    fx_free(&ref);
+}
+TEST(models_gpt2_lion) { optim_test("gpt2", ZT_OPTIM_LION); }
+TEST(models_gpt2_adagrad) { optim_test("gpt2", ZT_OPTIM_ADAGRAD); }
+TEST(models_llama_lion) { optim_test("llama", ZT_OPTIM_LION); }
+TEST(models_llama_adagrad) { optim_test("llama", ZT_OPTIM_ADAGRAD); }
+
 /* --label_smoothing_factor through the engine: zt_eval's loss is transformers' LabelSmoother (per token,
    (1 - e) (lse - x_t) + e (lse - mean x)) over the fixture's own logits, transformers' output; on Gemma 2, whose
    logits are capped, LLaMA and Mixtral with its balance loss (left out, as the Trainer leaves it); and training

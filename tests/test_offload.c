@@ -237,12 +237,12 @@ TEST(offload_partial_ratio_is_bitwise_the_run_without) {
     /* (under ASan each tensor is followed by a red zone of at most 64 bytes) */
     CHECK_MSG(part.host_bytes[ZT_MEM_MASTER] >= moved && part.host_bytes[ZT_MEM_MASTER] <= moved + 2 * 64,
               "host master %zu bytes, the two groups' %zu", part.host_bytes[ZT_MEM_MASTER], moved);
-    CHECK_MSG(part.host_bytes[ZT_MEM_ADAM] >= 2 * moved && part.host_bytes[ZT_MEM_ADAM] <= 2 * moved + 4 * 64,
-              "host Adam moments %zu bytes, the two groups' %zu", part.host_bytes[ZT_MEM_ADAM], 2 * moved);
+    CHECK_MSG(part.host_bytes[ZT_MEM_OPTIM] >= 2 * moved && part.host_bytes[ZT_MEM_OPTIM] <= 2 * moved + 4 * 64,
+              "host Adam moments %zu bytes, the two groups' %zu", part.host_bytes[ZT_MEM_OPTIM], 2 * moved);
     CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_MASTER] + part.host_bytes[ZT_MEM_MASTER]), (long long)all.host_bytes[ZT_MEM_MASTER]);
-    CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_ADAM] + part.host_bytes[ZT_MEM_ADAM]), (long long)all.host_bytes[ZT_MEM_ADAM]);
+    CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_OPTIM] + part.host_bytes[ZT_MEM_OPTIM]), (long long)all.host_bytes[ZT_MEM_OPTIM]);
     CHECK_EQ_INT((long long)(part.bytes[ZT_MEM_GRADS] + part.host_bytes[ZT_MEM_GRADS]), (long long)all.host_bytes[ZT_MEM_GRADS]);
-    CHECK(none.host_bytes[ZT_MEM_MASTER] == 0 && none.host_bytes[ZT_MEM_ADAM] == 0 && none.host_bytes[ZT_MEM_GRADS] == 0);
+    CHECK(none.host_bytes[ZT_MEM_MASTER] == 0 && none.host_bytes[ZT_MEM_OPTIM] == 0 && none.host_bytes[ZT_MEM_GRADS] == 0);
     o = offload_options(3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
     CHECK(zt_plan_memory(&without, &spec, &o, 1) == ZT_OK);
     CHECK(none.device == without.device && none.pinned == without.pinned); /* ratio 0: no offload at all */
@@ -318,7 +318,7 @@ TEST(offload_trains_where_the_device_is_too_small) {
     o.micro_batch = 1, o.gradient_checkpointing = 1;
     CHECK(zt_plan_memory(&off, &spec, &o, 1) == ZT_OK);
     CHECK_MSG(off.device < least, "offload plans %zu bytes, no offload at least %zu", off.device, least);
-    CHECK(off.bytes[ZT_MEM_MASTER] == 0 && off.bytes[ZT_MEM_ADAM] == 0 && off.host_bytes[ZT_MEM_ADAM] > 0);
+    CHECK(off.bytes[ZT_MEM_MASTER] == 0 && off.bytes[ZT_MEM_OPTIM] == 0 && off.host_bytes[ZT_MEM_OPTIM] > 0);
     zt_options n = offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME);
     CHECK(zt_plan_memory(&nv, &spec, &n, 1) == ZT_OK);
     CHECK(nv.nvme > 0 && nv.bytes[ZT_MEM_PARAMS] == 0 && nv.host_bytes[ZT_MEM_PARAMS] == 0);

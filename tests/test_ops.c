@@ -1534,7 +1534,7 @@ TEST(ops_output_loss_f16) { check_output_loss(ZT_F16); }
 
 /* the kernel's f32 arithmetic one element at a time: its vector lanes must give these bits exactly
    (the host optimizer of ZeRO-Offload relies on it to match the device, bit for bit) */
-static void scalar_adamw(float *w, float *m, float *v, const float *g, int64_t n, zt_adamw_params p) {
+static void scalar_adamw(float *w, float *m, float *v, const float *g, int64_t n, zt_optim_params p) {
     float decay = (float)(1.0 - (double)p.lr * (double)p.weight_decay);
     float w1 = (float)(1.0 - (double)p.beta1), w2 = (float)(1.0 - (double)p.beta2);
     double bc1 = 1.0 - pow((double)p.beta1, (double)p.step), bc2 = 1.0 - pow((double)p.beta2, (double)p.step);
@@ -1558,7 +1558,7 @@ static float *to_f32(const double *x, int64_t n) {
 static void adamw_case(cpu_dev *d, rng *r, zt_dtype grad_dt, zt_dtype p16_dt, double gmag, int l2,
                        const char *name) {
     const int64_t n = 20011;
-    zt_adamw_params p = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+    zt_optim_params p = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                          .grad_scale = 0.5f};
     p.l2 = l2;
     double *master = drand(r, n, -1, 1), *m = drand(r, n, -gmag, gmag), *v = dbuf(n);
@@ -1575,7 +1575,7 @@ static void adamw_case(cpu_dev *d, rng *r, zt_dtype grad_dt, zt_dtype p16_dt, do
         double *pe = download(d, Master), *me = download(d, M), *ve = download(d, V);
         float *sw = to_f32(pe, n), *sm = to_f32(me, n), *sv = to_f32(ve, n), *sg = to_f32(download(d, G), n);
         scalar_adamw(sw, sm, sv, sg, n, p);
-        zt_adamw(d->s, Master, M, V, G, &P16, p);
+        zt_optim_step(d->s, Master, M, V, G, &P16, p);
         float *kw = to_f32(download(d, Master), n), *km = to_f32(download(d, M), n), *kv = to_f32(download(d, V), n);
         int same = memcmp(sw, kw, sizeof(float) * (size_t)n) == 0 && memcmp(sm, km, sizeof(float) * (size_t)n) == 0 &&
                    memcmp(sv, kv, sizeof(float) * (size_t)n) == 0;
@@ -1600,6 +1600,113 @@ TEST(ops_adamw) {
     adamw_case(&d, &r, ZT_F32, ZT_F16, 0.1, 0, "ordinary gradients");
     adamw_case(&d, &r, ZT_F32, ZT_BF16, 2e-8, 0, "tiny gradients (eps ~ sqrt(v))");
     adamw_case(&d, &r, ZT_F32, ZT_BF16, 0.1, 1, "ordinary gradients");
+    cpu_close(&d);
+    bufs_free();
+}
+
+/* Lion and Adagrad: the same four steps, each against the kernel's arithmetic one element at a time (bits)
+   and the double formula (ref_lion, ref_adagrad); Lion's exact zeros (a moment and gradient of 0: the
+   weight only decays) and a NaN gradient (it reaches the weight, as under AdamW) checked by hand. */
+static void scalar_lion(float *w, float *m, const float *g, int64_t n, zt_optim_params p) {
+    float decay = (float)(1.0 - (double)p.lr * (double)p.weight_decay);
+    float w1 = (float)(1.0 - (double)p.beta1), w2 = (float)(1.0 - (double)p.beta2);
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i] * p.grad_scale, c = m[i] * p.beta1 + gi * w1;
+        float u = (c > 0.0f ? -p.lr : c < 0.0f ? p.lr : 0.0f) + (c - c);
+        w[i] = w[i] * decay + u;
+        m[i] = m[i] * p.beta2 + gi * w2;
+    }
+}
+static void scalar_adagrad(float *w, float *sum, const float *g, int64_t n, zt_optim_params p) {
+    float clr = (float)((double)p.lr / (1.0 + (double)(p.step - 1) * (double)p.lr_decay));
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i] * p.grad_scale;
+        if (p.weight_decay != 0.0f) gi = gi + p.weight_decay * w[i];
+        sum[i] = sum[i] + gi * gi;
+        w[i] = w[i] + (-clr) * (gi / (sqrtf(sum[i]) + p.eps));
+    }
+}
+
+static void optim_case(cpu_dev *d, rng *r, zt_optimizer kind, zt_dtype grad_dt, zt_dtype p16_dt, float wd) {
+    const int64_t n = 20011;
+    zt_optim_params p = zt_optim_defaults(kind);
+    p.lr = 1e-3f, p.beta1 = 0.9f, p.beta2 = 0.99f, p.weight_decay = wd, p.grad_scale = 0.5f, p.lr_decay = 0.01f;
+    double *master = drand(r, n, -1, 1), *m = drand(r, n, -0.1, 0.1);
+    if (kind == ZT_OPTIM_ADAGRAD)
+        for (int64_t i = 0; i < n; i++) m[i] = m[i] * m[i];
+    m[5] = 0; /* with a gradient of 0 below: Lion leaves the weight to its decay */
+    zt_tensor Master = to_dev(d, ZT_F32, zt_shape1(n), master), M = to_dev(d, ZT_F32, zt_shape1(n), m);
+    zt_tensor P16 = dev_new(d, p16_dt, zt_shape1(n)), none;
+    memset(&none, 0, sizeof none);
+    static const int64_t steps[4] = {1, 2, 3, 1000};
+    for (int si = 0; si < 4; si++) {
+        p.step = steps[si];
+        const char *cfg = label("%s wd %g grads %s param16 %s step %lld", zt_optim_name(kind), (double)wd,
+                                dt_name(grad_dt), dt_name(p16_dt), (long long)p.step);
+        double *grad = drand(r, n, -0.1, 0.1);
+        grad[5] = 0;
+        zt_tensor G = to_dev(d, grad_dt, zt_shape1(n), grad);
+        double *pe = download(d, Master), *me = download(d, M);
+        float *sw = to_f32(pe, n), *sm = to_f32(me, n), *sg = to_f32(download(d, G), n);
+        if (kind == ZT_OPTIM_LION) scalar_lion(sw, sm, sg, n, p);
+        else scalar_adagrad(sw, sm, sg, n, p);
+        int zero_moment = si == 0 || kind != ZT_OPTIM_LION || me[5] == 0;
+        double w5 = pe[5];
+        zt_optim_step(d->s, Master, M, none, G, &P16, p);
+        float *kw = to_f32(download(d, Master), n), *km = to_f32(download(d, M), n);
+        int same = memcmp(sw, kw, sizeof(float) * (size_t)n) == 0 && memcmp(sm, km, sizeof(float) * (size_t)n) == 0;
+        free(sw), free(sm), free(sg), free(kw), free(km);
+        CHECK_MSG(same, "%s: the kernel's bits differ from its arithmetic done one element at a time", cfg);
+        if (kind == ZT_OPTIM_LION) ref_lion(pe, me, grad, n, p.lr, p.beta1, p.beta2, p.weight_decay, p.grad_scale);
+        else ref_adagrad(pe, me, grad, n, p.lr, p.lr_decay, p.eps, p.weight_decay, p.grad_scale, p.step);
+        double *pg = download(d, Master);
+        EXPECT_CLOSE(label("%s: master", cfg), pg, pe, n, TOL_ADAMW);
+        EXPECT_CLOSE(label("%s: state", cfg), download(d, M), me, n, TOL_F32);
+        if (kind == ZT_OPTIM_LION && zero_moment)
+            CHECK_MSG((float)pg[5] == (float)((float)w5 * (float)(1.0 - (double)p.lr * (double)wd)),
+                      "%s: a weight with a moment and gradient of 0 moved from %.9g to %.9g", cfg, w5, pg[5]);
+        for (int64_t i = 0; i < n; i++) pg[i] = round_to(p16_dt, pg[i]);
+        EXPECT_EXACT(label("%s: param16 = master rounded", cfg), download(d, P16), pg, n);
+    }
+    /* a NaN gradient reaches the weight (and the state), whatever the optimizer */
+    double nan_grad[3] = {NAN, 0.5, -0.5}, w3[3] = {1, 1, 1}, m3[3] = {0, 0, 0};
+    zt_tensor W = to_dev(d, ZT_F32, zt_shape1(3), w3), S = to_dev(d, ZT_F32, zt_shape1(3), m3);
+    zt_tensor G = to_dev(d, ZT_F32, zt_shape1(3), nan_grad);
+    p.step = 1;
+    zt_optim_step(d->s, W, S, none, G, NULL, p);
+    double *wn = download(d, W);
+    CHECK_MSG(isnan(wn[0]) && isfinite(wn[1]) && isfinite(wn[2]), "%s: a NaN gradient gave the weights %g %g %g",
+              zt_optim_name(kind), wn[0], wn[1], wn[2]);
+}
+TEST(ops_lion_adagrad) {
+    cpu_dev d;
+    if (!cpu_open(&d, 2, 0)) return;
+    rng r = {230};
+    optim_case(&d, &r, ZT_OPTIM_LION, ZT_F32, ZT_BF16, 0.0f);
+    optim_case(&d, &r, ZT_OPTIM_LION, ZT_BF16, ZT_BF16, 0.1f);
+    optim_case(&d, &r, ZT_OPTIM_LION, ZT_F32, ZT_F16, 0.1f);
+    optim_case(&d, &r, ZT_OPTIM_ADAGRAD, ZT_F32, ZT_BF16, 0.0f);
+    optim_case(&d, &r, ZT_OPTIM_ADAGRAD, ZT_BF16, ZT_BF16, 0.1f);
+    optim_case(&d, &r, ZT_OPTIM_ADAGRAD, ZT_F32, ZT_F16, 0.1f);
+    /* the host optimizer (ZeRO-Offload) gives the device kernel's bits */
+    zt_pool *pool = zt_pool_create(2);
+    CHECK(pool != NULL);
+    for (int kind = 0; kind < ZT_OPTIM_COUNT && pool; kind++) {
+        const int64_t n = 50021;
+        zt_optim_params p = zt_optim_defaults((zt_optimizer)kind);
+        p.step = 3, p.weight_decay = 0.05f;
+        double *w = drand(&r, n, -1, 1), *m = drand(&r, n, 0, 0.01), *v = drand(&r, n, 0, 0.01), *g = drand(&r, n, -1, 1);
+        zt_tensor W = to_dev(&d, ZT_F32, zt_shape1(n), w), M = to_dev(&d, ZT_F32, zt_shape1(n), m);
+        zt_tensor V = to_dev(&d, ZT_F32, zt_shape1(n), v), G = to_dev(&d, ZT_F32, zt_shape1(n), g);
+        float *hw = to_f32(w, n), *hm = to_f32(m, n), *hv = to_f32(v, n), *hg = to_f32(g, n);
+        zt_optim_step(d.s, W, M, V, G, NULL, p);
+        zt_optim_step_host(pool, hw, hm, kind == ZT_OPTIM_ADAMW ? hv : NULL, hg, NULL, ZT_F32, n, p);
+        float *dw = to_f32(download(&d, W), n), *dm = to_f32(download(&d, M), n);
+        CHECK_MSG(memcmp(dw, hw, sizeof(float) * (size_t)n) == 0 && memcmp(dm, hm, sizeof(float) * (size_t)n) == 0,
+                  "%s: the host optimizer's bits differ from the CPU backend's", zt_optim_name((zt_optimizer)kind));
+        free(hw), free(hm), free(hv), free(hg), free(dw), free(dm);
+    }
+    zt_pool_destroy(pool);
     cpu_close(&d);
     bufs_free();
 }

@@ -196,9 +196,9 @@ static void scen_sumsq_adamw(cpu_dev *d, outputs *o) {
     zt_tensor V = to_dev(d, ZT_F32, zt_shape1(np), drand(&r, np, 0, 0.01));
     zt_tensor G = to_dev(d, ZT_BF16, zt_shape1(np), drand(&r, np, -0.1, 0.1));
     zt_tensor P16 = dev_new(d, ZT_BF16, zt_shape1(np));
-    zt_adamw_params ap = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
+    zt_optim_params ap = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
                           .grad_scale = 0.7f, .step = 3};
-    zt_adamw(d->s, P, M, V, G, &P16, ap);
+    zt_optim_step(d->s, P, M, V, G, &P16, ap);
     keep(o, d, "sumsq f32, bf16", S);
     keep(o, d, "adamw master", P);
     keep(o, d, "adamw v", V);

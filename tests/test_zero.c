@@ -430,7 +430,7 @@ TEST(zero_model_states_follow_the_paper) {
             double paper = stage == 0 ? 16 * P : stage == 1 ? 4 * P + 12 * P / N : stage == 2 ? 2 * P + 14 * P / N : 16 * P / N;
             double fp32_grads = stage < 2 ? 2 * P : 2 * P / N;
             double states = (double)(p.bytes[ZT_MEM_PARAMS] + p.bytes[ZT_MEM_GRADS] + p.bytes[ZT_MEM_MASTER] +
-                                     p.bytes[ZT_MEM_ADAM]);
+                                     p.bytes[ZT_MEM_OPTIM]);
             /* padding: each of 6 groups to 16 x N elements (18 bytes each), and 64-byte tensor alignment */
             double slack = 6 * (16 * N * 18 + 5 * 64);
             if (getenv("ZT_TEST_VERBOSE"))
@@ -534,7 +534,7 @@ TEST(zero_plan_answers_for_1024_ranks_and_fits) {
     o.micro_batch = 4;
     zt_memory_plan p;
     CHECK_MSG(zt_plan_memory(&p, &spec, &o, 1024) == ZT_OK, "%s", zt_last_error());
-    CHECK(p.world == 1024 && p.bytes[ZT_MEM_ADAM] > 0 && p.bytes[ZT_MEM_ADAM] < (size_t)p.params);
+    CHECK(p.world == 1024 && p.bytes[ZT_MEM_OPTIM] > 0 && p.bytes[ZT_MEM_OPTIM] < (size_t)p.params);
     /* fit: the budget of stage 2 at micro-batch 4 is met by stage 2 (stages 0-1 are rejected) */
     zt_memory_plan p2;
     o.zero_stage = 2;

@@ -820,7 +820,7 @@ static void case_adamw(zt_dtype gd, int l2, int with16) {
     if (!case_begin("adamw", gd, "n %lld, grads %s, param16 %s, %s, steps 1 2 3 1000", (long long)n, zt_dtype_name(gd),
                     with16 ? "bf16" : "none", l2 ? "l2" : "decoupled decay"))
         return;
-    zt_adamw_params p = zt_adamw_params_default();
+    zt_optim_params p = zt_optim_defaults(ZT_OPTIM_ADAMW);
     p.lr = 1e-3f, p.beta1 = 0.9f, p.beta2 = 0.95f, p.eps = 1e-8f, p.weight_decay = 0.1f, p.grad_scale = 0.5f;
     p.l2 = l2;
     pair master = prand(ZT_F32, zt_shape1(n), -1, 1), m = prand(ZT_F32, zt_shape1(n), -0.1f, 0.1f);
@@ -829,7 +829,7 @@ static void case_adamw(zt_dtype gd, int l2, int with16) {
     for (int k = 0; k < 4; k++) {
         p.step = steps[k];
         pair g = prand(gd, zt_shape1(n), -0.1f, 0.1f);
-        BOTH zt_adamw(sd[i].s, master.t[i], m.t[i], v.t[i], g.t[i], with16 ? &p16.t[i] : NULL, p);
+        BOTH zt_optim_step(sd[i].s, master.t[i], m.t[i], v.t[i], g.t[i], with16 ? &p16.t[i] : NULL, p);
         char out[48];
         snprintf(out, sizeof out, "step %lld: master", (long long)p.step);
         check(out, master, TOL_EXACT);
