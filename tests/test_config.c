@@ -409,6 +409,74 @@ TEST(config_errors_name_the_json_path) {
     config_error("{\"zero_optimization\": [1]}", "zero_optimization must be an object, found an array");
 }
 
+/* DeepSpeed's Lion and Adagrad: their params (DeepSpeed passes them to the optimizer as keywords: any other is
+   refused), "auto" filled from the flags as the Trainer fills it, Adagrad's eps its own when absent; the Trainer's
+   --optim names and --optim_args; and the settings zt does not build refused by name */
+TEST(config_lion_and_adagrad) {
+    zt_ds_config c;
+    zt_options o = zt_options_default();
+    CHECK_MSG(parse("{\"optimizer\": {\"type\": \"Lion\", \"params\": {\"lr\": 3e-4, \"betas\": [0.95, 0.98], "
+                    "\"weight_decay\": 0.1}}}", &c, &o, 1) == ZT_OK, "%s", zt_last_error());
+    CHECK(o.optimizer == ZT_OPTIM_LION && o.beta1 == 0.95f && o.beta2 == 0.98f && o.weight_decay == 0.1f && o.lr == 3e-4f);
+    o = zt_options_default();
+    char *betas[] = {(char *)"p", (char *)"--adam_beta2", (char *)"0.99"};
+    CHECK(zt_options_parse_args(&o, 3, betas) == ZT_OK);
+    CHECK(parse("{\"optimizer\": {\"type\": \"lion\", \"params\": {\"betas\": \"auto\"}}}", &c, &o, 1) == ZT_OK);
+    CHECK(o.optimizer == ZT_OPTIM_LION && o.beta1 == 0.9f && o.beta2 == 0.99f);
+    o = zt_options_default();
+    CHECK_MSG(parse("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"lr\": 0.01, \"lr_decay\": 0.001}}}", &c, &o,
+                    1) == ZT_OK, "%s", zt_last_error());
+    CHECK(o.optimizer == ZT_OPTIM_ADAGRAD && o.adagrad_eps == 1e-10f && o.adagrad_lr_decay == 0.001f && o.eps == 1e-8f);
+    o = zt_options_default();
+    CHECK(parse("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"eps\": \"auto\"}}}", &c, &o, 1) == ZT_OK);
+    CHECK(o.adagrad_eps == 1e-8f); /* "auto": --adam_epsilon, as the Trainer fills it */
+    o = zt_options_default();
+    CHECK(parse("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"eps\": 1e-6}}}", &c, &o, 1) == ZT_OK);
+    CHECK(o.adagrad_eps == 1e-6f && o.eps == 1e-8f);
+    config_error("{\"optimizer\": {\"type\": \"Lion\", \"params\": {\"eps\": 1e-8}}}",
+                 "unknown key optimizer.params.eps (line 1, column 43): DeepSpeed rejects unknown keys here");
+    config_error("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"betas\": [0.9, 0.99]}}}", "unknown key optimizer.params.betas");
+    config_error("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"initial_accumulator_value\": 0.1}}}",
+                 "optimizer.params.initial_accumulator_value 0.1 is not implemented in zt");
+    config_error("{\"optimizer\": {\"type\": \"Lion\", \"params\": {\"fp32_optimizer_states\": false}}}",
+                 "fp32_optimizer_states false is not implemented in zt");
+    config_error("{\"optimizer\": {\"type\": \"Muon\", \"params\": {}}}",
+                 "optimizer.type \"Muon\" is not implemented in zt (Adam, AdamW, Lion and Adagrad are)");
+    /* the Trainer's names */
+    static const struct { const char *flag; zt_optimizer kind; } names[] = {
+        {"adamw_torch", ZT_OPTIM_ADAMW}, {"lion_32bit", ZT_OPTIM_LION}, {"paged_lion_32bit", ZT_OPTIM_LION},
+        {"adagrad", ZT_OPTIM_ADAGRAD}};
+    for (int i = 0; i < 4; i++) {
+        o = zt_options_default();
+        char *argv[] = {(char *)"p", (char *)"--optim", (char *)names[i].flag};
+        CHECK_MSG(zt_options_parse_args(&o, 3, argv) == ZT_OK && o.optimizer == names[i].kind, "--optim %s", names[i].flag);
+    }
+    o = zt_options_default();
+    char *lion8[] = {(char *)"p", (char *)"--optim", (char *)"lion_8bit"};
+    CHECK(zt_options_parse_args(&o, 3, lion8) == ZT_ERROR_UNSUPPORTED);
+    CHECK_STR_CONTAINS(zt_last_error(), "--optim lion_8bit is not built");
+    /* --optim_args: Adagrad's lr_decay and eps, in either order of the flags; AdamW takes nothing from it (a warning) */
+    o = zt_options_default();
+    char *args[] = {(char *)"p", (char *)"--optim_args", (char *)"lr_decay=0.01, eps=1e-8", (char *)"--optim", (char *)"adagrad"};
+    CHECK_MSG(zt_options_parse_args(&o, 5, args) == ZT_OK, "%s", zt_last_error());
+    CHECK(o.optimizer == ZT_OPTIM_ADAGRAD && o.adagrad_lr_decay == 0.01f && o.adagrad_eps == 1e-8f);
+    o = zt_options_default();
+    logged[0] = 0;
+    char *ignored[] = {(char *)"p", (char *)"--optim_args", (char *)"momentum=0.9"};
+    zt_set_log(capture, NULL);
+    zt_result ri = zt_options_parse_args(&o, 3, ignored);
+    zt_set_log(NULL, NULL);
+    CHECK(ri == ZT_OK);
+    CHECK_STR_CONTAINS(logged, "--optim_args: momentum=0.9 changes nothing, as under the Trainer");
+    o = zt_options_default();
+    char *bad[] = {(char *)"p", (char *)"--optim", (char *)"adagrad", (char *)"--optim_args", (char *)"lr_decay"};
+    CHECK(zt_options_parse_args(&o, 5, bad) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "--optim_args takes key=value pairs between commas, found \"lr_decay\"");
+    char *nan_arg[] = {(char *)"p", (char *)"--optim", (char *)"adagrad", (char *)"--optim_args", (char *)"eps=x"};
+    CHECK(zt_options_parse_args(&o, 5, nan_arg) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "--optim_args: eps takes a number of 0 or more, found \"x\"");
+}
+
 /* a flag the user passed fills "auto" and absent keys, and contradicting an explicit value is an error
    that lists every contradiction, as the Transformers integration does */
 TEST(config_flags_fill_and_contradict) {

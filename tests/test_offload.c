@@ -211,6 +211,53 @@ TEST(offload_every_setting_is_bitwise_the_run_without) {
     CHECK_EQ_INT(swap_dirs_left(), 0);
 }
 
+/* Lion and Adagrad keep one state array (exp_avg; sum): ZeRO stages 0-2 at 2 ranks and every offload of their
+   state (host memory, NVMe, with the weights on NVMe too) are stage 3's run bit for bit, and a checkpoint after
+   the first step resumes into another setting (without offload into NVMe) with the same bits */
+TEST(offload_lion_and_adagrad_are_bitwise_the_run_without) {
+    static const struct { int stage; zt_offload_device opt, param; const char *name; } cases[] = {
+        {0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, "stage 0"},
+        {2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, "stage 2"},
+        {2, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, "stage 2, optimizer to host memory"},
+        {3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NONE, "optimizer to NVMe"},
+        {3, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME, "both to NVMe"},
+    };
+    result *base = shared(), *r = shared(), *adamw = shared();
+    CHECK_MSG(run(offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE), 2, adamw), "AdamW: %s", adamw->msg);
+    for (int kind = ZT_OPTIM_LION; kind <= ZT_OPTIM_ADAGRAD; kind++) {
+        const char *name = zt_optim_name((zt_optimizer)kind);
+        zt_options o = offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+        o.optimizer = (zt_optimizer)kind;
+        CHECK_MSG(run(o, 2, base), "%s: %s", name, base->msg);
+        CHECK_MSG(memcmp(adamw->w, base->w, sizeof(float) * (size_t)base->n) != 0, "%s trains as AdamW does", name);
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            o = offload_options(cases[i].stage, 2, cases[i].opt, cases[i].param);
+            o.optimizer = (zt_optimizer)kind;
+            memset(r, 0, sizeof *r);
+            CHECK_MSG(run(o, 2, r), "%s, %s: %s", name, cases[i].name, r->msg);
+            CHECK_MSG(r->n == base->n && memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0,
+                      "%s, %s: not stage 3's run without offload", name, cases[i].name);
+        }
+        zt_options to = offload_options(3, 2, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME);
+        to.optimizer = o.optimizer = (zt_optimizer)kind;
+        o = offload_options(3, 2, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
+        o.optimizer = (zt_optimizer)kind;
+        clear_checkpoint();
+        resume_as = &to;
+        memset(r, 0, sizeof *r);
+        int ran = run(o, 2, r);
+        resume_as = NULL;
+        CHECK_MSG(ran, "%s, resumed into NVMe: %s", name, r->msg);
+        CHECK_MSG(memcmp(r->w, base->w, sizeof(float) * (size_t)base->n) == 0, "%s: resumed into NVMe, not the run "
+                  "without", name);
+        clear_checkpoint();
+    }
+    munmap(base, sizeof *base);
+    munmap(r, sizeof *r);
+    munmap(adamw, sizeof *adamw);
+    CHECK_EQ_INT(swap_dirs_left(), 0);
+}
+
 static void expect_error(zt_options o, const char *want) {
     zt_engine *e = make(o, NULL);
     if (e) zt_shutdown(e);

@@ -252,8 +252,11 @@ static zt_engine *tiny_engine_with(const zt_options *o) {
     return e;
 }
 
+static zt_optimizer tiny_optimizer; /* AdamW; a test may set another, and puts it back */
+
 static zt_engine *tiny_engine(int64_t B, int64_t T, int32_t eot, zt_precision prec) {
     zt_options o = zt_options_default();
+    o.optimizer = tiny_optimizer;
     o.micro_batch = B;
     o.seq_len = T;
     o.threads = 2;
@@ -365,6 +368,55 @@ static void resume_is_exact(zt_precision prec) {
 
 TEST(resume_continues_the_exact_loss_sequence) { resume_is_exact(ZT_PRECISION_FP32); }
 TEST(resume_continues_the_exact_loss_sequence_bf16) { resume_is_exact(ZT_PRECISION_BF16); }
+TEST(resume_continues_the_exact_loss_sequence_lion_adagrad) {
+    for (int kind = ZT_OPTIM_LION; kind <= ZT_OPTIM_ADAGRAD && !zt_test_failed(); kind++) {
+        tiny_optimizer = (zt_optimizer)kind;
+        resume_is_exact(ZT_PRECISION_BF16);
+    }
+    tiny_optimizer = ZT_OPTIM_ADAMW;
+}
+
+/* a checkpoint of one optimizer holds its state (Lion's exp_avg, not AdamW's two moments): a run of another that
+   reads on is refused, naming both; an evaluation or an export takes its weights */
+TEST(checkpoint_of_another_optimizer) {
+    char dir[256], f[400];
+    temp_dir(dir, sizeof dir, "ckpt_optimizer");
+    tiny_optimizer = ZT_OPTIM_LION;
+    zt_engine *e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
+    tiny_optimizer = ZT_OPTIM_ADAMW;
+    int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    zt_forward_backward(e, tok, NULL, NULL, 1);
+    zt_forward_backward(e, tok, NULL, NULL, 1);
+    zt_step(e);
+    CHECK(zt_save(e, dir, NULL) == ZT_OK);
+    float saved[61 * 32], loaded[61 * 32];
+    CHECK(zt_param_get(e, "model.embed_tokens.weight", saved, 61 * 32, 0) == ZT_OK);
+    zt_shutdown(e);
+    snprintf(f, sizeof f, "%s/global_step1/zt_state.json", dir);
+    FILE *sf = fopen(f, "r");
+    static char state[4096];
+    size_t n = sf ? fread(state, 1, sizeof state - 1, sf) : 0;
+    if (sf) fclose(sf);
+    state[n] = 0;
+    CHECK_STR_CONTAINS(state, "\"optimizer\": \"Lion\"");
+    e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
+    uint32_t tok200[200];
+    for (int i = 0; i < 200; i++) tok200[i] = (uint32_t)(i * 7 % 61);
+    snprintf(f, sizeof f, "%s/data.bin", dir);
+    write_llmc(f, tok200, 200, 7);
+    zt_data_desc d = data_desc(f, 8, 1);
+    d.vocab = 61;
+    zt_data *data = NULL;
+    CHECK_MSG(zt_data_open(&data, &d) == ZT_OK, "%s", zt_last_error());
+    CHECK(zt_load(e, dir, data) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "was saved by a run with the Lion optimizer and holds its state; this run "
+                       "trains with AdamW: resume with Lion");
+    CHECK_MSG(zt_load(e, dir, NULL) == ZT_OK, "%s", zt_last_error());
+    CHECK(zt_param_get(e, "model.embed_tokens.weight", loaded, 61 * 32, 0) == ZT_OK);
+    CHECK(memcmp(saved, loaded, sizeof saved) == 0);
+    zt_data_close(data);
+    zt_shutdown(e);
+}
 
 TEST(checkpoint_errors_are_clear_and_harmless) {
     char dir[256], f[400];

@@ -845,6 +845,40 @@ static void case_adamw(zt_dtype gd, int l2, int with16) {
     case_end();
 }
 
+/* Lion and Adagrad: one state array (v unused); the same four steps, the same bits; Lion's exact zeros (a moment
+   and gradient of 0 at element 0) take the select's 0 on both */
+static void case_optim(zt_optimizer kind, zt_dtype gd) {
+    const int64_t n = (4 << 20) + 7;
+    const char *name = kind == ZT_OPTIM_LION ? "lion" : "adagrad";
+    if (!case_begin(name, gd, "n %lld, grads %s, param16 bf16, steps 1 2 3 1000", (long long)n, zt_dtype_name(gd)))
+        return;
+    zt_optim_params p = zt_optim_defaults(kind);
+    p.weight_decay = 0.1f, p.grad_scale = 0.5f, p.lr_decay = 0.01f;
+    pair master = prand(ZT_F32, zt_shape1(n), -1, 1), m = prand(ZT_F32, zt_shape1(n), 0, 0.01f);
+    pair p16 = pnew(ZT_BF16, zt_shape1(n));
+    zt_tensor none;
+    memset(&none, 0, sizeof none);
+    static const int64_t steps[4] = {1, 2, 3, 1000};
+    for (int k = 0; k < 4; k++) {
+        p.step = steps[k];
+        pair g = prand(gd, zt_shape1(n), -0.1f, 0.1f);
+        if (k == 0) {
+            float zero = 0.0f;
+            BOTH zt_copy(sd[i].s, zt_view(m.t[i], 0, zt_shape1(1)), zt_tensor_make(&zero, ZT_F32, ZT_HOST, zt_shape1(1)));
+            if (gd == ZT_F32) BOTH zt_copy(sd[i].s, zt_view(g.t[i], 0, zt_shape1(1)), zt_tensor_make(&zero, ZT_F32, ZT_HOST, zt_shape1(1)));
+        }
+        BOTH zt_optim_step(sd[i].s, master.t[i], m.t[i], none, g.t[i], &p16.t[i], p);
+        char out[48];
+        snprintf(out, sizeof out, "step %lld: master", (long long)p.step);
+        check(out, master, TOL_EXACT);
+        snprintf(out, sizeof out, "step %lld: state", (long long)p.step);
+        check(out, m, TOL_EXACT);
+        snprintf(out, sizeof out, "step %lld: param16", (long long)p.step);
+        check(out, p16, TOL_EXACT);
+    }
+    case_end();
+}
+
 static void case_sumsq(zt_dtype dt, int64_t n) {
     if (!case_begin("sumsq", dt, "n %lld", (long long)n)) return;
     pair x = prand(dt, zt_shape1(n), -2, 2), out = pfill(ZT_F32, zt_shape1(1), 123.0f);
@@ -970,6 +1004,10 @@ int main(int argc, char **argv) {
     case_adamw(ZT_BF16, 0, 1);
     case_adamw(ZT_F32, 1, 1);
     case_adamw(ZT_F32, 0, 0);
+    case_optim(ZT_OPTIM_LION, ZT_F32);
+    case_optim(ZT_OPTIM_LION, ZT_BF16);
+    case_optim(ZT_OPTIM_ADAGRAD, ZT_F32);
+    case_optim(ZT_OPTIM_ADAGRAD, ZT_BF16);
     static const int64_t sumsq_n[3] = {1, 4099, 10000019};
     for (int a = 0; a < 2; a++)
         for (int k = 0; k < 3; k++) case_sumsq(floats[a], sumsq_n[k]);

@@ -139,7 +139,7 @@ run_build() {
 run_ops() {
     local end=$((SECONDS + $1)) g rc=0 r
     for g in "copy cast fill scale add" "gemm sum_rows matmul embedding" "layernorm rmsnorm gelu silu swiglu rope" \
-        attention "crossentropy output_loss adamw sumsq"; do
+        attention "crossentropy output_loss adamw lion adagrad sumsq"; do
         ((end - SECONDS < 5)) && return 124
         r=0
         # shellcheck disable=SC2086 # the group's words are the op filter
