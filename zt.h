@@ -1065,7 +1065,8 @@ typedef struct zt_step_info {
     float loss_scale;
     int64_t tokens;             /* predicted tokens in the step */
 } zt_step_info;
-/* Clipping, the optimizer, the schedule and the loss scale; zeroes the gradients. */
+/* Clipping, the optimizer, the schedule and the loss scale; zeroes the gradients. At least one
+   zt_forward_backward comes before each zt_step (without one the process stops, naming the mistake). */
 ZT_API zt_step_info zt_step(zt_engine *e);
 /* an evaluation's metric, for the schedules that follow one (zt_plateau); the others ignore it. Every rank
    calls it with the same value. */
@@ -1082,7 +1083,8 @@ ZT_API void zt_gather_values(zt_engine *e, const double *mine, int n, double *al
    zt_eval and zt_generate gather weights under ZeRO-3: with several ranks, every rank calls them. */
 ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
                      int64_t n_rows, double *loss_sum, int64_t *count);
-/* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new). */
+/* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new): temperature 0 is
+   greedy, top_k 0 keeps every token, top_p 1 the whole distribution; values outside are refused. */
 ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out,
                              int64_t n_new, float temperature, int top_k, float top_p, uint64_t seed);
 /* Device memory by category. Every category is laid out at init from the plan; activations and
@@ -1481,7 +1483,8 @@ ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
    embeddings absent); F32, F16 and BF16 converted, and quantized files dequantized as transformers does where
    config.json says so (zt_model_config's fp8_block: F8_E4M3 weights and their scales; mxfp4: gpt-oss's experts). Every
    tensor is checked (inside the file, its size, no overlap, the shape config.json gives) before any is copied.
-   zt_export_hf writes config.json (the model's, as read, less a quantization_config: the weights it writes are plain;
+   zt_export_hf writes config.json (the model's, as read from its file, less a quantization_config: the weights it writes
+   are plain; a model made from a zt_model_config in memory has no file, and gets none, with a warning;
    its dtype the one written, as save_pretrained has it; its tokenizer files are copied too, and those of another model
    in dir that it has not are removed) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
    bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
@@ -9324,6 +9327,15 @@ static int zt__new_param(zt_block_def *def) {
 
 ZT_API int zt_block_param(zt_block_def *def, const char *name, zt_shape shape, unsigned flags,
                           zt_init_kind init, float std) {
+    int ok = shape.ndim >= 1 && shape.ndim <= ZT_MAX_DIMS;
+    for (int d = 0; ok && d < shape.ndim; d++) ok = shape.d[d] >= 0;
+    if (!ok) {
+        char dims[96];
+        zt_shape_str(shape, dims, sizeof dims);
+        zt_fatal("block %d declares parameter \"%s\" of shape %s (%d dimensions): a parameter has 1 to %d dimensions of "
+                 "0 or more", def->index, name ? name : "(unnamed)", shape.ndim >= 1 && shape.ndim <= ZT_MAX_DIMS ? dims : "?",
+                 shape.ndim, ZT_MAX_DIMS);
+    }
     int slot = zt__new_param(def);
     if (def->counting || slot < 0) {
         def->name_bytes += name ? strlen(name) + 1 : 0;
@@ -9772,8 +9784,13 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
                 if (on) zt_log(ZT_LOG_WARN, "--tf32: zt's f32 products stay f32 (TF32 is not built); the flag changes nothing");
                 continue;
             }
-            if (on) o->precision = name[0] == 'b' ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16;
-            if (on) o->given |= (uint64_t)1 << (name[0] == 'b' ? ZT__GIVEN_BF16 : ZT__GIVEN_FP16);
+            zt_precision p = name[0] == 'b' ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16;
+            uint64_t bit = (uint64_t)1 << (name[0] == 'b' ? ZT__GIVEN_BF16 : ZT__GIVEN_FP16);
+            if (on) o->precision = p, o->given |= bit;
+            else if (o->given & bit) { /* --bf16 then --bf16 false */
+                o->given &= ~bit;
+                if (o->precision == p) o->precision = ZT_PRECISION_FP32;
+            }
             continue;
         }
         if (n == 5 && strncmp(name, "optim", 5) == 0) {
@@ -9797,6 +9814,10 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
         if (r != ZT_OK) return r;
         o->given |= (uint64_t)1 << (f - zt__flags);
     }
+    uint64_t both = ((uint64_t)1 << ZT__GIVEN_BF16) | ((uint64_t)1 << ZT__GIVEN_FP16);
+    if ((o->given & both) == both)
+        return zt_fail(ZT_ERROR_INVALID, "--bf16 and --fp16 are both true: at most one of fp16 and bf16 can be True, as "
+                       "transformers says");
     zt_result r = zt__optim_args(o);
     return r != ZT_OK ? r : zt__schedule_kwargs(o);
 }
@@ -10993,7 +11014,9 @@ static zt_batch zt__batch_view(zt_engine *e, int64_t B, int64_t T) {
 /* the batch: rows of host tokens into the pinned staging, then to the device */
 static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
                               int64_t n_rows, int64_t B, int64_t T) {
-    ZT_ASSERT(n_rows >= 0 && n_rows <= B);
+    if (n_rows < 0 || n_rows > B)
+        zt_fatal("%lld rows for a micro-batch of %lld (--per_device_train_batch_size): give 0 to %lld rows",
+                 (long long)n_rows, (long long)B, (long long)B);
     int64_t valid = 0, positions = 1;
     int32_t eot = e->opt.eot_token;
     for (int64_t r = 0; r < B; r++) {
@@ -11006,6 +11029,9 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
                          (long long)r, (long long)t, (long long)e->vocab);
             if (r < n_rows) {
                 if (targets) tgt = targets[i];
+                else if (t + 1 < T && (tokens[i + 1] < 0 || tokens[i + 1] >= e->vocab)) /* named as a token, where it is */
+                    zt_fatal("token %d at row %lld, position %lld is outside the vocabulary [0, %lld)", tokens[i + 1],
+                             (long long)r, (long long)t + 1, (long long)e->vocab);
                 else if (t + 1 < T) tgt = tokens[i + 1];
                 if (mask && !mask[i]) tgt = e->opt.ignore_index;
                 if (tgt != e->opt.ignore_index && (tgt < 0 || tgt >= e->vocab))
@@ -11529,6 +11555,14 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
         if (n_blocks < 2 || !model->blocks) {
             return zt_fail(ZT_ERROR_INVALID, "a model needs a config or at least two blocks (tokens in, loss out)");
         }
+        if (model->hidden < 1 || model->vocab < 1 || model->max_seq < 1)
+            return zt_fail(ZT_ERROR_INVALID, "a model of one's own blocks needs hidden, vocab and max_seq of 1 or more; "
+                           "found %lld, %lld and %lld", (long long)model->hidden, (long long)model->vocab,
+                           (long long)model->max_seq);
+        for (int b = 0; b < n_blocks; b++)
+            if (!model->blocks[b] || !model->blocks[b]->declare || !model->blocks[b]->forward || !model->blocks[b]->backward)
+                return zt_fail(ZT_ERROR_INVALID, "block %d of %d is %s: every block needs a type with declare, forward "
+                               "and backward", b, n_blocks, model->blocks[b] ? "a type missing a function" : "NULL");
         e->C = model->hidden;
         e->vocab = model->vocab;
         e->max_seq = model->max_seq;
@@ -12031,6 +12065,9 @@ static float zt__lr_now(const zt_engine *e) {
 ZT_API zt_step_info zt_step(zt_engine *e) {
     zt_step_info info;
     memset(&info, 0, sizeof info);
+    if (e->micro == 0) /* PyTorch's step() after zero_grad() leaves every parameter; zt's would still move them */
+        zt_fatal("zt_step without a zt_forward_backward since the last step: a step updates with the micro-batches "
+                 "accumulated since then, and there are none");
     zt__memory_breakdown(e, "Engine before step");
     if (e->timing) zt__lap(e, 1);
     if (e->world > 1) zt__sum_across_ranks(e);
@@ -12150,6 +12187,11 @@ static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k,
 ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out, int64_t n_new,
                              float temperature, int top_k, float top_p, uint64_t seed) {
     if (n_prompt < 1) return zt_fail(ZT_ERROR_INVALID, "zt_generate needs at least one prompt token");
+    if (n_new < 0) return zt_fail(ZT_ERROR_INVALID, "zt_generate: n_new is %lld; it takes 0 or more", (long long)n_new);
+    if (!(temperature >= 0 && isfinite(temperature)) || !(top_p >= 0 && top_p <= 1) || top_k < 0)
+        return zt_fail(ZT_ERROR_INVALID, "zt_generate: temperature %g, top_k %d, top_p %g; it takes a temperature of 0 "
+                       "(greedy) or more, top_k 0 (all) or more, top_p from 0 to 1", (double)temperature, top_k,
+                       (double)top_p);
     for (int64_t i = 0; i < n_prompt; i++) {
         if (prompt[i] < 0 || prompt[i] >= e->vocab)
             return zt_fail(ZT_ERROR_INVALID, "prompt token %d at %lld is outside the vocabulary [0, %lld)", prompt[i],
@@ -13144,9 +13186,17 @@ ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step) {
 
 ZT_API int64_t zt_engine_step(const zt_engine *e) { return e->step; }
 
+/* a checkpoint lies between steps: the gradients of micro-batches accumulated toward the next are not in it */
+static zt_result zt__between_steps(const zt_engine *e, const char *what) {
+    if (e->micro == 0) return ZT_OK;
+    return zt_fail(ZT_ERROR_INVALID, "%s after %lld zt_forward_backward of step %lld and before its zt_step: a checkpoint "
+                   "holds no accumulated gradients, so call it between steps", what, (long long)e->micro, (long long)e->step + 1);
+}
+
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
     char tag[64], final[ZT__PATH], tmp[ZT__PATH], file[ZT__PATH], old[ZT__PATH], latest[ZT__PATH];
-    zt_result r;
+    zt_result r = zt__between_steps(e, "zt_save");
+    if (r != ZT_OK) return r;
     if (e->rank > 0) return zt__ckpt_write_tensors(e, NULL); /* rank 0 writes what all hold */
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return zt_fail(ZT_ERROR_IO, "cannot create the checkpoint directory %s: %s", dir, strerror(errno));
@@ -13333,7 +13383,8 @@ ZT_API zt_result zt_checkpoint_path(const char *dir, char *out, size_t cap) {
 
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     char path[ZT__PATH], file[ZT__PATH];
-    zt_result r = zt_checkpoint_path(dir, path, sizeof path);
+    zt_result r = zt__between_steps(e, "zt_load");
+    if (r == ZT_OK) r = zt_checkpoint_path(dir, path, sizeof path);
     if (r != ZT_OK) return r;
     /* the state */
     if ((r = zt__path(file, path, ZT__CKPT_STATE)) != ZT_OK) return r;
@@ -15900,8 +15951,8 @@ typedef struct zt__tok_pieces {
    their patterns through the machine above, faster), or a Sequence of steps */
 enum { ZT__PRE_NONE, ZT__PRE_GPT2, ZT__PRE_LLAMA3, ZT__PRE_QWEN2, ZT__PRE_STEPS };
 /* an added token's flags: white space before it, or after it, is its own; it matches only between words; and that it
-   is one */
-enum { ZT__ADDED_LSTRIP = 1, ZT__ADDED_RSTRIP = 2, ZT__ADDED_WORD = 4, ZT__ADDED = 8 };
+   is one; and a token of the model's vocabulary (an added token may be one too) */
+enum { ZT__ADDED_LSTRIP = 1, ZT__ADDED_RSTRIP = 2, ZT__ADDED_WORD = 4, ZT__ADDED = 8, ZT__IN_MODEL = 16 };
 #define ZT__SPECIAL 7
 #define ZT__AROUND 8
 
@@ -16082,8 +16133,13 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
             zt_result r = zt__tok_step_parse(t, j, pre, 0, path);
             if (r != ZT_OK) return r;
         } else if (strcmp(type, "Metaspace") == 0) {
-            char scheme[16] = "always";
+            char scheme[16] = "always", repl[8] = "\xe2\x96\x81";
             zt__json_string(j, zt__json_get(j, pre, "prepend_scheme"), "prepend_scheme", scheme, sizeof scheme);
+            zt__json_string(j, zt__json_get(j, pre, "replacement"), "replacement", repl, sizeof repl);
+            if (strcmp(repl, "\xe2\x96\x81") != 0)
+                return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: the Metaspace pre_tokenizer's replacement is \"%s\"; zt reads \"\xe2\x96\x81\" "
+                               "(U+2581), SentencePiece's", path, repl);
+            t->sp_split = 1; /* the tokenizers library's default, for files written before the key */
             zt__json_bool(j, zt__json_get(j, pre, "split"), "split", &t->sp_split);
             t->sp_prepend = strcmp(scheme, "first") == 0 ? 2 : strcmp(scheme, "never") == 0 ? 0 : 3;
         } else {
@@ -16092,6 +16148,7 @@ static zt_result zt__tok_pipeline(zt_tokenizer *t, const zt__json *j, const char
         }
     }
     if (norm >= 0 && !zt__json_is_null(j, norm)) {
+        type[0] = 0; /* not the pre-tokenizer's, when the normalizer names none */
         zt__json_string(j, zt__json_get(j, norm, "type"), "type", type, sizeof type);
         int list = zt__json_get(j, norm, "normalizers"), ok = strcmp(type, "NFC") == 0;
         t->nfc = ok; /* Qwen2's */
@@ -16232,6 +16289,9 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
     int model = r == ZT_OK ? zt__json_get(&j, 0, "model") : -1, vocab = zt__json_get(&j, model, "vocab");
     int merges = zt__json_get(&j, model, "merges"), added = r == ZT_OK ? zt__json_get(&j, 0, "added_tokens") : -1;
     char type[32] = "";
+    if (r == ZT_OK && (model < 0 || j.tok[model].type != JSMN_OBJECT))
+        r = zt_fail(ZT_ERROR_FORMAT, "%s: \"model\" is %s; a tokenizer.json describes its model there (type, vocab, merges)",
+                    file, model < 0 ? "missing" : zt__json_is_null(&j, model) ? "null" : "not an object");
     if (r == ZT_OK) zt__json_string(&j, zt__json_get(&j, model, "type"), "model.type", type, sizeof type);
     if (r == ZT_OK && strcmp(type, "BPE") != 0)
         r = zt_fail(ZT_ERROR_UNSUPPORTED, "%s: model.type is \"%s\"; zt reads BPE tokenizers (GPT-2, LLaMA, Mistral, "
@@ -16246,6 +16306,8 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
     }
     /* the vocabulary: ids may come in any order; added tokens may lie beyond it */
     int64_t n_vocab = 0, pool = 0;
+    if (r == ZT_OK && added >= 0 && !zt__json_is_null(&j, added) && j.tok[added].type != JSMN_ARRAY)
+        r = zt__json_type_error(&j, added, "added_tokens", "an array");
     int n_added = added >= 0 && j.tok[added].type == JSMN_ARRAY ? j.tok[added].size : 0;
     for (int k = 0, it = vocab + 1; r == ZT_OK && k < j.tok[vocab].size; k++, it = zt__json_skip(&j, it + 1)) {
         int64_t id = -1;
@@ -16258,7 +16320,8 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         int64_t id = -1;
         int c = zt__json_get(&j, it, "content");
         if ((r = zt__json_int(&j, zt__json_get(&j, it, "id"), "added_tokens.id", &id)) != ZT_OK) break;
-        if (id < 0 || id >= (1 << 24) || c < 0) r = zt_fail(ZT_ERROR_FORMAT, "%s: added token %d has no id or content", file, k);
+        if (c < 0) r = zt_fail(ZT_ERROR_FORMAT, "%s: added token %d has no content", file, k);
+        else if (id < 0 || id >= (1 << 24)) r = zt_fail(ZT_ERROR_FORMAT, "%s: added token %d has id %lld, outside [0, 2^24)", file, k, (long long)id);
         else n_vocab = ZT__MAX(n_vocab, id + 1), pool += j.tok[c].end - j.tok[c].start + 8;
     }
     int64_t cap = 64, count = (r == ZT_OK ? j.tok[vocab].size : 0) + n_added;
@@ -16282,6 +16345,7 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
             int64_t id = 0;
             zt__json_int(&j, it + 1, "model.vocab", &id);
             start[2 * id] = it;
+            t->strip[id] = ZT__IN_MODEL;
         }
         for (int k = 0, it = added + 1; k < n_added && r == ZT_OK; k++, it = zt__json_skip(&j, it)) {
             int64_t id = 0;
@@ -16292,8 +16356,8 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
             if ((r = zt__json_bool(&j, zt__json_get(&j, it, "lstrip"), "added_tokens.lstrip", &flag[0])) == ZT_OK &&
                 (r = zt__json_bool(&j, zt__json_get(&j, it, "rstrip"), "added_tokens.rstrip", &flag[1])) == ZT_OK)
                 r = zt__json_bool(&j, zt__json_get(&j, it, "single_word"), "added_tokens.single_word", &flag[2]);
-            t->strip[id] = (uint8_t)(ZT__ADDED | (flag[0] ? ZT__ADDED_LSTRIP : 0) | (flag[1] ? ZT__ADDED_RSTRIP : 0) |
-                                     (flag[2] ? ZT__ADDED_WORD : 0));
+            t->strip[id] = (uint8_t)((t->strip[id] & ZT__IN_MODEL) | ZT__ADDED | (flag[0] ? ZT__ADDED_LSTRIP : 0) |
+                                     (flag[1] ? ZT__ADDED_RSTRIP : 0) | (flag[2] ? ZT__ADDED_WORD : 0));
         }
         int64_t o = 0;
         for (int64_t id = 0; id < n_vocab && r == ZT_OK; id++) {
@@ -16349,7 +16413,8 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         } else if (j.tok[it].type == JSMN_STRING) {
             int64_t n = zt__json_text(&j, it, tmp, sizeof tmp);
             char *sp = n > 0 ? (char *)memchr(tmp, ' ', (size_t)n) : NULL;
-            if (sp && sp - tmp < (int64_t)sizeof left && n - (sp - tmp) - 1 < (int64_t)sizeof right) {
+            int one = sp && !memchr(sp + 1, ' ', (size_t)(n - (sp - tmp) - 1)); /* "a b c" is no merge */
+            if (one && sp - tmp < (int64_t)sizeof left && n - (sp - tmp) - 1 < (int64_t)sizeof right) {
                 nl = sp - tmp, nr = n - nl - 1;
                 memcpy(left, tmp, (size_t)nl), memcpy(right, sp + 1, (size_t)nr);
             }
@@ -16360,7 +16425,13 @@ static zt_result zt__tokenizer_parse(zt_tokenizer **out, const char *text, size_
         }
         memcpy(tmp, left, (size_t)nl), memcpy(tmp + nl, right, (size_t)nr);
         int32_t a = zt__tok_find(t, left, (size_t)nl), b = zt__tok_find(t, right, (size_t)nr), c = zt__tok_find(t, tmp, (size_t)(nl + nr));
-        if (a < 0 || b < 0 || c < 0) continue; /* a merge into nothing the vocabulary has: never used */
+        const char *missing = a < 0 || !(t->strip[a] & ZT__IN_MODEL) ? "its left part" : b < 0 || !(t->strip[b] & ZT__IN_MODEL)
+                            ? "its right part" : c < 0 || !(t->strip[c] & ZT__IN_MODEL) ? "what it makes" : NULL;
+        if (missing) { /* the tokenizers library refuses the file */
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: merge %lld (\"%.*s\" + \"%.*s\"): model.vocab does not have %s", file,
+                        (long long)k, (int)ZT__MIN(nl, 64), left, (int)ZT__MIN(nr, 64), right, missing);
+            break;
+        }
         uint64_t key = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) + 1;
         int64_t slot = zt__merge_slot(t, key);
         if (t->mkey[slot]) continue; /* the first rank of a pair wins */
@@ -16472,11 +16543,11 @@ static int64_t zt__bpe(zt_tokenizer *t, int64_t n, int32_t *ids, int64_t cap, in
 static int64_t zt__tok_bytes(zt_tokenizer *t, const char *s, size_t n, int32_t *ids, int64_t cap, int64_t at) {
     if (n > (size_t)INT32_MAX / 4) zt_fatal("a piece of %zu bytes is more than zt tokenizes at once", n);
     if (!zt__tok_grow(t, (int64_t)n)) zt_fatal("out of memory tokenizing");
-    if (t->ignore_merges) { /* the whole piece, when the vocabulary has it */
+    if (t->ignore_merges) { /* the whole piece, when the model's vocabulary has it (not an added token's text) */
         size_t m = 0;
         for (size_t i = 0; i < n; i++) m += (size_t)zt__put_utf8(t->buf + m, t->byte_char[(uint8_t)s[i]]);
         int32_t id = zt__tok_find(t, t->buf, m);
-        if (id >= 0) {
+        if (id >= 0 && (t->strip[id] & ZT__IN_MODEL)) {
             if (at < cap) ids[at] = id;
             return at + 1;
         }
@@ -16713,7 +16784,8 @@ static int64_t zt__tok_sp(zt_tokenizer *t, const char *s, size_t n, int first, i
     if (!zt__tok_grow(t, (int64_t)n * 3 + 8)) zt_fatal("out of memory tokenizing");
     char *b = t->buf;
     size_t m = 0;
-    int marked = n > 0 && s[0] == ' '; /* Metaspace adds no ▁ where a space already makes one */
+    /* Metaspace adds no ▁ where the text's first already makes one: a space, or a ▁ */
+    int marked = n > 0 && (s[0] == ' ' || (n >= 3 && memcmp(s, "\xe2\x96\x81", 3) == 0));
     if (!cont && (t->sp_prepend == 1 || (((t->sp_prepend == 2 && first) || t->sp_prepend == 3) && !marked)))
         memcpy(b, "\xe2\x96\x81", 3), m = 3;
     for (size_t i = 0; i < n; i++) {
@@ -16821,11 +16893,19 @@ static int zt__space_before(const char *text, size_t n, size_t i) {
 }
 
 /* a letter or a number (the tokenizers library's is_alphanumeric) at text[i], or just before it */
+/* a character of the regular expression \w, as the tokenizers library's (Rust's regex) reads it: Alphabetic (the
+   letters, Nl, and the circled and squared letters, which are So), the marks, Nd, Pc and the joiners */
+static int zt__is_word_char(uint32_t c) {
+    const unsigned word = ZT__LETTERS | ZT__CAT(ZT__MN, ZT__ME) | 1u << ZT__ND | 1u << ZT__NL | 1u << ZT__PC;
+    return ((word >> zt__uni_cat(c)) & 1) || c == 0x200c || c == 0x200d || (c >= 0x24b6 && c <= 0x24e9) ||
+           (c >= 0x1f130 && c <= 0x1f149) || (c >= 0x1f150 && c <= 0x1f169) || (c >= 0x1f170 && c <= 0x1f189);
+}
+
 static int zt__word_at(const char *text, size_t n, size_t i, int before) {
     int len;
     if (before ? i == 0 : i >= n) return 0;
     uint32_t c = zt__utf8(text, n, before ? zt__utf8_back(text, i) : i, &len);
-    return zt__is_letter(c) || zt__is_number(c);
+    return zt__is_word_char(c);
 }
 
 /* whether zt may cut the text between two added tokens before s[c] (s: where that text starts, s[0, n) holding it and
@@ -17069,6 +17149,7 @@ struct zt_chat_template {
     size_t len, cap;
     int64_t *spans;
     int n_spans, spans_cap;
+    int hidden_spans;           /* {% generation %} blocks run inside a macro or a set block: not found */
 };
 
 /* ---- values ---- */
@@ -19659,7 +19740,10 @@ static void zt__jexec(zt__jr *R, const zt__jn *s) {
             size_t b = R->len;
             zt__jexec(R, s->b);
             zt_chat_template *c = R->c;
-            if (!R->top) break; /* inside a macro's or set block's text: not a place in the output yet */
+            if (!R->top) { /* inside a macro's or set block's text: not a place in the output yet */
+                c->hidden_spans++;
+                break;
+            }
             if (c->n_spans + 1 > c->spans_cap) {
                 int cap = c->spans_cap ? 2 * c->spans_cap : 16;
                 int64_t *p = (int64_t *)realloc(c->spans, sizeof(int64_t) * 2 * (size_t)cap);
@@ -19679,7 +19763,7 @@ static zt_result zt__chat_run(zt_chat_template *c, const zt__jv *vars) {
     zt__jr R;
     memset(&R, 0, sizeof R);
     R.c = c, R.top = 1;
-    c->n_spans = 0;
+    c->n_spans = c->hidden_spans = 0;
     zt__jscope given, top;
     memset(&given, 0, sizeof given);
     given.vars = *vars->u.d;
@@ -20069,7 +20153,8 @@ static zt_result zt__tokenizer_side(zt_tokenizer *t, const char *dir) {
             char where[ZT__PATH + 32];
             snprintf(where, sizeof where, "%s \"chat_template\"", file);
             r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"chat_template\" is not a readable string", file)
-                      : zt_tokenizer_set_chat_template(t, s, (size_t)n, where);
+                : n == 0 ? ZT_OK /* empty: no template, as transformers reads it */
+                         : zt_tokenizer_set_chat_template(t, s, (size_t)n, where);
             free(s);
         }
     }
@@ -20309,6 +20394,10 @@ static zt_result zt__tokenize_chat(zt_tokenizer *t, const char *json, size_t n, 
     int64_t n_spans = 0, *spans = (int64_t *)zt__jalloc(&R, sizeof(int64_t) * 2 * (size_t)(ZT__MAX(c->n_spans, all.n) + 1));
     memcpy(full, c->out, len + 1);
     if (c->has_generation) { /* the template marks the assistant's text itself */
+        if (c->hidden_spans)
+            zt__jfail(&R, "the template's {%% generation %%} runs inside a macro or a {%% set %%} block, where zt cannot "
+                      "follow it into the text: its turns would learn nothing (write it where the assistant's text is "
+                      "written, or leave it out and zt finds each turn by rendering prefixes)");
         n_spans = c->n_spans;
         if (n_spans) memcpy(spans, c->spans, sizeof(int64_t) * 2 * (size_t)n_spans);
     } else { /* each assistant message: what it adds to the prompt that asks for it */

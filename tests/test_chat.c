@@ -336,6 +336,53 @@ TEST(chat_from_the_tokenizers_files_and_jsonl) {
     rmdir(dir);
 }
 
+/* a {% generation %} that runs inside a macro is not followed into the text: the conversation is refused by name (its
+   turns would learn nothing), and the same template with the block where the text is written marks the turn; an empty
+   "chat_template" is none, as transformers reads it */
+TEST(chat_generation_inside_a_macro_is_named) {
+    zt_tokenizer *t = NULL;
+    CHECK_MSG(zt_tokenizer_load(&t, "tests/ref/tokenizers/qwen2") == ZT_OK, "%s", zt_last_error());
+    const char *in_macro = "{% macro r(m) %}{% generation %}{{ m.content }}{% endgeneration %}{% endmacro %}"
+                           "{% for m in messages %}{% if m.role == 'assistant' %}{{ r(m) }}{% else %}{{ m.content }}"
+                           "{% endif %}{% endfor %}";
+    const char *direct = "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}"
+                         "{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}";
+    const char *conv = "{\"messages\": [{\"role\": \"user\", \"content\": \"Q\"}, {\"role\": \"assistant\", "
+                       "\"content\": \" A\"}]}";
+    int32_t ids[64];
+    uint8_t mask[64];
+    int64_t count = 0;
+    CHECK(zt_tokenizer_set_chat_template(t, in_macro, strlen(in_macro), "macro.jinja") == ZT_OK);
+    CHECK(zt_tokenize_chat(t, conv, strlen(conv), ids, mask, 64, &count) != ZT_OK);
+    CHECK_STR_CONTAINS(zt_last_error(), "{% generation %} runs inside a macro or a {% set %} block");
+    CHECK(zt_tokenizer_set_chat_template(t, direct, strlen(direct), "direct.jinja") == ZT_OK);
+    CHECK_MSG(zt_tokenize_chat(t, conv, strlen(conv), ids, mask, 64, &count) == ZT_OK, "%s", zt_last_error());
+    int learned = 0;
+    for (int64_t i = 0; i < count; i++) learned += mask[i];
+    CHECK_MSG(count >= 2 && mask[0] == 0 && learned >= 1, "%lld ids, %d learned", (long long)count, learned);
+    zt_tokenizer_free(t);
+
+    char dir[128], path[256];
+    snprintf(dir, sizeof dir, "/tmp/zt_chat_empty_%d", (int)getpid());
+    mkdir(dir, 0755);
+    size_t tn = 0;
+    char *tok = test_slurp("tests/ref/tokenizers/qwen2/tokenizer.json", &tn);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    write_file(path, tok, tn);
+    free(tok);
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    const char *empty = "{\"chat_template\": \"\"}";
+    write_file(path, empty, strlen(empty));
+    CHECK_MSG(zt_tokenizer_load(&t, dir) == ZT_OK, "%s", zt_last_error());
+    CHECK(zt_tokenizer_chat_template(t) == NULL);
+    CHECK_STR_CONTAINS(zt_last_error(), "the tokenizer has no chat template");
+    zt_tokenizer_free(t);
+    remove(path);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    remove(path);
+    rmdir(dir);
+}
+
 /* broken and hostile templates: one sentence naming the line, never a crash or a hang */
 TEST(chat_hostile_templates) {
     static const char *const cases[][2] = {

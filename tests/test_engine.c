@@ -1,6 +1,8 @@
 /* tests/test_engine.c - the engine: token weighting across micro-batches, activation checkpointing,
    gradients against finite differences, a custom block, learning, and errors in configs and flags. */
 #include "test.h"
+#include <setjmp.h>
+#include <unistd.h>
 
 /* GPT-2 with transformers' default dropouts (0.1 on the embeddings, the residual branches and the attention) */
 static const char *GPT2_JSON =
@@ -270,6 +272,65 @@ TEST(engine_trains_a_custom_block) {
     }
     zt_shutdown(e);
     CHECK_MSG(last < 0.5f * first, "loss went from %g to %g", first, last);
+}
+
+/* misuse of the engine gets one sentence: a model of one's own blocks with no width or a missing block (zt_init's
+   error), a checkpoint between a step's micro-batches, sampling arguments out of range, and (the process stops,
+   here caught) a step with no micro-batch, too many rows, and a bad token named where it is */
+static jmp_buf misuse_jump;
+static char misuse_message[1024];
+static void misuse_fatal(const char *msg, void *user) {
+    (void)user;
+    snprintf(misuse_message, sizeof misuse_message, "%s", msg);
+    longjmp(misuse_jump, 1);
+}
+TEST(engine_misuse_is_named) {
+    zt_model_config c = config_of(GPT2_NODROP_JSON);
+    mlp_config mc = {32, 64};
+    const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &mlp_block, NULL, zt_gpt2_head_block()};
+    const void *configs[4] = {&c, &mc, &mc, &c};
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.n_blocks = 4, spec.blocks = blocks, spec.block_configs = configs, spec.vocab = 61, spec.max_seq = 32;
+    zt_options o = small_options(2, 16);
+    zt_engine *e = NULL;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "needs hidden, vocab and max_seq of 1 or more; found 0, 61 and 32");
+    spec.hidden = 32;
+    CHECK(zt_init_options(&e, &spec, &o) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "block 2 of 4 is NULL");
+    blocks[2] = &mlp_block;
+    CHECK_MSG(zt_init_options(&e, &spec, &o) == ZT_OK, "%s", zt_last_error());
+    int32_t tok[2 * 16];
+    for (int i = 0; i < 2 * 16; i++) tok[i] = i % 11;
+    zt_forward_backward(e, tok, NULL, NULL, 2);
+    CHECK(zt_save(e, "/tmp/zt_misuse_never_written", NULL) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "zt_save after 1 zt_forward_backward of step 1 and before its zt_step");
+    CHECK(zt_load(e, "/tmp/zt_misuse_never_written", NULL) == ZT_ERROR_INVALID);
+    CHECK(access("/tmp/zt_misuse_never_written", F_OK) != 0);
+    zt_step(e);
+    int32_t out[8];
+    CHECK(zt_generate(e, tok, 2, out, 2, NAN, 0, 1.0f, 1) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "temperature nan");
+    CHECK(zt_generate(e, tok, 2, out, 2, 1.0f, 0, -1.0f, 1) == ZT_ERROR_INVALID);
+    CHECK(zt_generate(e, tok, 2, out, -3, 1.0f, 0, 1.0f, 1) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "n_new is -3");
+    CHECK(zt_generate(e, tok, 2, out, 2, 0.0f, 0, 1.0f, 1) == ZT_OK);
+    zt_set_fatal_handler(misuse_fatal, NULL);
+    static const char *const want[3] = {"zt_step without a zt_forward_backward since the last step",
+                                        "3 rows for a micro-batch of 2 (--per_device_train_batch_size): give 0 to 2 rows",
+                                        "token 300 at row 0, position 5 is outside the vocabulary [0, 61)"};
+    for (volatile int k = 0; k < 3; k++) {
+        misuse_message[0] = 0;
+        if (setjmp(misuse_jump) == 0) {
+            if (k == 0) zt_step(e);
+            if (k == 1) zt_forward_backward(e, tok, NULL, NULL, 3);
+            if (k == 2) tok[5] = 300, zt_forward_backward(e, tok, NULL, NULL, 2);
+        }
+        CHECK_STR_CONTAINS(misuse_message, want[k]);
+    }
+    zt_set_fatal_handler(NULL, NULL);
+    zt_shutdown(e);
 }
 
 /* ---- a block of many parameters (an MoE layer has hundreds), and one whose declare is not repeatable ---- */
@@ -1554,6 +1615,21 @@ TEST(flags_are_checked) {
 }
 
 /* switches take values as HfArgumentParser's do (--bf16 True), --optim takes AdamW's names, --tf32 is taken */
+/* --bf16 and --fp16 together are refused, as transformers refuses them; a switch's false takes back its own true */
+TEST(flags_bf16_and_fp16_are_one_or_the_other) {
+    zt_options o = zt_options_default();
+    char *both[] = {(char *)"p", (char *)"--bf16", (char *)"--fp16"};
+    CHECK(zt_options_parse_args(&o, 3, both) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "--bf16 and --fp16 are both true");
+    o = zt_options_default();
+    char *back[] = {(char *)"p", (char *)"--bf16", (char *)"--fp16", (char *)"True", (char *)"--bf16", (char *)"false"};
+    CHECK_MSG(zt_options_parse_args(&o, 6, back) == ZT_OK, "%s", zt_last_error());
+    CHECK(o.precision == ZT_PRECISION_FP16 && !zt_options_given(&o, "bf16") && zt_options_given(&o, "fp16"));
+    o = zt_options_default();
+    char *off[] = {(char *)"p", (char *)"--bf16", (char *)"--bf16=false"};
+    CHECK(zt_options_parse_args(&o, 3, off) == ZT_OK && o.precision == ZT_PRECISION_FP32);
+}
+
 TEST(flags_take_the_transformers_scripts_forms) {
     zt_options o = zt_options_default();
     char *hf[] = {(char *)"prog", (char *)"--bf16", (char *)"True", (char *)"--gradient_checkpointing", (char *)"yes",

@@ -120,12 +120,29 @@ TEST(tokenizer_hostile_files) {
         "{\"type\": \"Digits\"}, {\"type\": \"Digits\"}]}}",
         "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
         "\"Sequence\", \"pretokenizers\": [{\"type\": \"ByteLevel\"}, {\"type\": \"Digits\"}]}}",
+        /* what the tokenizers library refuses: a merge of tokens the vocabulary lacks, or of three parts; added_tokens
+           that is not a list; an added token's id out of range; and no model at all */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b\"]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}, \"merges\": [\"a b ab\"]}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": {}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"added_tokens\": [{\"id\": -1, "
+        "\"content\": \"<s>\"}]}",
+        "{\"model\": null}",
+        /* a normalizer without its type; a Metaspace of another replacement than SentencePiece's */
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"ByteLevel\"}, \"normalizer\": {\"prepend\": \"x\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": "
+        "\"Metaspace\", \"replacement\": \"_\"}}",
     };
     const char *want[] = {NULL, "zt reads BPE tokenizers", "ids are dense", "merge 0 is neither", "NFKC",
                           "pre-tokenizer step 1, a Split's pattern: a group (?...) of a kind zt does not read (lookbehind",
                           "pre-tokenizer step 1 is \"Punctuation\"", "has behavior \"Merged\"", "more than 8 steps",
-                          "pre-tokenizer step 2 comes after ByteLevel"};
-    for (int i = 0; i < 10; i++) {
+                          "pre-tokenizer step 2 comes after ByteLevel",
+                          "merge 0 (\"a\" + \"b\"): model.vocab does not have what it makes", "merge 0 is neither",
+                          "\"added_tokens\" must be an array, found an object", "added token 0 has id -1, outside", "\"model\" is null",
+                          "normalizer \"\" is not one zt reads", "the Metaspace pre_tokenizer's replacement is \"_\""};
+    CHECK_EQ_INT(sizeof cases / sizeof cases[0], sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         FILE *f = fopen(path, "w");
         CHECK(f != NULL);
         fprintf(f, cases[i], merge);
@@ -133,7 +150,7 @@ TEST(tokenizer_hostile_files) {
         zt_tokenizer *t = NULL;
         zt_result r = zt_tokenizer_load(&t, path);
         if (want[i]) {
-            CHECK_MSG(r != ZT_OK, "case %d was accepted", i);
+            CHECK_MSG(r != ZT_OK, "case %d was accepted", (int)i);
             CHECK_STR_CONTAINS(zt_last_error(), want[i]);
         } else if (r == ZT_OK) {
             int32_t ids[64];
@@ -508,6 +525,40 @@ static void tokenizer_variant(const char *from, const char *dir, const char *con
     CHECK(f && fwrite(json, 1, len, f) == len);
     fclose(f);
     free(json);
+}
+
+/* a Metaspace without "split" (files written before the key) splits, the tokenizers library's default: the ids of
+   "split": true on every case of the mistral fixture (which has false) */
+TEST(tokenizer_metaspace_split_defaults_to_true) {
+    static const char *const absent[3][2] = {{"\"prepend_scheme\": \"first\",\n    \"split\": false", "\"prepend_scheme\": \"first\""}};
+    static const char *const on[3][2] = {{"\"split\": false", "\"split\": true"}};
+    char dir[2][128], path[320], line[65536], text[16384];
+    zt_tokenizer *t[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        snprintf(dir[k], sizeof dir[k], "/tmp/zt_metaspace_%d_%d", (int)getpid(), k);
+        CHECK(mkdir(dir[k], 0755) == 0);
+        tokenizer_variant("mistral", dir[k], k ? on : absent);
+        CHECK_MSG(zt_tokenizer_load(&t[k], dir[k]) == ZT_OK, "%s: %s", dir[k], zt_last_error());
+    }
+    FILE *f = fopen("tests/ref/tokenizers/mistral/cases.txt", "r");
+    CHECK(f != NULL);
+    int32_t a[4096], b[4096];
+    int differ = 0, cases = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] != 'T') continue;
+        size_t n = test_unhex(line + 2, text);
+        int64_t na = zt_tokenize(t[0], text, n, a, 4096), nb = zt_tokenize(t[1], text, n, b, 4096);
+        differ += na != nb || memcmp(a, b, sizeof(int32_t) * (size_t)(na < 4096 ? na : 4096)) != 0;
+        cases++;
+    }
+    fclose(f);
+    CHECK_MSG(cases > 20 && differ == 0, "%d of %d cases differ", differ, cases);
+    for (int k = 0; k < 2; k++) {
+        zt_tokenizer_free(t[k]);
+        snprintf(path, sizeof path, "%s/tokenizer.json", dir[k]);
+        remove(path);
+        rmdir(dir[k]);
+    }
 }
 
 /* NFC in a Sequence of normalizers, first or last (the tokenizers library gives the same ids either way: NFC composes

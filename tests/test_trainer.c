@@ -519,10 +519,17 @@ static void nameless_declare(zt_block_def *def, const void *config) {
     zt_block_param(def, NULL, zt_shape2(4, 4), 0, ZT_INIT_NORMAL, 0.02f);
 }
 
+static void unused_forward(zt_block_ctx *ctx, zt_tensor out, zt_tensor inp) { (void)ctx, (void)out, (void)inp; }
+static void unused_backward(zt_block_ctx *ctx, zt_tensor dinp, zt_tensor dout, zt_tensor inp) {
+    (void)ctx, (void)dinp, (void)dout, (void)inp;
+}
+
 TEST(parameters_need_names_of_their_own) {
     zt_block_type same = {0}, nameless = {0};
     same.name = "same", same.declare = same_name_declare;
     nameless.name = "nameless", nameless.declare = nameless_declare;
+    same.forward = nameless.forward = unused_forward; /* init never runs them: it stops first */
+    same.backward = nameless.backward = unused_backward;
     const zt_block_type *blocks[3] = {&same, &same, &same};
     zt_model_spec spec;
     memset(&spec, 0, sizeof spec);

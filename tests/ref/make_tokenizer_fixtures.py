@@ -124,6 +124,11 @@ CASES = [
     # added tokens with lstrip, rstrip and single_word (added_flags)
     "Hi<|end|>\n\n<|user|>  hello <mask>  x<mask>y \t<|user|>\u3000<|end|>\u00a0!",
     "cat cats concat cat. (cat) cat3 <|end|>cat \u00e9cat cat\u00e9 \u4e2dcat",
+    # Metaspace: a text that starts with its ▁ gets no second one
+    "\u2581x", "\u2581\u2581x", "\u2581", "a \u2581b",
+    # single_word's neighbours are regex \w (letters, marks, Nd, Nl, Pc, the joiners), not other numbers; ignore_merges
+    # finds a whole piece in the model's vocabulary only, not among the added tokens
+    "cat2 cat23 _cat x cat_ cat\u0301 cat\u200d \u2460cat cat\u00b2 \u24b6cat cat\u2166",
     # LLaMA-3's reserved special tokens (llama3_reserved), one the start of another: the longest wins
     "<|reserved_special_token_17|>x<|reserved_special_token_170|><|reserved_special_token_1|><|reserved_special_token_",
 ]
