@@ -17358,7 +17358,21 @@ static void zt__jrepr_str(zt__jbuf *b, const char *s, int64_t n) {
         else if (c == '\r') zt__jputs(b, "\\r");
         else if (c == '\t') zt__jputs(b, "\\t");
         else if ((uint8_t)c < 0x20 || c == 0x7f) snprintf(e, sizeof e, "\\x%02x", (uint8_t)c), zt__jputs(b, e);
-        else zt__jput(b, &c, 1);
+        else if ((uint8_t)c < 0x80) zt__jput(b, &c, 1);
+        else { /* what str.isprintable() calls not printable (controls, formats, surrogates, private use, unassigned,
+                  separators but the space) as \\xhh, \\uhhhh or \\Uhhhhhhhh, as Python's repr writes it */
+            int len;
+            uint32_t u = zt__utf8(s, (size_t)n, (size_t)i, &len);
+            int cat = zt__uni_cat(u);
+            char x[16];
+            if (cat >= ZT__ZS && cat <= ZT__CN) {
+                snprintf(x, sizeof x, u < 0x100 ? "\\x%02x" : u < 0x10000 ? "\\u%04x" : "\\U%08x", (unsigned)u);
+                zt__jputs(b, x);
+            } else {
+                zt__jput(b, s + i, len);
+            }
+            i += len - 1;
+        }
     }
     zt__jput(b, &q, 1);
 }

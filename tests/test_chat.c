@@ -447,4 +447,12 @@ TEST(chat_floats_print_as_python_repr) {
     CHECK_MSG(zt_chat_render(c, json, strlen(json), &out) == ZT_OK, "%s", zt_last_error());
     CHECK_MSG(strcmp(out.text, "7.120236347223045e-307 8.209073602596753e-289 0.1 1e+16 65536.0") == 0, "%s", out.text);
     zt_chat_template_free(c);
+    /* a string in a list prints as Python's repr: what str.isprintable() calls not printable escaped (a zero-width space,
+       a no-break space, a line separator, DEL, a tag character), the rest as it is (é, an emoji) */
+    src = "{{ [s] }}";
+    json = "{\"s\": \"a\\u200bb\\u00a0c\\u2028d\\u00e9\\ud83d\\ude00\\u007f\\udb40\\udc01\"}";
+    CHECK(zt_chat_template_compile(&c, src, strlen(src), "repr") == ZT_OK);
+    CHECK_MSG(zt_chat_render(c, json, strlen(json), &out) == ZT_OK, "%s", zt_last_error());
+    CHECK_MSG(strcmp(out.text, "['a\\u200bb\\xa0c\\u2028d\xc3\xa9\xf0\x9f\x98\x80\\x7f\\U000e0001']") == 0, "%s", out.text);
+    zt_chat_template_free(c);
 }
