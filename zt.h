@@ -1469,7 +1469,8 @@ ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
 /* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
    and settings must match the ones saved; data, if given, continues where it was. A checkpoint of
    another optimizer (AdamW, Lion, Adagrad) is refused with data; without, only its weights are read
-   (for an evaluation, samples or an export: the state stays as it was, not to train on). */
+   (for an evaluation, samples or an export) and this engine's optimizer starts from no state, as a new one would
+   (a warning says so). */
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
 /* the checkpoint zt_load reads for dir, into path (cap bytes): its `latest`, or dir itself when it is one */
 ZT_API zt_result zt_checkpoint_path(const char *dir, char *path, size_t cap);
@@ -8068,7 +8069,7 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
         return r;
     if (kind != ZT_OPTIM_LION) { /* absent: Adam's from the flag, Adagrad's own (torch's 1e-10, not --adam_epsilon's) */
         int et = p >= 0 ? zt__json_get(&g->j, p, "eps") : -1;
-        double fill = adam || et >= 0 ? o->eps : (double)o->adagrad_eps;
+        double fill = adam || et >= 0 ? o->eps : 1e-10; /* torch's, not --optim_args' (the Trainer reads it only without the section) */
         if ((r = zt__cfg_num_flag(g, p, "eps", "optimizer.params.eps", 0, 1e300, "adam_epsilon", fill, &eps))) return r;
     }
     int bt = p >= 0 && kind != ZT_OPTIM_ADAGRAD ? zt__json_get(&g->j, p, "betas") : -1;
@@ -8081,6 +8082,13 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
         zt__cfg_match(g, "optimizer.params.betas[1]", b2, o->beta2, "adam_beta2");
     }
     int mode = 1, amsgrad = 0, bias_correction = 1, unused = 0, fp32_states = 1, maximize = 0;
+    static const char *const unfilled[2] = {"lr_decay", "initial_accumulator_value"}; /* the Trainer fills neither */
+    for (int k = 0; k < 2 && p >= 0; k++) {
+        int ut = zt__json_get(&g->j, p, unfilled[k]);
+        if (ut >= 0 && zt__cfg_is_auto(g, ut))
+            return zt_fail(ZT_ERROR_INVALID, "%s: optimizer.params.%s is \"auto\", which no flag fills (DeepSpeed would pass the "
+                           "string to torch.optim.Adagrad): give a number", g->j.file, unfilled[k]);
+    }
     if (p >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, p, "adam_w_mode"), "optimizer.params.adam_w_mode", &mode)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "amsgrad"), "optimizer.params.amsgrad", &amsgrad)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "bias_correction"), "optimizer.params.bias_correction", &bias_correction)) ||
@@ -13144,14 +13152,15 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
                      "  \"data_index\": %lld,\n  \"world_size\": %d,\n  \"zero_stage\": %d,\n  \"parameters\": %d,\n"
                      "  \"settings\": {\"precision\": \"%s\", \"optimizer\": \"%s\", \"micro_batch\": %lld, \"seq_len\": %lld, "
                      "\"gradient_accumulation_steps\": %lld, \"learning_rate\": %.9g, \"weight_decay\": %.9g, "
-                     "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
+                     "\"betas\": [%.9g, %.9g], \"eps\": %.9g, \"lr_decay\": %.9g, \"max_grad_norm\": %.9g, \"warmup_steps\": %lld, "
                      "\"max_steps\": %lld, \"seed\": %llu}",
                      ZT_VERSION_STRING, (long long)e->step, (long long)e->adam_step, (long long)e->sched_step,
                      (double)e->scaler.scale, e->scaler.hysteresis_left, (long long)e->scaler.last_overflow, (long long)e->scaler.iter,
                      (long long)epoch, (long long)index, e->world, e->stage, zt__ckpt_items(e, NULL),
                      o->precision == ZT_PRECISION_BF16 ? "bf16" : o->precision == ZT_PRECISION_FP16 ? "fp16" : "fp32",
                      zt_optim_name(o->optimizer), (long long)o->micro_batch, (long long)e->T, (long long)o->grad_accum, (double)o->lr,
-                     (double)o->weight_decay, (double)o->beta1, (double)o->beta2, (double)o->eps,
+                     (double)o->weight_decay, (double)o->beta1, (double)o->beta2,
+                     (double)(o->optimizer == ZT_OPTIM_ADAGRAD ? o->adagrad_eps : o->eps), (double)o->adagrad_lr_decay,
                      (double)o->max_grad_norm, (long long)o->warmup_steps, (long long)o->max_steps,
                      (unsigned long long)o->seed);
     ZT_ASSERT(n > 0 && (size_t)n < e->ckpt_text_bytes);
@@ -13185,6 +13194,23 @@ ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step) {
 }
 
 ZT_API int64_t zt_engine_step(const zt_engine *e) { return e->step; }
+
+/* zeros into the optimizer's state, wherever it lives (the device, host memory or the swap): a new optimizer's */
+static void zt__optim_state_clear(zt_engine *e) {
+    int n_items = zt__ckpt_items(e, e->ckpt_items);
+    for (int i = 0; i < n_items; i++) {
+        zt__ckpt_item it = e->ckpt_items[i];
+        if (it.what == 0) continue;
+        const zt__param *pr = &e->params[it.param];
+        int64_t n = zt__param_host_numel(e, pr);
+        for (int64_t i0 = 0; i0 < n; i0 += ZT__STAGE_FLOATS) {
+            int64_t k = ZT__MIN(ZT__STAGE_FLOATS, n - i0);
+            memset(e->h_stage, 0, (size_t)k * 4);
+            zt__group_write(e, &e->groups[pr->block], it.what, pr->offset + i0, k);
+        }
+    }
+    zt_stream_sync(e->s);
+}
 
 /* a checkpoint lies between steps: the gradients of micro-batches accumulated toward the next are not in it */
 static zt_result zt__between_steps(const zt_engine *e, const char *what) {
@@ -13449,6 +13475,13 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
                        (long long)params, zt__ckpt_items(e, NULL));
     /* tensors are saved whole and unpadded: any world size and ZeRO stage resumes them */
     if ((r = zt__path(file, path, ZT__CKPT_TENSORS)) || (r = zt__ckpt_read_tensors(e, file, other))) return r;
+    if (other) { /* the weights alone: this engine's optimizer starts afresh, as a new optimizer over them would */
+        zt__optim_state_clear(e);
+        adam = 0;
+        if (e->rank == 0)
+            zt_log(ZT_LOG_WARN, "%s was saved by a run with the %s optimizer: its weights are loaded, and this engine's %s "
+                   "starts from no state", path, saved_opt, zt_optim_name(e->opt.optimizer));
+    }
     e->step = step;
     e->adam_step = adam;
     e->sched_step = sched;

@@ -433,6 +433,13 @@ TEST(config_lion_and_adagrad) {
     o = zt_options_default();
     CHECK(parse("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"eps\": 1e-6}}}", &c, &o, 1) == ZT_OK);
     CHECK(o.adagrad_eps == 1e-6f && o.eps == 1e-8f);
+    o = zt_options_default(); /* a config's section: --optim_args is not read (the Trainer reads it only without one) */
+    char *oa[] = {(char *)"p", (char *)"--optim", (char *)"adagrad", (char *)"--optim_args", (char *)"eps=1e-3"};
+    CHECK(zt_options_parse_args(&o, 5, oa) == ZT_OK && o.adagrad_eps == 1e-3f);
+    CHECK(parse("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"lr\": 0.1}}}", &c, &o, 1) == ZT_OK);
+    CHECK(o.adagrad_eps == 1e-10f);
+    config_error("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"lr_decay\": \"auto\"}}}",
+                 "optimizer.params.lr_decay is \"auto\", which no flag fills");
     config_error("{\"optimizer\": {\"type\": \"Lion\", \"params\": {\"eps\": 1e-8}}}",
                  "unknown key optimizer.params.eps (line 1, column 43): DeepSpeed rejects unknown keys here");
     config_error("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"betas\": [0.9, 0.99]}}}", "unknown key optimizer.params.betas");
