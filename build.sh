@@ -456,6 +456,7 @@ program_checks() {
     expect_output "more ranks than the collectives take are refused before any starts" 'at most 256 ranks' \
         $B/zt_train --model examples/models/byte-small --data "$text" --num_processes 514 --num_machines 2 --machine_rank 1
     epoch_check "$text"
+    epoch_boundaries_check
     strategy_check "$text"
     best_model_check "$text"
     plateau_check "$text"
@@ -670,24 +671,54 @@ plateau_check() {
         $B/zt_train --model examples/models/byte-small --data "$text" --lr_scheduler_type reduce_lr_on_plateau
 }
 
-# zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take, and the
-# Trainer's cosine schedule (--warmup_steps 0.1, a share) over exactly them: from 0 up, and down to near 0
+# zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take (each pass's last
+# batch shorter, as the Trainer's), and the Trainer's cosine schedule (--warmup_steps 0.1, a share) over exactly them: from 0 up, and down to near 0
 epoch_check() {
     local text=$1 dir=$B/check/epochs out windows steps lr first last
     rm -rf $dir
     out=$($B/zt_train --model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 4 \
         --num_train_epochs 2 --lr_scheduler_type cosine --warmup_steps 0.1 --learning_rate 1e-3 --logging_steps 0 \
         --threads 1 --output_dir $dir 2>&1) || true
-    windows=$(sed -n 's/^2 epochs of \([0-9]*\) windows at 4 a step: [0-9]* steps$/\1/p' <<<"$out")
-    steps=$(sed -n 's/^2 epochs of [0-9]* windows at 4 a step: \([0-9]*\) steps$/\1/p' <<<"$out")
+    windows=$(sed -n 's/^2 epochs of \([0-9]*\) windows: [0-9]* micro-batches of 4 rows, [0-9]* steps a pass: [0-9]* steps$/\1/p' <<<"$out")
+    steps=$(sed -n 's/^2 epochs of [0-9]* windows: [0-9]* micro-batches of 4 rows, [0-9]* steps a pass: \([0-9]*\) steps$/\1/p' <<<"$out")
     lr=$(sed -n 's/.*"learning_rate": \([^,]*\),.*/\1/p' $dir/metrics.jsonl 2>/dev/null | sed -n '1p;$p' | tr '\n' ' ')
     read -r first last <<<"$lr"
-    if [[ -n $windows && $steps == $(((2 * windows + 3) / 4)) && $(wc -l <$dir/metrics.jsonl) == "$steps" ]] &&
+    if [[ -n $windows && $steps == $((2 * ((windows + 3) / 4))) && $(wc -l <$dir/metrics.jsonl) == "$steps" ]] &&
         awk -v a="$first" -v b="$last" 'BEGIN { exit !(a == 0 && b > 0 && b < 1e-5) }'; then
         pass "zt_train --num_train_epochs 2: $steps steps for $windows windows, the cosine schedule over them (lr $first to $last)"
     else
         fail "zt_train --num_train_epochs 2: steps '${steps:-?}' for windows '${windows:-?}', lr '$lr':"
         tail -n 5 <<<"$out" | sed 's/^/    /'
+    fi
+}
+
+# passes as the Trainer's: 10 windows in batches of 4 (the last of a pass 2) with accumulation 2 are 2 steps a pass,
+# the second of each taking the pass's last micro-batch alone, so --eval_strategy epoch evaluates and saves at steps
+# 2 and 4 (epochs 1.0 and 2.0); a run cut at --max_steps 2 of a pass of 3 steps ends that pass there (epoch 0.6667)
+epoch_boundaries_check() {
+    local dir=$B/check/epoch_bounds out evals saved
+    rm -rf $dir && mkdir -p $dir
+    head -c 81 README.md >$dir/train.txt # 80 byte-level targets: 10 windows of 8
+    head -c 200 CHANGELOG.md >$dir/val.txt
+    local run=($B/zt_train --model examples/models/byte-small --data $dir/train.txt --data_format text --seq_len 8
+               --per_device_train_batch_size 4 --threads 1 --logging_steps 0 --val_data $dir/val.txt --eval_strategy epoch
+               --save_strategy epoch)
+    out=$("${run[@]}" --gradient_accumulation_steps 2 --num_train_epochs 2 --output_dir $dir/a 2>&1) || true
+    evals=$(sed -n 's/^{"step": \([0-9]*\), "eval_loss": [^,]*, "epoch": \([0-9.]*\)}$/\1@\2/p' $dir/a/metrics.jsonl 2>/dev/null | tr '\n' ' ')
+    saved=$(cd $dir/a 2>/dev/null && ls -d global_step* | tr '\n' ' ')
+    if [[ $out == *"2 epochs of 10 windows: 3 micro-batches of 4 rows, 2 steps a pass: 4 steps"* &&
+          $evals == "2@1.0000 4@2.0000 " && $saved == "global_step2 global_step4 " ]]; then
+        pass "zt_train's passes are the Trainer's: 2 steps a pass with a short last batch, evaluated and saved at each end"
+    else
+        fail "zt_train's passes: evaluations '$evals', checkpoints '$saved':"
+        grep epochs <<<"$out" | sed 's/^/    /'
+    fi
+    "${run[@]}" --max_steps 2 --output_dir $dir/b >/dev/null 2>&1 || true
+    evals=$(sed -n 's/^{"step": \([0-9]*\), "eval_loss": [^,]*, "epoch": \([0-9.]*\)}$/\1@\2/p' $dir/b/metrics.jsonl 2>/dev/null | tr '\n' ' ')
+    if [[ $evals == "2@0.6667 " && -d $dir/b/global_step2 ]]; then
+        pass "zt_train cut at --max_steps mid-pass ends the pass there, as the Trainer's loop (evaluated at epoch 0.6667)"
+    else
+        fail "zt_train cut at --max_steps mid-pass: evaluations '$evals'"
     fi
 }
 

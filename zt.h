@@ -9818,6 +9818,11 @@ ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv) {
             if (i + 1 >= argc) return zt_fail(ZT_ERROR_INVALID, "flag --%s needs a value", f->name);
             value = argv[++i];
         }
+        if (f->offset == offsetof(zt_options, max_steps) && strcmp(value, "-1") == 0) { /* the Trainer's "not set" */
+            o->max_steps = zt_options_default().max_steps;
+            o->given &= ~((uint64_t)1 << (f - zt__flags));
+            continue;
+        }
         zt_result r = zt__set_flag(o, f, value);
         if (r != ZT_OK) return r;
         o->given |= (uint64_t)1 << (f - zt__flags);

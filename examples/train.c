@@ -83,7 +83,7 @@ static const flag FLAGS[] = {
     FLAG("eval_steps", F_INT, eval_steps, "0", "evaluate on --val_data every N steps"),
     FLAG("eval_strategy", F_STR, eval_strategy, "", "steps: every --eval_steps (or --logging_steps); epoch: after each pass; no (unset: steps if --eval_steps is given)"),
     FLAG("evaluation_strategy", F_STR, eval_strategy, "", "the same as --eval_strategy (its name before transformers 4.46)"),
-    FLAG("logging_steps", F_INT, logging_steps, "10", "print a step line every N steps"),
+    FLAG("logging_steps", F_INT, logging_steps, "10", "print a step line every N steps (0: none; the Trainer refuses 0)"),
     FLAG("logging_strategy", F_STR, logging_strategy, "steps", "steps: every --logging_steps; epoch: after each pass; no: no step lines (metrics.jsonl has every step)"),
     FLAG("eval", F_BOOL, eval, "false", "no training: the mean next-token loss over --data"),
     FLAG("sample", F_INT, sample, "0", "generate N tokens after --prompt and print them"),
@@ -444,8 +444,12 @@ static int output_dir_ok(const args *a) {
     }
     if (dir) closedir(dir);
     if (!*found) return 1;
-    fprintf(stderr, "zt_train: --output_dir %s holds an earlier run (%s): --resume %s continues it, --overwrite_output_dir "
-            "trains a new one over it\n", a->output_dir, found, a->output_dir);
+    if (strcmp(found, "metrics.jsonl") == 0) /* no checkpoint: nothing to resume */
+        fprintf(stderr, "zt_train: --output_dir %s holds an earlier run (its metrics.jsonl, and no checkpoint to resume): "
+                "--overwrite_output_dir trains a new one over it, or give another --output_dir\n", a->output_dir);
+    else
+        fprintf(stderr, "zt_train: --output_dir %s holds an earlier run (%s): --resume %s continues it, "
+                "--overwrite_output_dir trains a new one over it\n", a->output_dir, found, a->output_dir);
     return 0;
 }
 
@@ -541,6 +545,7 @@ static void report_train_metrics(const args *a, const train_metrics *m) {
         n += snprintf(text + n, sizeof text - (size_t)n, "    \"%s\": %s%s\n", keys[k], json[k], k < 6 ? "," : "");
     n += snprintf(text + n, sizeof text - (size_t)n, "}");
     write_file(a->output_dir, "train_results.json", text, (size_t)n, 0);
+    write_file(a->output_dir, "all_results.json", text, (size_t)n, 0); /* save_metrics' combined file: zt has no other */
 }
 
 /* trainer_state.json of the checkpoint at `step`, written whole beside it (a temporary in --output_dir, then
@@ -765,11 +770,18 @@ static double evaluate(zt_engine *e, zt_data *data, zt_data *masked, eval_buf *b
     return count > 0 ? sum / count : 0.0;
 }
 
-/* passes over --data so far, as the Trainer's state.epoch counts them (the current one's share, at most 1) */
+/* rows of a micro-batch over all ranks: a pass over --data is ceil(windows / this) micro-batches, as the Trainer's
+   dataloader is len(dataloader) batches (its last shorter) */
+static int64_t batch_rows = 1;
+static int64_t pass_batches(const zt_data *data) { return (zt_data_windows(data) + batch_rows - 1) / batch_rows; }
+
+/* passes over --data so far, as the Trainer's state.epoch counts them: the micro-batches of the current one over its
+   micro-batches (at most 1) */
 static double epochs_read(const zt_data *data) {
     int64_t epoch, index;
     zt_data_cursor(data, &epoch, &index);
-    return (double)epoch + fmin((double)index / (double)zt_data_windows(data), 1.0);
+    double done = (double)((index + batch_rows - 1) / batch_rows);
+    return (double)epoch + fmin(done / (double)pass_batches(data), 1.0);
 }
 
 /* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
@@ -1066,22 +1078,26 @@ int main(int argc, char **argv) {
                        "sets aside\n", a.config_file, ds_len, sizeof ds_json), 2;
     if (!*a.config && !ds_len) memset(&ds, 0, sizeof ds), ds.world_size = world; /* none to read: DeepSpeed's defaults */
     if (!read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden)) return fail(NULL);
-    /* --num_train_epochs without --max_steps: the steps of that many passes over --data, so that the schedule
-       ends with them (the config is read again, from the flags, to see them in its "auto" values) */
+    /* --num_train_epochs without --max_steps (which wins, as in the Trainer): the steps of that many passes over
+       --data, counted as the Trainer counts them (a pass is ceil(windows / rows of a micro-batch) micro-batches, its
+       steps ceil(those / accumulation), the last taking what is left), so that the schedule ends with them (the config
+       is read again, from the flags, to see them in its "auto" values) */
+    batch_rows = o.micro_batch * world;
     if (a.num_train_epochs > 0 && !zt_options_given(&o, "max_steps") && *a.data && !a.eval) {
         int64_t T = o.seq_len > 0 ? o.seq_len : model_config.max_positions < 1024 ? model_config.max_positions : 1024;
         int64_t windows = data_windows(&a, &model_config, T, a.data_seed >= 0 ? (uint64_t)a.data_seed : o.seed);
         if (windows < 0) return fail(NULL);
-        int64_t per_step = o.micro_batch * o.grad_accum * world;
+        int64_t batches = (windows + batch_rows - 1) / batch_rows, per_pass = (batches + o.grad_accum - 1) / o.grad_accum;
         o = flags;
-        o.max_steps = (int64_t)ceil(a.num_train_epochs * (double)windows / (double)per_step);
+        o.max_steps = (int64_t)ceil(a.num_train_epochs * (double)per_pass);
         zt_set_log(quiet, NULL); /* it said what it had to say the first time */
         int read = read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden);
         zt_set_log(log_max != ZT_LOG_INFO ? log_filtered : NULL, NULL);
         if (!read) return fail(NULL);
         if (rank == 0)
-            printf("%g epochs of %lld windows at %lld a step: %lld steps\n", a.num_train_epochs,
-                   (long long)windows, (long long)per_step, (long long)o.max_steps);
+            printf("%g epochs of %lld windows: %lld micro-batches of %lld rows, %lld steps a pass: %lld steps\n",
+                   a.num_train_epochs, (long long)windows, (long long)batches, (long long)batch_rows, (long long)per_pass,
+                   (long long)o.max_steps);
     }
     if (a.print_config) {
         zt_ds_config_print(&ds, &o, stdout);
@@ -1220,8 +1236,6 @@ int main(int argc, char **argv) {
         for (int64_t step = zt_engine_step(e); step < o.max_steps; step++) {
             int64_t epoch, index;
             zt_data_cursor(data, &epoch, &index);
-            double windows = (double)zt_data_windows(data);
-            if (a.num_train_epochs > 0 && (double)epoch * windows + (double)index >= a.num_train_epochs * windows) break;
             uint64_t t0 = zt_time_ns();
             int64_t pass = epoch + (index >= zt_data_windows(data)); /* the pass this step reads first */
             int hang = hang_rank == rank && hang_step == zt_engine_step(e) + 1;
@@ -1230,13 +1244,16 @@ int main(int argc, char **argv) {
                 int64_t rows = zt_data_next(data, tok, targets, o.ignore_index);
                 zt_forward_backward(e, tok, targets, NULL, rows);
                 flos_rank += zt_floating_point_ops(e, rows * T); /* the Trainer's: its batch's input_ids */
+                zt_data_cursor(data, &epoch, &index);
+                if (index >= zt_data_windows(data)) break; /* a pass's last step takes what is left of it, as the Trainer's */
             }
             if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
             while (hang) pause(); /* the launcher's ZT_KILL_GRACE test */
             zt_step_info s = zt_step(e);
             double ms = (double)(zt_time_ns() - t0) / 1e6;
             zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
-            int epoch_end = epoch + (index >= zt_data_windows(data)) > pass; /* this step finished a pass */
+            /* this step finished a pass, or the run (the Trainer's on_epoch_end after its loop stops) */
+            int epoch_end = epoch + (index >= zt_data_windows(data)) > pass || s.step >= o.max_steps;
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
             double epochs = epochs_read(data);
             int n = snprintf(line, sizeof line,
@@ -1245,13 +1262,13 @@ int main(int argc, char **argv) {
                              (long long)s.step, s.loss, s.lr, s.grad_norm, epochs, ms,
                              (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
             if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
-            int log = strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
+            int log = (a.logging_first_step && s.step == 1) || (strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
                     : strcmp(a.logging_strategy, "steps") == 0 && a.logging_steps > 0 &&
-                          (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps);
+                          (s.step % a.logging_steps == 0 || s.step == 1 || s.step == o.max_steps));
             tb_loss += s.loss, tb_steps++, run_loss += s.loss;
-            int tb_log = strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end /* where the Trainer logs */
-                       : strcmp(a.logging_strategy, "steps") == 0 &&
-                             ((a.logging_steps > 0 && s.step % a.logging_steps == 0) || (a.logging_first_step && s.step == 1));
+            int tb_log = (a.logging_first_step && s.step == 1) /* where the Trainer logs: the first step whatever */
+                       || (strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
+                           : strcmp(a.logging_strategy, "steps") == 0 && a.logging_steps > 0 && s.step % a.logging_steps == 0);
             if (tb_log) { /* the Trainer's logs: the mean loss since the last, the step's norm and rate */
                 tb_scalar("train/loss", tb_loss / (double)tb_steps, s.step);
                 tb_scalar("train/grad_norm", s.grad_norm, s.step);
