@@ -399,8 +399,16 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
                         : i + 1 < argc       ? argv[++i]
                                              : NULL;
         if (!v || !set_flag(a, f, v)) {
-            fprintf(stderr, "zt_train: flag --%s: bad or missing value%s%s%s\n", f->name, v ? " \"" : "", v ? v : "",
-                    v ? "\"" : "");
+            char *end = NULL;
+            double share = v ? strtod(v, &end) : 0;
+            int steps = f->off == offsetof(args, save_steps) || f->off == offsetof(args, eval_steps) ||
+                        f->off == offsetof(args, logging_steps);
+            if (steps && end && !*end && share > 0 && share < 1) /* the Trainer's share of the run's steps */
+                fprintf(stderr, "zt_train: flag --%s %s: a share of the steps (the Trainer's reading of a value below 1) "
+                        "is not built in zt_train; give a whole number of steps\n", f->name, v);
+            else
+                fprintf(stderr, "zt_train: flag --%s: bad or missing value%s%s%s\n", f->name, v ? " \"" : "", v ? v : "",
+                        v ? "\"" : "");
             return 0;
         }
     }
