@@ -713,6 +713,21 @@ epoch_boundaries_check() {
         fail "zt_train's passes: evaluations '$evals', checkpoints '$saved':"
         grep epochs <<<"$out" | sed 's/^/    /'
     fi
+    # trainer_state.json: the Trainer's log_history (a log a step, the evaluations), carried on by --resume, and the
+    # end's train metrics in OUTPUT_DIR/trainer_state.json (run_clm's save_state)
+    "${run[@]}" --max_steps 2 --logging_steps 1 --eval_strategy steps --eval_steps 2 --save_strategy steps --save_steps 2 \
+        --output_dir $dir/c >/dev/null 2>&1 || true
+    "${run[@]}" --max_steps 4 --logging_steps 1 --eval_strategy steps --eval_steps 2 --save_strategy steps --save_steps 2 \
+        --output_dir $dir/c --resume $dir/c >/dev/null 2>&1 || true
+    local logs evals_logged last
+    logs=$(grep -c '"loss": .*"step": [1-4]}' $dir/c/global_step4/trainer_state.json 2>/dev/null)
+    evals_logged=$(grep -c '"eval_loss"' $dir/c/global_step4/trainer_state.json 2>/dev/null)
+    last=$(grep -c '"train_runtime"' $dir/c/trainer_state.json 2>/dev/null)
+    if [[ $logs == 4 && $evals_logged == 2 && $last == 1 ]]; then
+        pass "trainer_state.json holds the Trainer's log_history (4 logs and 2 evaluations across a --resume; the end's metrics)"
+    else
+        fail "trainer_state.json's log_history: ${logs:-?} logs, ${evals_logged:-?} evaluations, train metrics ${last:-?}"
+    fi
     "${run[@]}" --max_steps 2 --output_dir $dir/b >/dev/null 2>&1 || true
     evals=$(sed -n 's/^{"step": \([0-9]*\), "eval_loss": [^,]*, "epoch": \([0-9.]*\)}$/\1@\2/p' $dir/b/metrics.jsonl 2>/dev/null | tr '\n' ' ')
     if [[ $evals == "2@0.6667 " && -d $dir/b/global_step2 ]]; then

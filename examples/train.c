@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -556,9 +557,39 @@ static void report_train_metrics(const args *a, const train_metrics *m) {
     write_file(a->output_dir, "all_results.json", text, (size_t)n, 0); /* save_metrics' combined file: zt has no other */
 }
 
+/* The Trainer's TrainerState beyond the best model: the run's settings it records, the epoch, and log_history (its
+   logs: each a JSON object of the Trainer's keys, sorted as its json.dumps(sort_keys=True) writes them), kept as text
+   in room set aside at the start (past it, later logs are left out of it, said once); a resumed run starts from the
+   checkpoint's log_history */
+static struct {
+    double epoch;                                        /* the Trainer's state.epoch at the last step */
+    int64_t max_steps, logging_steps, eval_steps, save_steps, batch, epochs; /* batch: per device; epochs: passes begun */
+} run_state;
+static char history[1 << 22];
+static size_t history_len;
+static void history_add(const char *fmt, ...) ZT_PRINTF(1, 2);
+static void history_add(const char *fmt, ...) {
+    static int full;
+    char entry[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(entry, sizeof entry, fmt, ap);
+    va_end(ap);
+    if (n <= 0 || (size_t)n >= sizeof entry || full) return;
+    if (history_len + (size_t)n + 8 > sizeof history) {
+        if (rank == 0) fprintf(stderr, "warning: trainer_state.json's log_history holds the logs up to here (%zu bytes)\n", history_len);
+        full = 1;
+        return;
+    }
+    history_len += (size_t)snprintf(history + history_len, sizeof history - history_len, "%s\n    %s",
+                                    history_len ? "," : "", entry);
+}
+/* a Python float's repr, for the history (the Trainer's logs are Python floats) */
+static const char *py(double v, char *buf) { return zt_float_repr(v, buf, 32); }
+
 /* trainer_state.json of the checkpoint at `step`, written whole beside it (a temporary in --output_dir, then
    renamed into the checkpoint); 0 when it cannot be written (message printed). The path is JSON-escaped. */
-static int write_trainer_state(const char *out, int64_t step, const best_model *b) {
+static int write_trainer_state(const char *out, int64_t step, const best_model *b, int in_checkpoint) {
     char metric[40] = "null", best_step[24] = "null", checkpoint[8400] = "null", tmp[4200], path[4200];
     if (isfinite(b->metric)) snprintf(metric, sizeof metric, "%.17g", b->metric);
     if (b->step >= 0) snprintf(best_step, sizeof best_step, "%lld", (long long)b->step);
@@ -572,17 +603,27 @@ static int write_trainer_state(const char *out, int64_t step, const best_model *
         }
         snprintf(w, (size_t)(checkpoint + sizeof checkpoint - w), "/global_step%lld\"", (long long)b->checkpoint);
     }
-    char flos[40];
-    int n = snprintf(line, sizeof line, "{\"global_step\": %lld, \"best_metric\": %s, \"best_global_step\": %s, "
-                     "\"best_model_checkpoint\": %s, \"total_flos\": %s}\n", (long long)step, metric, best_step,
-                     checkpoint, zt_float_repr(flos_total, flos, sizeof flos));
+    char flos[40], epoch[40];
+    static char text[sizeof history + 16384];
+    /* the Trainer's keys in its order (sorted), log_history last (a reader of the keys before it, as --resume's, finds
+       them before the logs' own total_flos) */
+    int n = snprintf(text, sizeof text, "{\n  \"best_global_step\": %s,\n  \"best_metric\": %s,\n  \"best_model_checkpoint\": %s,\n"
+                     "  \"epoch\": %s,\n  \"eval_steps\": %lld,\n  \"global_step\": %lld,\n  \"is_hyper_param_search\": false,\n"
+                     "  \"is_local_process_zero\": true,\n  \"is_world_process_zero\": true,\n  \"logging_steps\": %lld,\n"
+                     "  \"max_steps\": %lld,\n  \"num_train_epochs\": %lld,\n  \"save_steps\": %lld,\n  \"total_flos\": %s,\n"
+                     "  \"train_batch_size\": %lld,\n  \"trial_name\": null,\n  \"trial_params\": null,\n  \"log_history\": [%s\n  ]\n}\n",
+                     best_step, metric, checkpoint, zt_float_repr(run_state.epoch, epoch, sizeof epoch),
+                     (long long)run_state.eval_steps, (long long)step, (long long)run_state.logging_steps,
+                     (long long)run_state.max_steps, (long long)run_state.epochs, (long long)run_state.save_steps,
+                     zt_float_repr(flos_total, flos, sizeof flos), (long long)run_state.batch, history);
     snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out);
-    snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
-    int fd = n < (int)sizeof line ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    int ok = fd >= 0 && write(fd, line, (size_t)n) == n && fsync(fd) == 0;
+    if (in_checkpoint) snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
+    else snprintf(path, sizeof path, "%s/trainer_state.json", out); /* run_clm's trainer.save_state() at the end */
+    int fd = n < (int)sizeof text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int ok = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0;
     if (fd >= 0) close(fd);
     ok = ok && rename(tmp, path) == 0;
-    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, n < (int)sizeof line ? strerror(errno) : "too long");
+    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, n < (int)sizeof text ? strerror(errno) : "too long");
     return ok;
 }
 
@@ -601,8 +642,34 @@ static const char *json_value(const char *text, const char *key) {
 
 /* what a resumed checkpoint's trainer_state.json recorded: the best evaluation (with `tracking`; none, with a
    word, when there is no file) and total_flos; 0: a malformed one, named */
+/* log_history's entries from a trainer_state.json's text (at v, its '['), into history; 0 when it is no array of
+   objects zt_train can carry on */
+static int read_history(const char *v) {
+    if (!v || *v != '[') return v == NULL; /* absent (an older zt's): the logs start here */
+    int depth = 0, in_string = 0;
+    const char *start = v + 1, *end = NULL;
+    for (const char *c = v; *c && !end; c++) {
+        if (in_string) {
+            if (*c == '\\' && c[1]) c++;
+            else if (*c == '"') in_string = 0;
+        } else if (*c == '"') in_string = 1;
+        else if (*c == '[' || *c == '{') depth++;
+        else if ((*c == ']' || *c == '}') && --depth == 0) end = c;
+    }
+    if (!end || *end != ']') return 0;
+    while (start < end && isspace((unsigned char)*start)) start++;
+    const char *last = end;
+    while (last > start && isspace((unsigned char)last[-1])) last--;
+    if (start < last && (*start != '{' || last[-1] != '}')) return 0;
+    if ((size_t)(last - start) + 8 > sizeof history) return 0;
+    history_len = 0;
+    if (last > start) history_len = (size_t)snprintf(history, sizeof history, "\n    %.*s", (int)(last - start), start);
+    return 1;
+}
+
 static int read_trainer_state(const char *resume, const char *out, best_model *b, int tracking) {
-    char checkpoint[4096], path[4200], text[16384];
+    char checkpoint[4096], path[4200];
+    static char text[sizeof history + 16384];
     if (zt_checkpoint_path(resume, checkpoint, sizeof checkpoint) != ZT_OK) { /* the one zt_load reads */
         fail(NULL);
         return 0;
@@ -618,6 +685,9 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
     fclose(f);
     text[n] = 0;
     if (longer) return fprintf(stderr, "zt_train: %s is longer than the %zu bytes a trainer state takes\n", path, n), 0;
+    if (!read_history(json_value(text, "log_history")))
+        return fprintf(stderr, "zt_train: %s: \"log_history\" should be a list of logs (JSON objects) within %zu bytes\n", path,
+                       sizeof history), 0;
     const char *flos = json_value(text, "total_flos"); /* absent (an older zt's): counted from here */
     char *flos_end = NULL;
     if (flos) flos_total = strtod(flos, &flos_end);
@@ -667,7 +737,7 @@ static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t 
         memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--*n_saved);
     saved[(*n_saved)++] = step;
     if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
-    if (rank == 0 && !write_trainer_state(a->output_dir, step, b)) return 0;
+    if (rank == 0 && !write_trainer_state(a->output_dir, step, b, 1)) return 0;
     int64_t keep = a->save_total_limit;
     if (keep <= 0) return 1;
     if (b->checkpoint >= 0 && b->checkpoint != step && keep < 2) keep = 2;
@@ -873,6 +943,10 @@ static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *b
     tb_scalar("eval/loss", v, step), tb_scalar("eval/runtime", speed[0], step);
     tb_scalar("eval/samples_per_second", speed[1], step), tb_scalar("eval/steps_per_second", speed[2], step);
     tb_scalar("train/epoch", epochs, step); /* the Trainer logs its epoch with it */
+    char f[5][32];
+    history_add("{\"epoch\": %s, \"eval_loss\": %s, \"eval_runtime\": %s, \"eval_samples_per_second\": %s, "
+                "\"eval_steps_per_second\": %s, \"step\": %lld}", py(epochs, f[0]), py(v, f[1]), py(speed[0], f[2]),
+                py(speed[1], f[3]), py(speed[2], f[4]), (long long)step);
     if (n_val < MAX_POINTS) val_curve[n_val][0] = (float)step, val_curve[n_val++][1] = (float)v;
     return v;
 }
@@ -1223,6 +1297,10 @@ int main(int argc, char **argv) {
         if (!(saved = (int64_t *)realloc(saved, sizeof(int64_t) * (size_t)cap)))
             return fprintf(stderr, "zt_train: out of memory listing %s\n", a.output_dir), 1;
         best_model best = {a.greater_is_better ? -INFINITY : INFINITY, -1, -1};
+        int64_t per_pass = (pass_batches(data) + o.grad_accum - 1) / o.grad_accum; /* the state's settings */
+        run_state.max_steps = o.max_steps, run_state.batch = o.micro_batch, run_state.save_steps = a.save_steps;
+        run_state.logging_steps = a.logging_steps, run_state.eval_steps = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+        run_state.epochs = (o.max_steps + per_pass - 1) / per_pass, run_state.epoch = epochs_read(data);
         if (*a.resume && !read_trainer_state(a.resume, a.output_dir, &best, *a.metric_for_best_model != 0)) return 2;
         if (!(flos_all = (double *)calloc((size_t)world, sizeof(double))))
             return fprintf(stderr, "zt_train: out of memory\n"), 1;
@@ -1277,7 +1355,12 @@ int main(int argc, char **argv) {
             int tb_log = (a.logging_first_step && s.step == 1) /* where the Trainer logs: the first step whatever */
                        || (strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end
                            : strcmp(a.logging_strategy, "steps") == 0 && a.logging_steps > 0 && s.step % a.logging_steps == 0);
+            run_state.epoch = epochs;
             if (tb_log) { /* the Trainer's logs: the mean loss since the last, the step's norm and rate */
+                char f[4][32];
+                history_add("{\"epoch\": %s, \"grad_norm\": %s, \"learning_rate\": %s, \"loss\": %s, \"step\": %lld}",
+                            py(epochs, f[0]), py(s.grad_norm, f[1]), py(s.lr, f[2]), py(tb_loss / (double)tb_steps, f[3]),
+                            (long long)s.step);
                 tb_scalar("train/loss", tb_loss / (double)tb_steps, s.step);
                 tb_scalar("train/grad_norm", s.grad_norm, s.step);
                 tb_scalar("train/learning_rate", s.lr, s.step);
@@ -1351,6 +1434,13 @@ int main(int argc, char **argv) {
             tb_scalar("train/train_loss", m.loss, at);
             tb_scalar("train/epoch", m.epoch, at);
             if (rank == 0) report_train_metrics(&a, &m);
+            char f[6][32];
+            history_add("{\"epoch\": %s, \"step\": %lld, \"total_flos\": %s, \"train_loss\": %s, \"train_runtime\": %s, "
+                        "\"train_samples_per_second\": %s, \"train_steps_per_second\": %s}", py(m.epoch, f[0]), (long long)at,
+                        py(m.total_flos, f[1]), py(m.loss, f[2]), py(round_to(m.runtime, 4), f[3]),
+                        py(round_to(m.samples_per_second, 3), f[4]), py(round_to(m.steps_per_second, 3), f[5]));
+            run_state.epoch = m.epoch;
+            if (rank == 0 && !write_trainer_state(a.output_dir, at, &best, 0)) return 1;
         }
         zt_events_close(&tb);
         if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
