@@ -1131,6 +1131,13 @@ int main(int argc, char **argv) {
     spec.config_path = a.model;
     zt_options o = zt_options_default();
     if (zt_options_parse_args(&o, eargc, eargv) != ZT_OK) return fail(NULL);
+    int by_epochs = 0; /* --max_steps -1 (its last value): the Trainer's "by epochs", its 3 unless --num_train_epochs */
+    for (int i = 0; i < eargc; i++) {
+        const char *f = eargv[i];
+        if (strcmp(f, "--max_steps") == 0 && i + 1 < eargc) by_epochs = strcmp(eargv[++i], "-1") == 0;
+        else if (strncmp(f, "--max_steps=", 12) == 0) by_epochs = strcmp(f + 12, "-1") == 0;
+    }
+    if (by_epochs && a.num_train_epochs <= 0) a.num_train_epochs = 3;
     if (a.use_cpu) o.backend = "cpu";
     if (a.activation_ckpt >= 0) o.gradient_checkpointing = a.activation_ckpt; /* the new name wins, as in the Trainer */
     if (a.full_eval && o.precision != (a.full_eval == 1 ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16)) {
@@ -1165,7 +1172,8 @@ int main(int argc, char **argv) {
        steps ceil(those / accumulation), the last taking what is left), so that the schedule ends with them (the config
        is read again, from the flags, to see them in its "auto" values) */
     batch_rows = o.micro_batch * world;
-    if (a.num_train_epochs > 0 && !zt_options_given(&o, "max_steps") && *a.data && !a.eval) {
+    int epoch_based = a.num_train_epochs > 0 && !zt_options_given(&o, "max_steps");
+    if (epoch_based && *a.data && !a.eval) {
         int64_t T = o.seq_len > 0 ? o.seq_len : model_config.max_positions < 1024 ? model_config.max_positions : 1024;
         int64_t windows = data_windows(&a, &model_config, T, a.data_seed >= 0 ? (uint64_t)a.data_seed : o.seed);
         if (windows < 0) return fail(NULL);
@@ -1257,10 +1265,11 @@ int main(int argc, char **argv) {
         if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
     }
     if (*a.resume && zt_load(e, a.resume, data) != ZT_OK) return fail(NULL);
-    if (*a.resume && data && a.ignore_data_skip) { /* the Trainer's: the pass it was in, from its start (its order) */
+    if (*a.resume && data && a.ignore_data_skip) { /* the Trainer's: the pass it was in, from its start (its order);
+                                                       saved at a pass's end, the next pass */
         int64_t epoch, index;
         zt_data_cursor(data, &epoch, &index);
-        zt_data_seek(data, epoch, 0);
+        zt_data_seek(data, epoch + (index >= zt_data_windows(data)), 0);
     }
     int stopped = 0; /* --enable_jit_checkpoint, after a SIGTERM */
     if (data) {
@@ -1425,7 +1434,11 @@ int main(int argc, char **argv) {
         store_flos(e);
         if (steps > 0 && runtime > 0) {
             int64_t at = zt_engine_step(e);
-            train_metrics m = {runtime, (double)(steps * B * o.grad_accum * world) / runtime, (double)steps / runtime,
+            /* the Trainer's train samples: by epochs, the set's rows times the epochs (for the share of the steps this run
+               took); by --max_steps, the steps times the rows of a full step */
+            double samples = epoch_based ? (double)zt_data_windows(data) * a.num_train_epochs * (double)steps / (double)o.max_steps
+                                         : (double)(steps * B * o.grad_accum * world);
+            train_metrics m = {runtime, samples / runtime, (double)steps / runtime,
                                flos_total, run_loss / (double)steps, epochs_read(data), zt_data_windows(data)};
             tb_scalar("train/train_runtime", m.runtime, at);
             tb_scalar("train/train_samples_per_second", m.samples_per_second, at);
