@@ -728,6 +728,22 @@ epoch_boundaries_check() {
     else
         fail "trainer_state.json's log_history: ${logs:-?} logs, ${evals_logged:-?} evaluations, train metrics ${last:-?}"
     fi
+    # --ignore_data_skip from a checkpoint at a pass's end starts the next pass: the straight run's steps 3 and 4
+    local base=($B/zt_train --model examples/models/byte-small --data $dir/train.txt --data_format text --seq_len 8
+                --per_device_train_batch_size 4 --threads 1 --logging_steps 0 --gradient_accumulation_steps 2)
+    "${base[@]}" --num_train_epochs 2 --save_steps 1 --output_dir $dir/d >/dev/null 2>&1 || true
+    mkdir -p $dir/e && cp -r $dir/d/global_step2 $dir/e/ 2>/dev/null
+    "${base[@]}" --num_train_epochs 2 --save_steps 1 --output_dir $dir/e --resume $dir/e/global_step2 --ignore_data_skip \
+        >/dev/null 2>&1 || true
+    if [[ -s $dir/e/metrics.jsonl ]] && diff <(sed -n 3,4p $dir/d/metrics.jsonl | cut -d, -f1-2,5) \
+        <(cut -d, -f1-2,5 $dir/e/metrics.jsonl) >/dev/null; then
+        pass "zt_train --ignore_data_skip from a pass's end goes on with the next pass, as the straight run"
+    else
+        fail "zt_train --ignore_data_skip from a pass's end: not the straight run's steps 3 and 4"
+    fi
+    expect_output "zt_train --max_steps -1 trains by epochs, the Trainer's 3 unless given" \
+        '^3 epochs of 10 windows: 3 micro-batches of 4 rows, 2 steps a pass: 6 steps$' \
+        "${base[@]}" --max_steps -1 --print_config
     "${run[@]}" --max_steps 2 --output_dir $dir/b >/dev/null 2>&1 || true
     evals=$(sed -n 's/^{"step": \([0-9]*\), "eval_loss": [^,]*, "epoch": \([0-9.]*\)}$/\1@\2/p' $dir/b/metrics.jsonl 2>/dev/null | tr '\n' ' ')
     if [[ $evals == "2@0.6667 " && -d $dir/b/global_step2 ]]; then
