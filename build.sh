@@ -549,10 +549,11 @@ strategy_check() {
     windows=$(sed -n 's/.* tokens in \([0-9]*\) windows of 32 .*/\1/p' <<<"$out")
     first=$(((windows + 3) / 4)) # 4 rows a step: the pass ends at the step that reads its last window
     evals=$(sed -n 's/^step \([0-9]*\) | val_loss .*/\1/p' <<<"$out" | tr '\n' ' ')
-    if [[ -n $windows && $((2 * first)) -lt 60 && $evals == "$first $((2 * first)) " ]] &&
+    # (and at step 60, mid-pass, where the run ends it as the Trainer's loop does)
+    if [[ -n $windows && $((2 * first)) -lt 60 && $evals == "$first $((2 * first)) 60 " ]] &&
         [[ $(checkpoints $dir/epoch) == "$first $((2 * first)) 60 " ]] &&
         ! grep -q '^step [0-9]*/60 |' <<<"$out"; then
-        pass "--save_strategy epoch and --eval_strategy epoch act where each pass ends; --logging_strategy no"
+        pass "--save_strategy epoch and --eval_strategy epoch act where each pass ends, and the run; --logging_strategy no"
     else
         fail "--save_strategy/--eval_strategy epoch (passes of $windows windows): evaluations at '$evals', $(ls $dir/epoch 2>&1 | tr '\n' ' ')"
     fi
