@@ -507,7 +507,7 @@ train_metrics_check() {
     first=$(cat $dir/train_results.json 2>/dev/null)
     if grep -q '^  total_flos               = *1GF$' <<<"$out" && grep -q '^\*\*\*\*\* train metrics \*\*\*\*\*$' <<<"$out" &&
         grep -q '^    "total_flos": 1827864576.0,$' <<<"$first" && grep -q '^    "train_steps_per_second": ' <<<"$first" &&
-        grep -q '"total_flos": 1218576384.0}' $dir/global_step2/trainer_state.json &&
+        grep -q '^  "total_flos": 1218576384.0,$' $dir/global_step2/trainer_state.json &&
         "${run[@]}" --max_steps 5 --resume $dir >/dev/null 2>&1 &&
         grep -q '^    "total_flos": 3046440960.0,$' $dir/train_results.json; then
         pass "zt_train's train metrics: total_flos as the Trainer sums it (6 x tokens x non-embedding parameters), across --resume"

@@ -135,7 +135,7 @@ static const flag FLAGS[] = {
     FLAG("use_cache", F_BOOL, script_switch, "false", "taken: training keeps no key-value cache"),
     FLAG("torch_empty_cache_steps", F_STR, script_value, "", "taken: zt's arenas are sized once and never freed"),
     FLAG("log_on_each_node", F_BOOL, script_switch, "true", "taken: rank 0 prints"),
-    FLAG("log_level_replica", F_STR, script_value, "warning", "taken: ranks other than 0 print only errors"),
+    FLAG("log_level_replica", F_STR, script_value, "warning", "taken: ranks other than 0 print warnings and errors, its default"),
     FLAG("logging_nan_inf_filter", F_BOOL, script_switch, "true", "taken: zt logs and compares each loss as it is, a NaN too (the Trainer's false)"),
     FLAG("include_num_input_tokens_seen", F_STR, script_value, "no", "taken: step lines and metrics.jsonl have each step's tokens per second"),
     FLAG("project", F_STR, script_value, "", "taken: for reporters zt does not build"),
@@ -219,6 +219,16 @@ static void usage(void) {
     for (int i = 0; i < N_FLAGS; i++) printf("  --%-30s %s (default %s)\n", FLAGS[i].name, FLAGS[i].help, FLAGS[i].def);
     printf("\nTraining flags (Transformers TrainingArguments names):\n");
     zt_options_help(stdout);
+    printf("\nLauncher flags (Accelerate's names; zt_launch takes them before the rest is read):\n");
+    static const char *const launcher[][3] = {
+        {"num_processes", "ranks in all (over --num_machines); above 1, this process starts them", "1"},
+        {"num_machines", "machines the ranks are spread over", "1"},
+        {"machine_rank", "this machine's place among them", "0"},
+        {"main_process_ip", "machine 0's address, where the ranks meet over TCP", "127.0.0.1"},
+        {"main_process_port", "its port", "29500"},
+        {"rdzv_id", "the job's token on every machine (else ZT_JOB_TOKEN, or a hash of the arguments)", ""}};
+    for (size_t i = 0; i < sizeof launcher / sizeof launcher[0]; i++)
+        printf("  --%-30s %s (default %s)\n", launcher[i][0], launcher[i][1], launcher[i][2]);
 }
 
 /* --save_strategy, --eval_strategy and --logging_strategy: the Trainer's IntervalStrategy names, and its
@@ -1120,6 +1130,7 @@ int main(int argc, char **argv) {
     char **eargv = (char **)calloc((size_t)argc + 1, sizeof(char *));
     if (!parse(argc, argv, &a, &eargc, eargv)) return 2;
     if (!trainer_flags(&a)) return 2;
+    if (rank > 0 && log_max > ZT_LOG_WARN) log_max = ZT_LOG_WARN; /* the Trainer's log_level_replica: warnings and errors */
     if (log_max != ZT_LOG_INFO) zt_set_log(log_filtered, NULL);
     int report_tb = reports_tensorboard(a.report_to);
     if (!*a.model) {

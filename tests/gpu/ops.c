@@ -862,10 +862,11 @@ static void case_optim(zt_optimizer kind, zt_dtype gd) {
     for (int k = 0; k < 4; k++) {
         p.step = steps[k];
         pair g = prand(gd, zt_shape1(n), -0.1f, 0.1f);
-        if (k == 0) {
-            float zero = 0.0f;
+        if (k == 0) { /* a static zero: the copies are stream-ordered, and read it after this block */
+            static float zero = 0.0f;
             BOTH zt_copy(sd[i].s, zt_view(m.t[i], 0, zt_shape1(1)), zt_tensor_make(&zero, ZT_F32, ZT_HOST, zt_shape1(1)));
             if (gd == ZT_F32) BOTH zt_copy(sd[i].s, zt_view(g.t[i], 0, zt_shape1(1)), zt_tensor_make(&zero, ZT_F32, ZT_HOST, zt_shape1(1)));
+            BOTH zt_stream_sync(sd[i].s);
         }
         BOTH zt_optim_step(sd[i].s, master.t[i], m.t[i], none, g.t[i], &p16.t[i], p);
         char out[48];

@@ -10,7 +10,7 @@
 For each case it writes tests/ref/hf/<name>/: what save_pretrained writes (config.json,
 model.safetensors, or shards with model.safetensors.index.json), tokens.bin (llm.c v1: a 1024-byte
 header, then uint16 tokens; ROWS rows of T tokens), and expected.json: {"loss": L}, the mean next-token
-loss transformers computes over those rows (labels=input_ids), which `zt_train --eval` must print.
+loss transformers computes over those rows (labels=input_ids), which `zt_train --eval --seq_len 16` (T) must print.
 
 Cases: the model types of tests/ref/make_model_fixtures.py (same configurations and seeded
 parameters), plus
