@@ -376,6 +376,19 @@ TEST(resume_continues_the_exact_loss_sequence_lion_adagrad) {
     tiny_optimizer = ZT_OPTIM_ADAMW;
 }
 
+/* 200 tokens of the tiny model's vocabulary in DIR/data.bin, opened as rows of T (NULL: the error is set) */
+static zt_data *little_data(const char *dir, int64_t T) {
+    char f[400];
+    uint32_t tok200[200];
+    for (int i = 0; i < 200; i++) tok200[i] = (uint32_t)(i * 7 % 61);
+    snprintf(f, sizeof f, "%s/data.bin", dir);
+    write_llmc(f, tok200, 200, 7);
+    zt_data_desc d = data_desc(f, T, 1);
+    d.vocab = 61;
+    zt_data *data = NULL;
+    return zt_data_open(&data, &d) == ZT_OK ? data : NULL;
+}
+
 /* a checkpoint of one optimizer holds its state (Lion's exp_avg, not AdamW's two moments): a run of another that
    reads on is refused, naming both; an evaluation or an export takes its weights */
 TEST(checkpoint_of_another_optimizer) {
@@ -400,14 +413,8 @@ TEST(checkpoint_of_another_optimizer) {
     state[n] = 0;
     CHECK_STR_CONTAINS(state, "\"optimizer\": \"Lion\"");
     e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
-    uint32_t tok200[200];
-    for (int i = 0; i < 200; i++) tok200[i] = (uint32_t)(i * 7 % 61);
-    snprintf(f, sizeof f, "%s/data.bin", dir);
-    write_llmc(f, tok200, 200, 7);
-    zt_data_desc d = data_desc(f, 8, 1);
-    d.vocab = 61;
-    zt_data *data = NULL;
-    CHECK_MSG(zt_data_open(&data, &d) == ZT_OK, "%s", zt_last_error());
+    zt_data *data = little_data(dir, 8);
+    CHECK_MSG(data != NULL, "%s", zt_last_error());
     CHECK(zt_load(e, dir, data) == ZT_ERROR_INVALID);
     CHECK_STR_CONTAINS(zt_last_error(), "was saved by a run with the Lion optimizer and holds its state; this run "
                        "trains with AdamW: resume with Lion");
@@ -506,14 +513,8 @@ TEST(checkpoint_damage_is_refused_before_anything_changes) {
        weights load for an evaluation, a sample or an export */
     replace_in_file(f, "\"adam_step\": 9", "\"adam_step\": 1");
     e = tiny_engine(1, 16, -1, ZT_PRECISION_FP32);
-    uint32_t tok200[200];
-    for (int i = 0; i < 200; i++) tok200[i] = (uint32_t)(i * 7 % 61);
-    snprintf(f, sizeof f, "%s/data.bin", dir);
-    write_llmc(f, tok200, 200, 7);
-    zt_data_desc d = data_desc(f, 16, 1);
-    d.vocab = 61;
-    zt_data *data = NULL;
-    CHECK_MSG(zt_data_open(&data, &d) == ZT_OK, "%s", zt_last_error());
+    zt_data *data = little_data(dir, 16);
+    CHECK_MSG(data != NULL, "%s", zt_last_error());
     CHECK(zt_load(e, dir, data) == ZT_ERROR_INVALID);
     CHECK_STR_CONTAINS(zt_last_error(), "was saved with --seq_len 8");
     CHECK_MSG(zt_load(e, dir, NULL) == ZT_OK, "%s", zt_last_error());
