@@ -2249,7 +2249,16 @@ typedef struct zt__args_moe {
 } zt__args_moe;
 /* zt_head_cols_*: forward dst = out, src = inp (dst's columns d0.. from src's s0..); backward dst = dinp, src = dout */
 typedef struct zt__args_cols { zt_tensor dst, src; int64_t d0, s0, D; } zt__args_cols;
-typedef struct zt__args_optim { zt_tensor master, m, v, grad, param16; zt_optim_params p; } zt__args_optim;
+/* An update's scalars, computed once per op on the host in double and rounded to f32 (zt__optim_scalars): the CPU
+   kernel, the host optimizer and the CUDA kernel all start from these, and so give the same bits. */
+typedef struct zt__optim_k {
+    zt_optimizer kind;
+    int l2;
+    float grad_scale, weight_decay, decay, beta1, beta2, w1, w2, eps;
+    float step_size; /* AdamW lr / (1 - beta1^step); Lion lr; Adagrad lr / (1 + (step - 1) lr_decay) */
+    float bc2_sqrt;  /* AdamW: sqrt(1 - beta2^step) */
+} zt__optim_k;
+typedef struct zt__args_optim { zt_tensor master, m, v, grad, param16; zt__optim_k k; } zt__args_optim;
 typedef enum zt__coll { ZT__ALL_REDUCE, ZT__REDUCE_SCATTER, ZT__ALL_GATHER, ZT__BROADCAST } zt__coll;
 /* stride: elements between the ranks' parts of a reduce-scatter's input or an all-gather's output
    (0: the parts are contiguous); ZeRO's buckets are pieces of every rank's slice of a flat group */
@@ -3334,6 +3343,24 @@ ZT_API void zt_output_loss_with(zt_stream *s, zt_tensor losses, const zt_tensor 
     }
 }
 
+static zt__optim_k zt__optim_scalars(const zt_optim_params *p) {
+    zt__optim_k k;
+    memset(&k, 0, sizeof k);
+    k.kind = p->kind, k.l2 = p->l2, k.grad_scale = p->grad_scale, k.weight_decay = p->weight_decay;
+    k.decay = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
+    k.beta1 = p->beta1, k.beta2 = p->beta2, k.eps = p->eps;
+    k.w1 = (float)(1.0 - (double)p->beta1), k.w2 = (float)(1.0 - (double)p->beta2);
+    if (p->kind == ZT_OPTIM_ADAMW) {
+        double bc1 = 1.0 - pow((double)p->beta1, (double)p->step), bc2 = 1.0 - pow((double)p->beta2, (double)p->step);
+        k.step_size = (float)((double)p->lr / bc1), k.bc2_sqrt = (float)sqrt(bc2);
+    } else if (p->kind == ZT_OPTIM_ADAGRAD) {
+        k.step_size = (float)((double)p->lr / (1.0 + (double)(p->step - 1) * (double)p->lr_decay));
+    } else {
+        k.step_size = p->lr;
+    }
+    return k;
+}
+
 static const char *const zt__optim_names[ZT_OPTIM_COUNT] = {"AdamW", "Lion", "Adagrad"};
 ZT_API const char *zt_optim_name(zt_optimizer kind) {
     return (int)kind >= 0 && kind < ZT_OPTIM_COUNT ? zt__optim_names[kind] : "?";
@@ -3354,7 +3381,7 @@ ZT_API void zt_optim_step(zt_stream *s, zt_tensor master, zt_tensor m, zt_tensor
     zt__need(p.step >= 1, name, "step counts from 1, got %lld", (long long)p.step);
     zt__op op;
     op.kind = ZT__OP_OPTIM;
-    zt__args_optim a = {master, m, v, grad, zt__opt(param16), p};
+    zt__args_optim a = {master, m, v, grad, zt__opt(param16), zt__optim_scalars(&p)};
     op.optim = a;
     zt__launch(s, &op);
 }
@@ -3373,32 +3400,6 @@ ZT_API zt_optim_params zt_optim_defaults(zt_optimizer kind) {
     return p;
 }
 
-/* An update's scalars, computed once on the host in double and rounded to f32: the CPU kernel, the host
-   optimizer and the CUDA kernel all start from these, and so give the same bits. */
-typedef struct zt__optim_k {
-    zt_optimizer kind;
-    int l2;
-    float grad_scale, weight_decay, decay, beta1, beta2, w1, w2, eps;
-    float step_size; /* AdamW lr / (1 - beta1^step); Lion lr; Adagrad lr / (1 + (step - 1) lr_decay) */
-    float bc2_sqrt;  /* AdamW: sqrt(1 - beta2^step) */
-} zt__optim_k;
-static zt__optim_k zt__optim_scalars(const zt_optim_params *p) {
-    zt__optim_k k;
-    memset(&k, 0, sizeof k);
-    k.kind = p->kind, k.l2 = p->l2, k.grad_scale = p->grad_scale, k.weight_decay = p->weight_decay;
-    k.decay = (float)(1.0 - (double)p->lr * (double)p->weight_decay);
-    k.beta1 = p->beta1, k.beta2 = p->beta2, k.eps = p->eps;
-    k.w1 = (float)(1.0 - (double)p->beta1), k.w2 = (float)(1.0 - (double)p->beta2);
-    if (p->kind == ZT_OPTIM_ADAMW) {
-        double bc1 = 1.0 - pow((double)p->beta1, (double)p->step), bc2 = 1.0 - pow((double)p->beta2, (double)p->step);
-        k.step_size = (float)((double)p->lr / bc1), k.bc2_sqrt = (float)sqrt(bc2);
-    } else if (p->kind == ZT_OPTIM_ADAGRAD) {
-        k.step_size = (float)((double)p->lr / (1.0 + (double)(p->step - 1) * (double)p->lr_decay));
-    } else {
-        k.step_size = p->lr;
-    }
-    return k;
-}
 
 ZT_API void zt_sumsq(zt_stream *s, zt_tensor out, zt_tensor x) {
     zt__need_tensor("zt_sumsq", "x", x, ZT__FLOAT, ZT__ANY_SIZE);
@@ -21528,8 +21529,7 @@ static void zt__optim_f32(const zt__optim_k *k, float *w, float *m, float *v, co
 static void zt__optim_chunk(const zt__args_optim *a, int64_t i0, int64_t n, float *g) {
     zt__to_f32(g, a->grad.data, a->grad.dtype, i0, n);
     float *w = (float *)a->master.data + i0, *v = zt__present(a->v) ? (float *)a->v.data + i0 : NULL;
-    zt__optim_k k = zt__optim_scalars(&a->p);
-    zt__optim_f32(&k, w, (float *)a->m.data + i0, v, g, n);
+    zt__optim_f32(&a->k, w, (float *)a->m.data + i0, v, g, n);
     if (zt__present(a->param16)) zt__from_f32(a->param16.data, a->param16.dtype, i0, w, n);
 }
 

@@ -329,7 +329,7 @@ __global__ void zt__cu_rope(int fwd, zt__cu_t out, zt__cu_t inp, const int32_t *
 
 /* The optimizers, the CPU's operations in the CPU's order (zt__adamw_f32, zt__lion_f32, zt__adagrad_f32),
    each rounded on its own (no fused multiply-add): f32 results are the CPU backend's bits. The scalars are
-   the host's zt__optim_scalars, computed there in double. */
+   the op's, computed once on the host in double (zt__optim_scalars). */
 typedef struct zt__cu_optim {
     float *w, *m, *v;
     zt__cu_t grad, p16;
@@ -2474,7 +2474,7 @@ static void zt__cuda_launch(zt_stream *s, const zt__op *op) {
         k.v = zt__present(a->v) ? (float *)a->v.data : NULL;
         k.grad = zt__cu_of(a->grad), k.p16 = zt__cu_of(a->param16);
         if (!zt__present(a->param16)) k.p16.p = NULL;
-        k.n = n, k.k = zt__optim_scalars(&a->p);
+        k.n = n, k.k = a->k;
         zt__cu_optim_kernel<<<zt__cu_blocks(n, ZT__CU_THREADS), ZT__CU_THREADS, 0, st>>>(k);
         ZT__CU_CHECK(cudaGetLastError());
         return;
