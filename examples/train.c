@@ -577,6 +577,7 @@ static struct {
 } run_state;
 static char history[1 << 22];
 static size_t history_len;
+static char state_text[sizeof history + 16384]; /* a trainer_state.json as written or read (one at a time) */
 static void history_add(const char *fmt, ...) ZT_PRINTF(1, 2);
 static void history_add(const char *fmt, ...) {
     static int full;
@@ -614,10 +615,10 @@ static int write_trainer_state(const char *out, int64_t step, const best_model *
         snprintf(w, (size_t)(checkpoint + sizeof checkpoint - w), "/global_step%lld\"", (long long)b->checkpoint);
     }
     char flos[40], epoch[40];
-    static char text[sizeof history + 16384];
+    char *text = state_text;
     /* the Trainer's keys in its order (sorted), log_history last (a reader of the keys before it, as --resume's, finds
        them before the logs' own total_flos) */
-    int n = snprintf(text, sizeof text, "{\n  \"best_global_step\": %s,\n  \"best_metric\": %s,\n  \"best_model_checkpoint\": %s,\n"
+    int n = snprintf(text, sizeof state_text, "{\n  \"best_global_step\": %s,\n  \"best_metric\": %s,\n  \"best_model_checkpoint\": %s,\n"
                      "  \"epoch\": %s,\n  \"eval_steps\": %lld,\n  \"global_step\": %lld,\n  \"is_hyper_param_search\": false,\n"
                      "  \"is_local_process_zero\": true,\n  \"is_world_process_zero\": true,\n  \"logging_steps\": %lld,\n"
                      "  \"max_steps\": %lld,\n  \"num_train_epochs\": %lld,\n  \"save_steps\": %lld,\n  \"total_flos\": %s,\n"
@@ -629,11 +630,11 @@ static int write_trainer_state(const char *out, int64_t step, const best_model *
     snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out);
     if (in_checkpoint) snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
     else snprintf(path, sizeof path, "%s/trainer_state.json", out); /* run_clm's trainer.save_state() at the end */
-    int fd = n < (int)sizeof text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    int fd = n < (int)sizeof state_text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     int ok = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0;
     if (fd >= 0) close(fd);
     ok = ok && rename(tmp, path) == 0;
-    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, n < (int)sizeof text ? strerror(errno) : "too long");
+    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, n < (int)sizeof state_text ? strerror(errno) : "too long");
     return ok;
 }
 
@@ -679,7 +680,7 @@ static int read_history(const char *v) {
 
 static int read_trainer_state(const char *resume, const char *out, best_model *b, int tracking) {
     char checkpoint[4096], path[4200];
-    static char text[sizeof history + 16384];
+    char *text = state_text;
     if (zt_checkpoint_path(resume, checkpoint, sizeof checkpoint) != ZT_OK) { /* the one zt_load reads */
         fail(NULL);
         return 0;
@@ -690,7 +691,7 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
         if (tracking) printf("%s is missing: the best evaluation is tracked from here on\n", path);
         return 1;
     }
-    size_t n = fread(text, 1, sizeof text - 1, f);
+    size_t n = fread(text, 1, sizeof state_text - 1, f);
     int longer = fgetc(f) != EOF;
     fclose(f);
     text[n] = 0;
