@@ -8083,12 +8083,16 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
         zt__cfg_match(g, "optimizer.params.betas[1]", b2, o->beta2, "adam_beta2");
     }
     int mode = 1, amsgrad = 0, bias_correction = 1, unused = 0, fp32_states = 1, maximize = 0;
-    static const char *const unfilled[2] = {"lr_decay", "initial_accumulator_value"}; /* the Trainer fills neither */
-    for (int k = 0; k < 2 && p >= 0; k++) {
-        int ut = zt__json_get(&g->j, p, unfilled[k]);
-        if (ut >= 0 && zt__cfg_is_auto(g, ut))
-            return zt_fail(ZT_ERROR_INVALID, "%s: optimizer.params.%s is \"auto\", which no flag fills (DeepSpeed would pass the "
-                           "string to torch.optim.Adagrad): give a number", g->j.file, unfilled[k]);
+    /* the Trainer fills an "auto" lr, betas, eps and weight_decay; DeepSpeed hands any other to the optimizer as the
+       string it is (optimizer.params is no pydantic model, which would drop it) */
+    for (int i = 0, key = p + 1; p >= 0 && i < g->j.tok[p].size; i++, key = zt__json_skip(&g->j, key + 1)) {
+        static const char *const filled[4] = {"lr", "betas", "eps", "weight_decay"};
+        int fills = 0;
+        for (int f = 0; f < 4; f++) fills |= zt__json_eq(&g->j, key, filled[f]);
+        if (!fills && zt__cfg_is_auto(g, key + 1))
+            return zt_fail(ZT_ERROR_INVALID, "%s: optimizer.params.%.*s is \"auto\", which no flag fills (DeepSpeed would "
+                           "hand the string to the optimizer): give a value", g->j.file,
+                           g->j.tok[key].end - g->j.tok[key].start, g->j.text + g->j.tok[key].start);
     }
     if (p >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, p, "adam_w_mode"), "optimizer.params.adam_w_mode", &mode)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "amsgrad"), "optimizer.params.amsgrad", &amsgrad)) ||

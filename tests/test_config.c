@@ -440,6 +440,8 @@ TEST(config_lion_and_adagrad) {
     CHECK(o.adagrad_eps == 1e-10f);
     config_error("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"lr_decay\": \"auto\"}}}",
                  "optimizer.params.lr_decay is \"auto\", which no flag fills");
+    config_error("{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\", \"amsgrad\": \"auto\"}}}",
+                 "optimizer.params.amsgrad is \"auto\", which no flag fills");
     config_error("{\"optimizer\": {\"type\": \"Lion\", \"params\": {\"eps\": 1e-8}}}",
                  "unknown key optimizer.params.eps (line 1, column 43): DeepSpeed rejects unknown keys here");
     config_error("{\"optimizer\": {\"type\": \"Adagrad\", \"params\": {\"betas\": [0.9, 0.99]}}}", "unknown key optimizer.params.betas");
