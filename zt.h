@@ -8881,16 +8881,14 @@ ZT_API void zt_ds_config_print(const zt_ds_config *c, const zt_options *o, FILE 
     char type[48];
     snprintf(type, sizeof type, "%s", c->optimizer_type[0] ? c->optimizer_type : zt_optim_name(o->optimizer));
     if (!c->optimizer_type[0]) snprintf(type + strlen(type), sizeof type - strlen(type), " (Transformers)");
-    if (o->optimizer == ZT_OPTIM_LION)
-        fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"weight_decay\": %g}},\n",
-                type, (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->weight_decay);
-    else if (o->optimizer == ZT_OPTIM_ADAGRAD)
-        fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"lr_decay\": %g, \"eps\": %g, \"weight_decay\": %g}},\n",
-                type, (double)o->lr, (double)o->adagrad_lr_decay, (double)o->adagrad_eps, (double)o->weight_decay);
-    else
-        fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g, \"betas\": [%g, %g], \"eps\": %g, \"weight_decay\": %g, \"adam_w_mode\": %s}},\n",
-                type, (double)o->lr, (double)o->beta1, (double)o->beta2, (double)o->eps, (double)o->weight_decay,
-                o->adam_w_mode ? "true" : "false");
+    int adagrad = o->optimizer == ZT_OPTIM_ADAGRAD; /* each optimizer's own params */
+    fprintf(out, "  \"optimizer\": {\"type\": \"%s\", \"params\": {\"lr\": %g", type, (double)o->lr);
+    if (adagrad) fprintf(out, ", \"lr_decay\": %g", (double)o->adagrad_lr_decay);
+    else fprintf(out, ", \"betas\": [%g, %g]", (double)o->beta1, (double)o->beta2);
+    if (o->optimizer != ZT_OPTIM_LION) fprintf(out, ", \"eps\": %g", (double)(adagrad ? o->adagrad_eps : o->eps));
+    fprintf(out, ", \"weight_decay\": %g", (double)o->weight_decay);
+    if (o->optimizer == ZT_OPTIM_ADAMW) fprintf(out, ", \"adam_w_mode\": %s", o->adam_w_mode ? "true" : "false");
+    fprintf(out, "}},\n");
     if (zt__metric_schedule(o->schedule)) { /* torch's ReduceLROnPlateau or GreedyLR, with every argument */
         zt__plateau_cfg pc = zt__plateau_settings(o);
         fprintf(out, "  \"scheduler\": {\"type\": \"%s (Transformers)\", \"params\": {\"mode\": \"%s\", \"factor\": %g, "
