@@ -16933,7 +16933,6 @@ static int zt__space_before(const char *text, size_t n, size_t i) {
     return zt__is_space(zt__utf8(text, n, zt__utf8_back(text, i), &len));
 }
 
-/* a letter or a number (the tokenizers library's is_alphanumeric) at text[i], or just before it */
 /* a character of the regular expression \w, as the tokenizers library's (Rust's regex) reads it: Alphabetic (the
    letters, Nl, and the circled and squared letters, which are So), the marks, Nd, Pc and the joiners */
 static int zt__is_word_char(uint32_t c) {
@@ -16942,6 +16941,7 @@ static int zt__is_word_char(uint32_t c) {
            (c >= 0x1f130 && c <= 0x1f149) || (c >= 0x1f150 && c <= 0x1f169) || (c >= 0x1f170 && c <= 0x1f189);
 }
 
+/* a word character (zt__is_word_char) at text[i], or just before it */
 static int zt__word_at(const char *text, size_t n, size_t i, int before) {
     int len;
     if (before ? i == 0 : i >= n) return 0;
