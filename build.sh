@@ -567,6 +567,26 @@ strategy_check() {
     fi
     expect_output "--eval_strategy without --val_data is refused" 'eval_strategy steps evaluates on --val_data, and none' \
         "${run[@]}" --eval_strategy steps
+    # below 1, the Trainer's share of the run's steps, rounded up: of 15, 0.2 logs every 3, 0.1 evaluates every 2
+    # (and at the end), 0.5 saves every 8 (and at the end)
+    out=$("${run[@]}" --val_data "$text" --max_steps 15 --logging_steps 0.2 --eval_steps 0.1 --save_steps 0.5 \
+        --output_dir $dir/share 2>&1) || true
+    local logged
+    logged=$(sed -n 's/^step \([0-9]*\)\/15 |.*/\1/p' <<<"$out" | tr '\n' ' ')
+    evals=$(sed -n 's/^step \([0-9]*\) | val_loss .*/\1/p' <<<"$out" | tr '\n' ' ')
+    if [[ $logged == "1 3 6 9 12 15 " && $evals == "2 4 6 8 10 12 14 15 " && $(checkpoints $dir/share) == "8 15 " ]] &&
+        grep -q '"eval_steps": 2,' $dir/share/trainer_state.json && grep -q '"save_steps": 8,' $dir/share/trainer_state.json; then
+        pass "--logging_steps, --eval_steps and --save_steps below 1 are shares of the run's steps, as the Trainer's"
+    else
+        fail "--*_steps as shares of 15 steps: logged at '$logged', evaluated at '$evals', saved $(ls $dir/share 2>&1 | tr '\n' ' ')"
+    fi
+    expect_output "a step share beside a step count under --load_best_model_at_end is refused" \
+        'a share of the steps and a number of steps cannot promise' \
+        "${run[@]}" --val_data "$text" --load_best_model_at_end --eval_steps 0.1 --save_steps 4 --output_dir $dir/mixed
+    expect_output "two step shares that do not save at every evaluation are refused, with the steps they come to" \
+        '0.2 and 0.1 of 15 steps are 3 and 2' \
+        "${run[@]}" --val_data "$text" --max_steps 15 --load_best_model_at_end --eval_steps 0.1 --save_steps 0.2 \
+        --output_dir $dir/mixed
 }
 
 # the evaluations' best steps in a run's metrics.jsonl (strictly lower eval_loss than all before), and the

@@ -32,6 +32,7 @@ typedef struct args {
     zt_data_format format;
     int32_t eot;
     int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
+    double share[3]; /* --save_steps, --eval_steps, --logging_steps below 1: the Trainer's share of the run's steps */
     double num_train_epochs, temperature, top_p;
     int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
     int logging_first_step, overwrite;
@@ -50,7 +51,7 @@ typedef struct args {
 } args;
 
 typedef struct flag { const char *name, *help, *def; int kind; size_t off; } flag;
-enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT };
+enum { F_STR, F_INT, F_NUM, F_BOOL, F_FORMAT, F_STEPS };
 #define FLAG(n, k, field, def, help) {n, help, def, k, offsetof(args, field)}
 static const flag FLAGS[] = {
     FLAG("model", F_STR, model, "", "a Hugging Face config.json or its directory"),
@@ -71,7 +72,7 @@ static const flag FLAGS[] = {
     FLAG("eot", F_INT, eot, "-1", "end-of-text token: packed documents restart after it"),
     FLAG("num_train_epochs", F_NUM, num_train_epochs, "0", "stop after this many passes, 2.5 too (0: --max_steps decides)"),
     FLAG("output_dir", F_STR, output_dir, "out", "checkpoints, metrics.jsonl and loss.svg"),
-    FLAG("save_steps", F_INT, save_steps, "0", "save a checkpoint every N steps (0: at the end only)"),
+    FLAG("save_steps", F_STEPS, save_steps, "0", "save a checkpoint every N steps (below 1: that share of the run's steps, rounded up; 0: at the end only)"),
     FLAG("save_strategy", F_STR, save_strategy, "steps", "steps: every --save_steps and at the end; epoch: after each pass over --data and at the end; best: when --metric_for_best_model improves; no: no checkpoints"),
     FLAG("save_total_limit", F_INT, save_total_limit, "0", "keep only the newest N checkpoints, and the best (0: all)"),
     FLAG("metric_for_best_model", F_STR, metric_for_best_model, "", "loss (or eval_loss): the evaluation that names the best checkpoint (set by --load_best_model_at_end)"),
@@ -81,10 +82,10 @@ static const flag FLAGS[] = {
     FLAG("resume_from_checkpoint", F_STR, resume, "", "the same as --resume (the Trainer's name)"),
     FLAG("export", F_STR, export_dir, "", "write a Hugging Face model directory here at the end (config.json, model.safetensors)"),
     FLAG("export_dtype", F_STR, export_dtype, "", "f32, bf16 or f16 for --export (default: the training precision)"),
-    FLAG("eval_steps", F_INT, eval_steps, "0", "evaluate on --val_data every N steps"),
+    FLAG("eval_steps", F_STEPS, eval_steps, "0", "evaluate on --val_data every N steps (below 1: that share of the run's steps, rounded up)"),
     FLAG("eval_strategy", F_STR, eval_strategy, "", "steps: every --eval_steps (or --logging_steps); epoch: after each pass; no (unset: steps if --eval_steps is given)"),
     FLAG("evaluation_strategy", F_STR, eval_strategy, "", "the same as --eval_strategy (its name before transformers 4.46)"),
-    FLAG("logging_steps", F_INT, logging_steps, "10", "print a step line every N steps (0: none; the Trainer refuses 0)"),
+    FLAG("logging_steps", F_STEPS, logging_steps, "10", "print a step line every N steps (below 1: that share of the run's steps, rounded up; 0: none; the Trainer refuses 0)"),
     FLAG("logging_strategy", F_STR, logging_strategy, "steps", "steps: every --logging_steps; epoch: after each pass; no: no step lines (metrics.jsonl has every step)"),
     FLAG("eval", F_BOOL, eval, "false", "no training: the mean next-token loss over --data"),
     FLAG("sample", F_INT, sample, "0", "generate N tokens after --prompt and print them"),
@@ -191,6 +192,13 @@ static int set_flag(args *a, const flag *f, const char *v) {
         if (f->off != offsetof(args, eot)) return (*(int64_t *)p = x), 1;
         return x >= INT32_MIN && x <= INT32_MAX ? (*(int32_t *)p = (int32_t)x), 1 : 0;
     }
+    case F_STEPS: { /* whole steps, or below 1 the Trainer's share of the run's steps (resolve_shares reads it) */
+        double x = strtod(v, &end);
+        if (!*v || *end || !isfinite(x) || (!(x > 0 && x < 1) && (x != floor(x) || fabs(x) > 1e18))) return 0;
+        int k = f->off == offsetof(args, save_steps) ? 0 : f->off == offsetof(args, eval_steps) ? 1 : 2;
+        a->share[k] = x > 0 && x < 1 ? x : 0;
+        return (*(int64_t *)p = x > 0 && x < 1 ? 0 : (int64_t)x), 1;
+    }
     case F_NUM: { /* a finite number */
         double x = strtod(v, &end);
         return *v && !*end && isfinite(x) ? (*(double *)p = x), 1 : 0;
@@ -238,7 +246,7 @@ static void usage(void) {
 static int strategies(args *a, zt_schedule schedule) {
     const char *const names[3] = {"save_strategy", "eval_strategy", "logging_strategy"};
     const char **values[3] = {&a->save_strategy, &a->eval_strategy, &a->logging_strategy};
-    if (!*a->eval_strategy) a->eval_strategy = a->eval_steps > 0 ? "steps" : "no";
+    if (!*a->eval_strategy) a->eval_strategy = a->eval_steps > 0 || a->share[1] > 0 ? "steps" : "no";
     for (int i = 0; i < 3; i++) {
         const char *v = *values[i];
         if (strcmp(v, "no") == 0 || strcmp(v, "steps") == 0 || strcmp(v, "epoch") == 0) continue;
@@ -261,12 +269,13 @@ static int strategies(args *a, zt_schedule schedule) {
         return 0;
     }
     if (a->greater_is_better < 0) a->greater_is_better = 0; /* the metric's name ends in "loss" */
-    if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0) a->eval_steps = a->logging_steps;
+    if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0 && a->share[1] == 0)
+        a->eval_steps = a->logging_steps, a->share[1] = a->share[2];
     if (strcmp(a->eval_strategy, "no") != 0 && !*a->val_data && !a->eval) {
         fprintf(stderr, "zt_train: --eval_strategy %s evaluates on --val_data, and none was given\n", a->eval_strategy);
         return 0;
     }
-    if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0) {
+    if (strcmp(a->eval_strategy, "steps") == 0 && a->eval_steps <= 0 && a->share[1] == 0) {
         fprintf(stderr, "zt_train: --eval_strategy steps needs --eval_steps (or --logging_steps) above 0\n");
         return 0;
     }
@@ -282,14 +291,37 @@ static int strategies(args *a, zt_schedule schedule) {
                 "best), found --save_strategy %s and --eval_strategy %s\n", a->save_strategy, a->eval_strategy);
         return 0;
     }
-    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->save_steps <= 0) {
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->save_steps <= 0 && a->share[0] == 0) {
         fprintf(stderr, "zt_train: --load_best_model_at_end loads a checkpoint saved at an evaluation, and --save_steps "
                 "0 saves only at the end: give a multiple of --eval_steps (%lld)\n", (long long)a->eval_steps);
         return 0;
     }
-    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->save_steps % a->eval_steps != 0) {
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && (a->share[0] > 0) != (a->share[1] > 0)) {
+        fprintf(stderr, "zt_train: --load_best_model_at_end needs --save_steps to be a multiple of --eval_steps, which a "
+                "share of the steps and a number of steps cannot promise: give both as shares or both as steps\n");
+        return 0;
+    }
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && !a->share[0] &&
+        a->save_steps % a->eval_steps != 0) {
         fprintf(stderr, "zt_train: --load_best_model_at_end needs --save_steps to be a round multiple of --eval_steps, "
                 "found %lld and %lld\n", (long long)a->save_steps, (long long)a->eval_steps);
+        return 0;
+    }
+    return 1;
+}
+
+/* --save_steps, --eval_steps and --logging_steps below 1, once the run's steps are known: ceil(max_steps x share),
+   as the Trainer's state computes them; two shares under --load_best_model_at_end must still save at every
+   evaluation (the Trainer checks the shares alone, and 0.1 and 0.2 of 15 steps evaluate every 2 and save every 3) */
+static int resolve_shares(args *a, int64_t max_steps) {
+    int64_t *steps[3] = {&a->save_steps, &a->eval_steps, &a->logging_steps};
+    for (int k = 0; k < 3; k++)
+        if (a->share[k] > 0) *steps[k] = (int64_t)ceil((double)max_steps * a->share[k]);
+    if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->share[0] > 0 &&
+        a->save_steps % a->eval_steps != 0) {
+        fprintf(stderr, "zt_train: --load_best_model_at_end needs --save_steps to be a round multiple of --eval_steps: "
+                "%g and %g of %lld steps are %lld and %lld\n", a->share[0], a->share[1], (long long)max_steps,
+                (long long)a->save_steps, (long long)a->eval_steps);
         return 0;
     }
     return 1;
@@ -410,13 +442,9 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
                         : i + 1 < argc       ? argv[++i]
                                              : NULL;
         if (!v || !set_flag(a, f, v)) {
-            char *end = NULL;
-            double share = v ? strtod(v, &end) : 0;
-            int steps = f->off == offsetof(args, save_steps) || f->off == offsetof(args, eval_steps) ||
-                        f->off == offsetof(args, logging_steps);
-            if (steps && end && !*end && share > 0 && share < 1) /* the Trainer's share of the run's steps */
-                fprintf(stderr, "zt_train: flag --%s %s: a share of the steps (the Trainer's reading of a value below 1) "
-                        "is not built in zt_train; give a whole number of steps\n", f->name, v);
+            if (v && f->kind == F_STEPS)
+                fprintf(stderr, "zt_train: flag --%s takes whole steps or, below 1, a share of the run's steps; found "
+                        "\"%s\"\n", f->name, v);
             else
                 fprintf(stderr, "zt_train: flag --%s: bad or missing value%s%s%s\n", f->name, v ? " \"" : "", v ? v : "",
                         v ? "\"" : "");
@@ -1201,6 +1229,7 @@ int main(int argc, char **argv) {
                    a.num_train_epochs, (long long)windows, (long long)batches, (long long)batch_rows, (long long)per_pass,
                    (long long)o.max_steps);
     }
+    if (!resolve_shares(&a, o.max_steps)) return 2;
     if (a.print_config) {
         zt_ds_config_print(&ds, &o, stdout);
         return 0;
