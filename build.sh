@@ -514,6 +514,21 @@ train_metrics_check() {
     else
         fail "zt_train's train metrics ($dir): $out $first $(cat $dir/train_results.json 2>&1)"
     fi
+    # --do_eval, as run_clm.py's: an evaluation after training, its metrics with exp(eval_loss) as the perplexity
+    # in eval_results.json, and all_results.json the train and eval metrics together
+    rm -rf $dir
+    out=$("${run[@]}" --max_steps 2 --val_data "$text" --do_train --do_eval 2>&1) || true
+    local loss ppl
+    loss=$(sed -n 's/^    "eval_loss": \(.*\),$/\1/p' $dir/eval_results.json 2>/dev/null)
+    ppl=$(sed -n 's/^    "perplexity": \(.*\)$/\1/p' $dir/eval_results.json 2>/dev/null)
+    if grep -q '^\*\*\*\*\* eval metrics \*\*\*\*\*$' <<<"$out" && grep -q '^  perplexity              = ' <<<"$out" &&
+        [[ -n $loss && -n $ppl ]] && awk -v l="$loss" -v p="$ppl" 'BEGIN { exit !(l > 1 && p > 0 && (exp(l) - p) / p < 1e-12 && (p - exp(l)) / p < 1e-12) }' &&
+        grep -q '^    "eval_samples": [0-9]*,$' $dir/all_results.json && grep -q '^    "train_loss": ' $dir/all_results.json &&
+        grep -q "^step 2 | val_loss $(printf '%.6f' "$loss")$" <<<"$out"; then
+        pass "zt_train --do_eval evaluates after training as run_clm.py does (eval loss $loss, perplexity $ppl)"
+    else
+        fail "zt_train --do_eval: $out $(cat $dir/eval_results.json $dir/all_results.json 2>&1)"
+    fi
 }
 
 # the last step's checkpoint is this run's, also where an earlier run left one of that step (--overwrite_output_dir,

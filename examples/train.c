@@ -34,7 +34,7 @@ typedef struct args {
     int64_t save_steps, save_total_limit, eval_steps, logging_steps, sample, top_k;
     double share[3]; /* --save_steps, --eval_steps, --logging_steps below 1: the Trainer's share of the run's steps */
     double num_train_epochs, temperature, top_p;
-    int eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
+    int eval, do_eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
     int logging_first_step, overwrite;
     const char *report_to, *logging_dir;
     const char *fit;
@@ -96,7 +96,7 @@ static const flag FLAGS[] = {
     FLAG("top_p", F_NUM, top_p, "0.95", "sample within this probability mass"),
     /* what Transformers' example scripts pass and the Trainer itself does not act on */
     FLAG("do_train", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (zt trains when given --data)"),
-    FLAG("do_eval", F_BOOL, script_switch, "false", "taken as the Transformers scripts pass it (see --val_data, --eval)"),
+    FLAG("do_eval", F_BOOL, do_eval, "false", "as run_clm.py's: after training, evaluate on --val_data and write eval_results.json with the perplexity (with --eval: taken)"),
     FLAG("overwrite_output_dir", F_BOOL, overwrite, "false", "train into an --output_dir an earlier run left checkpoints or metrics in (without it, or --resume, that is refused); its metrics.jsonl starts over"),
     FLAG("report_to", F_STR, report_to, "none", "tensorboard (or all): the Trainer's scalars in a TensorBoard event file; metrics.jsonl and loss.svg are always written; other reporters (a comma-separated list) are not built"),
     FLAG("data_seed", F_INT, data_seed, "-1", "the seed of --data's shuffle (-1: --seed)"),
@@ -550,13 +550,13 @@ static void store_flos(zt_engine *e) { /* every rank calls it, at the same point
     flos_rank = 0;
 }
 
-/* The Trainer's train metrics at the end of training, as run_clm.py reports them: trainer.log_metrics("train")
-   prints them (metrics_format: the runtime as a timedelta, total_flos in GF, floats rounded to 4 places), and
-   trainer.save_metrics writes train_results.json (json.dump, indent 4, keys sorted) */
-typedef struct train_metrics {
-    double runtime, samples_per_second, steps_per_second, total_flos, loss, epoch;
-    int64_t samples; /* run_clm's train_samples: the training set's rows */
-} train_metrics;
+/* The Trainer's metrics at the end, as run_clm.py reports them: trainer.log_metrics(split) prints them by key
+   (metrics_format: a runtime as a timedelta, total_flos in GF, other floats rounded to 4 places), and
+   trainer.save_metrics writes SPLIT_results.json and updates all_results.json (json.dump, indent 4, keys sorted;
+   the Trainer updates a file an earlier run left, zt this run's train and eval metrics) */
+typedef struct metric { const char *key; double v; int whole; } metric;
+static metric all_results[16];
+static int n_all_results;
 
 static double round_to(double v, int places) { /* Python's round(v, places) */
     char text[400];
@@ -564,35 +564,51 @@ static double round_to(double v, int places) { /* Python's round(v, places) */
     return strtod(text, NULL);
 }
 
-static void report_train_metrics(const args *a, const train_metrics *m) {
-    double runtime = round_to(m->runtime, 4), sps = round_to(m->samples_per_second, 3), stps = round_to(m->steps_per_second, 3);
-    const char *const keys[7] = {"epoch", "total_flos", "train_loss", "train_runtime", "train_samples",
-                                 "train_samples_per_second", "train_steps_per_second"};
-    char shown[7][48], json[7][48];
-    long long secs = (long long)runtime, days = secs / 86400;
-    int centis = (int)((runtime - (double)secs) * 100);
-    if (days) snprintf(shown[3], sizeof shown[3], "%lld day%s, %lld:%02lld:%02lld.%02d", days, days == 1 ? "" : "s",
-                       secs % 86400 / 3600, secs % 3600 / 60, secs % 60, centis);
-    else snprintf(shown[3], sizeof shown[3], "%lld:%02lld:%02lld.%02d", secs / 3600, secs % 3600 / 60, secs % 60, centis);
-    snprintf(shown[1], sizeof shown[1], "%lldGF", (long long)m->total_flos >> 30);
-    snprintf(shown[4], sizeof shown[4], "%lld", (long long)m->samples);
-    snprintf(json[4], sizeof json[4], "%lld", (long long)m->samples);
-    const double value[7] = {m->epoch, m->total_flos, m->loss, runtime, 0, sps, stps};
-    for (int k = 0; k < 7; k++) {
-        if (k != 4) zt_float_repr(value[k], json[k], sizeof json[k]);
-        if (k != 1 && k != 3 && k != 4) zt_float_repr(round_to(value[k], 4), shown[k], sizeof shown[k]);
+static void write_metrics(const args *a, const char *file, const metric *m, int n) {
+    char text[2048], value[48];
+    int len = snprintf(text, sizeof text, "{\n");
+    for (int k = 0; k < n; k++) {
+        if (m[k].whole) snprintf(value, sizeof value, "%lld", (long long)m[k].v);
+        else zt_float_repr(m[k].v, value, sizeof value);
+        len += snprintf(text + len, sizeof text - (size_t)len, "    \"%s\": %s%s\n", m[k].key, value, k < n - 1 ? "," : "");
     }
-    int vw = 0;
-    for (int k = 0; k < 7; k++) vw = (int)strlen(shown[k]) > vw ? (int)strlen(shown[k]) : vw;
-    printf("***** train metrics *****\n");
-    for (int k = 0; k < 7; k++) printf("  %-24s = %*s\n", keys[k], vw, shown[k]);
-    char text[1024];
-    int n = snprintf(text, sizeof text, "{\n");
-    for (int k = 0; k < 7; k++)
-        n += snprintf(text + n, sizeof text - (size_t)n, "    \"%s\": %s%s\n", keys[k], json[k], k < 6 ? "," : "");
-    n += snprintf(text + n, sizeof text - (size_t)n, "}");
-    write_file(a->output_dir, "train_results.json", text, (size_t)n, 0);
-    write_file(a->output_dir, "all_results.json", text, (size_t)n, 0); /* save_metrics' combined file: zt has no other */
+    len += snprintf(text + len, sizeof text - (size_t)len, "}");
+    write_file(a->output_dir, file, text, (size_t)len, 0);
+}
+
+static void report_metrics(const args *a, const char *split, const metric *m, int n) { /* m: sorted by key */
+    char shown[16][48], file[64];
+    int kw = 0, vw = 0;
+    for (int k = 0; k < n; k++) {
+        double v = m[k].v;
+        if (strstr(m[k].key, "_runtime")) { /* _secs2timedelta */
+            long long secs = (long long)v, days = secs / 86400;
+            int centis = (int)((v - (double)secs) * 100);
+            if (days) snprintf(shown[k], sizeof shown[k], "%lld day%s, %lld:%02lld:%02lld.%02d", days, days == 1 ? "" : "s",
+                               secs % 86400 / 3600, secs % 3600 / 60, secs % 60, centis);
+            else snprintf(shown[k], sizeof shown[k], "%lld:%02lld:%02lld.%02d", secs / 3600, secs % 3600 / 60, secs % 60, centis);
+        } else if (strcmp(m[k].key, "total_flos") == 0) snprintf(shown[k], sizeof shown[k], "%lldGF", (long long)v >> 30);
+        else if (m[k].whole) snprintf(shown[k], sizeof shown[k], "%lld", (long long)v);
+        else zt_float_repr(round_to(v, 4), shown[k], sizeof shown[k]);
+        kw = (int)strlen(m[k].key) > kw ? (int)strlen(m[k].key) : kw;
+        vw = (int)strlen(shown[k]) > vw ? (int)strlen(shown[k]) : vw;
+    }
+    printf("***** %s metrics *****\n", split);
+    for (int k = 0; k < n; k++) printf("  %-*s = %*s\n", kw, m[k].key, vw, shown[k]);
+    snprintf(file, sizeof file, "%s_results.json", split);
+    write_metrics(a, file, m, n);
+    for (int k = 0; k < n; k++) { /* all_results.update(metrics), kept sorted */
+        int at = 0;
+        while (at < n_all_results && strcmp(all_results[at].key, m[k].key) < 0) at++;
+        if (at < n_all_results && strcmp(all_results[at].key, m[k].key) == 0) {
+            all_results[at] = m[k];
+            continue;
+        }
+        if (n_all_results == (int)(sizeof all_results / sizeof all_results[0])) continue;
+        memmove(all_results + at + 1, all_results + at, sizeof(metric) * (size_t)(n_all_results - at));
+        all_results[at] = m[k], n_all_results++;
+    }
+    write_metrics(a, "all_results.json", all_results, n_all_results);
 }
 
 /* The Trainer's TrainerState beyond the best model: the run's settings it records, the epoch, and log_history (its
@@ -968,13 +984,14 @@ static void tb_scalar(const char *tag, double v, int64_t step) {
 
 /* an evaluation, logged as the Trainer logs it: the loss, and in TensorBoard speed_metrics' runtime and rates (the
    set's rows, and its batches of every rank's micro-batch) */
-static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs) {
+static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *buf, int64_t step, double epochs,
+                          double speed[3]) {
     uint64_t t0 = zt_time_ns();
     double v = evaluate(e, val, val_masked, buf); /* every rank's: the best model's and schedule's decisions agree */
     double runtime = (double)(zt_time_ns() - t0) / 1e9, rows = (double)zt_data_windows(val);
     double batches = ceil(rows / (double)(zt_engine_options(e)->micro_batch * world));
-    double speed[3] = {round_to(runtime, 4), runtime > 0 ? round_to(rows / runtime, 3) : 0,
-                       runtime > 0 ? round_to(batches / runtime, 3) : 0};
+    speed[0] = round_to(runtime, 4), speed[1] = runtime > 0 ? round_to(rows / runtime, 3) : 0;
+    speed[2] = runtime > 0 ? round_to(batches / runtime, 3) : 0;
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
     int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.17g, \"epoch\": %.4f}\n", (long long)step, v,
                      epochs); /* no clock here: runs compare these lines */
@@ -1187,6 +1204,9 @@ int main(int argc, char **argv) {
         o.precision = a.full_eval == 1 ? ZT_PRECISION_BF16 : ZT_PRECISION_FP16; /* --eval alone: the model cast */
     }
     if (!strategies(&a, o.schedule)) return 2;
+    if (a.do_eval && !*a.val_data && *a.data && !a.eval && rank == 0)
+        fprintf(stderr, "zt_train: warning: --do_eval evaluates on --val_data after training, and none was given (run_clm.py "
+                "splits validation_split_percentage off the training set; zt does not): no evaluation\n");
     o.eot_token = a.eot;
     o.comm = comm;
     zt_model_config model_config;
@@ -1272,6 +1292,7 @@ int main(int argc, char **argv) {
     int64_t B = o.micro_batch, T = o.seq_len;
     int32_t *tok = (int32_t *)calloc((size_t)(2 * B * T + 16), sizeof(int32_t));
     int32_t *targets = tok + B * T;
+    double speed[3]; /* an evaluation's runtime and rates */
     eval_buf evalbuf = {(int32_t *)calloc((size_t)(5 * B * T + 16), sizeof(int32_t)),
                         (double *)calloc(2 * (size_t)world, sizeof(double))};
 
@@ -1362,7 +1383,7 @@ int main(int argc, char **argv) {
         long hang_step = -1;
         if (getenv("ZT_TRAIN_TEST_HANG")) sscanf(getenv("ZT_TRAIN_TEST_HANG"), "%d:%ld", &hang_rank, &hang_step);
         if (a.eval_on_start) /* the Trainer's sanity check: logged, and neither a best model nor a schedule's step */
-            report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data));
+            report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data), speed);
         struct sigaction on_term, old_term; /* --enable_jit_checkpoint: during training, as the Trainer's callback */
         memset(&on_term, 0, sizeof on_term);
         on_term.sa_handler = on_sigterm;
@@ -1430,7 +1451,7 @@ int main(int argc, char **argv) {
                            (s.step % a.eval_steps == 0 || s.step >= o.max_steps); /* the last step too, as the Trainer */
             int improved = 0; /* strictly better than the best so far, as the Trainer compares */
             if (eval && val) { /* the ranks split --val_data */
-                double v = report_eval(e, &a, val, &evalbuf, s.step, epochs);
+                double v = report_eval(e, &a, val, &evalbuf, s.step, epochs, speed);
                 improved = *a.metric_for_best_model && (a.greater_is_better ? v > best.metric : v < best.metric);
                 if (improved) best.metric = v, best.step = strcmp(a.save_strategy, "no") != 0 ? s.step : -1;
                 zt_schedule_observe(e, v); /* reduce_lr_on_plateau and greedy: the Trainer's metric_for_best_model */
@@ -1479,21 +1500,25 @@ int main(int argc, char **argv) {
                took); by --max_steps, the steps times the rows of a full step */
             double samples = epoch_based ? (double)zt_data_windows(data) * a.num_train_epochs * (double)steps / (double)o.max_steps
                                          : (double)(steps * B * o.grad_accum * world);
-            train_metrics m = {runtime, samples / runtime, (double)steps / runtime,
-                               flos_total, run_loss / (double)steps, epochs_read(data), zt_data_windows(data)};
-            tb_scalar("train/train_runtime", m.runtime, at);
-            tb_scalar("train/train_samples_per_second", m.samples_per_second, at);
-            tb_scalar("train/train_steps_per_second", m.steps_per_second, at);
-            tb_scalar("train/total_flos", m.total_flos, at);
-            tb_scalar("train/train_loss", m.loss, at);
-            tb_scalar("train/epoch", m.epoch, at);
-            if (rank == 0) report_train_metrics(&a, &m);
+            double loss = run_loss / (double)steps, epoch = epochs_read(data);
+            /* run_clm's train metrics: train_samples is the training set's rows */
+            const metric m[7] = {{"epoch", epoch, 0}, {"total_flos", flos_total, 0}, {"train_loss", loss, 0},
+                                 {"train_runtime", round_to(runtime, 4), 0},
+                                 {"train_samples", (double)zt_data_windows(data), 1},
+                                 {"train_samples_per_second", round_to(samples / runtime, 3), 0},
+                                 {"train_steps_per_second", round_to((double)steps / runtime, 3), 0}};
+            tb_scalar("train/train_runtime", runtime, at);
+            tb_scalar("train/train_samples_per_second", samples / runtime, at);
+            tb_scalar("train/train_steps_per_second", (double)steps / runtime, at);
+            tb_scalar("train/total_flos", flos_total, at);
+            tb_scalar("train/train_loss", loss, at);
+            tb_scalar("train/epoch", epoch, at);
+            if (rank == 0) report_metrics(&a, "train", m, 7);
             char f[6][32];
             history_add("{\"epoch\": %s, \"step\": %lld, \"total_flos\": %s, \"train_loss\": %s, \"train_runtime\": %s, "
-                        "\"train_samples_per_second\": %s, \"train_steps_per_second\": %s}", py(m.epoch, f[0]), (long long)at,
-                        py(m.total_flos, f[1]), py(m.loss, f[2]), py(round_to(m.runtime, 4), f[3]),
-                        py(round_to(m.samples_per_second, 3), f[4]), py(round_to(m.steps_per_second, 3), f[5]));
-            run_state.epoch = m.epoch;
+                        "\"train_samples_per_second\": %s, \"train_steps_per_second\": %s}", py(epoch, f[0]), (long long)at,
+                        py(flos_total, f[1]), py(loss, f[2]), py(m[3].v, f[3]), py(m[5].v, f[4]), py(m[6].v, f[5]));
+            run_state.epoch = epoch;
             if (rank == 0 && !write_trainer_state(a.output_dir, at, &best, 0)) return 1;
         }
         zt_events_close(&tb);
@@ -1503,6 +1528,14 @@ int main(int argc, char **argv) {
             snprintf(path, sizeof path, "%s/global_step%lld", a.output_dir, (long long)best.checkpoint);
             printf("loading the best checkpoint, %s (eval_loss %.6f)\n", path, best.metric);
             if (zt_load(e, path, NULL) != ZT_OK) return fail(NULL);
+        }
+        if (a.do_eval && val && !stopped) { /* run_clm's do_eval: the model trained (or the best), on --val_data */
+            double v = report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data), speed);
+            const metric m[7] = {{"epoch", epochs_read(data), 0}, {"eval_loss", v, 0}, {"eval_runtime", speed[0], 0},
+                                 {"eval_samples", (double)zt_data_windows(val), 1},
+                                 {"eval_samples_per_second", speed[1], 0}, {"eval_steps_per_second", speed[2], 0},
+                                 {"perplexity", exp(v), 0}}; /* inf past exp's range, as run_clm's OverflowError */
+            if (rank == 0) report_metrics(&a, "eval", m, 7);
         }
     }
     int exported = *a.export_dir ? export_model(e, &a, &o) : 0;
