@@ -942,7 +942,11 @@ typedef struct zt_options {
     int zero_stage;             /* 0-3: what is split across ranks (1: optimizer state, 2: + gradients,
                                    3: + parameters); also DeepSpeed's loss-scaling rule (stage 0 has no
                                    hysteresis) */
-    int bf16_skip_nonfinite;    /* bf16.check_grad_overflow at ZeRO stages 1 and 2: skip such steps */
+    int skip_nonfinite;         /* a step whose gradient norm is inf or NaN is skipped (no update; the schedule
+                                   waits), as DeepSpeed's optimizer for the config's precision and stage skips it
+                                   (zt_ds_config_read sets it): bf16 at stages 0 and 3, and at 1-2 with
+                                   bf16.check_grad_overflow; fp32 at stages 1-3. 0 (without a config, as torch's
+                                   optimizers): applied. fp16 skips such steps whatever this says (its loss scale) */
     int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
     const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
     uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
@@ -1061,7 +1065,8 @@ typedef struct zt_step_info {
     float lr;                   /* learning rate used (a skipped step's: the one it would have used, which the
                                    Trainer logs) */
     float grad_norm;            /* before clipping */
-    int skipped;                /* fp16 overflow: no update */
+    int skipped;                /* a non-finite gradient norm (fp16 overflow; zt_options.skip_nonfinite): no update;
+                                   grad_norm is then inf */
     float loss_scale;
     int64_t tokens;             /* predicted tokens in the step */
 } zt_step_info;
@@ -8839,7 +8844,14 @@ static zt_result zt__ds_config_parse(zt_ds_config *c, zt_options *o, const char 
                c->scheduler_type[0] ? "" : "scheduler", c->optimizer_type[0] ? "" : zt_optim_name(o->optimizer),
                !c->optimizer_type[0] && !c->scheduler_type[0] ? " and the " : "", sched);
     }
-    o->bf16_skip_nonfinite = c->bf16 && c->bf16_check_grad_overflow && (c->zero_stage == 1 || c->zero_stage == 2);
+    /* DeepSpeed's steps with a non-finite gradient norm: its ZeRO optimizers skip them (bf16 at stages 1-2 only with
+       check_grad_overflow, unless stage 1's BF16_Optimizer takes fp32 accumulation without CPU offload: that one
+       always skips); at stage 0 the fp16 and bf16 wrappers skip them, and fp32 has no wrapper to */
+    const char *acc = c->grad_accum_dtype;
+    int fp32_accum = !strcmp(acc, "fp32") || !strcmp(acc, "float32") || !strcmp(acc, "float");
+    int bf16_optimizer = c->zero_stage == 1 && fp32_accum && c->offload_optimizer.device != ZT_OFFLOAD_CPU;
+    o->skip_nonfinite = c->zero_stage == 0 ? c->fp16 || c->bf16
+                      : c->zero_stage == 3 || !c->bf16 || c->bf16_check_grad_overflow || bf16_optimizer;
     if (g.unused[0]) zt_log(ZT_LOG_WARN, "%s: zt %s reads but does not act on yet: %s", name, ZT_VERSION_STRING, g.unused);
     return ZT_OK;
 }
@@ -12091,25 +12103,29 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     info.tokens = e->tokens_in_step;
     info.loss = e->tokens_in_step ? (float)(e->loss_sum / (double)e->tokens_in_step) : 0.0f;
     info.loss_scale = e->scaler.scale;
-    double to_mean = zt__to_mean(e);
-    double norm = sqrt(zt__grad_sumsq(e)) * to_mean;
+    double scaled = sqrt(zt__grad_sumsq(e)), norm = scaled * zt__to_mean(e);
     info.grad_norm = (float)norm;
     int overflow = !isfinite(norm); /* the same on every rank: the partials were summed across them */
     e->step++;
     info.step = e->step;
     float lr = zt__lr_now(e);
     info.lr = lr;
-    if (overflow && (e->opt.precision == ZT_PRECISION_FP16 ||
-                     (e->opt.precision == ZT_PRECISION_BF16 && e->opt.bf16_skip_nonfinite))) {
+    if (overflow && (e->opt.precision == ZT_PRECISION_FP16 || e->opt.skip_nonfinite)) {
         info.skipped = 1;
+        info.grad_norm = INFINITY; /* what DeepSpeed reports for a skipped step */
         zt__scaler_update(e, 1);
     } else {
-        double clip = 1.0;
-        if (e->opt.max_grad_norm > 0 && norm > e->opt.max_grad_norm) clip = e->opt.max_grad_norm / (norm + 1e-6);
+        /* DeepSpeed's order: the loss scale grows (after loss_scale_window good steps) before the gradients are
+           unscaled, so on that step they are divided by the grown scale, clipped by the norm so measured, and reach
+           the optimizer halved; its stages 0 and 3 report that norm too, 1 and 2 the norm at the step's own scale */
+        zt__scaler_update(e, 0);
+        double to_mean = zt__to_mean(e), seen = scaled * to_mean, clip = 1.0;
+        if (e->opt.zero_stage == 0 || e->opt.zero_stage == 3) info.grad_norm = (float)seen;
+        if (e->opt.max_grad_norm > 0 && e->opt.max_grad_norm / (seen + 1e-6) < 1.0)
+            clip = e->opt.max_grad_norm / (seen + 1e-6); /* torch's clip_grad_norm_: whenever the factor is below 1 */
         e->adam_step++;
         zt__update(e, lr, to_mean * clip);
         e->sched_step++;
-        zt__scaler_update(e, 0);
     }
     for (int b = 0; b < e->n_blocks; b++) {
         zt_tensor gr = e->groups[b].grad;

@@ -642,6 +642,13 @@ static void history_add(const char *fmt, ...) {
 /* a Python float's repr, for the history (the Trainer's logs are Python floats) */
 static const char *py(double v, char *buf) { return zt_float_repr(v, buf, 32); }
 
+/* a number of a metrics.jsonl line: printf's digits, or the names Python's json reads where JSON has none */
+static const char *jnum(double v, int digits, char *buf) {
+    if (isfinite(v)) snprintf(buf, 32, "%.*g", digits, v);
+    else snprintf(buf, 32, "%s", v != v ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+    return buf;
+}
+
 /* trainer_state.json of the checkpoint at `step`, written whole beside it (a temporary in --output_dir, then
    renamed into the checkpoint); 0 when it cannot be written (message printed). The path is JSON-escaped. */
 static int write_trainer_state(const char *out, int64_t step, const best_model *b, int in_checkpoint) {
@@ -993,8 +1000,9 @@ static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *b
     speed[0] = round_to(runtime, 4), speed[1] = runtime > 0 ? round_to(rows / runtime, 3) : 0;
     speed[2] = runtime > 0 ? round_to(batches / runtime, 3) : 0;
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
-    int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %.17g, \"epoch\": %.4f}\n", (long long)step, v,
-                     epochs); /* no clock here: runs compare these lines */
+    char num[32];
+    int n = snprintf(line, sizeof line, "{\"step\": %lld, \"eval_loss\": %s, \"epoch\": %.4f}\n", (long long)step,
+                     jnum(v, 17, num), epochs); /* no clock here: runs compare these lines */
     if (rank == 0) write_file(a->output_dir, "metrics.jsonl", line, (size_t)n, 1);
     tb_scalar("eval/loss", v, step), tb_scalar("eval/runtime", speed[0], step);
     tb_scalar("eval/samples_per_second", speed[1], step), tb_scalar("eval/steps_per_second", speed[2], step);
@@ -1413,10 +1421,12 @@ int main(int argc, char **argv) {
             int epoch_end = epoch + (index >= zt_data_windows(data)) > pass || s.step >= o.max_steps;
             if (n_train < MAX_POINTS) train_curve[n_train][0] = (float)s.step, train_curve[n_train++][1] = s.loss;
             double epochs = epochs_read(data);
+            char num[3][32];
             int n = snprintf(line, sizeof line,
-                             "{\"step\": %lld, \"loss\": %.9g, \"learning_rate\": %.6g, \"grad_norm\": %.6g, "
+                             "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
                              "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",
-                             (long long)s.step, s.loss, s.lr, s.grad_norm, epochs, ms,
+                             (long long)s.step, jnum(s.loss, 9, num[0]), jnum(s.lr, 6, num[1]), jnum(s.grad_norm, 6, num[2]),
+                             epochs, ms,
                              (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
             if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
             int log = (a.logging_first_step && s.step == 1) || (strcmp(a.logging_strategy, "epoch") == 0 ? epoch_end

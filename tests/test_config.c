@@ -270,6 +270,34 @@ TEST(config_loss_scale_matches_deepspeed) {
     CHECK(n >= 9);
 }
 
+/* which steps with a non-finite gradient norm DeepSpeed 0.19.8 skips, by precision and stage: its ZeRO optimizers
+   (stage_1_and_2.py's step: unless bf16 without check_grad_overflow; stage3.py's: always), BF16_Optimizer (bf16 at
+   stage 1 with fp32 accumulation, no CPU offload: always), FP16_Optimizer at stage 0 (fp16 and bf16); fp32 at stage
+   0 has no wrapper and applies the step */
+TEST(config_nonfinite_steps_skip_as_deepspeed) {
+    static const struct { const char *json; int skip; } cases[] = {
+        {"{}", 0},
+        {"{\"zero_optimization\": {\"stage\": 1}}", 1},
+        {"{\"zero_optimization\": {\"stage\": 3}}", 1},
+        {"{\"bf16\": {\"enabled\": true}}", 1},
+        {"{\"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 2}}", 1},
+        {"{\"bf16\": {\"enabled\": true, \"check_grad_overflow\": false}, \"zero_optimization\": {\"stage\": 2}}", 0},
+        {"{\"bf16\": {\"enabled\": true, \"check_grad_overflow\": false}, \"zero_optimization\": {\"stage\": 3}}", 1},
+        {"{\"bf16\": {\"enabled\": true, \"check_grad_overflow\": false}, \"zero_optimization\": {\"stage\": 1}, "
+         "\"data_types\": {\"grad_accum_dtype\": \"fp32\"}}", 1},
+        {"{\"bf16\": {\"enabled\": true, \"check_grad_overflow\": false}, \"zero_optimization\": {\"stage\": 1, "
+         "\"offload_optimizer\": {\"device\": \"cpu\"}}, \"data_types\": {\"grad_accum_dtype\": \"fp32\"}}", 0},
+        {"{\"fp16\": {\"enabled\": true}}", 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        zt_ds_config c;
+        zt_options o = zt_options_default();
+        CHECK_MSG(parse(cases[k].json, &c, &o, 1) == ZT_OK, "%s: %s", cases[k].json, zt_last_error());
+        CHECK_MSG(o.skip_nonfinite == cases[k].skip, "%s: skip_nonfinite %d, DeepSpeed %d", cases[k].json,
+                  o.skip_nonfinite, cases[k].skip);
+    }
+}
+
 static zt_result read_example(const char *name, zt_ds_config *c, zt_options *o) {
     char path[256];
     snprintf(path, sizeof path, "examples/configs/%s", name);
@@ -333,7 +361,7 @@ TEST(config_examples_resolve) {
     char *bf[] = {(char *)"p", (char *)"--bf16"};
     CHECK(zt_options_parse_args(&o, 2, bf) == ZT_OK);
     CHECK(read_example("bf16.json", &c, &o) == ZT_OK);
-    CHECK(c.bf16 && o.precision == ZT_PRECISION_BF16 && o.bf16_skip_nonfinite); /* stage 2: check_grad_overflow */
+    CHECK(c.bf16 && o.precision == ZT_PRECISION_BF16 && o.skip_nonfinite); /* stage 2: check_grad_overflow */
 
     o = zt_options_default();
     CHECK_MSG(read_example("fp16.json", &c, &o) == ZT_OK, "%s", zt_last_error());

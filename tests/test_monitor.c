@@ -271,6 +271,78 @@ TEST(skipped_step_reports_its_learning_rate) {
     zt_shutdown(e);
 }
 
+/* a step whose gradient is NaN (a NaN weight for one step): skipped where DeepSpeed skips it (here bf16 at stage 0
+   and fp32 at stage 1: zt_options.skip_nonfinite), its norm reported as inf, the weights untouched and the next step
+   taken; fp32 without a config applies it, as torch's AdamW does, and the weights turn NaN */
+static void nan_step(const char *json, zt_step_info *bad, zt_step_info *next, int64_t *nonfinite) {
+    *nonfinite = -1;
+    zt_engine *e = NULL;
+    zt_options o;
+    CHECK_MSG(engine_from(json, &e, &o) == ZT_OK, "%s: %s", json, zt_last_error());
+    int32_t x[16];
+    for (int i = 0; i < 16; i++) x[i] = (i * 5) % 37;
+    float ln[16], nan_ln[16], w[16 * 48];
+    CHECK(zt_param_get(e, "transformer.ln_f.weight", ln, 16, 0) == ZT_OK);
+    memcpy(nan_ln, ln, sizeof ln);
+    nan_ln[0] = NAN;
+    CHECK(zt_param_set(e, "transformer.ln_f.weight", nan_ln, 16) == ZT_OK);
+    zt_forward_backward(e, x, NULL, NULL, 2);
+    *bad = zt_step(e);
+    CHECK(zt_param_set(e, "transformer.ln_f.weight", ln, 16) == ZT_OK);
+    zt_forward_backward(e, x, NULL, NULL, 2);
+    *next = zt_step(e);
+    CHECK(zt_param_get(e, "transformer.h.0.attn.c_attn.weight", w, 16 * 48, 0) == ZT_OK);
+    *nonfinite = 0;
+    for (int i = 0; i < 16 * 48; i++) *nonfinite += !isfinite(w[i]);
+    zt_shutdown(e);
+}
+
+TEST(nonfinite_steps_skip_where_deepspeed_skips) {
+    static const char *const skipping[] = {"{\"train_micro_batch_size_per_gpu\": 2, \"bf16\": {\"enabled\": true}}",
+                                           "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"stage\": 1}}"};
+    zt_step_info bad, next;
+    int64_t nonfinite;
+    for (int k = 0; k < 2; k++) {
+        nan_step(skipping[k], &bad, &next, &nonfinite);
+        CHECK_MSG(nonfinite == 0, "%s: %lld weights not finite", skipping[k], (long long)nonfinite);
+        CHECK_MSG(bad.skipped && isinf(bad.grad_norm) && !next.skipped && isfinite(next.loss), "%s", skipping[k]);
+    }
+    nan_step("{\"train_micro_batch_size_per_gpu\": 2}", &bad, &next, &nonfinite);
+    CHECK(nonfinite > 0);
+    CHECK(!bad.skipped);
+}
+
+/* DeepSpeed grows the fp16 loss scale before it unscales the gradients: on the step where the scale doubles (here
+   the third, after loss_scale_window 2 good ones) they reach the optimizer halved, and stage 0 reports the norm so measured (half),
+   stage 1 the norm at the step's own scale */
+TEST(fp16_scale_growth_step_unscales_as_deepspeed) {
+    float ref[16 * 48], got[16 * 48];
+    float norms[2][2];
+    for (int stage = 0; stage < 2; stage++)
+        for (int window = 0; window < 2; window++) {
+            char json[512];
+            snprintf(json, sizeof json, "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"stage\": %d}, "
+                     "\"fp16\": {\"enabled\": true, \"initial_scale_power\": 8, \"loss_scale_window\": %d}, "
+                     "\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 0.01}}}", stage,
+                     window ? 2 : 1000);
+            zt_engine *e = NULL;
+            zt_options o;
+            CHECK_MSG(engine_from(json, &e, &o) == ZT_OK, "%s", zt_last_error());
+            int32_t x[16];
+            for (int i = 0; i < 16; i++) x[i] = (i * 5) % 37;
+            zt_step_info s[3];
+            for (int k = 0; k < 3; k++) zt_forward_backward(e, x, NULL, NULL, 2), s[k] = zt_step(e);
+            CHECK(!s[0].skipped && !s[1].skipped && !s[2].skipped && s[2].loss_scale == 256.0f);
+            norms[stage][window] = s[2].grad_norm;
+            CHECK(zt_param_get(e, "transformer.h.0.attn.c_attn.weight", window ? got : ref, 16 * 48, 0) == ZT_OK);
+            zt_forward_backward(e, x, NULL, NULL, 2);
+            CHECK(zt_step(e).loss_scale == (window ? 512.0f : 256.0f)); /* it grew at the third */
+            zt_shutdown(e);
+            if (window) CHECK(memcmp(ref, got, sizeof ref) != 0); /* the third step's gradients differ */
+        }
+    CHECK(norms[0][1] == norms[0][0] / 2 && norms[1][1] == norms[1][0]);
+}
+
 /* zt_float_repr: Python's repr of a float, as json.dump writes it (the values checked against Python 3) */
 TEST(float_repr_is_pythons) {
     static const struct { double v; const char *py; } cases[] = {
