@@ -598,6 +598,17 @@ strategy_check() {
     expect_output "a step share beside a step count under --load_best_model_at_end is refused" \
         'a share of the steps and a number of steps cannot promise' \
         "${run[@]}" --val_data "$text" --load_best_model_at_end --eval_steps 0.1 --save_steps 4 --output_dir $dir/mixed
+    # under a DeepSpeed config the Trainer logs the next step's rate (DeepSpeed's step() moved the schedule before it
+    # reads it): WarmupLR, linear over 5 steps to 1e-3, runs steps 1-3 at 0, 0, 2e-4 and logs 0, 2e-4, 4e-4
+    mkdir -p $dir && printf '{"optimizer": {"type": "AdamW", "params": {"lr": 0.001}}, "scheduler": {"type": "WarmupLR", "params": %s}}\n' \
+        '{"warmup_num_steps": 5, "warmup_type": "linear"}' >$dir/warmup_lr.json
+    out=$("${run[@]}" --max_steps 3 --logging_steps 1 --deepspeed $dir/warmup_lr.json --output_dir $dir/ds_lr 2>&1) || true
+    logged=$(sed -n 's/^step [0-9]*\/3 | loss [^|]* | lr \([^ ]*\) .*/\1/p' <<<"$out" | tr '\n' ' ')
+    if [[ $logged == "0.00e+00 2.00e-04 4.00e-04 " ]]; then
+        pass "under a DeepSpeed config zt_train logs the next step's learning rate, as the Trainer does there"
+    else
+        fail "the learning rate logged under a DeepSpeed WarmupLR: '$logged', the Trainer logs '0.00e+00 2.00e-04 4.00e-04 '"
+    fi
     expect_output "two step shares that do not save at every evaluation are refused, with the steps they come to" \
         '0.2 and 0.1 of 15 steps are 3 and 2' \
         "${run[@]}" --val_data "$text" --max_steps 15 --load_best_model_at_end --eval_steps 0.1 --save_steps 0.2 \

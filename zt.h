@@ -898,6 +898,9 @@ typedef struct zt_options {
     zt_optimizer optimizer;
     float lr, beta1, beta2, eps, weight_decay, max_grad_norm;
     int adam_w_mode;            /* 0: L2 regularisation added to the gradient (DeepSpeed Adam) */
+    int decay_all;              /* weight_decay on every parameter, biases and norms too (a DeepSpeed config's
+                                   optimizer section: DeepSpeed builds it over the one group of all parameters
+                                   the Trainer hands it); 0: the Trainer's groups (ZT_PARAM_DECAY) */
     float adagrad_eps;          /* 1e-10 (torch's; eps above is Adam's: the Trainer's --adam_epsilon) */
     float adagrad_lr_decay;     /* 0 */
     const char *optim_args;     /* the Trainer's --optim_args ("lr_decay=0.01,eps=1e-8"): Adagrad takes lr_decay and eps */
@@ -1064,6 +1067,8 @@ typedef struct zt_step_info {
     float loss;                 /* mean loss over the step's tokens */
     float lr;                   /* learning rate used (a skipped step's: the one it would have used, which the
                                    Trainer logs) */
+    float next_lr;              /* the rate of the next step, the schedule moved by this one (DeepSpeed's
+                                   get_last_lr() after its step(), which the Trainer logs under DeepSpeed) */
     float grad_norm;            /* before clipping */
     int skipped;                /* a non-finite gradient norm (fp16 overflow; zt_options.skip_nonfinite): no update;
                                    grad_norm is then inf */
@@ -7901,6 +7906,19 @@ static zt_result zt__cfg_num_flag(zt__cfg *g, int obj, const char *key, const ch
     return r;
 }
 
+/* the same for a key whose absence means DeepSpeed's default (`absent`: an optimizer class's keyword default, or
+   gradient_clipping's), not the flag's value, which the Trainer puts only where the config says "auto": a flag given
+   that so does not reach the run gets a warning */
+static zt_result zt__cfg_num_default(zt__cfg *g, int obj, const char *key, const char *path, double lo, double hi,
+                                     const char *flag, double fill, double absent, double *out) {
+    if (zt__json_get(&g->j, obj, key) >= 0) return zt__cfg_num_flag(g, obj, key, path, lo, hi, flag, fill, out);
+    *out = absent;
+    if (zt_options_given(g->o, flag) && fabs(fill - absent) > 1e-12 * fabs(absent))
+        zt_log(ZT_LOG_WARN, "%s: %s is absent, so DeepSpeed's default %g applies, not --%s %g (the Trainer fills only "
+               "\"auto\"; give the key, or \"auto\")", g->j.file, path, absent, flag, fill);
+    return ZT_OK;
+}
+
 /* ---- the sections ---- */
 
 static const char *const zt__ds_top[] = {
@@ -8067,27 +8085,6 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
                        "to using the deepspeed parameter 'gradient_clipping'", g->j.file);
     const char *const *keys = adam ? zt__ds_adam : kind == ZT_OPTIM_LION ? zt__ds_lion : zt__ds_adagrad;
     if (p >= 0 && (r = zt__cfg_keys(g, p, "optimizer.params", keys, 1)) != ZT_OK) return r;
-    /* the Trainer fills "auto" from its flags, and compares the values given with the flags, whatever the type */
-    double lr, eps = o->eps, wd, b1 = o->beta1, b2 = o->beta2, lr_decay = 0, initial = 0;
-    if ((r = zt__cfg_num_flag(g, p, "lr", "optimizer.params.lr", 0, 1e300, "learning_rate", o->lr, &lr)) ||
-        (r = zt__cfg_num_flag(g, p, "weight_decay", "optimizer.params.weight_decay", 0, 1e300, "weight_decay",
-                              o->weight_decay, &wd)))
-        return r;
-    if (kind != ZT_OPTIM_LION) { /* absent: Adam's from the flag, Adagrad's own (torch's 1e-10, not --adam_epsilon's) */
-        int et = p >= 0 ? zt__json_get(&g->j, p, "eps") : -1;
-        double fill = adam || et >= 0 ? o->eps : 1e-10; /* torch's, not --optim_args' (the Trainer reads it only without the section) */
-        if ((r = zt__cfg_num_flag(g, p, "eps", "optimizer.params.eps", 0, 1e300, "adam_epsilon", fill, &eps))) return r;
-    }
-    int bt = p >= 0 && kind != ZT_OPTIM_ADAGRAD ? zt__json_get(&g->j, p, "betas") : -1;
-    if (bt >= 0 && !zt__cfg_is_auto(g, bt)) {
-        if (g->j.tok[bt].type != JSMN_ARRAY || g->j.tok[bt].size != 2) return zt__cfg_bad(g, bt, "optimizer.params.betas", "two numbers");
-        if ((r = zt__cfg_num(g, bt + 1, "optimizer.params.betas[0]", 0, 0.999999999, &b1)) ||
-            (r = zt__cfg_num(g, bt + 2, "optimizer.params.betas[1]", 0, 0.999999999, &b2)))
-            return r;
-        zt__cfg_match(g, "optimizer.params.betas[0]", b1, o->beta1, "adam_beta1");
-        zt__cfg_match(g, "optimizer.params.betas[1]", b2, o->beta2, "adam_beta2");
-    }
-    int mode = 1, amsgrad = 0, bias_correction = 1, unused = 0, fp32_states = 1, maximize = 0;
     /* the Trainer fills an "auto" lr, betas, eps and weight_decay; DeepSpeed hands any other to the optimizer as the
        string it is (optimizer.params is no pydantic model, which would drop it) */
     for (int i = 0, key = p + 1; p >= 0 && i < g->j.tok[p].size; i++, key = zt__json_skip(&g->j, key + 1)) {
@@ -8099,16 +8096,48 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
                            "hand the string to the optimizer): give a value", g->j.file,
                            g->j.tok[key].end - g->j.tok[key].start, g->j.text + g->j.tok[key].start);
     }
+    int mode = 1, amsgrad = 0, bias_correction = 1, torch_adam = 0, fp32_states = 1, maximize = 0;
+    double lr, eps, wd, b1, b2, lr_decay = 0, initial = 0;
     if (p >= 0 && ((r = zt__cfg_bool(g, zt__json_get(&g->j, p, "adam_w_mode"), "optimizer.params.adam_w_mode", &mode)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "amsgrad"), "optimizer.params.amsgrad", &amsgrad)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "bias_correction"), "optimizer.params.bias_correction", &bias_correction)) ||
-                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "torch_adam"), "optimizer.params.torch_adam", &unused)) ||
+                   (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "torch_adam"), "optimizer.params.torch_adam", &torch_adam)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "fp32_optimizer_states"), "optimizer.params.fp32_optimizer_states", &fp32_states)) ||
                    (r = zt__cfg_bool(g, zt__json_get(&g->j, p, "maximize"), "optimizer.params.maximize", &maximize)) ||
                    (r = zt__cfg_num(g, zt__json_get(&g->j, p, "lr_decay"), "optimizer.params.lr_decay", 0, 1e300, &lr_decay)) ||
                    (r = zt__cfg_num(g, zt__json_get(&g->j, p, "initial_accumulator_value"),
                                     "optimizer.params.initial_accumulator_value", 0, 1e300, &initial))))
         return r;
+    int decoupled = strcmp(lower, "adamw") == 0 || mode; /* "Adam" is AdamW unless adam_w_mode is false */
+    /* the Trainer fills "auto" from its flags, and compares the values given with the flags, whatever the type; an
+       absent key is the keyword's default of the class DeepSpeed builds: FusedAdam's and DeepSpeedCPUAdam's lr 1e-3,
+       eps 1e-8, weight_decay 0 (torch_adam: torch's AdamW, 0.01), FusedLion's lr 1e-3, betas (0.9, 0.999), and
+       torch's Adagrad's lr 1e-2, eps 1e-10 */
+    double wd_absent = adam && torch_adam && decoupled ? 0.01 : 0.0;
+    if ((r = zt__cfg_num_default(g, p, "lr", "optimizer.params.lr", 0, 1e300, "learning_rate", o->lr,
+                                 kind == ZT_OPTIM_ADAGRAD ? 1e-2 : 1e-3, &lr)) ||
+        (r = zt__cfg_num_default(g, p, "weight_decay", "optimizer.params.weight_decay", 0, 1e300, "weight_decay",
+                                 o->weight_decay, wd_absent, &wd)))
+        return r;
+    eps = o->eps;
+    if (kind != ZT_OPTIM_LION && (r = zt__cfg_num_default(g, p, "eps", "optimizer.params.eps", 0, 1e300, "adam_epsilon",
+                                                          o->eps, adam ? 1e-8 : 1e-10, &eps)))
+        return r;
+    b1 = 0.9, b2 = 0.999;
+    int bt = p >= 0 && kind != ZT_OPTIM_ADAGRAD ? zt__json_get(&g->j, p, "betas") : -1;
+    if (bt >= 0 && zt__cfg_is_auto(g, bt)) b1 = o->beta1, b2 = o->beta2;
+    else if (bt >= 0) {
+        if (g->j.tok[bt].type != JSMN_ARRAY || g->j.tok[bt].size != 2) return zt__cfg_bad(g, bt, "optimizer.params.betas", "two numbers");
+        if ((r = zt__cfg_num(g, bt + 1, "optimizer.params.betas[0]", 0, 0.999999999, &b1)) ||
+            (r = zt__cfg_num(g, bt + 2, "optimizer.params.betas[1]", 0, 0.999999999, &b2)))
+            return r;
+        zt__cfg_match(g, "optimizer.params.betas[0]", b1, o->beta1, "adam_beta1");
+        zt__cfg_match(g, "optimizer.params.betas[1]", b2, o->beta2, "adam_beta2");
+    } else if (kind != ZT_OPTIM_ADAGRAD && (zt_options_given(o, "adam_beta1") || zt_options_given(o, "adam_beta2")) &&
+               (o->beta1 != 0.9f || o->beta2 != 0.999f))
+        zt_log(ZT_LOG_WARN, "%s: optimizer.params.betas is absent, so DeepSpeed's default (0.9, 0.999) applies, not "
+               "--adam_beta1 %g --adam_beta2 %g (the Trainer fills only \"auto\"; give the key, or \"auto\")", g->j.file,
+               (double)o->beta1, (double)o->beta2);
     /* DeepSpeed's CPU Adagrad keeps amsgrad and never reads it: it changes nothing there, nor in zt */
     if (amsgrad && adam) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.amsgrad is not implemented in zt", g->j.file);
     if (!bias_correction) return zt_fail(ZT_ERROR_UNSUPPORTED, "%s: optimizer.params.bias_correction false is not implemented in zt", g->j.file);
@@ -8124,7 +8153,8 @@ static zt_result zt__cfg_optimizer(zt__cfg *g) {
     o->lr = (float)lr, o->weight_decay = (float)wd, o->beta1 = (float)b1, o->beta2 = (float)b2;
     if (kind == ZT_OPTIM_ADAGRAD) o->adagrad_eps = (float)eps, o->adagrad_lr_decay = (float)lr_decay;
     else o->eps = (float)eps;
-    o->adam_w_mode = strcmp(lower, "adamw") == 0 || mode; /* "Adam" is AdamW unless adam_w_mode is false */
+    o->adam_w_mode = decoupled;
+    o->decay_all = 1; /* DeepSpeed's optimizer over the one group of all parameters the Trainer hands it */
     return ZT_OK;
 }
 
@@ -8523,7 +8553,8 @@ static zt_result zt__cfg_rest(zt__cfg *g) {
     zt_options *o = g->o;
     zt_result r;
     double clip;
-    if ((r = zt__cfg_num_flag(g, 0, "gradient_clipping", "gradient_clipping", 0, 1e300, "max_grad_norm", o->max_grad_norm, &clip)))
+    if ((r = zt__cfg_num_default(g, 0, "gradient_clipping", "gradient_clipping", 0, 1e300, "max_grad_norm", o->max_grad_norm,
+                                 1.0, &clip))) /* absent: DeepSpeed's 1.0 */
         return r;
     c->gradient_clipping = clip;
     o->max_grad_norm = (float)clip;
@@ -10667,7 +10698,7 @@ static zt_optim_params zt__optim_params(const zt_engine *e, const zt__param *pr,
     ap.beta2 = o->beta2;
     ap.eps = o->optimizer == ZT_OPTIM_ADAGRAD ? o->adagrad_eps : o->eps;
     ap.lr_decay = o->adagrad_lr_decay;
-    ap.weight_decay = pr->flags & ZT_PARAM_DECAY ? o->weight_decay : 0.0f;
+    ap.weight_decay = o->decay_all || pr->flags & ZT_PARAM_DECAY ? o->weight_decay : 0.0f;
     ap.grad_scale = (float)grad_scale;
     ap.step = e->adam_step;
     ap.l2 = !o->adam_w_mode;
@@ -12134,6 +12165,7 @@ ZT_API zt_step_info zt_step(zt_engine *e) {
     }
     zt_stream_sync(e->s);
     if (e->timing) e->t_step[3] = zt__lap(e, 1);
+    info.next_lr = zt__lr_now(e);
     e->tokens_in_step = 0;
     e->loss_sum = 0.0;
     e->micro = 0;

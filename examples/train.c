@@ -501,6 +501,7 @@ static int output_dir_ok(const args *a) {
 }
 
 static int rank = 0, world = 1; /* with --num_processes, this process's place among the ranks */
+static int deepspeed; /* a DeepSpeed config (--deepspeed, or an Accelerate config's plugin) drives the run */
 
 static int fail(const char *what) {
     char host[64] = "";
@@ -1235,6 +1236,7 @@ int main(int argc, char **argv) {
                        "sets aside\n", a.config_file, ds_len, sizeof ds_json), 2;
     if (!*a.config && !ds_len) memset(&ds, 0, sizeof ds), ds.world_size = world; /* none to read: DeepSpeed's defaults */
     if (!read_deepspeed(&ds, &o, &a, ds_json, ds_len, world, model_config.hidden)) return fail(NULL);
+    deepspeed = *a.config || ds_len; /* the Trainer under DeepSpeed: what it logs differs */
     /* --num_train_epochs without --max_steps (which wins, as in the Trainer): the steps of that many passes over
        --data, counted as the Trainer counts them (a pass is ceil(windows / rows of a micro-batch) micro-batches, its
        steps ceil(those / accumulation), the last taking what is left), so that the schedule ends with them (the config
@@ -1415,6 +1417,9 @@ int main(int argc, char **argv) {
             if (kill_rank == rank && kill_step == zt_engine_step(e) + 1) raise(SIGKILL); /* the failure tests */
             while (hang) pause(); /* the launcher's ZT_KILL_GRACE test */
             zt_step_info s = zt_step(e);
+            /* the rate the Trainer logs: the step's own, or under DeepSpeed (whose step() has moved the schedule by
+               then) the next step's */
+            float lr = deepspeed ? s.next_lr : s.lr;
             double ms = (double)(zt_time_ns() - t0) / 1e6;
             zt_data_cursor(data, &epoch, &index); /* where the next step reads: the logs' epoch */
             /* this step finished a pass, or the run (the Trainer's on_epoch_end after its loop stops) */
@@ -1425,7 +1430,7 @@ int main(int argc, char **argv) {
             int n = snprintf(line, sizeof line,
                              "{\"step\": %lld, \"loss\": %s, \"learning_rate\": %s, \"grad_norm\": %s, "
                              "\"epoch\": %.4f, \"ms\": %.1f, \"tokens_per_s\": %.0f, \"mem_bytes\": %zu}\n",
-                             (long long)s.step, jnum(s.loss, 9, num[0]), jnum(s.lr, 6, num[1]), jnum(s.grad_norm, 6, num[2]),
+                             (long long)s.step, jnum(s.loss, 9, num[0]), jnum(lr, 6, num[1]), jnum(s.grad_norm, 6, num[2]),
                              epochs, ms,
                              (double)s.tokens * 1000.0 / ms, zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))));
             if (rank == 0) write_file(a.output_dir, "metrics.jsonl", line, (size_t)n, 1);
@@ -1440,17 +1445,17 @@ int main(int argc, char **argv) {
             if (tb_log) { /* the Trainer's logs: the mean loss since the last, the step's norm and rate */
                 char f[4][32];
                 history_add("{\"epoch\": %s, \"grad_norm\": %s, \"learning_rate\": %s, \"loss\": %s, \"step\": %lld}",
-                            py(epochs, f[0]), py(s.grad_norm, f[1]), py(s.lr, f[2]), py(tb_loss / (double)tb_steps, f[3]),
+                            py(epochs, f[0]), py(s.grad_norm, f[1]), py(lr, f[2]), py(tb_loss / (double)tb_steps, f[3]),
                             (long long)s.step);
                 tb_scalar("train/loss", tb_loss / (double)tb_steps, s.step);
                 tb_scalar("train/grad_norm", s.grad_norm, s.step);
-                tb_scalar("train/learning_rate", s.lr, s.step);
+                tb_scalar("train/learning_rate", lr, s.step);
                 tb_scalar("train/epoch", epochs, s.step);
                 tb_loss = 0.0, tb_steps = 0;
             }
             if (log) {
                 printf("step %lld/%lld | loss %.6f | lr %.2e | grad_norm %.2f | %.1f ms | %.0f tok/s | mem %.2f GiB%s\n",
-                       (long long)s.step, (long long)o.max_steps, s.loss, s.lr, s.grad_norm, ms,
+                       (long long)s.step, (long long)o.max_steps, s.loss, lr, s.grad_norm, ms,
                        (double)s.tokens * 1000.0 / ms,
                        (double)zt_arena_peak(zt_backend_device_arena(zt_engine_backend(e))) / (1 << 30), s.skipped ? " | skipped" : "");
                 fflush(stdout);

@@ -542,6 +542,83 @@ TEST(config_flags_fill_and_contradict) {
 }
 
 /* the engine reads a config: zt_init with a path */
+/* keys absent from the config are DeepSpeed's defaults, not the flags (the Trainer fills only "auto"): the
+   optimizer class's keywords (FusedAdam's lr 1e-3, eps 1e-8, weight_decay 0; torch's AdamW's 0.01 under torch_adam;
+   Lion's betas (0.9, 0.999); torch's Adagrad's lr 1e-2) and gradient_clipping's 1.0, a flag given that so does not
+   reach the run named in a warning; an optimizer section decays every parameter (DeepSpeed's one group) */
+TEST(config_absent_keys_are_deepspeeds_defaults) {
+    char *argv[] = {(char *)"p", (char *)"--max_grad_norm", (char *)"0.5", (char *)"--learning_rate", (char *)"3e-4",
+                    (char *)"--weight_decay", (char *)"0.1", (char *)"--adam_beta2", (char *)"0.95"};
+    static const struct { const char *json; double lr, wd, eps, b2, clip; } cases[] = {
+        {"{\"optimizer\": {\"type\": \"AdamW\"}}", 1e-3, 0, 1e-8, 0.999, 1.0},
+        {"{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"torch_adam\": true}}}", 1e-3, 0.01, 1e-8, 0.999, 1.0},
+        {"{\"optimizer\": {\"type\": \"Adam\", \"params\": {\"torch_adam\": true, \"adam_w_mode\": false}}}", 1e-3, 0, 1e-8, 0.999, 1.0},
+        {"{\"optimizer\": {\"type\": \"Lion\", \"params\": {}}}", 1e-3, 0, -1, 0.999, 1.0},
+        {"{\"optimizer\": {\"type\": \"Adagrad\"}}", 1e-2, 0, 1e-10, -1, 1.0},
+        {"{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\", \"weight_decay\": \"auto\", "
+         "\"betas\": \"auto\"}}, \"gradient_clipping\": \"auto\"}", 3e-4, 0.1, 1e-8, 0.95, 0.5},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        zt_ds_config c;
+        zt_options o = zt_options_default();
+        CHECK(zt_options_parse_args(&o, 9, argv) == ZT_OK);
+        CHECK_MSG(parse(cases[k].json, &c, &o, 1) == ZT_OK, "%s: %s", cases[k].json, zt_last_error());
+        CHECK_MSG(fabs(o.lr - cases[k].lr) < 1e-9 && fabs(o.weight_decay - cases[k].wd) < 1e-8 &&
+                  fabs(o.max_grad_norm - cases[k].clip) < 1e-8, "%s: lr %g weight_decay %g clip %g", cases[k].json,
+                  (double)o.lr, (double)o.weight_decay, (double)o.max_grad_norm);
+        if (cases[k].eps > 0)
+            CHECK_MSG(fabs((o.optimizer == ZT_OPTIM_ADAGRAD ? o.adagrad_eps : o.eps) - cases[k].eps) < 1e-15, "%s", cases[k].json);
+        if (cases[k].b2 > 0) CHECK_MSG(fabs(o.beta2 - cases[k].b2) < 1e-7, "%s: beta2 %g", cases[k].json, (double)o.beta2);
+        CHECK(o.decay_all);
+        if (k == 0) {
+            CHECK_STR_CONTAINS(logged, "optimizer.params.lr is absent, so DeepSpeed's default 0.001 applies, not --learning_rate 0.0003");
+            CHECK_STR_CONTAINS(logged, "gradient_clipping is absent, so DeepSpeed's default 1 applies, not --max_grad_norm 0.5");
+            CHECK_STR_CONTAINS(logged, "optimizer.params.betas is absent");
+        }
+        if (k == 5) CHECK(!strstr(logged, "absent"));
+    }
+    zt_ds_config c;
+    zt_options o = zt_options_default();
+    CHECK(parse("{\"gradient_clipping\": \"auto\"}", &c, &o, 1) == ZT_OK);
+    CHECK(!o.decay_all); /* the Trainer's optimizer, its groups */
+}
+
+/* one step's bias (set to 0.5 first) under weight decay: DeepSpeed's optimizer section decays it (one group of
+   every parameter), the Trainer's optimizer (no section, --weight_decay) does not */
+static void bias_after_step(const char *json, float weight_decay, float *bias) {
+    const char *model_json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
+    zt_model_config mc;
+    CHECK(zt_model_config_parse(&mc, model_json, strlen(model_json), "m") == ZT_OK);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    zt_options o = zt_options_default();
+    o.seq_len = 8, o.threads = 1, o.max_steps = 4, o.micro_batch = 2, o.lr = 0.01f, o.weight_decay = weight_decay;
+    zt_ds_config c;
+    CHECK_MSG(parse(json, &c, &o, 1) == ZT_OK, "%s", zt_last_error());
+    zt_engine *e = NULL;
+    CHECK_MSG(zt_init_options(&e, &spec, &o) == ZT_OK, "%s", zt_last_error());
+    int32_t x[16];
+    for (int i = 0; i < 16; i++) x[i] = (i * 7) % 32;
+    for (int i = 0; i < 48; i++) bias[i] = 0.5f;
+    CHECK(zt_param_set(e, "transformer.h.0.attn.c_attn.bias", bias, 48) == ZT_OK);
+    zt_forward_backward(e, x, NULL, NULL, 2);
+    zt_step(e);
+    CHECK(zt_param_get(e, "transformer.h.0.attn.c_attn.bias", bias, 48, 0) == ZT_OK);
+    zt_shutdown(e);
+}
+
+TEST(config_optimizer_section_decays_every_parameter) {
+    float none[48], half[48];
+    bias_after_step("{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 0.01, \"weight_decay\": 0}}}", 0, none);
+    bias_after_step("{\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 0.01, \"weight_decay\": 0.5}}}", 0, half);
+    for (int i = 0; i < 48; i++) /* AdamW's decoupled decay: lr x weight_decay x 0.5 less */
+        CHECK_MSG(fabsf(half[i] - (none[i] - 0.0025f)) < 1e-6f, "bias[%d] %g, undecayed %g", i, (double)half[i], (double)none[i]);
+    bias_after_step("{}", 0, none);
+    bias_after_step("{}", 0.5f, half);
+    CHECK(memcmp(none, half, sizeof none) == 0);
+}
+
 TEST(config_drives_zt_init) {
     const char *model_json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
     zt_model_config mc;

@@ -259,13 +259,15 @@ TEST(skipped_step_reports_its_learning_rate) {
     zt_forward_backward(e, x, NULL, NULL, 2);
     zt_step_info s = zt_step(e);
     CHECK(s.skipped);
-    CHECK(s.lr > 0.0f && s.lr == zt_schedule_lr(zt_engine_options(e), 0));
+    CHECK(s.lr > 0.0f && s.lr == zt_schedule_lr(zt_engine_options(e), 0) && s.next_lr == s.lr);
     int skipped = 1;
     for (int k = 0; k < 40 && skipped; k++) { /* the scale halves until a step is taken */
         zt_forward_backward(e, x, NULL, NULL, 2);
         zt_step_info t = zt_step(e);
         CHECK(t.lr == s.lr);
         skipped = t.skipped;
+        /* the schedule moves with the step taken: next_lr is the next step's (DeepSpeed's get_last_lr()) */
+        CHECK(t.next_lr == (skipped ? s.lr : zt_schedule_lr(zt_engine_options(e), 1)) && (skipped || t.next_lr < t.lr));
     }
     CHECK(!skipped);
     zt_shutdown(e);
