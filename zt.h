@@ -1118,6 +1118,8 @@ typedef struct zt_memory_plan {
     zt_optimizer optimizer;                /* its state is ZT_MEM_OPTIM: AdamW's two moments, Lion's one, Adagrad's sum */
     double offload_ratio;                  /* the share of the optimizer state offloaded (ZeRO-3 partial offload) */
     int64_t micro_batch, seq_len, params; /* params: the model's P */
+    int64_t live, live_limit;              /* ZeRO-3: gathered elements resident at once, and
+                                              stage3_max_live_parameters (printed when exceeded) */
     size_t bytes[ZT_MEM_COUNT];            /* one rank's device bytes, by category */
     size_t host_bytes[ZT_MEM_COUNT];       /* one rank's pinned host bytes, by category (offload) */
     size_t device, pinned, nvme;           /* one rank's totals; nvme: bytes of its swap files */
@@ -2436,10 +2438,10 @@ static zt_tensor zt__none(void) {
 static int zt__present(zt_tensor t) { return t.shape.ndim != 0; }
 static zt_tensor zt__opt(const zt_tensor *t) { return t ? *t : zt__none(); }
 
-/* A misused op is a programmer error: stop with the op's name and what was wrong. */
-static void zt__need(int ok, const char *op, const char *fmt, ...) ZT_PRINTF(3, 4);
-static void zt__need(int ok, const char *op, const char *fmt, ...) {
-    if (ok) return;
+/* A misused op is a programmer error: stop with the op's name and what was wrong. A macro, so that the message's
+   arguments (shapes formatted by zt__desc) are computed only when the check fails, not on every op */
+static void zt__misuse(const char *op, const char *fmt, ...) ZT_PRINTF(2, 3);
+static void zt__misuse(const char *op, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -2447,6 +2449,10 @@ static void zt__need(int ok, const char *op, const char *fmt, ...) {
     va_end(ap);
     zt_fatal("%s: %s", op, msg);
 }
+#define zt__need(ok, op, ...)                                                                                          \
+    do {                                                                                                               \
+        if (!(ok)) zt__misuse(op, __VA_ARGS__);                                                                        \
+    } while (0)
 
 static const char *zt__desc(zt_tensor t, char *buf, size_t size) {
     char sh[96];
@@ -9606,6 +9612,9 @@ ZT_API zt_result zt_parse_bytes(const char *text, size_t *out) {
     errno = 0;
     double v = strtod(text, &end);
     if (!*text || errno || !(v >= 0) || end == text) return ZT_ERROR_INVALID;
+    if (!(text[0] == '.' || (text[0] >= '0' && text[0] <= '9'))) return ZT_ERROR_INVALID; /* no space, sign or name */
+    for (const char *c = text; c < end; c++)
+        if (*c == 'x' || *c == 'X') return ZT_ERROR_INVALID; /* strtod's hexadecimal */
     static const struct { const char *unit; double scale; } units[] = {
         {"", 1}, {"B", 1}, {"K", 1e3}, {"KB", 1e3}, {"M", 1e6}, {"MB", 1e6}, {"G", 1e9}, {"GB", 1e9}, {"T", 1e12},
         {"TB", 1e12}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
@@ -10287,8 +10296,9 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
         zt_arena_set_stream_ordered(&e->keep);
         zt_arena_set_stream_ordered(&e->scratch);
     }
-    /* pinned host memory: batch staging, losses, norms, parameter staging, sampling */
+    /* pinned host memory: batch staging, losses, norms, parameter staging, sampling (the buffers category) */
     int64_t N = e->B * e->T, V = e->full.logits.shape.d[0];
+    size_t pinned_before = pinned->used;
     e->h_tokens = ZT_PUSH(pinned, int32_t, N);
     e->h_targets = ZT_PUSH(pinned, int32_t, N);
     e->h_pos = ZT_PUSH(pinned, int32_t, N);
@@ -10300,6 +10310,7 @@ static void zt__layout(zt_engine *e, zt_arena *dev, zt_arena *pinned) {
     e->h_stage = ZT_PUSH(pinned, float, ZT__STAGE_FLOATS);
     e->h_logits = ZT_PUSH(pinned, float, V);
     e->h_order = ZT_PUSH(pinned, int32_t, V);
+    e->hmem[ZT_MEM_BUFFERS] += pinned->used - pinned_before;
 }
 
 static zt_block_ctx zt__ctx(zt_engine *e, int b, int training) {
@@ -11497,20 +11508,29 @@ static zt_result zt__offload_start(zt_engine *e) {
 
 /* ZeRO-3: stage3_max_live_parameters bounds what DeepSpeed keeps gathered; zt gathers a whole block at
    a time (sub-groups are not built), so a block larger than the limit exceeds it: said once */
-static void zt__check_live(const zt_engine *e) {
-    if (e->stage < 3 || e->planning) return;
-    int64_t limit = e->opt.max_live_parameters > 0 ? e->opt.max_live_parameters : 1000000000, shared = 0, live = 0;
+static int64_t zt__live_limit(const zt_engine *e) {
+    return e->opt.max_live_parameters > 0 ? e->opt.max_live_parameters : 1000000000;
+}
+
+static int64_t zt__live_elements(const zt_engine *e) {
+    int64_t shared = 0, live = 0;
     for (int b = 0; b < e->n_blocks; b++) {
         const zt__group *g = &e->groups[b];
         if (g->split_w && g->shared_with_others) live += g->numel;
         else if (g->split_w) shared = ZT__MAX(shared, g->numel);
     }
-    if (e->prefetch) shared *= 2; /* the block that computes and the next one */
-    if (live + shared > limit && e->rank == 0)
-        zt_log(ZT_LOG_WARN, "zero_optimization.stage3_max_live_parameters is %lld, but this model keeps up to %lld "
-               "gathered elements resident (a whole block, two while the next is prefetched, plus tied embeddings): "
-               "zt gathers whole blocks and does not split them into sub-groups yet, so the limit is exceeded by "
-               "that much", (long long)limit, (long long)(live + shared));
+    return live + (e->prefetch ? 2 : 1) * shared; /* with prefetch, the block that computes and the next one */
+}
+
+#define ZT__LIVE_WARNING                                                                                              \
+    "zero_optimization.stage3_max_live_parameters is %lld, but this model keeps up to %lld gathered elements "         \
+    "resident (a whole block, two while the next is prefetched, plus tied embeddings): zt gathers whole blocks and "   \
+    "does not split them into sub-groups yet, so the limit is exceeded by that much"
+
+static void zt__check_live(const zt_engine *e) {
+    if (e->stage < 3 || e->planning) return; /* a plan prints it (zt_memory_plan_print) */
+    int64_t live = zt__live_elements(e), limit = zt__live_limit(e);
+    if (live > limit && e->rank == 0) zt_log(ZT_LOG_WARN, ZT__LIVE_WARNING, (long long)limit, (long long)live);
 }
 
 /* settings that do less than they seem to, said once: warmup under "constant", and which blocks' optimizer
@@ -11786,6 +11806,8 @@ ZT_API void zt_shutdown(zt_engine *e) {
 ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model, const zt_options *o, int world) {
     memset(out, 0, sizeof *out);
     if (world < 1) return zt_fail(ZT_ERROR_INVALID, "a plan needs at least one rank, not %d", world);
+    if (o->backend && strcmp(o->backend, "cpu") != 0 && strcmp(o->backend, "cuda") != 0) /* a plan starts none */
+        return zt_fail(ZT_ERROR_INVALID, "unknown backend '%s': expected 'cpu' or 'cuda'", o->backend);
     zt_engine *e = (zt_engine *)calloc(1, sizeof *e); /* planning time */
     if (!e) return zt_fail(ZT_ERROR_MEMORY, "out of host memory planning");
     e->opt = *o;
@@ -11806,6 +11828,8 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
         out->optimizer = e->opt.optimizer;
         out->offload_ratio = e->opt.offload_ratio;
         out->offload_param = e->off_param;
+        out->live = e->stage == 3 ? zt__live_elements(e) : 0;
+        out->live_limit = zt__live_limit(e);
         memcpy(out->bytes, e->mem, sizeof out->bytes);
         memcpy(out->host_bytes, e->hmem, sizeof out->host_bytes);
         out->device = e->plan_device;
@@ -11850,20 +11874,29 @@ ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out) {
     fprintf(out, "  %-18s %12.2f %12.2f MiB", "total", (double)p->device / MiB, (double)p->pinned / MiB);
     if (p->nvme) fprintf(out, ", and %.2f MiB of NVMe swap files", (double)p->nvme / MiB);
     fprintf(out, "\n");
-    fprintf(out, "  model states %.2f MiB; the ZeRO paper's %s for 16-bit training with %s: %.2f MiB (zt keeps gradients "
-            "in fp32: 2 bytes more per %s)\n", (double)states / MiB, formula, zt_optim_name(p->optimizer), paper / MiB,
-            p->zero_stage < 2 ? "parameter" : "parameter per rank");
+    fprintf(out, "  model states %.2f MiB; the ZeRO paper's %s for 16-bit training with %s: %.2f MiB", (double)states / MiB,
+            formula, zt_optim_name(p->optimizer), paper / MiB);
+    if (fabs((double)states - paper) > 1e-3 * paper) /* 16-bit weights (in fp32 the counts meet) */
+        fprintf(out, " (zt keeps gradients in fp32: 2 bytes more per %s)", p->zero_stage < 2 ? "parameter" : "parameter per rank");
+    fprintf(out, "\n");
+    if (p->live > p->live_limit) {
+        fprintf(out, "  warning: ");
+        fprintf(out, ZT__LIVE_WARNING, (long long)p->live_limit, (long long)p->live);
+        fprintf(out, "\n");
+    }
 }
 
 /* settings in order of cost: what a step pays for the memory it saves. Without offload first, at every
-   micro-batch (the collectives of stages 1-3 cost about what stage 0's all-reduce does; recomputation a
-   third more compute); then offload, which moves the optimizer's work to the host and its traffic over
-   PCIe (and NVMe only where a path is set): a part of the optimizer first (ZeRO-3's partial offload, the
-   smallest share that fits: the device updates the rest, as fast as without offload), then all of it */
+   micro-batch: stages 0-2 (their collectives cost about what stage 0's all-reduce does), recomputation at those
+   stages (a third more compute), then stage 3 (its weights gathered twice a step), with recomputation; then
+   offload, which moves the optimizer's work to the host and its traffic over PCIe (and NVMe only where a path is
+   set): a part of the optimizer first (ZeRO-3's partial offload, the smallest share that fits: the device updates
+   the rest, as fast as without offload), then all of it */
 typedef struct zt__fit { int stage, ckpt; zt_offload_device opt, param; double ratio; } zt__fit;
 static const zt__fit zt__fit_order[] = {
     {0, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {1, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
-    {2, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {2, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {2, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {0, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
+    {1, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {2, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
     {3, 0, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1}, {3, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE, 1},
     {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.25}, {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.5},
     {3, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 0.75}, {2, 1, ZT_OFFLOAD_CPU, ZT_OFFLOAD_NONE, 1},
@@ -11873,20 +11906,27 @@ static const zt__fit zt__fit_order[] = {
 
 static const char *zt__where(zt_offload_device d) { return d == ZT_OFFLOAD_CPU ? "cpu" : d == ZT_OFFLOAD_NVME ? "nvme" : "none"; }
 
+/* a setting, whole, as --fit and the out-of-memory error name it */
+static void zt__fit_describe(const zt_options *t, char *out, size_t n) {
+    char share[24] = "";
+    if (t->offload_optimizer != ZT_OFFLOAD_NONE && t->offload_ratio < 1) snprintf(share, sizeof share, " (ratio %g)", t->offload_ratio);
+    snprintf(out, n, "ZeRO stage %d, activation checkpointing %s, offload optimizer %s%s, parameters %s, micro-batch %lld x "
+             "%lld accumulation", t->zero_stage, t->gradient_checkpointing ? "on" : "off", zt__where(t->offload_optimizer),
+             share, zt__where(t->offload_param), (long long)t->micro_batch, (long long)t->grad_accum);
+}
+
 ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const zt_options *o, int world,
                              size_t device_bytes, FILE *log) {
     const char *nvme = o->offload_param_path ? o->offload_param_path : o->offload_optimizer_path ? o->offload_optimizer_path
                      : o->nvme_path ? o->nvme_path : getenv("ZT_NVME_PATH");
     for (int offload = 0; offload <= 1; offload++)
-        for (int64_t mb = o->micro_batch; mb >= 1; mb /= 2) {
-            if (mb != o->micro_batch && o->micro_batch % mb != 0) continue;
+        for (int64_t mb = o->micro_batch; mb >= 1; mb--) { /* each micro-batch that keeps the global batch */
+            if (o->micro_batch % mb != 0) continue;
             for (int i = 0; i < ZT__N_FIT; i++) {
                 zt__fit f = zt__fit_order[i];
-                if ((f.opt != ZT_OFFLOAD_NONE) != offload || (f.ckpt && !f.stage)) continue;
+                if ((f.opt != ZT_OFFLOAD_NONE) != offload) continue;
                 if ((f.opt == ZT_OFFLOAD_NVME || f.param == ZT_OFFLOAD_NVME) && !nvme) continue; /* no path to swap to */
-                if (o->gradient_checkpointing && !f.ckpt && i + 1 < ZT__N_FIT && zt__fit_order[i + 1].ckpt &&
-                    zt__fit_order[i + 1].stage == f.stage && zt__fit_order[i + 1].opt == f.opt)
-                    continue; /* checkpointing is on already: the next entry is the same */
+                if (o->gradient_checkpointing && !f.ckpt) continue; /* on already: the entry with it is the same */
                 zt_options t = *o;
                 t.zero_stage = f.stage;
                 t.gradient_checkpointing = o->gradient_checkpointing || f.ckpt;
@@ -11901,17 +11941,14 @@ ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const
                 zt_memory_plan p;
                 zt_result r = zt_plan_memory(&p, model, &t, world);
                 if (r != ZT_OK) return r;
-                char what[192], share[24] = "";
-                if (f.ratio < 1) snprintf(share, sizeof share, " (ratio %g)", f.ratio);
-                snprintf(what, sizeof what, "ZeRO stage %d, activation checkpointing %s, offload optimizer %s%s, parameters %s, "
-                         "micro-batch %lld", t.zero_stage, t.gradient_checkpointing ? "on" : "off", zt__where(f.opt), share,
-                         zt__where(f.param), (long long)mb);
+                char what[224];
+                zt__fit_describe(&t, what, sizeof what);
                 if (p.device <= device_bytes) {
                     *fits = t;
                     if (log)
-                        fprintf(log, "fits: %s x %lld accumulation: %.2f MiB of %.2f MiB (pinned host %.2f MiB, NVMe %.2f MiB)\n",
-                                what, (long long)t.grad_accum, (double)p.device / 1048576.0,
-                                (double)device_bytes / 1048576.0, (double)p.pinned / 1048576.0, (double)p.nvme / 1048576.0);
+                        fprintf(log, "fits: %s: %.2f MiB of %.2f MiB (pinned host %.2f MiB, NVMe %.2f MiB)\n", what,
+                                (double)p.device / 1048576.0, (double)device_bytes / 1048576.0,
+                                (double)p.pinned / 1048576.0, (double)p.nvme / 1048576.0);
                     return ZT_OK;
                 }
                 if (log)
@@ -11926,27 +11963,18 @@ ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const
                    world > 1 ? "s" : "", nvme ? "" : " to host memory (NVMe needs --nvme_path)");
 }
 
-/* the error before step 1: the largest category, the shortfall, and the cheapest settings that fit */
+/* the error before step 1: the largest category (of those the plan counts: not the library's, measured at init),
+   the shortfall, and the cheapest setting that fits, whole */
 static zt_result zt__out_of_memory(zt_engine *e, const zt_model_spec *model, size_t need, size_t given) {
     int big = 0;
-    for (int c = 1; c < ZT_MEM_COUNT; c++) if (e->mem[c] > e->mem[big]) big = c;
-    char hint[400] = "nothing fits: not ZeRO-3 with activation checkpointing, offload and a micro-batch of 1";
+    for (int c = 1; c < ZT_MEM_COUNT; c++) if (c != ZT_MEM_LIBRARY && e->mem[c] > e->mem[big]) big = c;
+    char hint[1024], what[224];
     zt_options fits = e->opt;
     if (zt_plan_fit(&fits, model, &e->opt, e->world, given, NULL) == ZT_OK) {
-        const char *with[4] = {NULL, NULL, NULL, NULL};
-        char opt[48] = "", par[48] = "";
-        int n = 0;
-        if (fits.offload_optimizer && fits.offload_ratio < 1)
-            snprintf(opt, sizeof opt, "offload_optimizer %s and ratio %g", zt__where(fits.offload_optimizer), fits.offload_ratio);
-        else if (fits.offload_optimizer)
-            snprintf(opt, sizeof opt, "offload_optimizer %s", zt__where(fits.offload_optimizer));
-        if (fits.offload_optimizer) with[n++] = opt;
-        if (fits.offload_param) snprintf(par, sizeof par, "offload_param %s", zt__where(fits.offload_param)), with[n++] = par;
-        if (fits.gradient_checkpointing && !e->opt.gradient_checkpointing) with[n++] = "--gradient_checkpointing";
-        if (fits.micro_batch != e->opt.micro_batch) with[n++] = "a smaller micro-batch";
-        int k = snprintf(hint, sizeof hint, "zero_optimization.stage %d", fits.zero_stage);
-        for (int i = 0; i < n; i++) k += snprintf(hint + k, sizeof hint - (size_t)k, "%s%s", i ? ", " : " with ", with[i]);
-        snprintf(hint + k, sizeof hint - (size_t)k, " would fit (zt_train --plan --fit shows the plan)");
+        zt__fit_describe(&fits, what, sizeof what);
+        snprintf(hint, sizeof hint, "%s would fit (zt_train --plan --fit shows the plan)", what);
+    } else {
+        snprintf(hint, sizeof hint, "%s", zt_last_error());
     }
     return zt_fail(ZT_ERROR_MEMORY, "out of device memory before step 1: each rank needs %.2f MiB, %.2f MiB were given "
                    "(%.2f MiB short); the largest part is %s (%.2f MiB) at ZeRO stage %d; %s", need / 1048576.0,

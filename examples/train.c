@@ -1083,20 +1083,26 @@ static int is_plan(int argc, char **argv) {
 }
 
 /* --plan [--fit SIZE]: each rank's memory by category, from the same layout code zt_init runs */
+static int plan_fail(void) { /* no rank was started: no rank to name; after what was printed so far */
+    fflush(stdout);
+    fprintf(stderr, "zt_train: %s\n", zt_last_error());
+    return 1;
+}
+
 static int plan(const zt_model_spec *spec, const zt_options *o, const args *a) {
     zt_memory_plan p;
-    if (zt_plan_memory(&p, spec, o, world) != ZT_OK) return fail(NULL);
+    size_t bytes = 0;
+    if (*a->fit && (zt_parse_bytes(a->fit, &bytes) != ZT_OK || bytes == 0)) {
+        fprintf(stderr, "zt_train: --fit expects a size above 0 such as 80GiB, 24GB or 512MiB, found \"%s\"\n", a->fit);
+        return 2;
+    }
+    if (zt_plan_memory(&p, spec, o, world) != ZT_OK) return plan_fail();
     zt_memory_plan_print(&p, stdout);
     if (*a->fit) {
-        size_t bytes;
         zt_options fits;
-        if (zt_parse_bytes(a->fit, &bytes) != ZT_OK) {
-            fprintf(stderr, "zt_train: --fit expects a size such as 80GiB, 24GB or 512MiB, found \"%s\"\n", a->fit);
-            return 2;
-        }
         printf("\nfitting %s per rank:\n", a->fit);
-        if (zt_plan_fit(&fits, spec, o, world, bytes, stdout) != ZT_OK) return fail(NULL);
-        if (zt_plan_memory(&p, spec, &fits, world) != ZT_OK) return fail(NULL);
+        if (zt_plan_fit(&fits, spec, o, world, bytes, stdout) != ZT_OK) return plan_fail();
+        if (zt_plan_memory(&p, spec, &fits, world) != ZT_OK) return plan_fail();
         zt_memory_plan_print(&p, stdout);
     }
     return 0;
@@ -1265,6 +1271,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (planning) return plan(&spec, &o, &a);
+    if (*a.fit) return fprintf(stderr, "zt_train: --fit answers with --plan, which starts no training: give --plan too\n"), 2;
     if (!*a.data && !a.eval && !*a.export_dir && a.sample <= 0) {
         fprintf(stderr, "zt_train: nothing to do: give --data (token or text files) to train; without it, --sample N, "
                 "--export DIR or --eval (see --help)\n");

@@ -374,7 +374,8 @@ TEST(offload_trains_where_the_device_is_too_small) {
     none.micro_batch = 1, none.device_bytes = cap;
     CHECK(make(none, NULL) == NULL);
     CHECK_STR_CONTAINS(zt_last_error(), "out of device memory before step 1");
-    CHECK_STR_CONTAINS(zt_last_error(), "zero_optimization.stage 2 with offload_optimizer cpu, --gradient_checkpointing");
+    CHECK_STR_CONTAINS(zt_last_error(), "; ZeRO stage 2, activation checkpointing on, offload optimizer cpu, parameters none, "
+                                        "micro-batch 1 x 1 accumulation would fit");
     o.device_bytes = cap;
     zt_engine *e = make(o, NULL);
     CHECK_MSG(e != NULL, "%s", zt_last_error());
@@ -404,7 +405,7 @@ TEST(offload_fit_takes_the_smallest_share_that_fits) {
     CHECK(most.device < half.device);
     for (int stage = 0; stage < 4; stage++) { /* nothing fits without offload */
         zt_options n = offload_options(stage, 1, ZT_OFFLOAD_NONE, ZT_OFFLOAD_NONE);
-        n.micro_batch = 1, n.gradient_checkpointing = stage > 0;
+        n.micro_batch = 1, n.gradient_checkpointing = 1;
         CHECK(zt_plan_memory(&p, &spec, &n, 1) == ZT_OK);
         CHECK_MSG(p.device > most.device, "stage %d fits without offload", stage);
     }
@@ -415,7 +416,8 @@ TEST(offload_fit_takes_the_smallest_share_that_fits) {
     CHECK_NEAR(fits.offload_ratio, 0.75, 0);
     ask.device_bytes = most.device;
     CHECK(make(ask, NULL) == NULL);
-    CHECK_STR_CONTAINS(zt_last_error(), "zero_optimization.stage 3 with offload_optimizer cpu and ratio 0.75, --gradient_checkpointing");
+    CHECK_STR_CONTAINS(zt_last_error(), "ZeRO stage 3, activation checkpointing on, offload optimizer cpu (ratio 0.75), "
+                                        "parameters none, micro-batch 1 x 1 accumulation would fit");
 }
 
 /* overlap_comm at one rank: with offload it costs a second full gradient buffer (the slice of one block

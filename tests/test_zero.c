@@ -528,6 +528,56 @@ TEST(zero_3_trains_where_stage_0_does_not_fit) {
     CHECK_STR_CONTAINS(msg, "would fit");
 }
 
+/* --fit tries recomputation at every stage before a smaller micro-batch, and every micro-batch that divides the
+   one asked for (12: 6, 4, 3, 2, 1), not only halves */
+TEST(zero_fit_tries_checkpointing_at_each_stage_and_each_divisor) {
+    knobs_reset();
+    zt_model_config mc = config_of(TIED_GPT2);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    zt_options o = zero_options(0, 1, 1), fits;
+    o.micro_batch = 8;
+    zt_memory_plan ckpt;
+    o.gradient_checkpointing = 1;
+    CHECK(zt_plan_memory(&ckpt, &spec, &o, 1) == ZT_OK);
+    o.gradient_checkpointing = 0;
+    CHECK_MSG(zt_plan_fit(&fits, &spec, &o, 1, ckpt.device, NULL) == ZT_OK, "%s", zt_last_error());
+    CHECK_MSG(fits.zero_stage == 0 && fits.gradient_checkpointing && fits.micro_batch == 8,
+              "stage %d, checkpointing %d, micro-batch %lld", fits.zero_stage, fits.gradient_checkpointing,
+              (long long)fits.micro_batch);
+    o.micro_batch = 4, o.gradient_checkpointing = 1;
+    zt_memory_plan four;
+    CHECK(zt_plan_memory(&four, &spec, &o, 1) == ZT_OK);
+    o.micro_batch = 12, o.grad_accum = 1;
+    CHECK_MSG(zt_plan_fit(&fits, &spec, &o, 1, four.device, NULL) == ZT_OK, "%s", zt_last_error());
+    CHECK_MSG(fits.micro_batch == 4 && fits.grad_accum == 3, "micro-batch %lld x %lld", (long long)fits.micro_batch,
+              (long long)fits.grad_accum);
+}
+
+/* the plan's categories add up to its totals, on the device and in pinned host memory; sizes are read whole */
+TEST(zero_plan_categories_add_up_and_sizes_parse) {
+    knobs_reset();
+    zt_model_config mc = config_of(TIED_GPT2);
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = &mc;
+    zt_options o = zero_options(2, 1, 1);
+    zt_memory_plan p;
+    CHECK_MSG(zt_plan_memory(&p, &spec, &o, 2) == ZT_OK, "%s", zt_last_error());
+    size_t device = 0, host = 0;
+    for (int c = 0; c < ZT_MEM_COUNT; c++) device += p.bytes[c], host += p.host_bytes[c];
+    CHECK_MSG(host == p.pinned && host > 0, "pinned categories %zu, total %zu", host, p.pinned);
+    CHECK_MSG(device <= p.device && p.device - device < 4096, "device categories %zu, total %zu", device, p.device);
+    size_t bytes = 0;
+    CHECK(zt_parse_bytes("80GiB", &bytes) == ZT_OK && bytes == (size_t)80 << 30);
+    CHECK(zt_parse_bytes("1.5MB", &bytes) == ZT_OK && bytes == 1500000);
+    CHECK(zt_parse_bytes("512", &bytes) == ZT_OK && bytes == 512);
+    static const char *const bad[] = {"", " 40MiB", "0x10MiB", "-5GiB", "80 GiB", "80gib", "inf", "nan", "1e30", "GiB"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        CHECK_MSG(zt_parse_bytes(bad[k], &bytes) != ZT_OK, "\"%s\" was read as %zu bytes", bad[k], bytes);
+}
+
 TEST(zero_plan_answers_for_1024_ranks_and_fits) {
     knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
