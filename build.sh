@@ -1207,6 +1207,11 @@ hf_checks() {
     else
         fail "conversations through a chat template did not tokenize or train"
     fi
+    # --decode reads the tokens the file holds: a header that promises more is named, not read past
+    head -c 1030 $dir/chats.bin >$dir/cut.bin
+    expect_output "zt_tokenize --decode of a cut token file names what its header promised" \
+        'its header says [0-9]* tokens of [24] bytes, and the file holds 6 bytes' \
+        $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --decode $dir/cut.bin
     # a model directory with its own chat template (chat_template.jinja, eos_token in tokenizer_config.json):
     # tokenized with it, fine-tuned, exported with it, and asked for a reply through it
     local cm=$dir/chatmodel

@@ -838,9 +838,10 @@ ZT_API const zt_block_type *zt_llama_head_block(void);
 typedef struct zt_engine zt_engine;
 
 typedef struct zt_model_spec {
-    const char *config_path;    /* a Hugging Face config.json or its directory: a built-in model */
+    const char *config_path;    /* a Hugging Face config.json or its directory: a built-in model, its weights
+                                   initialised (a directory's model.safetensors: zt_load_hf after zt_init) */
     const zt_model_config *config; /* or a built-in model from a config in memory */
-    /* or your own blocks: */
+    /* or your own blocks (one of the three, else zt_init says so): */
     int n_blocks;
     const zt_block_type *const *blocks;
     const void *const *block_configs;
@@ -952,7 +953,7 @@ typedef struct zt_options {
                                    optimizers): applied. fp16 skips such steps whatever this says (its loss scale) */
     int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
     const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
-    uint64_t given;             /* flags the user passed: bit i for zt_options_flag_name(i) */
+    uint64_t given;             /* flags the user passed (zt_options_given reads it by name) */
     struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them in
                                    buckets, and zero_stage splits the state across them; NULL: one process */
     int64_t reduce_bucket_size; /* elements per gradient all-reduce or reduce-scatter, all ranks' pieces
@@ -1010,7 +1011,7 @@ ZT_API zt_options zt_options_default(void); /* the TrainingArguments and DeepSpe
 /* Applies Transformers TrainingArguments flags (--learning_rate 3e-4 or --learning_rate=3e-4). A switch
    (--bf16) may take a value as HfArgumentParser's do: --bf16 True, --bf16=false (true/false, yes/no, t/f,
    y/n, 1/0, any case). --optim takes the Trainer's names of AdamW, Lion (lion_32bit) and Adagrad; --tf32 is
-   accepted and changes nothing. */
+   accepted and changes nothing. argv[0] is the program's name, as main's: the flags start at argv[1]. */
 ZT_API zt_result zt_options_parse_args(zt_options *o, int argc, char **argv);
 /* 1 if --name (without dashes or value) is one of the engine's flags; *takes_value: 1 it takes a value,
    2 a switch whose value may follow (one that does not start with "-"), 0 never */
@@ -1398,7 +1399,7 @@ ZT_API size_t zt_detokenize(zt_tokenizer *t, const int32_t *ids, int64_t n, char
 /* Chat templates: the Jinja programs of tokenizer_config.json ("chat_template") and chat_template.jinja,
    run as transformers' apply_chat_template runs them (trim_blocks and lstrip_blocks, break and continue,
    {% generation %}, raise_exception, strftime_now, namespace, tojson). zt knows the statements if, for,
-   set, macro, break, continue and generation, and the filters and tests chat templates use; anything else
+   set, macro, break, continue, generation and raw, and the filters and tests chat templates use; anything else
    is an error naming the template's line. */
 typedef struct zt_chat_template zt_chat_template;
 /* source: n bytes of Jinja; name: where it came from, for messages */
@@ -1429,7 +1430,8 @@ ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *sou
    to the conversation before it rendered with add_generation_prompt (its end-of-turn tokens included).
    A template that writes an earlier turn differently once later messages follow (reasoning templates
    drop its thinking) is refused, naming the message; zt_tokenize_file with an eot unrolls such a
-   conversation instead. *count is the tokens, even when more than cap (then nothing is written). */
+   conversation instead. *count is the tokens, even when more than cap (then only the first cap ids are
+   written, and no mask). */
 ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
                                   int64_t *count);
 
@@ -9665,7 +9667,7 @@ ZT_API void zt_options_help(FILE *out) {
         char def[64];
         if (f->kind == ZT__F_FLOAT) snprintf(def, sizeof def, "%g", (double)*(const float *)v);
         else if (f->kind == ZT__F_BOOL) snprintf(def, sizeof def, "%s", *(const int *)v ? "true" : "false");
-        else if (f->kind == ZT__F_STR) snprintf(def, sizeof def, "%s", *(const char *const *)v);
+        else if (f->kind == ZT__F_STR) snprintf(def, sizeof def, "%s", *(const char *const *)v ? *(const char *const *)v : "");
         else if (f->kind == ZT__F_BYTES) snprintf(def, sizeof def, "%zu", *(const size_t *)v);
         else if (f->kind == ZT__F_RATIO) snprintf(def, sizeof def, "%g", *(const double *)v);
         else if (f->kind == ZT__F_SCHEDULE) snprintf(def, sizeof def, "%s", zt_schedule_name(*(const zt_schedule *)v));
@@ -11444,6 +11446,9 @@ static zt_result zt__check_options(zt_engine *e) {
     const zt_options *o = &e->opt;
     if (o->micro_batch < 1) return zt_fail(ZT_ERROR_INVALID, "--per_device_train_batch_size must be at least 1");
     if (o->grad_accum < 1) return zt_fail(ZT_ERROR_INVALID, "--gradient_accumulation_steps must be at least 1");
+    if (o->eot_token >= e->vocab)
+        return zt_fail(ZT_ERROR_INVALID, "--eot %d is not a token of this model: its vocabulary is [0, %lld)",
+                       (int)o->eot_token, (long long)e->vocab);
     if (e->T < 2 || e->T > e->max_seq)
         return zt_fail(ZT_ERROR_INVALID, "--seq_len %lld must be in [2, %lld] (the model's context)", (long long)e->T,
                        (long long)e->max_seq);
@@ -11609,6 +11614,10 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     zt_result r = ZT_OK;
     e->tb.fd = -1; /* not open (zt_shutdown closes it) */
     /* the model: a built-in one from its config, or the caller's blocks */
+    if ((model->config_path != NULL) + (model->config != NULL) + (model->n_blocks > 0 || model->blocks) > 1)
+        return zt_fail(ZT_ERROR_INVALID, "zt_model_spec: give one of config_path, config and blocks, not %s%s%s",
+                       model->config_path ? "config_path" : "", model->config_path && model->config ? " and config" : "",
+                       (model->n_blocks > 0 || model->blocks) ? " and blocks" : "");
     int builtin = model->config_path || model->config;
     int n_blocks = builtin ? 0 : model->n_blocks;
     if (model->config_path) r = zt_model_config_read(&e->cfg, model->config_path);
@@ -11756,6 +11765,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
 }
 
 ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, const zt_options *o) {
+    if (!out || !model || !o) return zt_fail(ZT_ERROR_INVALID, "zt_init_options: out, model and options are required");
     *out = NULL;
     zt_engine *e = (zt_engine *)calloc(1, sizeof *e); /* setup time: freed by zt_shutdown */
     if (!e) return zt_fail(ZT_ERROR_MEMORY, "out of host memory creating the engine");
@@ -11771,6 +11781,7 @@ ZT_API zt_result zt_init_options(zt_engine **out, const zt_model_spec *model, co
 
 ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char *ds_config_path, int argc,
                          char **argv) {
+    if (!out || !model) return zt_fail(ZT_ERROR_INVALID, "zt_init: out and model are required");
     *out = NULL;
     zt_options o = zt_options_default();
     zt_ds_config ds; /* o's paths (NVMe, monitors) point into it until zt_init_options copies them */
@@ -18485,7 +18496,7 @@ static zt__jn *zt__jparse_stmt(zt_chat_template *c, zt__jtok *kw) {
         return e;
     }
     zt__jperr(c, line, "'{%% %.*s %%}' is not a statement zt's chat templates know (if, for, set, macro, break, continue, "
-              "generation)", (int)(kw->n < 40 ? kw->n : 40), kw->s);
+              "generation, raw)", (int)(kw->n < 40 ? kw->n : 40), kw->s);
     return NULL;
 }
 

@@ -2,8 +2,9 @@
    backward and step.
 
        build/minimal                          a model with a block of your own, on generated text
-       build/minimal MODEL_DIR DATA [flags]   a built-in model (a config.json) on a token or text file,
-                                              the same losses, bit for bit, as zt_train with those flags
+       build/minimal MODEL_DIR DATA [flags]   a built-in model (a config.json, and its weights when the
+                                              directory has them) on a token or text file, the same
+                                              losses, bit for bit, as zt_train with those flags
 
    The flags are Transformers TrainingArguments names: --max_steps 50 --learning_rate 1e-3 ... */
 #include "../zt.h"
@@ -90,6 +91,8 @@ int main(int argc, char **argv) {
         return puts(zt_last_error()), 2;
     zt_engine *e = NULL; /* plans memory, allocates it once, initialises the weights */
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return puts(zt_last_error()), 1;
+    if (builtin && zt_hf_has_weights(argv[1]) && zt_load_hf(e, argv[1]) != ZT_OK) /* its model.safetensors, if any */
+        return puts(zt_last_error()), 1;
     o = *zt_engine_options(e);
     int64_t B = o.micro_batch, T = o.seq_len;
     int32_t *tok = (int32_t *)malloc(sizeof(int32_t) * (size_t)(2 * B * T)), *tgt = tok + B * T;

@@ -71,20 +71,29 @@ int main(int argc, char **argv) {
         if (r != ZT_OK || !zt_tokenizer_chat_template(t)) return fprintf(stderr, "zt_tokenize: %s\n", zt_last_error()), 1;
     }
     const char *decode = flag(argc, argv, "decode", NULL);
-    if (decode) { /* an llm.c token file back into text */
+    if (decode) { /* an llm.c token file back into text: the header's count against the file's size */
         FILE *f = fopen(decode, "rb");
         int32_t h[256];
-        if (!f || fread(h, 4, 256, f) != 256 || (h[0] != 20240520 && h[0] != 20240801))
+        long size = -1;
+        if (!f || fread(h, 4, 256, f) != 256 || (h[0] != 20240520 && h[0] != 20240801) || fseek(f, 0, SEEK_END) != 0 ||
+            (size = ftell(f)) < 1024 || fseek(f, 1024, SEEK_SET) != 0)
             return fprintf(stderr, "zt_tokenize: %s is not an llm.c token file\n", decode), 1;
+        int width = h[0] == 20240520 ? 2 : 4;
+        if (h[2] < 0 || (long)h[2] != (size - 1024) / width || (size - 1024) % width)
+            return fprintf(stderr, "zt_tokenize: %s: its header says %d tokens of %d bytes, and the file holds %ld bytes "
+                           "after its 1024-byte header\n", decode, h[2], width, size - 1024), 1;
         int32_t *ids = (int32_t *)calloc((size_t)h[2] + 1, 4);
+        if (!ids) return fprintf(stderr, "zt_tokenize: out of memory for %d tokens\n", h[2]), 1;
         for (int32_t i = 0; i < h[2]; i++) {
             uint16_t s = 0;
-            if (h[0] == 20240520 ? fread(&s, 2, 1, f) != 1 : fread(&ids[i], 4, 1, f) != 1) break;
-            if (h[0] == 20240520) ids[i] = s;
+            if (width == 2 ? fread(&s, 2, 1, f) != 1 : fread(&ids[i], 4, 1, f) != 1)
+                return fprintf(stderr, "zt_tokenize: %s: cannot read token %d\n", decode, i), 1;
+            if (width == 2) ids[i] = s;
         }
         fclose(f);
         size_t n = zt_detokenize(t, ids, h[2], NULL, 0);
         char *text = (char *)malloc(n + 1);
+        if (!text) return fprintf(stderr, "zt_tokenize: out of memory for %zu bytes of text\n", n), 1;
         zt_detokenize(t, ids, h[2], text, n + 1);
         fwrite(text, 1, n, stdout);
         free(text), free(ids);

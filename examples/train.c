@@ -336,6 +336,17 @@ static void log_filtered(zt_log_level level, const char *msg, void *user) {
     if ((int)level <= log_max) fprintf(stderr, "%s%s\n", prefix[level], msg);
 }
 
+/* --debug: the Trainer's DebugOption names, separated by spaces (another is its ValueError) */
+static int debug_options(const char *v) {
+    for (const char *w = v; *w;) {
+        size_t n = strcspn(w, " ");
+        if (n && !(n == 18 && !strncmp(w, "underflow_overflow", n)) && !(n == 17 && !strncmp(w, "tpu_metrics_debug", n)))
+            return 0;
+        w += n + (w[n] == ' ');
+    }
+    return 1;
+}
+
 /* every_n_layers in --activation_checkpointing_kwargs ({"every_n_layers": N}); 1 when it is not there */
 static double every_n_layers(const char *json) {
     const char *k = strstr(json, "\"every_n_layers\"");
@@ -372,6 +383,8 @@ static int trainer_flags(args *a) {
                         ? "--train_sampling_strategy is random, sequential, group_by_length or batch_rebalance"
                     : every_n_layers(a->act_kwargs) != 1
                         ? "--activation_checkpointing_kwargs: zt checkpoints every block (every_n_layers 1)"
+                    : !debug_options(a->debug)
+                        ? "--debug takes the Trainer's options, separated by spaces: underflow_overflow, tpu_metrics_debug"
                     : strstr(a->debug, "underflow_overflow")
                         ? "--debug underflow_overflow: zt does not stop at the first inf or NaN (a NaN loss shows in the step lines)"
                     : a->eval_on_start && !*a->val_data ? "--eval_on_start evaluates on --val_data, and none was given"
