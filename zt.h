@@ -1060,7 +1060,9 @@ ZT_API void zt_shutdown(zt_engine *e); /* frees everything zt_init made */
 /* One micro-batch: tokens (n_rows, T) host i32; targets (n_rows, T) or NULL for next-token targets
    (the last position of a row predicts nothing); mask (n_rows, T) or NULL, 0 = no loss there. Rows
    past n_rows (up to micro_batch) are empty. Gradients accumulate; returns the mean loss over this
-   micro-batch's predicted tokens. Gradients are weighted by token count across the step. */
+   micro-batch's predicted tokens (0 when none is predicted). Gradients are weighted by token count across
+   the step. n_rows above micro_batch or a token outside the vocabulary is a programmer's error: the process
+   stops naming it (zt_set_fatal_handler catches it). */
 ZT_API float zt_forward_backward(zt_engine *e, const int32_t *tokens, const int32_t *targets,
                                  const uint8_t *mask, int64_t n_rows);
 typedef struct zt_step_info {
