@@ -95,6 +95,20 @@ static void zt__cu_report(void) {
 
 /* >>dtypes -------------------------------------------------------------------------------------- */
 
+/* f32 to bf16 and f16 as the CPU's zt_f32_to_bf16 and zt_f32_to_f16 round: the hardware's round to nearest even,
+   except that a NaN keeps its sign and payload, quieted (the conversion instruction gives the canonical NaN) */
+__device__ __forceinline__ __nv_bfloat16 zt__cu_bf16(float v) {
+    if (v != v) return __ushort_as_bfloat16((unsigned short)((__float_as_uint(v) >> 16) | 0x40u));
+    return __float2bfloat16_rn(v);
+}
+__device__ __forceinline__ __half zt__cu_f16(float v) {
+    if (v != v) {
+        unsigned u = __float_as_uint(v);
+        return __ushort_as_half((unsigned short)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x3ffu)));
+    }
+    return __float2half_rn(v);
+}
+
 /* Element i of p in dtype t, as f32, and back, rounded to nearest even. Kernels that take any mix of
    dtypes branch on t, which is the same for every thread of a launch. */
 __device__ __forceinline__ float zt__cu_ld(const void *p, int t, int64_t i) {
@@ -110,8 +124,8 @@ __device__ __forceinline__ float zt__cu_ld(const void *p, int t, int64_t i) {
 __device__ __forceinline__ void zt__cu_st(void *p, int t, int64_t i, float v) {
     switch (t) {
     case ZT_F32: ((float *)p)[i] = v; return;
-    case ZT_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); return;
-    case ZT_F16: ((__half *)p)[i] = __float2half_rn(v); return;
+    case ZT_BF16: ((__nv_bfloat16 *)p)[i] = zt__cu_bf16(v); return;
+    case ZT_F16: ((__half *)p)[i] = zt__cu_f16(v); return;
     case ZT_I32: ((int32_t *)p)[i] = (int32_t)v; return;
     case ZT_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
     default: ((uint32_t *)p)[i] = (uint32_t)v; return;
@@ -120,8 +134,8 @@ __device__ __forceinline__ void zt__cu_st(void *p, int t, int64_t i, float v) {
 
 /* v rounded to float dtype t, as a store and a load would leave it */
 __device__ __forceinline__ float zt__cu_round(int t, float v) {
-    if (t == ZT_BF16) return __bfloat162float(__float2bfloat16_rn(v));
-    if (t == ZT_F16) return __half2float(__float2half_rn(v));
+    if (t == ZT_BF16) return __bfloat162float(zt__cu_bf16(v));
+    if (t == ZT_F16) return __half2float(zt__cu_f16(v));
     return v;
 }
 
@@ -968,8 +982,10 @@ static zt__cu_plan *zt__cu_plan_for(zt__cuda *cu, const zt__cu_plan_key *k, zt__
         if (memcmp(&cu->plans[i].key, k, sizeof *k) == 0) return &cu->plans[i];
     zt__cu_plan *p = spare;
     if (cu->n_plans < ZT__CU_PLANS) p = &cu->plans[cu->n_plans++];
-    else if (!cu->plans_full_warned++)
+    else if (!cu->plans_full_warned) {
+        cu->plans_full_warned = 1;
         zt_log(ZT_LOG_WARN, "more than %d gemm shapes: plans beyond them are made at every call", ZT__CU_PLANS);
+    }
     memset(p, 0, sizeof *p);
     p->key = *k;
     /* cuBLASLt's A is op(b)^T (N,K): b (K,N) row-major is that matrix column-major; b (N,K) is its transpose */
@@ -1004,7 +1020,7 @@ static zt__cu_plan *zt__cu_plan_for(zt__cuda *cu, const zt__cu_plan_key *k, zt__
     ZT__CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     p->usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
     if (p->usable) p->algo = h.algo;
-    else if (cu->plans_slow_warned++ < 8) /* said, since it costs 10-100x: a GPU run's log shows which shapes and why */
+    else if (cu->plans_slow_warned < 8 && ++cu->plans_slow_warned) /* said, since it costs 10-100x: a GPU run's log shows which shapes and why */
         zt_log(ZT_LOG_WARN, "cuBLASLt has no algorithm for the %s x %s -> %s product M %lld N %lld K %lld (batch %lld, "
                "transposes %d %d, alignment %d, bias %d; %s): zt's SIMT kernel computes it, far slower",
                zt_dtype_name(da), zt_dtype_name(db), zt_dtype_name(dc), (long long)k->M, (long long)k->N,
@@ -1248,8 +1264,8 @@ static __device__ __forceinline__ float zt__cuatt_ld(const void *p, int dt, int6
 }
 static __device__ __forceinline__ void zt__cuatt_st(void *p, int dt, int64_t i, float x) {
     if (dt == ZT_F32) ((float *)p)[i] = x;
-    else if (dt == ZT_BF16) ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(x);
-    else ((__half *)p)[i] = __float2half_rn(x);
+    else if (dt == ZT_BF16) ((__nv_bfloat16 *)p)[i] = zt__cu_bf16(x);
+    else ((__half *)p)[i] = zt__cu_f16(x);
 }
 
 /* row stride (floats) of a simt shared tile */
@@ -1558,7 +1574,7 @@ __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dkv_simt(zt__cuat
 template <typename E> struct zt__cuatt_16;
 template <> struct zt__cuatt_16<__nv_bfloat16> {
     static __device__ __forceinline__ unsigned pack(float a, float b) {
-        __nv_bfloat162 x = __floats2bfloat162_rn(a, b);
+        __nv_bfloat162 x = __halves2bfloat162(zt__cu_bf16(a), zt__cu_bf16(b));
         unsigned u;
         memcpy(&u, &x, 4);
         return u;
@@ -1571,7 +1587,7 @@ template <> struct zt__cuatt_16<__nv_bfloat16> {
 };
 template <> struct zt__cuatt_16<__half> {
     static __device__ __forceinline__ unsigned pack(float a, float b) {
-        __half2 x = __floats2half2_rn(a, b);
+        __half2 x = __halves2half2(zt__cu_f16(a), zt__cu_f16(b));
         unsigned u;
         memcpy(&u, &x, 4);
         return u;
@@ -2056,25 +2072,26 @@ static zt__cuatt_dev zt__cuatt_device(void) {
 }
 
 /* dsinks[h] += -sum over (b, i) of exp(sink_h - lse_bhi) D_bhi, D = dout . out (the CPU's zt__att_dsink_task): a block
-   per head, warp w taking rows w, w + 4, ..., the four warps' sums added in order (deterministic, no atomics) */
+   per head, warp w taking rows w, w + 4, ..., the four warps' sums added in order (deterministic, no atomics); the
+   sums in double, as the CPU's (B x T rows of them: in float the error grows with the rows) */
 __global__ void __launch_bounds__(ZT__CUATT_THREADS) zt__cuatt_dsinks(zt__cuatt_p p, int B, void *dsinks, int tds) {
-    __shared__ float part[ZT__CUATT_THREADS / 32];
+    __shared__ double part[ZT__CUATT_THREADS / 32];
     const int h = blockIdx.x, warp = threadIdx.x >> 5, lane = threadIdx.x & 31, T = p.T, HD = p.HD;
     const float sink = zt__cuatt_ld(p.sinks, p.tsinks, h);
-    float acc = 0.0f;
+    double acc = 0.0;
     for (int64_t row = warp; row < (int64_t)B * T; row += ZT__CUATT_THREADS / 32) {
         const int b = (int)(row / T), t = (int)(row % T);
         const int64_t off = zt__cuatt_off(b, t, h, T, p.NH, HD);
         float d = 0.0f;
         for (int c = lane; c < HD; c += 32) d += zt__cuatt_ld(p.dout, p.tdout, off + c) * zt__cuatt_ld(p.o, p.to, off + c);
-        acc += expf(sink - p.lse[((int64_t)b * p.NH + h) * T + t]) * zt__cuatt_wsum(d);
+        acc += (double)expf(sink - p.lse[((int64_t)b * p.NH + h) * T + t]) * (double)zt__cuatt_wsum(d);
     }
     if (lane == 0) part[warp] = acc;
     __syncthreads();
     if (threadIdx.x == 0) {
-        float sum = 0.0f;
+        double sum = 0.0;
         for (int w = 0; w < ZT__CUATT_THREADS / 32; w++) sum += part[w];
-        zt__cuatt_st(dsinks, tds, h, zt__cuatt_ld(dsinks, tds, h) - sum);
+        zt__cuatt_st(dsinks, tds, h, zt__cuatt_ld(dsinks, tds, h) - (float)sum);
     }
 }
 
@@ -2639,8 +2656,11 @@ static zt_result zt__cu_open_device(zt__cuda *cu, int index) {
         return zt_fail(ZT_ERROR_BACKEND, "no CUDA GPU found (%s): use --backend cpu",
                        e != cudaSuccess ? cudaGetErrorString(e) : "the driver lists none");
     }
-    if (index < 0) { /* this rank's GPU: LOCAL_RANK, and ranks beyond the GPUs share them */
-        const char *lr = getenv("LOCAL_RANK");
+    if (index < 0) { /* this rank's GPU: its place on this machine (zt_launch's, torchrun's and the deepspeed
+                        launcher's LOCAL_RANK, Open MPI's, Slurm's, MPICH's), and ranks beyond the GPUs share them */
+        static const char *const local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"};
+        const char *lr = NULL;
+        for (int k = 0; k < 4 && !lr; k++) lr = getenv(local[k]);
         index = (lr ? atoi(lr) : 0) % n;
     }
     if (index >= n)
