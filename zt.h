@@ -771,6 +771,7 @@ ZT_API int zt_block_def_index(const zt_block_def *def); /* the block's position 
 /* One micro-batch on the device, prepared by the engine. */
 typedef struct zt_batch {
     int64_t B, T;
+    int64_t rows;       /* the rows given (zt_forward_backward's n_rows): rows past them are empty filler */
     zt_tensor tokens;   /* (B,T) i32 */
     zt_tensor targets;  /* (B,T) i32; ignore_index where nothing is predicted */
     zt_tensor pos;      /* (B,T) i32 positions, restarting at each document */
@@ -4189,10 +4190,12 @@ static float *zt__tally_probs(const zt_model_config *c, const zt_batch *b, int64
 }
 
 /* transformers' load_balancing_loss_func, times the coefficient: E * sum over experts of f_e P_e, f_e the share of
-   the sparse layers' token rows that chose expert e (the shares sum to k) and P_e its mean probability there */
+   the sparse layers' token rows that chose expert e (the shares sum to k) and P_e its mean probability there; over
+   the rows given, as transformers sees only the batch's rows (none: 0) */
 static float zt__balance_loss(const zt_model_config *c, const zt_batch *b) {
     int64_t E = c->n_experts;
-    double rows = (double)zt__sparse_layers(c) * (double)(b->B * b->T), sum = 0.0;
+    double rows = (double)zt__sparse_layers(c) * (double)(b->rows * b->T), sum = 0.0;
+    if (rows == 0) return 0.0f;
     for (int64_t e = 0; e < E; e++) {
         double n = 0.0, p = 0.0;
         for (int64_t l = 0; l < c->n_layer; l++)
@@ -5766,10 +5769,22 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     for (int64_t e = 0; e < E; e++) sv->counts[e] = e == 0 ? (int32_t)(N * k) : 0; /* what a measuring pass sees */
     zt_copy(s, zt_tensor_make(sv->counts, ZT_I32, ZT_HOST, zt_shape1(E)), counts);
     int balance = c->router_aux_coef > 0 && ctx->batch->shared;
-    if (balance) { /* the tally: this layer's probability sums (its counts after the sync) */
-        zt_tensor sums = zt__temp0(ctx, ZT_F32, zt_shape1(E));
-        zt_sum_rows(s, sums, sv->probs);
+    /* the tally counts the tokens of the rows given alone (transformers' loss sees the batch's rows, not zt's filler
+       rows of a short micro-batch): their probability sums, and their routes sorted again where there are fewer */
+    int64_t Nr = ZT__MIN(N, ctx->batch->rows * ctx->batch->T);
+    int32_t *tally = balance ? zt__tally_counts(c, ctx->batch, ctx->index - 1) : NULL;
+    if (balance) {
+        zt_tensor sums = zt__temp0(ctx, ZT_F32, zt_shape1(E)), rc = zt__temp0(ctx, ZT_I32, zt_shape1(E));
+        zt_tensor ro = zt_block_temp(ctx, ZT_I32, zt_shape1(N * k)), rw = zt_block_temp(ctx, ZT_I32, zt_shape1(N * k));
+        if (Nr > 0) zt_sum_rows(s, sums, zt_view(sv->probs, 0, zt_shape2(Nr, E)));
         zt_copy(s, zt_tensor_make(zt__tally_probs(c, ctx->batch, ctx->index - 1), ZT_F32, ZT_HOST, zt_shape1(E)), sums);
+        if (Nr > 0 && Nr < N) {
+            zt_moe_sort(s, zt_view(ro, 0, zt_shape1(Nr * k)), zt_view(rw, 0, zt_shape1(Nr * k)), rc,
+                        zt_view(sv->idx, 0, zt_shape2(Nr, k)));
+            zt_copy(s, zt_tensor_make(tally, ZT_I32, ZT_HOST, zt_shape1(E)), rc);
+        } else if (Nr == 0) {
+            memset(tally, 0, (size_t)E * sizeof(int32_t));
+        }
     }
     sv->xs = zt_block_keep(ctx, A, zt_shape2(N * k, C));
     zt_moe_gather_forward(s, sv->xs, sv->n2, sv->order);
@@ -5777,7 +5792,7 @@ static void zt__moe_forward(zt_block_ctx *ctx, zt_tensor out) {
     sv->a = zt_block_keep(ctx, A, zt_shape2(N * k, EI));
     sv->ys = zt_block_keep(ctx, A, zt_shape2(N * k, C));
     zt_stream_sync(s); /* the counts */
-    if (balance) memcpy(zt__tally_counts(c, ctx->batch, ctx->index - 1), sv->counts, (size_t)E * sizeof(int32_t));
+    if (balance && Nr == N) memcpy(tally, sv->counts, (size_t)E * sizeof(int32_t)); /* every row given */
     for (int64_t e = 0, r = 0; e < E; r += sv->counts[e], e++)
         if (sv->counts[e] < 0 || r + sv->counts[e] > N * k)
             zt_fatal("an MoE layer's row counts are damaged (expert %lld: %lld)", (long long)e, (long long)sv->counts[e]);
@@ -5842,7 +5857,8 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
     zt_moe_route_backward_with(s, dlogits, drw, sv->probs, sv->idx, zt__moe_route(c));
     if (c->router_aux_coef > 0 && ctx->batch->shared) { /* the balancing loss through each token's probabilities */
         const zt_batch *b = ctx->batch;
-        double rows = (double)zt__sparse_layers(c) * (double)N, d = (double)b->dloss * (double)b->counted;
+        int64_t Nr = ZT__MIN(N, b->rows * b->T); /* the rows given: filler rows' tokens take no part */
+        double rows = (double)zt__sparse_layers(c) * (double)ZT__MAX(Nr, 1), d = (double)b->dloss * (double)b->counted;
         for (int64_t e = 0; e < E; e++) { /* d(coef E sum f_e P_e) / d p_te = coef E f_e / rows, f_e of every layer */
             double n = 0.0;
             for (int64_t l = 0; l < c->n_layer; l++) n += zt__layer_sparse(c, l) ? zt__tally_counts(c, b, l)[e] : 0;
@@ -5850,7 +5866,7 @@ static void zt__moe_backward(zt_block_ctx *ctx, zt_tensor dn, zt_tensor dout) {
         }
         zt_tensor g = zt_block_temp(ctx, ZT_F32, zt_shape1(E));
         zt_copy(s, g, zt_tensor_make(sv->dbalance, ZT_F32, ZT_HOST, zt_shape1(E)));
-        zt_moe_balance_backward(s, dlogits, sv->probs, g);
+        if (Nr > 0) zt_moe_balance_backward(s, zt_view(dlogits, 0, zt_shape2(Nr, E)), zt_view(sv->probs, 0, zt_shape2(Nr, E)), g);
     }
     zt_tensor grb = c->experts_packed ? ctx->grad[zt__moe_slot(c) + ZT__PACKED_ROUTER_B] : zt__none();
     zt_matmul_backward(s, &dn, zt__maybe(&gr), zt__maybe(&grb), dlogits, sv->n2, ctx->param[zt__moe_slot(c)]);
@@ -11077,6 +11093,7 @@ static zt_batch zt__batch_view(zt_engine *e, int64_t B, int64_t T) {
     ZT_ASSERT(B <= e->B && T <= e->T);
     b.B = B;
     b.T = T;
+    b.rows = B;
     b.tokens = zt_view(e->full.tokens, 0, s);
     b.targets = zt_view(e->full.targets, 0, s);
     b.pos = zt_view(e->full.pos, 0, s);
@@ -11123,6 +11140,7 @@ static int64_t zt__load_batch(zt_engine *e, const int32_t *tokens, const int32_t
         }
     }
     e->batch = zt__batch_view(e, B, T);
+    e->batch.rows = n_rows;
     e->batch.counted = valid;
     e->batch.positions = positions;
     zt_shape s = zt_shape2(B, T);

@@ -111,6 +111,31 @@ TEST(engine_token_weighting_across_micro_batches) {
     CHECK_MSG(pw <= 1e-6, "parameters after one step differ by %g", pw);
 }
 
+/* the routers' balance loss over a short micro-batch sees its rows alone, as transformers' load_balancing_loss_func
+   sees the batch's rows: one row in a micro-batch of 4 gives the loss and gradients of a micro-batch of 1 */
+TEST(engine_balance_loss_ignores_filler_rows) {
+    zt_model_config c = config_of(MOE_BALANCE_JSON);
+    enum { T = 16 };
+    int32_t tok[T];
+    fill_tokens(tok, T, 11, 61);
+    zt_options o4 = small_options(4, T), o1 = small_options(1, T);
+    o4.threads = o1.threads = 1;
+    zt_engine *four = engine_for(&c, &o4), *one = engine_for(&c, &o1);
+    float l4 = zt_forward_backward(four, tok, NULL, NULL, 1), l1 = zt_forward_backward(one, tok, NULL, NULL, 1);
+    int64_t n = test_read_params(one, NULL, 0, 0);
+    float *g1 = (float *)malloc((size_t)n * 4), *g4 = (float *)malloc((size_t)n * 4);
+    test_read_params(one, g1, n, 1);
+    test_read_params(four, g4, n, 1);
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)g1[i] - g4[i])), scale = fmax(scale, fabs((double)g1[i]));
+    free(g1);
+    free(g4);
+    zt_shutdown(one);
+    zt_shutdown(four);
+    CHECK_MSG(fabsf(l4 - l1) <= 1e-6f * fabsf(l1), "loss %.9g with filler rows, %.9g without", (double)l4, (double)l1);
+    CHECK_MSG(worst <= 1e-5 * scale, "gradients differ by %g (largest %g)", worst, scale);
+}
+
 /* recomputing each block in backward changes memory, never results */
 static void checkpointing_is_bitwise(const char *json, zt_precision prec) {
     zt_model_config c = config_of(json);
