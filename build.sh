@@ -463,6 +463,7 @@ program_checks() {
     script_flags_check "$text"
     tensorboard_check "$text"
     train_metrics_check "$text"
+    eval_batches_check
     final_save_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
@@ -718,6 +719,28 @@ plateau_check() {
         $B/zt_train --model examples/models/byte-small --data "$text" --lr_scheduler_type reduce_lr_on_plateau
 }
 
+# a masked evaluation set as the Trainer's evaluate() averages it: each --per_device_eval_batch_size batch's mean
+# over its tokens, weighted by its rows (tests/ref/make_eval_fixture.py), at 1 and 2 ranks
+eval_batches_check() {
+    local bs got want worst=0 ok=1 two
+    local run=($B/zt_train --model tests/ref/hf/llama --data tests/ref/eval/val.bin --mask tests/ref/eval/val.bin.mask
+               --eval --seq_len 16 --per_device_train_batch_size 4 --threads 1)
+    for bs in 1 3 8; do
+        got=$("${run[@]}" --per_device_eval_batch_size $bs 2>/dev/null | sed -n 's/^loss //p') || true
+        want=$(sed -n "s/^  \"$bs\": \([0-9.]*\),*$/\1/p" tests/ref/eval/expected.json)
+        worst=$(awk -v a="$got" -v b="$want" -v w="$worst" 'BEGIN { d = a - b; if (d < 0) d = -d; print (a == "" || b == "") ? 1 : (d > w ? d : w) }')
+    done
+    two=$("${run[@]}" --per_device_eval_batch_size 3 --per_device_train_batch_size 2 --num_processes 2 2>/dev/null |
+          sed -n 's/^loss //p') || true
+    awk -v w="$worst" 'BEGIN { exit !(w <= 2e-6) }' || ok=0
+    if [[ $ok == 1 && -n $two && $(awk -v a="$two" -v b="$(sed -n 's/^  "3": \([0-9.]*\),*$/\1/p' tests/ref/eval/expected.json)" \
+            'BEGIN { d = a - b; print (d < 0 ? -d : d) <= 2e-6 }') == 1 ]]; then
+        pass "a masked evaluation averages by the Trainer's eval batches (1, 3, 8 rows; 2 ranks): within $worst of its eval_loss"
+    else
+        fail "a masked evaluation against the Trainer's eval_loss (tests/ref/eval): worst difference $worst, 2 ranks '$two'"
+    fi
+}
+
 # zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take (each pass's last
 # batch shorter, as the Trainer's), and the Trainer's cosine schedule (--warmup_steps 0.1, a share) over exactly them: from 0 up, and down to near 0
 epoch_check() {
@@ -964,7 +987,8 @@ launcher_checks() {
         evals+=("$(grep -h '"step": 0, "eval_loss"' $dir/val$n/metrics.jsonl 2>/dev/null || true)")
         [[ $n == 3 ]] && split=$(sed -n 's/^rank \([0-9]\) evaluated \([0-9]*\) rows$/\1:\2/p' <<<"$out" | sort | tr '\n' ' ')
     done
-    # 98 rows of 32 tokens in micro-batches of 2: 49 batches, a batch each in turn: 17 to rank 0, 16 to ranks 1 and 2
+    # 98 rows of 32 tokens in the Trainer's eval batches of 8: 13, a batch each in turn: 5 to rank 0 (its last of 2
+    # rows), 4 to ranks 1 and 2
     if [[ -n ${evals[0]} && ${evals[0]} == "${evals[1]}" && ${evals[0]} == "${evals[2]}" &&
           $split == "0:34 1:32 2:32 " ]]; then
         pass "1, 2 and 3 ranks at ZeRO-3 split --val_data (rows $split) and log one process's eval_loss, to the bit"

@@ -1097,6 +1097,10 @@ ZT_API void zt_gather_values(zt_engine *e, const double *mine, int n, double *al
    zt_eval and zt_generate gather weights under ZeRO-3: with several ranks, every rank calls them. */
 ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
                      int64_t n_rows, double *loss_sum, int64_t *count);
+/* After zt_eval: each of its rows' loss sum and predicted tokens (micro_batch of each; rows past n_rows are 0),
+   and its auxiliary loss (the MoE routers' balance, which zt_eval's sum counts once per predicted token; 0
+   without), for means by batches of another size (the Trainer's per_device_eval_batch_size) */
+ZT_API void zt_eval_rows(const zt_engine *e, double *row_sums, int64_t *row_counts, double *aux);
 /* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new): temperature 0 is
    greedy, top_k 0 keeps every token, top_p 1 the whole distribution; values outside are refused. */
 ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out,
@@ -12242,6 +12246,20 @@ ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets
     if (loss_sum) *loss_sum = sum;
     if (count) *count = valid;
     return valid ? (float)(sum / (double)valid) : 0.0f;
+}
+
+ZT_API void zt_eval_rows(const zt_engine *e, double *row_sums, int64_t *row_counts, double *aux) {
+    for (int64_t r = 0; r < e->B; r++) { /* zt__loss_sum left the losses and zt__load_batch the targets on the host */
+        double sum = 0.0;
+        int64_t n = 0;
+        for (int64_t t = 0; t < e->T; t++) {
+            sum += e->h_losses[r * e->T + t];
+            n += e->h_targets[r * e->T + t] != e->opt.ignore_index;
+        }
+        if (row_sums) row_sums[r] = sum;
+        if (row_counts) row_counts[r] = n;
+    }
+    if (aux) *aux = e->aux;
 }
 
 static double zt__uniform(uint64_t *state) {

@@ -103,7 +103,7 @@ static const flag FLAGS[] = {
     FLAG("eval_on_start", F_BOOL, eval_on_start, "false", "evaluate on --val_data before the first step (step 0)"),
     FLAG("use_cpu", F_BOOL, use_cpu, "false", "the CPU backend (as --backend cpu)"),
     FLAG("log_level", F_STR, log_level, "passive", "the library's messages: debug, info, warning, error or critical (passive: info)"),
-    FLAG("per_device_eval_batch_size", F_INT, eval_batch, "8", "taken: evaluation runs --per_device_train_batch_size rows at a time (the arenas' size); the loss is the same"),
+    FLAG("per_device_eval_batch_size", F_INT, eval_batch, "8", "the Trainer's evaluation batches: the loss is each batch's mean, weighted by its rows (evaluation runs --per_device_train_batch_size rows at a time, the arenas' size)"),
     FLAG("eval_accumulation_steps", F_STR, script_value, "", "taken: the evaluation sums its loss as it goes"),
     FLAG("logging_first_step", F_BOOL, logging_first_step, "false", "--report_to tensorboard logs step 1 too (zt's step lines always show it)"),
     FLAG("include_tokens_per_second", F_BOOL, script_switch, "false", "taken: every step line and metrics.jsonl have tokens per second"),
@@ -870,58 +870,84 @@ static int open_rows(zt_engine *e, const args *a, const char *path, const char *
     d.seq_len = o->seq_len - 1; /* windows of T tokens (T-1 inputs and their targets) ... */
     d.stride = o->seq_len;      /* ... that do not overlap: a last partial row is dropped */
     d.rows = o->micro_batch;
-    d.rank = rank, d.world = world; /* evaluate() splits them */
+    d.rank = 0, d.world = 1; /* every rank reads every row: evaluate() deals the batches */
     d.mask_path = mask && *mask ? mask : NULL;
     return zt_data_open(out, &d) == ZT_OK;
 }
 
 static zt_data *val_masked; /* --val_data's rows with --val_mask's targets, or NULL */
 
-/* what an evaluation reads into: rows (5 x B x T tokens) and every rank's loss sum and count */
+/* what an evaluation reads into: rows (5 x B x T tokens), each row's loss sum and count, the batches' sums (4 for
+   each of up to B batches a micro-batch holds), every rank's values (2 x world x B), and the Trainer's batch */
 typedef struct eval_buf {
     int32_t *rows;
-    double *sums; /* 2 x world */
+    double *sums; /* every rank's values */
+    double *row_sums, *acc;
+    int64_t *row_counts;
+    int64_t batch; /* --per_device_eval_batch_size */
 } eval_buf;
 
-/* the mean next-token loss over all rows: within a row position t predicts t+1 (T-1 targets a row),
-   as transformers computes with labels=input_ids. The ranks split the rows, a micro-batch each in turn
-   (rank r the r-th of every world of them), and add every micro-batch's sum in the order one process
-   reads them: the same bits at any number of ranks, on every rank. `masked` (or NULL): the same rows read
-   with a mask, whose targets count (the row's last token comes from `data`: a masked one is no token). */
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The mean next-token loss over all rows, as the Trainer's evaluate() computes it: within a row position t predicts
+   t+1 (T-1 targets a row, as transformers computes with labels=input_ids); the rows in batches of
+   --per_device_eval_batch_size in order, each batch's loss the mean over its tokens (plus the MoE balance loss of its
+   rows), and the batches' losses weighted by their rows (a batch with no token to predict counts no row). The ranks
+   take the batches in turn and add them in batch order: the same bits at any number of ranks. A micro-batch
+   (--per_device_train_batch_size rows, the arenas' size) holds a batch, a part of one (then its balance loss is its
+   parts' mean), or several (without a balance loss). `masked` (or NULL): the same rows read with a mask, whose
+   targets count (the row's last token comes from `data`: a masked one is no token). */
 static double evaluate(zt_engine *e, zt_data *data, zt_data *masked, eval_buf *buf) {
     const zt_options *o = zt_engine_options(e);
-    int64_t B = o->micro_batch, T = o->seq_len;
+    const zt_model_config *mc = zt_engine_model_config(e);
+    int64_t B = o->micro_batch, T = o->seq_len, N = zt_data_windows(data), eb = buf->batch;
+    int aux = mc && mc->n_experts > 0 && mc->router_aux_coef > 0; /* a balance loss: one batch a micro-batch */
+    int64_t per_call = eb >= B || aux ? 1 : B / eb, calls = (eb + B - 1) / B; /* batches a micro-batch, or the reverse */
+    if (per_call > 1) calls = 1;
+    int64_t batches = (N + eb - 1) / eb, round = per_call * world; /* the batches of a round: every rank's */
     int32_t *tok = buf->rows, *win = tok + B * T, *next = win + B * T, *mwin = next + B * T, *mnext = mwin + B * T;
-    double sum = 0, count = 0;
+    double total = 0, rows_total = 0;
     int64_t mine_rows = 0; /* ZT_TRAIN_TEST_EVAL_ROWS: the split's check */
-    zt_data_seek(data, 0, 0);
-    if (masked) zt_data_seek(masked, 0, 0);
-    for (;;) {
-        int64_t epoch, index;
-        zt_data_cursor(data, &epoch, &index);
-        if (epoch > 0 || index >= zt_data_windows(data)) break;
-        int64_t rows = zt_data_next(data, win, next, o->ignore_index); /* this rank's; none once the windows run out */
-        if (masked) zt_data_next(masked, mwin, mnext, o->ignore_index);
-        for (int64_t r = 0; r < rows; r++) { /* a row: the window's T-1 inputs, then its last target */
-            memcpy(tok + r * T, win + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
-            tok[r * T + T - 1] = next[r * (T - 1) + T - 2];
+    for (int64_t first = 0; first < batches; first += round) {
+        int64_t k0 = first + rank * per_call; /* this rank's first batch of the round */
+        double *acc = buf->acc; /* per batch: loss sum, tokens, balance loss of its rows, rows */
+        memset(acc, 0, sizeof(double) * 4 * (size_t)per_call);
+        for (int64_t c = 0; c < calls; c++) { /* every rank as many: ZeRO-3 gathers in zt_eval */
+            int64_t from = k0 * eb + c * B;
+            int64_t to = min64(min64(N, (k0 + per_call) * eb), from + B), rows = to > from ? to - from : 0;
+            zt_data_seek(data, 0, min64(from, N));
+            if (masked) zt_data_seek(masked, 0, min64(from, N));
+            if (rows) zt_data_next(data, win, next, o->ignore_index);
+            if (rows && masked) zt_data_next(masked, mwin, mnext, o->ignore_index);
+            for (int64_t r = 0; r < rows; r++) { /* a row: the window's T-1 inputs, then its last target */
+                memcpy(tok + r * T, win + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
+                tok[r * T + T - 1] = next[r * (T - 1) + T - 2];
+            }
+            int32_t *targets = win; /* the window's targets, then none for the last token */
+            for (int64_t r = 0; r < rows; r++) {
+                memcpy(targets + r * T, (masked ? mnext : next) + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
+                targets[r * T + T - 1] = o->ignore_index;
+            }
+            double balance;
+            zt_eval(e, tok, targets, NULL, rows, NULL, NULL);
+            zt_eval_rows(e, buf->row_sums, buf->row_counts, &balance);
+            for (int64_t r = 0; r < rows; r++) {
+                double *b = acc + 4 * ((from + r) / eb - k0);
+                b[0] += buf->row_sums[r], b[1] += (double)buf->row_counts[r], b[2] += balance, b[3] += 1;
+            }
+            mine_rows += rows;
         }
-        int32_t *targets = win; /* the window's targets, then none for the last token */
-        for (int64_t r = 0; r < rows; r++) {
-            memcpy(targets + r * T, (masked ? mnext : next) + r * (T - 1), sizeof(int32_t) * (size_t)(T - 1));
-            targets[r * T + T - 1] = o->ignore_index;
+        for (int64_t j = 0; j < per_call; j++) { /* each batch's rows x its loss, and its rows, from every rank */
+            const double *b = acc + 4 * j;
+            double mine[2] = {b[1] > 0 ? b[3] * (b[0] / b[1]) + b[2] : 0.0, b[1] > 0 ? b[3] : 0.0};
+            zt_gather_values(e, mine, 2, buf->sums + 2 * world * j);
         }
-        int64_t c;
-        double mine[2];
-        zt_eval(e, tok, targets, NULL, rows, &mine[0], &c); /* every rank, rows or none: ZeRO-3 gathers in it */
-        mine[1] = (double)c;
-        zt_gather_values(e, mine, 2, buf->sums);
-        for (int r = 0; r < world; r++)
-            if (buf->sums[2 * r + 1] > 0) sum += buf->sums[2 * r], count += buf->sums[2 * r + 1];
-        mine_rows += rows;
+        for (int r = 0; r < world; r++) /* in batch order */
+            for (int64_t j = 0; j < per_call; j++)
+                total += buf->sums[2 * world * j + 2 * r], rows_total += buf->sums[2 * world * j + 2 * r + 1];
     }
     if (getenv("ZT_TRAIN_TEST_EVAL_ROWS")) fprintf(stderr, "rank %d evaluated %lld rows\n", rank, (long long)mine_rows);
-    return count > 0 ? sum / count : 0.0;
+    return rows_total > 0 ? total / rows_total : 0.0;
 }
 
 /* rows of a micro-batch over all ranks: a pass over --data is ceil(windows / this) micro-batches, as the Trainer's
@@ -1010,7 +1036,7 @@ static double report_eval(zt_engine *e, const args *a, zt_data *val, eval_buf *b
     uint64_t t0 = zt_time_ns();
     double v = evaluate(e, val, val_masked, buf); /* every rank's: the best model's and schedule's decisions agree */
     double runtime = (double)(zt_time_ns() - t0) / 1e9, rows = (double)zt_data_windows(val);
-    double batches = ceil(rows / (double)(zt_engine_options(e)->micro_batch * world));
+    double batches = ceil(rows / (double)(buf->batch * world)); /* the Trainer's: its eval batches */
     speed[0] = round_to(runtime, 4), speed[1] = runtime > 0 ? round_to(rows / runtime, 3) : 0;
     speed[2] = runtime > 0 ? round_to(batches / runtime, 3) : 0;
     printf("step %lld | val_loss %.6f\n", (long long)step, v);
@@ -1324,7 +1350,11 @@ int main(int argc, char **argv) {
     int32_t *targets = tok + B * T;
     double speed[3]; /* an evaluation's runtime and rates */
     eval_buf evalbuf = {(int32_t *)calloc((size_t)(5 * B * T + 16), sizeof(int32_t)),
-                        (double *)calloc(2 * (size_t)world, sizeof(double))};
+                        (double *)calloc(2 * (size_t)world * (size_t)B, sizeof(double)),
+                        (double *)calloc((size_t)B, sizeof(double)), (double *)calloc(4 * (size_t)B, sizeof(double)),
+                        (int64_t *)calloc((size_t)B, sizeof(int64_t)), a.eval_batch};
+    if (!tok || !evalbuf.rows || !evalbuf.sums || !evalbuf.row_sums || !evalbuf.acc || !evalbuf.row_counts)
+        return fprintf(stderr, "zt_train: out of memory\n"), 1;
 
     if (a.eval) {
         zt_data *rows = NULL;
@@ -1652,6 +1682,7 @@ int main(int argc, char **argv) {
     free(tok);
     free(evalbuf.rows);
     free(evalbuf.sums);
+    free(evalbuf.row_sums), free(evalbuf.acc), free(evalbuf.row_counts);
     free(eargv);
     return stopped ? 128 + SIGTERM : 0;
 }
