@@ -464,6 +464,7 @@ program_checks() {
     tensorboard_check "$text"
     train_metrics_check "$text"
     eval_batches_check
+    sample_eos_check
     final_save_check "$text"
     local sl=(--model examples/models/byte-small --data "$text" --seq_len 32 --per_device_train_batch_size 2
               --logging_steps 0 --save_steps 2 --save_total_limit 2 --output_dir $dir/limit)
@@ -717,6 +718,25 @@ plateau_check() {
     fi
     expect_output "reduce_lr_on_plateau without evaluations is refused" 'reduce_lr_on_plateau follows the evaluations' \
         $B/zt_train --model examples/models/byte-small --data "$text" --lr_scheduler_type reduce_lr_on_plateau
+}
+
+# --sample ends at the model's end of sequence as generate() does: tests/ref/hf/llama with generation_config.json's
+# eos_token_id 25, greedy from "5 17 33 9 40", gives transformers' tokens through the first 25 (checked with its
+# generate(max_new_tokens=25)); without it, all 25 new tokens; and a top_k past an int is refused before anything
+sample_eos_check() {
+    local dir=$B/check/eos got all
+    rm -rf $dir && mkdir -p $dir && cp tests/ref/hf/llama/{config.json,model.safetensors} $dir/ &&
+        printf '{"eos_token_id": [25]}\n' >$dir/generation_config.json
+    got=$($B/zt_train --model $dir --sample 25 --prompt "5 17 33 9 40" --temperature 0 --seq_len 32 2>/dev/null | tail -n 1)
+    all=$($B/zt_train --model tests/ref/hf/llama --sample 25 --prompt "5 17 33 9 40" --temperature 0 --seq_len 32 \
+          2>/dev/null | tail -n 1 | wc -w)
+    if [[ $got == "5 17 33 9 40 8 38 52 41 38 25 " && $all == 30 ]]; then
+        pass "--sample stops at generation_config.json's eos_token_id, with transformers' greedy tokens"
+    else
+        fail "--sample with an eos_token_id: '$got' (transformers: '5 17 33 9 40 8 38 52 41 38 25'); without it $all tokens"
+    fi
+    expect_output "a --top_k past an int is refused before anything starts" '--top_k is 4294967297; it takes 0 to 2147483647' \
+        $B/zt_train --model tests/ref/hf/llama --sample 8 --prompt "5 17" --top_k 4294967297
 }
 
 # a masked evaluation set as the Trainer's evaluate() averages it: each --per_device_eval_batch_size batch's mean

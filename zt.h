@@ -1102,9 +1102,18 @@ ZT_API float zt_eval(zt_engine *e, const int32_t *tokens, const int32_t *targets
    without), for means by batches of another size (the Trainer's per_device_eval_batch_size) */
 ZT_API void zt_eval_rows(const zt_engine *e, double *row_sums, int64_t *row_counts, double *aux);
 /* Appends n_new sampled tokens to prompt (n_prompt tokens) into out (n_prompt + n_new): temperature 0 is
-   greedy, top_k 0 keeps every token, top_p 1 the whole distribution; values outside are refused. */
+   greedy, top_k 0 keeps every token (and those tied with the k-th), top_p 1 the whole distribution; values
+   outside are refused. Each token sees the last seq_len tokens (the arenas' rows): a longer prompt is cut from
+   the front, its positions counted from the cut, where transformers sees the whole sequence. */
 ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out,
                              int64_t n_new, float temperature, int top_k, float top_p, uint64_t seed);
+/* zt_generate that stops after a token of stop (transformers' eos_token_id; kept in out); *n_out: the tokens of out */
+ZT_API zt_result zt_generate_until(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out, int64_t n_new,
+                                   float temperature, int top_k, float top_p, uint64_t seed, const int32_t *stop,
+                                   int n_stop, int64_t *n_out);
+/* a model directory's end-of-sequence ids, as transformers' generate() stops at them: generation_config.json's
+   eos_token_id, else config.json's (a number or a list); how many (0: none) */
+ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap);
 /* Device memory by category. Every category is laid out at init from the plan; activations and
    scratch are arenas whose peaks are measured as steps run (they reach the plan, never more). */
 typedef enum zt_mem_category {
@@ -12301,6 +12310,7 @@ static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k,
             zt__sift(x, idx, 0, end);
         }
         n = top_k > 0 ? ZT__MIN((int64_t)top_k, V) : V;
+        while (top_k > 0 && n < V && x[idx[n]] == x[idx[n - 1]]) n++; /* ties with the k-th stay, as transformers' */
     }
     double m = x[idx[0]], total = 0.0;
     for (int64_t i = 0; i < n; i++) m = ZT__MAX(m, (double)x[idx[i]]);
@@ -12327,6 +12337,13 @@ static int32_t zt__sample(zt_engine *e, int64_t V, float temperature, int top_k,
 
 ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out, int64_t n_new,
                              float temperature, int top_k, float top_p, uint64_t seed) {
+    return zt_generate_until(e, prompt, n_prompt, out, n_new, temperature, top_k, top_p, seed, NULL, 0, NULL);
+}
+
+ZT_API zt_result zt_generate_until(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out, int64_t n_new,
+                                   float temperature, int top_k, float top_p, uint64_t seed, const int32_t *stop,
+                                   int n_stop, int64_t *n_out) {
+    if (n_out) *n_out = 0;
     if (n_prompt < 1) return zt_fail(ZT_ERROR_INVALID, "zt_generate needs at least one prompt token");
     if (n_new < 0) return zt_fail(ZT_ERROR_INVALID, "zt_generate: n_new is %lld; it takes 0 or more", (long long)n_new);
     if (!(temperature >= 0 && isfinite(temperature)) || !(top_p >= 0 && top_p <= 1) || top_k < 0)
@@ -12350,8 +12367,45 @@ ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prom
                 zt_view(e->full.logits, 0, zt_shape1(V)));
         zt_stream_sync(e->s);
         out[n] = zt__sample(e, V, temperature, top_k, top_p, &rng);
+        if (n_out) *n_out = n + 1;
+        for (int k = 0; k < n_stop; k++)
+            if (out[n] == stop[k]) return ZT_OK; /* an end of sequence: kept, as generate() keeps it */
     }
+    if (n_out) *n_out = n_prompt + n_new;
     return ZT_OK;
+}
+
+/* transformers' generation_config eos_token_id: generation_config.json's, else config.json's (a number or a list) */
+ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap) {
+    static const char *const files[2] = {"generation_config.json", "config.json"};
+    for (int f = 0; f < 2; f++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", model_dir, files[f]);
+        zt__json j;
+        zt_arena a;
+        void *mem = zt__setup_arena(&a, "generation config text", (size_t)1 << 22);
+        char *text = NULL;
+        size_t len = 0;
+        int n = -1;
+        if (access(path, R_OK) == 0 && zt__read_file(&a, path, &text, &len) == ZT_OK &&
+            zt__json_parse(&j, &a, path, text, len) == ZT_OK) {
+            int t = zt__json_get(&j, 0, "eos_token_id");
+            n = 0;
+            if (t >= 0 && j.tok[t].type == JSMN_ARRAY) {
+                for (int k = 0, it = t + 1; k < j.tok[t].size; k++, it = zt__json_skip(&j, it)) {
+                    int64_t v;
+                    if (zt__json_int(&j, it, "eos_token_id", &v) == ZT_OK && v >= 0 && v < INT32_MAX && n < cap) ids[n++] = (int32_t)v;
+                }
+            } else if (t >= 0) {
+                int64_t v;
+                if (zt__json_int(&j, t, "eos_token_id", &v) == ZT_OK && v >= 0 && v < INT32_MAX && n < cap) ids[n++] = (int32_t)v;
+            }
+            if (t < 0 && f == 0) n = -1; /* generation_config.json without one: config.json's */
+        }
+        free(mem);
+        if (n >= 0) return n;
+    }
+    return 0;
 }
 
 ZT_API void zt_memory_report(zt_engine *e, const char *label) {

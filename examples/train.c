@@ -394,7 +394,7 @@ static int trainer_flags(args *a) {
     const struct { const char *name; double v, lo, hi; } range[] = { /* the numbers zt_train reads itself */
         {"save_steps", (double)a->save_steps, 0, 1e18}, {"save_total_limit", (double)a->save_total_limit, 0, 1e18},
         {"eval_steps", (double)a->eval_steps, 0, 1e18}, {"logging_steps", (double)a->logging_steps, 0, 1e18},
-        {"sample", (double)a->sample, 0, 1 << 24}, {"top_k", (double)a->top_k, 0, 1e18},
+        {"sample", (double)a->sample, 0, 1 << 24}, {"top_k", (double)a->top_k, 0, INT32_MAX},
         {"data_seed", (double)a->data_seed, -1, 1e19}, {"eot", (double)a->eot, -1, INT32_MAX},
         {"num_train_epochs", a->num_train_epochs, 0, 1e9}, {"eval_delay", a->eval_delay, 0, 1e18},
         {"temperature", a->temperature, 0, 1e6}, {"top_p", a->top_p, 1e-9, 1}};
@@ -888,6 +888,14 @@ typedef struct eval_buf {
 } eval_buf;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* sampling sees the last --seq_len tokens at each step (the arenas' rows): said when a prompt and its sample pass them */
+static void window_note(int64_t prompt, int64_t sample, int64_t seq_len) {
+    if (prompt + sample > seq_len && rank == 0)
+        fprintf(stderr, "zt_train: warning: a prompt of %lld tokens and %lld more pass --seq_len %lld: each new token sees "
+                "the last %lld (transformers' generate() sees them all; a larger --seq_len widens the window)\n",
+                (long long)prompt, (long long)sample, (long long)seq_len, (long long)seq_len);
+}
 
 /* The mean next-token loss over all rows, as the Trainer's evaluate() computes it: within a row position t predicts
    t+1 (T-1 targets a row, as transformers computes with labels=input_ids); the rows in batches of
@@ -1607,6 +1615,15 @@ int main(int argc, char **argv) {
     if (exported) return exported;
     zt_tokenizer *tokenizer = NULL; /* the model's tokenizer.json, when it has one: text in, text out */
     if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
+    /* a sample ends at an end of sequence, as generate() ends: generation_config.json's eos_token_id (else
+       config.json's), and for --chat the tokenizer's eos_token too */
+    int32_t stop[17];
+    int n_stop = a.sample > 0 ? zt_generation_eos(model_dir, stop, 16) : 0;
+    if (a.sample > 0 && tokenizer && a.chat[0]) {
+        const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
+        if (eos && zt_tokenizer_id(tokenizer, eos) >= 0) stop[n_stop++] = zt_tokenizer_id(tokenizer, eos);
+    }
+    int64_t n_out = 0;
     if (a.sample > 0 && a.chat[0] && !tokenizer)
         return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): %s has none\n", model_dir), 2;
     if (a.sample > 0 && tokenizer && a.chat[0]) { /* a reply to one user message, as the chat template frames it */
@@ -1626,12 +1643,13 @@ int main(int argc, char **argv) {
         if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
         if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), out, NULL, np, &np) != ZT_OK) return fail(NULL);
         free(json);
-        if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
+        window_note(np, a.sample, o.seq_len);
+        if (zt_generate_until(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed, stop,
+                              n_stop, &n_out) != ZT_OK)
             return fail("sampling");
-        const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
-        int32_t eos_id = eos ? zt_tokenizer_id(tokenizer, eos) : -1;
-        int64_t reply = 0;
-        while (reply < a.sample && out[np + reply] != eos_id) reply++;
+        int64_t reply = n_out - np, ended = 0; /* without its end of turn */
+        for (int k = 0; k < n_stop; k++) ended |= reply > 0 && out[n_out - 1] == stop[k];
+        reply -= ended;
         size_t n = zt_detokenize(tokenizer, out + np, reply, NULL, 0);
         char *text = (char *)malloc(n + 1);
         zt_detokenize(tokenizer, out + np, reply, text, n + 1);
@@ -1643,11 +1661,13 @@ int main(int argc, char **argv) {
         if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
         zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, out, np);
         if (np == 0) out[np++] = 0;
-        if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
+        window_note(np, a.sample, o.seq_len);
+        if (zt_generate_until(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed, stop,
+                              n_stop, &n_out) != ZT_OK)
             return fail("sampling");
-        size_t n = zt_detokenize(tokenizer, out, np + a.sample, NULL, 0);
+        size_t n = zt_detokenize(tokenizer, out, n_out, NULL, 0);
         char *text = (char *)malloc(n + 1);
-        zt_detokenize(tokenizer, out, np + a.sample, text, n + 1);
+        zt_detokenize(tokenizer, out, n_out, text, n + 1);
         printf("sample:\n%s\n", text);
         free(text), free(out);
     } else if (a.sample > 0) {
@@ -1664,10 +1684,12 @@ int main(int argc, char **argv) {
                 out[np++] = (int32_t)v;
             }
         if (np == 0) out[np++] = 0;
-        if (zt_generate(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed) != ZT_OK)
+        window_note(np, a.sample, o.seq_len);
+        if (zt_generate_until(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed,
+                              byte_level ? NULL : stop, byte_level ? 0 : n_stop, &n_out) != ZT_OK)
             return fail("sampling");
         printf("sample:\n");
-        for (int64_t i = 0; i < np + a.sample; i++) {
+        for (int64_t i = 0; i < n_out; i++) {
             if (byte_level) putchar(out[i] >= 32 || out[i] == '\n' ? out[i] : '?');
             else printf("%d ", out[i]);
         }
