@@ -759,6 +759,13 @@ eval_batches_check() {
     else
         fail "a masked evaluation against the Trainer's eval_loss (tests/ref/eval): worst difference $worst, 2 ranks '$two'"
     fi
+    # a batch larger than the set is the set, in one pass of its rows (not a pass per micro-batch of the batch)
+    if [[ $("${run[@]}" --per_device_eval_batch_size 37 2>/dev/null) == "$(timeout 60 "${run[@]}" \
+            --per_device_eval_batch_size 100000000 2>/dev/null)" ]]; then
+        pass "an eval batch larger than the evaluation set is the set"
+    else
+        fail "an eval batch of 1e8 rows differs from one of the set's 37 rows (or took over a minute)"
+    fi
 }
 
 # zt_train --num_train_epochs 2 without --max_steps: as many steps as two passes over the data take (each pass's last

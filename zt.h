@@ -281,7 +281,8 @@ typedef struct zt_backend_desc {
     int threads;           /* CPU: worker threads, 0 = every core */
     int strict;            /* CPU: stream work runs only when the host waits for it, so a missing
                               sync or event reads stale memory in a test instead of racing on a GPU */
-    int device_index;      /* CUDA: which GPU; -1: LOCAL_RANK's (0 without it), modulo the GPUs there are */
+    int device_index;      /* CUDA: which GPU; -1: the rank's place on its machine (LOCAL_RANK, else Open MPI's,
+                              Slurm's or MPICH's local rank; 0 without), modulo the GPUs there are */
 } zt_backend_desc;
 
 #define ZT_MAX_STREAMS 8
@@ -1112,7 +1113,7 @@ ZT_API zt_result zt_generate_until(zt_engine *e, const int32_t *prompt, int64_t 
                                    float temperature, int top_k, float top_p, uint64_t seed, const int32_t *stop,
                                    int n_stop, int64_t *n_out);
 /* a model directory's end-of-sequence ids, as transformers' generate() stops at them: generation_config.json's
-   eos_token_id, else config.json's (a number or a list); how many (0: none) */
+   eos_token_id when that file is there, else config.json's (a number or a list); how many (0: none; at most cap) */
 ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap);
 /* Device memory by category. Every category is laid out at init from the plan; activations and
    scratch are arenas whose peaks are measured as steps run (they reach the plan, never more). */
@@ -11748,7 +11749,7 @@ static zt_result zt__init(zt_engine *e, const zt_model_spec *model) {
     desc.device_bytes = desc.pinned_bytes = 0;
     desc.threads = e->opt.threads;
     desc.strict = e->opt.strict;
-    desc.device_index = -1; /* CUDA: the GPU of this rank's LOCAL_RANK, as torchrun places ranks */
+    desc.device_index = -1; /* CUDA: the GPU of this rank's place on its machine, as torchrun and mpirun place ranks */
     /* a plan runs nothing: the CPU backend measures it for any backend, without a GPU */
     if ((r = zt_backend_create(&e->be, e->planning ? "cpu" : e->opt.backend, &desc)) != ZT_OK) return r;
     e->s = e->cs = zt_backend_stream(e->be);
@@ -12375,7 +12376,8 @@ ZT_API zt_result zt_generate_until(zt_engine *e, const int32_t *prompt, int64_t 
     return ZT_OK;
 }
 
-/* transformers' generation_config eos_token_id: generation_config.json's, else config.json's (a number or a list) */
+/* transformers' generation_config eos_token_id: generation_config.json's when the file is there (none if it has none),
+   else config.json's; a number or a list (past cap, the rest are dropped) */
 ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap) {
     static const char *const files[2] = {"generation_config.json", "config.json"};
     for (int f = 0; f < 2; f++) {
@@ -12400,8 +12402,7 @@ ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap) {
                 int64_t v;
                 if (zt__json_int(&j, t, "eos_token_id", &v) == ZT_OK && v >= 0 && v < INT32_MAX && n < cap) ids[n++] = (int32_t)v;
             }
-            if (t < 0 && f == 0) n = -1; /* generation_config.json without one: config.json's */
-        }
+        } /* generation_config.json without one: none (transformers loads that file and stops at nothing) */
         free(mem);
         if (n >= 0) return n;
     }

@@ -1020,12 +1020,14 @@ static zt__cu_plan *zt__cu_plan_for(zt__cuda *cu, const zt__cu_plan_key *k, zt__
     ZT__CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
     p->usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
     if (p->usable) p->algo = h.algo;
-    else if (cu->plans_slow_warned < 8 && ++cu->plans_slow_warned) /* said, since it costs 10-100x: a GPU run's log shows which shapes and why */
+    else if (cu->plans_slow_warned < 8) { /* said, since it costs 10-100x: a GPU run's log shows which shapes and why */
+        cu->plans_slow_warned++;
         zt_log(ZT_LOG_WARN, "cuBLASLt has no algorithm for the %s x %s -> %s product M %lld N %lld K %lld (batch %lld, "
                "transposes %d %d, alignment %d, bias %d; %s): zt's SIMT kernel computes it, far slower",
                zt_dtype_name(da), zt_dtype_name(db), zt_dtype_name(dc), (long long)k->M, (long long)k->N,
                (long long)k->K, (long long)k->batch, k->ta, k->tb, k->align, k->bias,
                st == CUBLAS_STATUS_SUCCESS ? "none found" : cublasGetStatusString(st));
+    }
     return p;
 }
 

@@ -292,8 +292,12 @@ static int strategies(args *a, zt_schedule schedule) {
         return 0;
     }
     if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->save_steps <= 0 && a->share[0] == 0) {
-        fprintf(stderr, "zt_train: --load_best_model_at_end loads a checkpoint saved at an evaluation, and --save_steps "
-                "0 saves only at the end: give a multiple of --eval_steps (%lld)\n", (long long)a->eval_steps);
+        if (a->share[1] > 0)
+            fprintf(stderr, "zt_train: --load_best_model_at_end loads a checkpoint saved at an evaluation, and --save_steps "
+                    "0 saves only at the end: give a multiple of --eval_steps %g (a share too)\n", a->share[1]);
+        else
+            fprintf(stderr, "zt_train: --load_best_model_at_end loads a checkpoint saved at an evaluation, and --save_steps "
+                    "0 saves only at the end: give a multiple of --eval_steps (%lld)\n", (long long)a->eval_steps);
         return 0;
     }
     if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && (a->share[0] > 0) != (a->share[1] > 0)) {
@@ -316,7 +320,7 @@ static int strategies(args *a, zt_schedule schedule) {
 static int resolve_shares(args *a, int64_t max_steps) {
     int64_t *steps[3] = {&a->save_steps, &a->eval_steps, &a->logging_steps};
     for (int k = 0; k < 3; k++)
-        if (a->share[k] > 0) *steps[k] = (int64_t)ceil((double)max_steps * a->share[k]);
+        if (a->share[k] > 0) *steps[k] = (int64_t)fmax(1.0, ceil((double)max_steps * a->share[k])); /* 0 steps: 1 */
     if (a->load_best_model_at_end && strcmp(a->save_strategy, "steps") == 0 && a->share[0] > 0 &&
         a->save_steps % a->eval_steps != 0) {
         fprintf(stderr, "zt_train: --load_best_model_at_end needs --save_steps to be a round multiple of --eval_steps: "
@@ -395,6 +399,7 @@ static int trainer_flags(args *a) {
         {"save_steps", (double)a->save_steps, 0, 1e18}, {"save_total_limit", (double)a->save_total_limit, 0, 1e18},
         {"eval_steps", (double)a->eval_steps, 0, 1e18}, {"logging_steps", (double)a->logging_steps, 0, 1e18},
         {"sample", (double)a->sample, 0, 1 << 24}, {"top_k", (double)a->top_k, 0, INT32_MAX},
+        {"per_device_eval_batch_size", (double)a->eval_batch, 1, 1 << 30},
         {"data_seed", (double)a->data_seed, -1, 1e19}, {"eot", (double)a->eot, -1, INT32_MAX},
         {"num_train_epochs", a->num_train_epochs, 0, 1e9}, {"eval_delay", a->eval_delay, 0, 1e18},
         {"temperature", a->temperature, 0, 1e6}, {"top_p", a->top_p, 1e-9, 1}};
@@ -903,12 +908,13 @@ static void window_note(int64_t prompt, int64_t sample, int64_t seq_len) {
    rows), and the batches' losses weighted by their rows (a batch with no token to predict counts no row). The ranks
    take the batches in turn and add them in batch order: the same bits at any number of ranks. A micro-batch
    (--per_device_train_batch_size rows, the arenas' size) holds a batch, a part of one (then its balance loss is its
-   parts' mean), or several (without a balance loss). `masked` (or NULL): the same rows read with a mask, whose
+   parts' mean, weighted by their rows), or several (without a balance loss). `masked` (or NULL): the same rows read with a mask, whose
    targets count (the row's last token comes from `data`: a masked one is no token). */
 static double evaluate(zt_engine *e, zt_data *data, zt_data *masked, eval_buf *buf) {
     const zt_options *o = zt_engine_options(e);
     const zt_model_config *mc = zt_engine_model_config(e);
-    int64_t B = o->micro_batch, T = o->seq_len, N = zt_data_windows(data), eb = buf->batch;
+    int64_t B = o->micro_batch, T = o->seq_len, N = zt_data_windows(data);
+    int64_t eb = min64(buf->batch, N > 0 ? N : 1); /* a batch larger than the set is the set, as the Trainer's */
     int aux = mc && mc->n_experts > 0 && mc->router_aux_coef > 0; /* a balance loss: one batch a micro-batch */
     int64_t per_call = eb >= B || aux ? 1 : B / eb, calls = (eb + B - 1) / B; /* batches a micro-batch, or the reverse */
     if (per_call > 1) calls = 1;
@@ -1595,6 +1601,7 @@ int main(int argc, char **argv) {
             if (rank == 0 && !write_trainer_state(a.output_dir, at, &best, 0)) return 1;
         }
         zt_events_close(&tb);
+        int64_t last_step = zt_engine_step(e); /* the Trainer's global_step, whichever weights are loaded below */
         if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
         else if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */
             char path[4200];
@@ -1603,7 +1610,7 @@ int main(int argc, char **argv) {
             if (zt_load(e, path, NULL) != ZT_OK) return fail(NULL);
         }
         if (a.do_eval && val && !stopped) { /* run_clm's do_eval: the model trained (or the best), on --val_data */
-            double v = report_eval(e, &a, val, &evalbuf, zt_engine_step(e), epochs_read(data), speed);
+            double v = report_eval(e, &a, val, &evalbuf, last_step, epochs_read(data), speed);
             const metric m[7] = {{"epoch", epochs_read(data), 0}, {"eval_loss", v, 0}, {"eval_runtime", speed[0], 0},
                                  {"eval_samples", (double)zt_data_windows(val), 1},
                                  {"eval_samples_per_second", speed[1], 0}, {"eval_steps_per_second", speed[2], 0},
@@ -1617,8 +1624,8 @@ int main(int argc, char **argv) {
     if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
     /* a sample ends at an end of sequence, as generate() ends: generation_config.json's eos_token_id (else
        config.json's), and for --chat the tokenizer's eos_token too */
-    int32_t stop[17];
-    int n_stop = a.sample > 0 ? zt_generation_eos(model_dir, stop, 16) : 0;
+    int32_t stop[65];
+    int n_stop = a.sample > 0 ? zt_generation_eos(model_dir, stop, 64) : 0;
     if (a.sample > 0 && tokenizer && a.chat[0]) {
         const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
         if (eos && zt_tokenizer_id(tokenizer, eos) >= 0) stop[n_stop++] = zt_tokenizer_id(tokenizer, eos);
