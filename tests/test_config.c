@@ -583,15 +583,21 @@ TEST(config_absent_keys_are_deepspeeds_defaults) {
     CHECK(!o.decay_all); /* the Trainer's optimizer, its groups */
 }
 
+/* a one-layer GPT-2 of 32 tokens, as a spec (mc holds its config) */
+static zt_model_spec tiny_gpt2(zt_model_config *mc) {
+    const char *json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
+    if (zt_model_config_parse(mc, json, strlen(json), "m") != ZT_OK) zt_fatal("%s", zt_last_error());
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = mc;
+    return spec;
+}
+
 /* one step's bias (set to 0.5 first) under weight decay: DeepSpeed's optimizer section decays it (one group of
    every parameter), the Trainer's optimizer (no section, --weight_decay) does not */
 static void bias_after_step(const char *json, float weight_decay, float *bias) {
-    const char *model_json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
     zt_model_config mc;
-    CHECK(zt_model_config_parse(&mc, model_json, strlen(model_json), "m") == ZT_OK);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = tiny_gpt2(&mc);
     zt_options o = zt_options_default();
     o.seq_len = 8, o.threads = 1, o.max_steps = 4, o.micro_batch = 2, o.lr = 0.01f, o.weight_decay = weight_decay;
     zt_ds_config c;
@@ -620,12 +626,8 @@ TEST(config_optimizer_section_decays_every_parameter) {
 }
 
 TEST(config_drives_zt_init) {
-    const char *model_json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"n_positions\": 16, \"vocab_size\": 32}";
     zt_model_config mc;
-    CHECK(zt_model_config_parse(&mc, model_json, strlen(model_json), "m") == ZT_OK);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = tiny_gpt2(&mc);
     char *argv[] = {(char *)"p", (char *)"--seq_len", (char *)"8", (char *)"--threads", (char *)"1"};
     zt_engine *e = NULL;
     zt_set_log(capture, NULL);

@@ -40,6 +40,14 @@ static zt_model_config config_of(const char *json) {
     return c;
 }
 
+/* a built-in model from its config in memory */
+static zt_model_spec spec_of(const zt_model_config *mc) {
+    zt_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.config = mc;
+    return spec;
+}
+
 static int comm_dtype = ZT_F32; /* the matrix communicates in fp32; the LLaMA test in bf16, DeepSpeed's default */
 static int overlap, strict;      /* overlap_comm, and the CPU backend's strict stream mode */
 static int64_t prefetch = 50000000; /* stage3_prefetch_bucket_size (with overlap_comm) */
@@ -89,9 +97,7 @@ static int32_t token(int s, int64_t r, int64_t i) {
 /* one rank: train STEPS steps on its rows of each micro-batch, then read every parameter (a collective) */
 static int rank_main(const char *json, zt_options o, zt_comm *c, int rank, int world, result *out) {
     zt_model_config mc = config_of(json);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     o.comm = c;
     zt_engine *e = NULL;
     if (zt_init_options(&e, &spec, &o) != ZT_OK) {
@@ -370,9 +376,7 @@ TEST(zero_overlap_comm_gives_the_same_bits) {
     /* the memory it costs: a second full gradient buffer at stage 2 (f32), and at stage 3 also a second
        weight buffer (bf16) for the prefetched block, both of the largest block */
     zt_model_config mc = config_of(GQA_LLAMA);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     size_t extra[2];
     for (int stage = 2; stage <= 3; stage++) {
         zt_memory_plan off, on;
@@ -415,9 +419,7 @@ TEST(zero_model_states_follow_the_paper) {
                        " \"hidden_size\": 256, \"intermediate_size\": 704, \"max_position_embeddings\": 64,"
                        " \"vocab_size\": 1024, \"tie_word_embeddings\": false}";
     zt_model_config mc = config_of(json);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     int worlds[] = {1, 2, 4, 8, 64};
     for (int lion = 0; lion < 2; lion++) /* Lion: K = 8 (the master and one moment) */
         for (int wi = 0; wi < 5; wi++)
@@ -451,9 +453,7 @@ TEST(zero_model_states_follow_the_paper) {
    that fits; stage 3 trains within it, and its measured peaks are its plan */
 static int capacity_rank(zt_comm *c, int rank, size_t cap, result *out) {
     zt_model_config mc = config_of(TIED_GPT2);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     zt_options o = zero_options(0, 2, 1);
     o.comm = c;
     o.device_bytes = cap;
@@ -487,9 +487,7 @@ static int capacity_rank(zt_comm *c, int rank, size_t cap, result *out) {
 TEST(zero_3_trains_where_stage_0_does_not_fit) {
     knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     zt_memory_plan p0, p3;
     zt_options o = zero_options(0, 2, 1);
     CHECK(zt_plan_memory(&p0, &spec, &o, 2) == ZT_OK);
@@ -533,9 +531,7 @@ TEST(zero_3_trains_where_stage_0_does_not_fit) {
 TEST(zero_fit_tries_checkpointing_at_each_stage_and_each_divisor) {
     knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     zt_options o = zero_options(0, 1, 1), fits;
     o.micro_batch = 8;
     zt_memory_plan ckpt;
@@ -559,9 +555,7 @@ TEST(zero_fit_tries_checkpointing_at_each_stage_and_each_divisor) {
 TEST(zero_plan_categories_add_up_and_sizes_parse) {
     knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     zt_options o = zero_options(2, 1, 1);
     zt_memory_plan p;
     CHECK_MSG(zt_plan_memory(&p, &spec, &o, 2) == ZT_OK, "%s", zt_last_error());
@@ -581,9 +575,7 @@ TEST(zero_plan_categories_add_up_and_sizes_parse) {
 TEST(zero_plan_answers_for_1024_ranks_and_fits) {
     knobs_reset();
     zt_model_config mc = config_of(TIED_GPT2);
-    zt_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.config = &mc;
+    zt_model_spec spec = spec_of(&mc);
     zt_options o = zero_options(3, 1, 1);
     o.micro_batch = 4;
     zt_memory_plan p;
