@@ -737,6 +737,15 @@ sample_eos_check() {
     fi
     expect_output "a --top_k past an int is refused before anything starts" '--top_k is 4294967297; it takes 0 to 2147483647' \
         $B/zt_train --model tests/ref/hf/llama --sample 8 --prompt "5 17" --top_k 4294967297
+    # generation_config.json's do_sample false (transformers' default) samples greedily where no flag says otherwise
+    printf '{"do_sample": false}\n' >$dir/generation_config.json
+    got=$($B/zt_train --model $dir --sample 12 --prompt "5 17" --seq_len 32 2>/dev/null | tail -n 1)
+    all=$($B/zt_train --model tests/ref/hf/llama --sample 12 --prompt "5 17" --seq_len 32 --temperature 0 2>/dev/null | tail -n 1)
+    if [[ -n $got && $got == "$all" ]]; then
+        pass "generation_config.json's do_sample false samples greedily, as generate() does"
+    else
+        fail "generation_config.json's do_sample false: '$got', greedy '$all'"
+    fi
 }
 
 # a masked evaluation set as the Trainer's evaluate() averages it: each --per_device_eval_batch_size batch's mean

@@ -1112,9 +1112,18 @@ ZT_API zt_result zt_generate(zt_engine *e, const int32_t *prompt, int64_t n_prom
 ZT_API zt_result zt_generate_until(zt_engine *e, const int32_t *prompt, int64_t n_prompt, int32_t *out, int64_t n_new,
                                    float temperature, int top_k, float top_p, uint64_t seed, const int32_t *stop,
                                    int n_stop, int64_t *n_out);
-/* a model directory's end-of-sequence ids, as transformers' generate() stops at them: generation_config.json's
-   eos_token_id when that file is there, else config.json's (a number or a list); how many (0: none; at most cap) */
-ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap);
+/* A model directory's generation settings, as transformers' generate() takes them: generation_config.json when that
+   file is there (keys it lacks at GenerationConfig's defaults), else config.json's eos_token_id alone, as
+   GenerationConfig.from_model_config takes it */
+typedef struct zt_generation_config {
+    int found;                /* generation_config.json was read */
+    int32_t eos[64];          /* eos_token_id, a number or a list (past 64, the rest are left out) */
+    int n_eos;
+    int do_sample;            /* 0: greedy, transformers' default */
+    float temperature, top_p; /* 1.0 and 1.0 */
+    int top_k;                /* 50 */
+} zt_generation_config;
+ZT_API void zt_generation_config_read(zt_generation_config *g, const char *model_dir);
 /* Device memory by category. Every category is laid out at init from the plan; activations and
    scratch are arenas whose peaks are measured as steps run (they reach the plan, never more). */
 typedef enum zt_mem_category {
@@ -12376,9 +12385,21 @@ ZT_API zt_result zt_generate_until(zt_engine *e, const int32_t *prompt, int64_t 
     return ZT_OK;
 }
 
-/* transformers' generation_config eos_token_id: generation_config.json's when the file is there (none if it has none),
-   else config.json's; a number or a list (past cap, the rest are dropped) */
-ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap) {
+/* eos_token_id of a parsed generation_config.json or config.json: a number or a list */
+static void zt__generation_eos(const zt__json *j, zt_generation_config *g) {
+    int t = zt__json_get(j, 0, "eos_token_id");
+    if (t < 0) return;
+    int list = j->tok[t].type == JSMN_ARRAY, n = list ? j->tok[t].size : 1;
+    for (int k = 0, it = list ? t + 1 : t; k < n; k++, it = zt__json_skip(j, it)) {
+        int64_t v;
+        if (zt__json_int(j, it, "eos_token_id", &v) == ZT_OK && v >= 0 && v < INT32_MAX && g->n_eos < 64)
+            g->eos[g->n_eos++] = (int32_t)v;
+    }
+}
+
+ZT_API void zt_generation_config_read(zt_generation_config *g, const char *model_dir) {
+    memset(g, 0, sizeof *g);
+    g->temperature = 1.0f, g->top_p = 1.0f, g->top_k = 50;
     static const char *const files[2] = {"generation_config.json", "config.json"};
     for (int f = 0; f < 2; f++) {
         char path[4200];
@@ -12388,25 +12409,26 @@ ZT_API int zt_generation_eos(const char *model_dir, int32_t *ids, int cap) {
         void *mem = zt__setup_arena(&a, "generation config text", (size_t)1 << 22);
         char *text = NULL;
         size_t len = 0;
-        int n = -1;
-        if (access(path, R_OK) == 0 && zt__read_file(&a, path, &text, &len) == ZT_OK &&
-            zt__json_parse(&j, &a, path, text, len) == ZT_OK) {
-            int t = zt__json_get(&j, 0, "eos_token_id");
-            n = 0;
-            if (t >= 0 && j.tok[t].type == JSMN_ARRAY) {
-                for (int k = 0, it = t + 1; k < j.tok[t].size; k++, it = zt__json_skip(&j, it)) {
-                    int64_t v;
-                    if (zt__json_int(&j, it, "eos_token_id", &v) == ZT_OK && v >= 0 && v < INT32_MAX && n < cap) ids[n++] = (int32_t)v;
-                }
-            } else if (t >= 0) {
-                int64_t v;
-                if (zt__json_int(&j, t, "eos_token_id", &v) == ZT_OK && v >= 0 && v < INT32_MAX && n < cap) ids[n++] = (int32_t)v;
-            }
-        } /* generation_config.json without one: none (transformers loads that file and stops at nothing) */
+        int read = access(path, R_OK) == 0 && zt__read_file(&a, path, &text, &len) == ZT_OK &&
+                   zt__json_parse(&j, &a, path, text, len) == ZT_OK;
+        if (read) zt__generation_eos(&j, g);
+        if (read && f == 0) { /* transformers loads this file: its eos (none if it has none) and sampling */
+            double v;
+            int t;
+            g->found = 1;
+            if ((t = zt__json_get(&j, 0, "do_sample")) >= 0) g->do_sample = zt__json_eq(&j, t, "true");
+            if ((t = zt__json_get(&j, 0, "temperature")) >= 0 && zt__json_number(&j, t, "temperature", &v) == ZT_OK &&
+                v >= 0 && v <= 1e6)
+                g->temperature = (float)v;
+            if ((t = zt__json_get(&j, 0, "top_p")) >= 0 && zt__json_number(&j, t, "top_p", &v) == ZT_OK && v >= 0 && v <= 1)
+                g->top_p = (float)v;
+            if ((t = zt__json_get(&j, 0, "top_k")) >= 0 && zt__json_number(&j, t, "top_k", &v) == ZT_OK && v >= 0 &&
+                v <= INT32_MAX)
+                g->top_k = (int)v;
+        }
         free(mem);
-        if (n >= 0) return n;
+        if (read) return;
     }
-    return 0;
 }
 
 ZT_API void zt_memory_report(zt_engine *e, const char *label) {

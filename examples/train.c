@@ -35,6 +35,7 @@ typedef struct args {
     double share[3]; /* --save_steps, --eval_steps, --logging_steps below 1: the Trainer's share of the run's steps */
     double num_train_epochs, temperature, top_p;
     int eval, do_eval, print_config, plan, script_switch; /* script_switch: --do_train and the like, taken and unused */
+    int sampling_given; /* --temperature, --top_k or --top_p was given: generation_config.json's do not stand */
     int logging_first_step, overwrite;
     const char *report_to, *logging_dir;
     const char *fit;
@@ -91,7 +92,7 @@ static const flag FLAGS[] = {
     FLAG("sample", F_INT, sample, "0", "generate N tokens after --prompt and print them"),
     FLAG("prompt", F_STR, prompt, "", "the prompt for --sample (bytes for byte-level models)"),
     FLAG("chat", F_STR, chat, "", "a user message for --sample, through the model's chat template; the reply ends at its eos_token"),
-    FLAG("temperature", F_NUM, temperature, "0.8", "sampling temperature (0: greedy)"),
+    FLAG("temperature", F_NUM, temperature, "0.8", "sampling temperature (0: greedy); without it, --top_k and --top_p, the model's generation_config.json decides when it has one"),
     FLAG("top_k", F_INT, top_k, "40", "sample among the k likeliest tokens (0: all)"),
     FLAG("top_p", F_NUM, top_p, "0.95", "sample within this probability mass"),
     /* what Transformers' example scripts pass and the Trainer itself does not act on */
@@ -459,6 +460,8 @@ static int parse(int argc, char **argv, args *a, int *eargc, char **eargv) {
                         : f->kind == F_BOOL  ? (i + 1 < argc && argv[i + 1][0] != '-' ? argv[++i] : "true")
                         : i + 1 < argc       ? argv[++i]
                                              : NULL;
+        a->sampling_given |= f->off == offsetof(args, temperature) || f->off == offsetof(args, top_k) ||
+                             f->off == offsetof(args, top_p);
         if (!v || !set_flag(a, f, v)) {
             if (v && f->kind == F_STEPS)
                 fprintf(stderr, "zt_train: flag --%s takes whole steps or, below 1, a share of the run's steps; found "
@@ -1622,13 +1625,23 @@ int main(int argc, char **argv) {
     if (exported) return exported;
     zt_tokenizer *tokenizer = NULL; /* the model's tokenizer.json, when it has one: text in, text out */
     if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
-    /* a sample ends at an end of sequence, as generate() ends: generation_config.json's eos_token_id (else
-       config.json's), and for --chat the tokenizer's eos_token too */
+    /* the model's generation settings, as generate() takes them: a sample ends at an end of sequence
+       (generation_config.json's eos_token_id, else config.json's; for --chat the tokenizer's eos_token too), and
+       generation_config.json's do_sample, temperature, top_k and top_p stand where no flag is given */
+    zt_generation_config gen;
+    zt_generation_config_read(&gen, model_dir);
     int32_t stop[65];
-    int n_stop = a.sample > 0 ? zt_generation_eos(model_dir, stop, 64) : 0;
+    int n_stop = gen.n_eos;
+    memcpy(stop, gen.eos, sizeof(int32_t) * (size_t)n_stop);
     if (a.sample > 0 && tokenizer && a.chat[0]) {
         const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
         if (eos && zt_tokenizer_id(tokenizer, eos) >= 0) stop[n_stop++] = zt_tokenizer_id(tokenizer, eos);
+    }
+    if (gen.found && !a.sampling_given) {
+        a.temperature = gen.do_sample ? gen.temperature : 0.0, a.top_k = gen.top_k, a.top_p = gen.top_p;
+        if (a.sample > 0 && rank == 0)
+            printf("sampling as %s/generation_config.json says: %s\n", model_dir,
+                   gen.do_sample ? "do_sample" : "greedy (do_sample false)");
     }
     int64_t n_out = 0;
     if (a.sample > 0 && a.chat[0] && !tokenizer)
