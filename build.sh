@@ -1256,6 +1256,14 @@ hf_checks() {
     else
         fail "tokenize, fine-tune at ZeRO-3 and export did not go through"
     fi
+    # the mask zt_tokenize wrote, left out, and a text file read as bytes for a model with a tokenizer: each said
+    expect_output "zt_train names a mask file beside --data that --mask left out" \
+        'sft.bin.mask is beside --data, and --mask was not given: every token is learned' \
+        $B/zt_train --model tests/ref/hf/qwen2_tok --data $dir/sft.bin --seq_len 32 --max_steps 1 --output_dir $dir/nomask
+    head -c 4000 README.md >$dir/corpus.txt
+    expect_output "zt_train names a text file read as bytes for a model with a tokenizer" \
+        'corpus.txt is read as bytes \(ids 0-255\), and this model has a tokenizer: zt_tokenize' \
+        $B/zt_train --model tests/ref/hf/qwen2_tok --data $dir/corpus.txt --seq_len 32 --max_steps 1 --output_dir $dir/bytes
     # conversations ("messages" lines) through a chat template: only the assistant's turns are learned
     local learned
     if $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --chat_template tests/ref/chat/templates/qwen2.jinja \

@@ -20179,11 +20179,6 @@ static zt_result zt__tokbuf_span(zt__tokbuf *b, zt_tokenizer *t, const char *tex
     }
 }
 
-/* appends the tokens of text (mask value m for each) */
-static zt_result zt__tokbuf_add(zt__tokbuf *b, zt_tokenizer *t, const char *text, size_t len, uint8_t m) {
-    return zt__tokbuf_span(b, t, text, len, 0, len + 1, 0, m);
-}
-
 static zt_result zt__tokbuf_id(zt__tokbuf *b, int32_t id, uint8_t m) {
     if (!zt__grow((void **)&b->ids, &b->cap, b->n + 1, sizeof(int32_t)) || !zt__grow((void **)&b->mask, &b->mcap, b->n + 1, 1))
         return zt_fail(ZT_ERROR_MEMORY, "out of memory tokenizing");
@@ -20782,6 +20777,7 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
                     "response learned after it) or \"messages\" (a conversation); --text_key, --prompt_key and "
                     "--response_key name the fields", where, R->keys[2], R->keys[0], R->keys[1]);
     if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 0, (uint8_t)doc); /* before the prompt: not learned */
+    int64_t prompt_bytes = 0;
     for (int k = doc ? 2 : 0; k < (doc ? 3 : 2) && r == ZT_OK; k++) {
         int v = zt__json_get(&j, 0, R->keys[k]);
         if (v < 0 || j.tok[v].type != JSMN_STRING) {
@@ -20795,8 +20791,10 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
             break;
         }
         int64_t n = zt__json_text(&j, v, th->field, (size_t)th->field_cap);
+        /* the response goes on from a prompt, as TRL tokenizes prompt + completion: no prefix space or ▁ before it */
         r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, R->keys[k])
-                  : zt__tokbuf_add(b, t, th->field, (size_t)n, (uint8_t)(k > 0));
+                  : zt__tokbuf_span(b, t, th->field, (size_t)n, 0, (size_t)n + 1, k == 1 && prompt_bytes > 0, (uint8_t)(k > 0));
+        if (k == 0) prompt_bytes = n;
     }
     if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 1, 1); /* after the response: learned */
     if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1); /* the end is learned too */

@@ -147,6 +147,8 @@ int main(int argc, char **argv) {
     else
         printf("%s: %lld tokens into %s in %.1f s, %.1f MB/s\n", d.input, (long long)n, d.output, s,
                (double)bytes / s * 1e-6);
+    if (eot) /* zt_train takes the id: there the documents are packed (positions restart, attention stops) */
+        printf("--eot \"%s\" is token %d: zt_train --eot %d packs the documents at it\n", eot, d.eot, d.eot);
     zt_tokenizer_free(t);
     return 0;
 }

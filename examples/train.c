@@ -897,6 +897,23 @@ typedef struct eval_buf {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* two easy mistakes with --data, said once: zt_tokenize's mask file beside it left out (without --mask every
+   token is learned, prompts too), and a text file read as bytes for a model with a tokenizer (zt_tokenize first) */
+static void data_notes(const args *a, int64_t vocab, const char *tok_path) {
+    if (rank != 0 || strpbrk(a->data, "*?[,")) return; /* one file */
+    char mask[4200];
+    snprintf(mask, sizeof mask, "%s.mask", a->data);
+    if (!*a->mask && access(mask, R_OK) == 0)
+        fprintf(stderr, "zt_train: warning: %s is beside --data, and --mask was not given: every token is learned, "
+                "prompts too (--mask %s learns only what it marks)\n", mask, mask);
+    size_t n = strlen(a->data);
+    int text = a->format == ZT_DATA_TEXT || (a->format == ZT_DATA_AUTO && n > 4 && strcmp(a->data + n - 4, ".txt") == 0);
+    if (text && vocab != 256 && access(tok_path, R_OK) == 0)
+        fprintf(stderr, "zt_train: warning: %s is read as bytes (ids 0-255), and this model has a tokenizer: "
+                "zt_tokenize --tokenizer %.*s --input %s --output FILE.bin tokenizes it as run_clm.py would\n",
+                a->data, (int)(strlen(tok_path) - strlen("/tokenizer.json")), tok_path, a->data);
+}
+
 /* sampling sees the last --seq_len tokens at each step (the arenas' rows): said when a prompt and its sample pass them */
 static void window_note(int64_t prompt, int64_t sample, int64_t seq_len) {
     if (prompt + sample > seq_len && rank == 0)
@@ -1402,6 +1419,7 @@ int main(int argc, char **argv) {
         d.shuffle = strcmp(a.sampling, "sequential") != 0; /* --train_sampling_strategy */
         d.rank = rank, d.world = world; /* each rank its own rows; together what one rank at world x the batch reads */
         if (zt_data_open(&data, &d) != ZT_OK) return fail(NULL);
+        data_notes(&a, mc->vocab, tok_path);
     }
     if (*a.resume && zt_load(e, a.resume, data) != ZT_OK) return fail(NULL);
     if (*a.resume && data && a.ignore_data_skip) { /* the Trainer's: the pass it was in, from its start (its order);
