@@ -20884,7 +20884,9 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     R.d = d, R.text = (const char *)map, R.bytes = bytes;
     R.dot_json = il >= 5 && strcmp(d->input + il - 5, ".json") == 0;
     R.jsonl = R.dot_json || (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0);
-    size_t lead = 0; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
+    /* a UTF-8 byte order mark before the first line is none of its text, as datasets' JSON reader takes it */
+    size_t bom = R.jsonl && bytes >= 3 && memcmp(R.text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    size_t lead = bom; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
     while (R.jsonl && lead < bytes && strchr(" \t\r\n", R.text[lead])) lead++;
     if (R.jsonl && lead < bytes && R.text[lead] == '[') {
         munmap((void *)(uintptr_t)map, bytes);
@@ -20912,7 +20914,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     size_t reach = 0; /* the longest added token's bytes */
     for (int k = 0; k < t->n_added; k++) reach = ZT__MAX(reach, (size_t)(t->off[t->added[k] + 1] - t->off[t->added[k]]));
     int cont = 0;     /* the next part of a text continues one zt cut */
-    size_t pos = 0, chunk = test_chunk && atoll(test_chunk) > 0 ? (size_t)atoll(test_chunk) : ZT__TOK_CHUNK;
+    size_t pos = bom, chunk = test_chunk && atoll(test_chunk) > 0 ? (size_t)atoll(test_chunk) : ZT__TOK_CHUNK;
     int64_t line = 1;
     for (int batch = 0; r == ZT_OK && (batch == 0 || pos < bytes); batch++) {
         int nj = 0;
