@@ -20779,9 +20779,12 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
     if (r == ZT_OK) r = zt__tokbuf_around(b, t, d->special, 0, (uint8_t)doc); /* before the prompt: not learned */
     int64_t prompt_bytes = 0;
     for (int k = doc ? 2 : 0; k < (doc ? 3 : 2) && r == ZT_OK; k++) {
-        int v = zt__json_get(&j, 0, R->keys[k]);
+        const char *key = R->keys[k];
+        if (k == 1 && !d->response_key && zt__json_get(&j, 0, key) < 0 && zt__json_get(&j, 0, "completion") >= 0)
+            key = "completion"; /* TRL's prompt-completion datasets */
+        int v = zt__json_get(&j, 0, key);
         if (v < 0 || j.tok[v].type != JSMN_STRING) {
-            r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--%s_key names the field)", where, R->keys[k],
+            r = zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" must be a string (--%s_key names the field)", where, key,
                         k == 0 ? "prompt" : k == 1 ? "response" : "text");
             break;
         }
@@ -20792,7 +20795,7 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
         }
         int64_t n = zt__json_text(&j, v, th->field, (size_t)th->field_cap);
         /* the response goes on from a prompt, as TRL tokenizes prompt + completion: no prefix space or ▁ before it */
-        r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, R->keys[k])
+        r = n < 0 ? zt_fail(ZT_ERROR_FORMAT, "%s: \"%s\" is not a readable string", where, key)
                   : zt__tokbuf_span(b, t, th->field, (size_t)n, 0, (size_t)n + 1, k == 1 && prompt_bytes > 0, (uint8_t)(k > 0));
         if (k == 0) prompt_bytes = n;
     }

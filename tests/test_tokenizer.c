@@ -198,6 +198,17 @@ TEST(tokenize_file_special_tokens) {
         CHECK_MSG(id == want && (uint8_t)m[i] == (i > nq), "token %lld: id %d mask %d, want %d %d", (long long)i, id, m[i],
                   want, i > nq);
     }
+    /* TRL's field name, "completion", where a line has no "response" (and --response_key is not given) */
+    f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs("{\"prompt\": \"Q?\", \"completion\": \" Answer.\"}\n", f);
+    fclose(f);
+    int64_t again = 0;
+    CHECK_MSG(zt_tokenize_file(t, &d, &again) == ZT_OK, "%s", zt_last_error());
+    size_t bytes2 = 0;
+    char *file2 = test_slurp(out, &bytes2);
+    CHECK(again == got && file && file2 && bytes2 == bytes && memcmp(file, file2, bytes) == 0);
+    free(file2);
     free(file), free(m);
     snprintf(path, sizeof path, "%s/doc.txt", dir); /* a text: <s> document </s> */
     f = fopen(path, "w");
