@@ -936,8 +936,8 @@ static double evaluate(zt_engine *e, zt_data *data, zt_data *masked, eval_buf *b
     int64_t B = o->micro_batch, T = o->seq_len, N = zt_data_windows(data);
     int64_t eb = min64(buf->batch, N > 0 ? N : 1); /* a batch larger than the set is the set, as the Trainer's */
     int aux = mc && mc->n_experts > 0 && mc->router_aux_coef > 0; /* a balance loss: one batch a micro-batch */
-    int64_t per_call = eb >= B || aux ? 1 : B / eb, calls = (eb + B - 1) / B; /* batches a micro-batch, or the reverse */
-    if (per_call > 1) calls = 1;
+    /* batches a micro-batch holds, and micro-batches a batch takes (1 where it is no more than a micro-batch) */
+    int64_t per_call = eb >= B || aux ? 1 : B / eb, calls = (eb + B - 1) / B;
     int64_t batches = (N + eb - 1) / eb, round = per_call * world; /* the batches of a round: every rank's */
     int32_t *tok = buf->rows, *win = tok + B * T, *next = win + B * T, *mwin = next + B * T, *mnext = mwin + B * T;
     double total = 0, rows_total = 0;
@@ -1653,7 +1653,8 @@ int main(int argc, char **argv) {
     memcpy(stop, gen.eos, sizeof(int32_t) * (size_t)n_stop);
     if (a.sample > 0 && tokenizer && a.chat[0]) {
         const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
-        if (eos && zt_tokenizer_id(tokenizer, eos) >= 0) stop[n_stop++] = zt_tokenizer_id(tokenizer, eos);
+        int32_t id = eos ? zt_tokenizer_id(tokenizer, eos) : -1;
+        if (id >= 0) stop[n_stop++] = id;
     }
     if (gen.found && !a.sampling_given) {
         a.temperature = gen.do_sample ? gen.temperature : 0.0, a.top_k = gen.top_k, a.top_p = gen.top_p;
