@@ -1280,6 +1280,9 @@ hf_checks() {
     expect_output "zt_tokenize --decode of a cut token file names what its header promised" \
         'its header says [0-9]* tokens of [24] bytes, and the file holds 6 bytes' \
         $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --decode $dir/cut.bin
+    expect_output "zt_tokenize names a --sample_by it does not know" \
+        'zt_tokenize: --sample_by takes line, paragraph or document, not "sentence"' \
+        $B/zt_tokenize --tokenizer tests/ref/hf/qwen2_tok --input $dir/corpus.txt --output $dir/x.bin --sample_by sentence
     # a model directory with its own chat template (chat_template.jinja, eos_token in tokenizer_config.json):
     # tokenized with it, fine-tuned, exported with it, and asked for a reply through it
     local cm=$dir/chatmodel

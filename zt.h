@@ -1461,8 +1461,9 @@ ZT_API zt_result zt_tokenizer_set_chat_template(zt_tokenizer *t, const char *sou
 ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, int32_t *ids, uint8_t *mask, int64_t cap,
                                   int64_t *count);
 
-/* A token file for training from text or JSON Lines. Text (any name but these two): the whole file is one document.
-   JSON Lines (*.jsonl, *.json): one object a line, with a mask file beside the tokens (one byte a token, 0 = not a
+/* A token file for training from text or JSON Lines. Text (any name but *.jsonl and *.json): the whole file is one
+   document, or each line or paragraph one (sample_by, datasets' text loader's choices), its line ends \r\n and \r
+   read as \n, as Python reads a text file. JSON Lines (*.jsonl, *.json): one object a line, with a mask file beside the tokens (one byte a token, 0 = not a
    target): a "messages" line goes through the chat template (zt_tokenize_chat); a line with a prompt has the prompt's
    tokens kept out of the loss and its response's learned; else its "text" is a document, learned whole (pretraining
    sets: FineWeb's, RedPajama's), unless prompt_key or response_key is given: then every line needs them. With special,
@@ -1476,8 +1477,17 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
    The work goes in tasks of about 1 MiB on threads, the files the same at any number: JSON Lines a batch of lines
    each; a text cut where its added tokens end (the text between them is tokenized alone anyway) and where the
    tokenizer's rules allow inside the text between them (zt__tok_cut_ok), or held whole where neither comes. */
+typedef enum zt_sample_by {
+    ZT_SAMPLE_DOCUMENT,  /* the whole text one document (llm.c's preparation scripts) */
+    ZT_SAMPLE_LINE,      /* each line one, its \n kept: what run_clm.py's --train_file x.txt tokenizes (datasets' text
+                            loader with keep_linebreaks); a blank line is a document of its own \n */
+    ZT_SAMPLE_PARAGRAPH  /* each piece between \n\n (empty ones left out), the \n\n in none */
+} zt_sample_by;
 typedef struct zt_tokenize_desc {
     const char *input, *output;
+    zt_sample_by sample_by;               /* a text's documents (not for JSON Lines: a line is one there) */
+    int strip_linebreaks;                 /* ZT_SAMPLE_LINE: each line without its \n (run_clm's --keep_linebreaks
+                                             False: a blank line a document of no text, only its special tokens) */
     const char *mask;                     /* NULL: output + ".mask" (a shard's name + ".mask"; a name given is
                                              sharded as the output is: sft.bin.mask, sft_000000.bin.mask) */
     int no_mask;                          /* JSON Lines without the mask file: every token learned, prompts too */
@@ -20730,6 +20740,7 @@ typedef struct zt__tokrun {
     const char *text, *keys[3]; /* the input; the prompt, response and text keys */
     size_t bytes;
     int jsonl, dot_json; /* JSON Lines; named .json */
+    char *newlines;      /* a text with \r line ends: its copy with \n for them (text points here) */
     zt__tokthread *th;
     zt__tokjob *jobs;
 } zt__tokrun;
@@ -20805,7 +20816,7 @@ static zt_result zt__tokenize_line(const zt__tokrun *R, zt__tokthread *th, zt__t
     return r;
 }
 
-/* a task: the job's lines, or the whole text (one document) */
+/* a task: the job's lines, a part of a text that is one document, or the text's lines or paragraphs */
 static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
     zt__tokrun *R = (zt__tokrun *)ctx;
     zt__tokjob *job = &R->jobs[i];
@@ -20814,13 +20825,34 @@ static void zt__tokjob_run(void *ctx, int64_t i, int thread) {
     zt__tokbuf *b = &job->out;
     zt_result r = ZT_OK;
     b->n = 0;
-    if (!R->jsonl) { /* a part of the one document: the post-processor's tokens and the end at its ends */
+    if (!R->jsonl && d->sample_by == ZT_SAMPLE_DOCUMENT) { /* a part of the one document: the post-processor's tokens
+                                                               and the end at its ends */
         if (job->a == 0) r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
         size_t n = job->cut ? job->b : R->bytes; /* cut: the text ends there for this part */
         size_t to = job->b < n ? job->b : n + 1; /* the scan stops at the segment that starts at b; the last part: none */
         if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, R->text, n, job->a, to, job->cont, 1);
         if (r == ZT_OK && job->b == R->bytes) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
         if (r == ZT_OK && job->b == R->bytes && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
+    }
+    for (size_t at = job->a; !R->jsonl && d->sample_by != ZT_SAMPLE_DOCUMENT && at < job->b && r == ZT_OK;) {
+        const char *s = R->text + at; /* a line (its \n kept unless stripped) or a paragraph, a document alone */
+        size_t len = job->b - at, step = len;
+        if (d->sample_by == ZT_SAMPLE_LINE) {
+            const char *nl = (const char *)memchr(s, '\n', len);
+            if (nl) len = step = (size_t)(nl - s) + 1, len -= (size_t)d->strip_linebreaks;
+        } else {
+            for (size_t k = 0; k + 1 < job->b - at; k++)
+                if (s[k] == '\n' && s[k + 1] == '\n') {
+                    len = k, step = k + 2;
+                    break;
+                }
+        }
+        at += step;
+        if (d->sample_by == ZT_SAMPLE_PARAGRAPH && len == 0) continue; /* between two \n\n: none, as datasets has it */
+        r = zt__tokbuf_around(b, th->t, d->special, 0, 1);
+        if (r == ZT_OK) r = zt__tokbuf_span(b, th->t, s, len, 0, len + 1, 0, 1);
+        if (r == ZT_OK) r = zt__tokbuf_around(b, th->t, d->special, 1, 1);
+        if (r == ZT_OK && d->eot >= 0) r = zt__tokbuf_id(b, d->eot, 1);
     }
     int64_t line_no = job->line - 1;
     for (size_t at = job->a; R->jsonl && at < job->b && r == ZT_OK;) { /* one object a line */
@@ -20865,6 +20897,21 @@ static size_t zt__tok_text_cut(const zt_tokenizer *t, const char *text, size_t n
     }
 }
 
+/* where a task of paragraphs may end at or past target: after the \n\n pairs of a run of two or more \n (an odd one
+   left starts the next paragraph), pairing them from the run's start as a split of the whole text on \n\n does */
+static size_t zt__tok_paragraph_cut(const char *text, size_t n, size_t target) {
+    size_t p = target;
+    while (p < n && p > 0 && text[p - 1] == '\n') p++; /* past a run begun before target */
+    for (;;) {
+        const char *nl = (const char *)memchr(text + p, '\n', n - p);
+        if (!nl) return n;
+        size_t a = (size_t)(nl - text), e = a;
+        while (e < n && text[e] == '\n') e++;
+        if (e - a >= 2) return a + (e - a) / 2 * 2;
+        p = e;
+    }
+}
+
 ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, int64_t *tokens) {
     if (tokens) *tokens = 0;
     if (d->eot >= zt_tokenizer_vocab(t))
@@ -20877,16 +20924,35 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
         return zt_fail(ZT_ERROR_INVALID, "a shard size of %lld tokens: an llm.c file holds 1 to %d", (long long)d->shard_size,
                        INT32_MAX);
     if (d->threads < 0) return zt_fail(ZT_ERROR_INVALID, "%d threads to tokenize with: 0 (every core) or more", d->threads);
+    size_t il = strlen(d->input);
+    int dot_json = il >= 5 && strcmp(d->input + il - 5, ".json") == 0;
+    int jsonl = dot_json || (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0);
+    if ((unsigned)d->sample_by > ZT_SAMPLE_PARAGRAPH)
+        return zt_fail(ZT_ERROR_INVALID, "sample_by %d: ZT_SAMPLE_DOCUMENT, ZT_SAMPLE_LINE or ZT_SAMPLE_PARAGRAPH",
+                       (int)d->sample_by);
+    if (jsonl && d->sample_by != ZT_SAMPLE_DOCUMENT)
+        return zt_fail(ZT_ERROR_INVALID, "%s is JSON Lines, one example a line: sampling by line or paragraph is for a text",
+                       d->input);
+    if (d->strip_linebreaks && d->sample_by != ZT_SAMPLE_LINE)
+        return zt_fail(ZT_ERROR_INVALID, "strip_linebreaks is for a text sampled by line (ZT_SAMPLE_LINE)");
     const uint8_t *map = NULL;
     size_t bytes = 0;
     zt_result r = zt__map(d->input, &map, &bytes);
     if (r != ZT_OK) return r;
-    size_t il = strlen(d->input);
     zt__tokrun R;
     memset(&R, 0, sizeof R);
-    R.d = d, R.text = (const char *)map, R.bytes = bytes;
-    R.dot_json = il >= 5 && strcmp(d->input + il - 5, ".json") == 0;
-    R.jsonl = R.dot_json || (il >= 6 && strcmp(d->input + il - 6, ".jsonl") == 0);
+    R.d = d, R.text = (const char *)map, R.bytes = bytes, R.dot_json = dot_json, R.jsonl = jsonl;
+    if (!jsonl && bytes && memchr(map, '\r', bytes)) { /* \r\n and \r as \n, as Python's universal newlines read them */
+        if (!(R.newlines = (char *)malloc(bytes))) {
+            munmap((void *)(uintptr_t)map, bytes);
+            return zt_fail(ZT_ERROR_MEMORY, "out of memory for %s with \\r line ends", d->input);
+        }
+        size_t m = 0;
+        for (size_t k = 0; k < bytes; k++)
+            if (map[k] != '\r') R.newlines[m++] = (char)map[k];
+            else if (k + 1 == bytes || map[k + 1] != '\n') R.newlines[m++] = '\n';
+        R.text = R.newlines, R.bytes = m;
+    }
     /* a UTF-8 byte order mark before the first line is none of its text, as datasets' JSON reader takes it */
     size_t bom = R.jsonl && bytes >= 3 && memcmp(R.text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
     size_t lead = bom; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
@@ -20919,17 +20985,21 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     int cont = 0;     /* the next part of a text continues one zt cut */
     size_t pos = bom, chunk = test_chunk && atoll(test_chunk) > 0 ? (size_t)atoll(test_chunk) : ZT__TOK_CHUNK;
     int64_t line = 1;
-    for (int batch = 0; r == ZT_OK && (batch == 0 || pos < bytes); batch++) {
+    size_t n = R.bytes;
+    int one_document = !R.jsonl && d->sample_by == ZT_SAMPLE_DOCUMENT; /* a task even for no text: its ends' tokens */
+    for (int batch = 0; r == ZT_OK && (batch == 0 || pos < n); batch++) {
         int nj = 0;
-        while (nj < n_jobs && (pos < bytes || (!R.jsonl && nj == 0))) { /* about 1 MiB a job */
+        while (nj < n_jobs && (pos < n || (one_document && nj == 0))) { /* about 1 MiB a job */
             zt__tokjob *job = &R.jobs[nj++];
-            size_t end = bytes;
+            size_t end = n;
             int cut = 0;
-            if (R.jsonl && bytes - pos > chunk) { /* JSON Lines: whole lines */
-                const char *nl = (const char *)memchr(R.text + pos + chunk, '\n', bytes - pos - chunk);
-                end = nl ? (size_t)(nl - R.text) + 1 : bytes;
-            } else if (bytes - pos > chunk) { /* a text: where a segment starts after an added token, or may be cut */
-                end = zt__tok_text_cut(t, R.text, bytes, pos, pos + chunk, reach, &cut);
+            if (n - pos > chunk && (R.jsonl || d->sample_by == ZT_SAMPLE_LINE)) { /* whole lines */
+                const char *nl = (const char *)memchr(R.text + pos + chunk, '\n', n - pos - chunk);
+                end = nl ? (size_t)(nl - R.text) + 1 : n;
+            } else if (n - pos > chunk && d->sample_by == ZT_SAMPLE_PARAGRAPH) { /* whole paragraphs */
+                end = zt__tok_paragraph_cut(R.text, n, pos + chunk);
+            } else if (n - pos > chunk) { /* one document: where a segment starts after an added token, or may be cut */
+                end = zt__tok_text_cut(t, R.text, n, pos, pos + chunk, reach, &cut);
             }
             job->a = pos, job->b = end, job->line = line, job->cont = cont, job->cut = cut;
             cont = cut;
@@ -20954,7 +21024,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
         free(R.th[k].field);
     }
     for (int k = 0; R.jobs && k < n_jobs; k++) free(R.jobs[k].out.ids), free(R.jobs[k].out.mask);
-    free(R.th), free(R.jobs);
+    free(R.th), free(R.jobs), free(R.newlines);
     if (map) munmap((void *)(uintptr_t)map, bytes);
     return r;
 }

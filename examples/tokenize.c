@@ -18,6 +18,10 @@
        shards; then zt_train --data "train_*.bin" --mask "train_*.bin.mask"); one file holds at most 2^31 - 1
        --num_proc N: N threads (default: every core), for JSON Lines and for a text in parts (cut where added tokens
        end, or after a newline or before a word where the tokenizer allows); the files are the same at any N
+       --sample_by line: each line of a text a document, its newline kept (paragraph: the pieces between blank lines;
+       document, the default: the whole text), as datasets' text loader gives a .txt to run_clm.py, which tokenizes
+       each line with the special tokens: --sample_by line --add_special_tokens true and no --eot give its tokens
+       (--keep_linebreaks false: the lines without their newlines)
        --mask none: no mask file (every token learned, a prompt's and a conversation's other turns too: for a
        pretraining set, where it would be all ones)
 
@@ -36,14 +40,21 @@ static const char *flag(int argc, char **argv, const char *name, const char *def
     return def;
 }
 
+static int truth(const char *s) { /* 1, 0, or -1 for neither */
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "1") == 0) return 1;
+    return strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "0") == 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv) {
     static const char *known[] = {"tokenizer", "input", "output", "mask", "prompt_key", "response_key", "text_key",
-                                  "eot", "decode", "chat_template", "add_special_tokens", "shard_size", "num_proc"};
+                                  "eot", "decode", "chat_template", "add_special_tokens", "shard_size", "num_proc", "sample_by",
+                                  "keep_linebreaks"};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strncmp(argv[i], "--", 2) != 0) {
             fprintf(stderr, "usage: zt_tokenize --tokenizer DIR (--input FILE --output FILE [--mask FILE|none] [--prompt_key K] "
                     "[--response_key K] [--text_key K] [--eot TOKEN] [--chat_template FILE] [--add_special_tokens true] "
-                    "[--shard_size N] [--num_proc N] | --decode FILE)\n");
+                    "[--shard_size N] [--num_proc N] [--sample_by line|paragraph|document] [--keep_linebreaks false] | "
+                    "--decode FILE)\n");
             return strcmp(argv[i], "--help") == 0 ? 0 : 2;
         }
         int ok = 0;
@@ -111,9 +122,17 @@ int main(int argc, char **argv) {
     d.response_key = flag(argc, argv, "response_key", NULL);
     d.text_key = flag(argc, argv, "text_key", NULL);
     const char *special = flag(argc, argv, "add_special_tokens", "false"); /* the post-processor's, as tokenizer(text) */
-    d.special = strcmp(special, "true") == 0 || strcmp(special, "True") == 0 || strcmp(special, "1") == 0;
-    if (!d.special && strcmp(special, "false") && strcmp(special, "False") && strcmp(special, "0"))
+    const char *keep = flag(argc, argv, "keep_linebreaks", "true");
+    if ((d.special = truth(special)) < 0)
         return fprintf(stderr, "zt_tokenize: --add_special_tokens takes true or false, not \"%s\"\n", special), 2;
+    if (truth(keep) < 0) return fprintf(stderr, "zt_tokenize: --keep_linebreaks takes true or false, not \"%s\"\n", keep), 2;
+    d.strip_linebreaks = !truth(keep);
+    const char *by = flag(argc, argv, "sample_by", "document");
+    d.sample_by = strcmp(by, "line") == 0 ? ZT_SAMPLE_LINE : strcmp(by, "paragraph") == 0 ? ZT_SAMPLE_PARAGRAPH : ZT_SAMPLE_DOCUMENT;
+    if (d.sample_by == ZT_SAMPLE_DOCUMENT && strcmp(by, "document"))
+        return fprintf(stderr, "zt_tokenize: --sample_by takes line, paragraph or document, not \"%s\"\n", by), 2;
+    if (d.strip_linebreaks && d.sample_by != ZT_SAMPLE_LINE)
+        return fprintf(stderr, "zt_tokenize: --keep_linebreaks false is for --sample_by line\n"), 2;
     static const char *const counts[2] = {"shard_size", "num_proc"};
     for (int k = 0; k < 2; k++) { /* whole numbers: 100000000 or 1e8 */
         const char *s = flag(argc, argv, counts[k], NULL);

@@ -732,7 +732,7 @@ TEST(tokenize_file_text_parts) {
         {"added_flags", {" <|end|>  ", "\n <mask> ", " cat "}},
         {"llama2", {"</s>", " <s> ", "</s>\n"}},
         {"qwen2", {"<|endoftext|>", "\ne\xcc\x81<|endoftext|>\xcc\x81", "<|im_start|>"}},
-        {"gpt2", {"\n", "\n\n", " \n"}}, {"llama3", {"\n", "\r\n", ".\n"}}, {"qwen2", {"\n", "\n\n", "\xcc\x81\n"}},
+        {"gpt2", {"\n", "\n\n", " \n"}}, {"llama3", {"\n", "\t\n", ".\n"}}, {"qwen2", {"\n", "\n\n", "\xcc\x81\n"}},
         {"llama2_words", {"\n", " ", "  "}}, {"llama2_words", {"</s>", " ", " <s>"}}, {"mistral", {" ", "\n", "  "}},
         {"gemma", {"\n", "  ", " "}},
         {"o200k", {"\n", " ", "\n\n"}}};
@@ -789,4 +789,75 @@ TEST(tokenize_file_text_parts) {
     free(text), free(want);
     remove(path), remove(out);
     CHECK_MSG(rmdir(dir) == 0, "%s is not empty", dir);
+}
+
+/* a text's documents as run_clm.py gets them from datasets' text loader (tests/ref/make_sample_by_fixture.py): each
+   line (its newline kept or not), each paragraph, or the whole, \r\n and \r read as \n, with and without the
+   special tokens; the same ids in one task as in tasks of 1 to 24 bytes on 3 threads (cuts inside runs of newlines) */
+TEST(tokenize_file_sample_by) {
+    char out[128], line[16384];
+    snprintf(out, sizeof out, "/tmp/zt_sample_by_%d.bin", (int)getpid());
+    FILE *f = fopen("tests/ref/sample_by/ids.txt", "r");
+    CHECK(f != NULL);
+    int cases = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char name[64], by[16], tok[128];
+        int keep = 0, special = 0, at = 0;
+        CHECK(sscanf(line, "%63s %15s %d %d%n", name, by, &keep, &special, &at) == 4);
+        int32_t want[2048];
+        int64_t n = 0;
+        for (char *p = line + at, *end; n < 2048; p = end) {
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            want[n++] = (int32_t)v;
+        }
+        snprintf(tok, sizeof tok, "tests/ref/tokenizers/%s", name);
+        zt_tokenizer *t = NULL;
+        CHECK_MSG(zt_tokenizer_load(&t, tok) == ZT_OK, "%s: %s", tok, zt_last_error());
+        zt_tokenize_desc d;
+        memset(&d, 0, sizeof d);
+        d.input = "tests/ref/sample_by/input.txt", d.output = out, d.eot = -1, d.special = special;
+        d.strip_linebreaks = !keep, d.threads = 1;
+        d.sample_by = strcmp(by, "line") == 0 ? ZT_SAMPLE_LINE : strcmp(by, "paragraph") == 0 ? ZT_SAMPLE_PARAGRAPH
+                                                                                                : ZT_SAMPLE_DOCUMENT;
+        for (int chunk = 0; chunk <= 24; chunk++) {
+            char c[16];
+            snprintf(c, sizeof c, "%d", chunk);
+            if (chunk) setenv("ZT_TEST_TOKENIZE_CHUNK", c, 1), d.threads = 3;
+            int64_t got = 0, first = -1;
+            zt_result r = zt_tokenize_file(t, &d, &got);
+            unsetenv("ZT_TEST_TOKENIZE_CHUNK");
+            CHECK_MSG(r == ZT_OK, "%s %s: %s", name, by, zt_last_error());
+            size_t bytes = 0;
+            char *file = test_slurp(out, &bytes);
+            CHECK(file && bytes == 1024 + 2 * (size_t)got);
+            for (int64_t i = 0; first < 0 && i < (got > n ? got : n); i++) {
+                uint16_t v = 0;
+                if (i < got) memcpy(&v, file + 1024 + 2 * i, 2);
+                if (i >= got || i >= n || v != want[i]) first = i;
+            }
+            free(file);
+            CHECK_MSG(first < 0, "%s by %s (keep_linebreaks %d, special %d, tasks of %d bytes): %lld ids, datasets' and "
+                      "the library's %lld; the first to differ is %lld", name, by, keep, special, chunk, (long long)got,
+                      (long long)n, (long long)first);
+        }
+        zt_tokenizer_free(t);
+        cases++;
+    }
+    if (f) fclose(f);
+    CHECK_EQ_INT(cases, 8);
+    zt_tokenizer *t = NULL; /* what the sampling is not for, named */
+    CHECK(zt_tokenizer_load(&t, "tests/ref/tokenizers/gpt2") == ZT_OK);
+    zt_tokenize_desc d;
+    memset(&d, 0, sizeof d);
+    d.input = "tests/ref/instructions.jsonl", d.output = out, d.eot = -1, d.sample_by = ZT_SAMPLE_LINE;
+    CHECK(zt_tokenize_file(t, &d, NULL) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "is JSON Lines, one example a line");
+    d.input = "tests/ref/sample_by/input.txt", d.sample_by = ZT_SAMPLE_PARAGRAPH, d.strip_linebreaks = 1;
+    CHECK(zt_tokenize_file(t, &d, NULL) == ZT_ERROR_INVALID);
+    CHECK_STR_CONTAINS(zt_last_error(), "strip_linebreaks is for a text sampled by line");
+    d.sample_by = (zt_sample_by)7, d.strip_linebreaks = 0;
+    CHECK(zt_tokenize_file(t, &d, NULL) == ZT_ERROR_INVALID);
+    zt_tokenizer_free(t);
+    remove(out);
 }

@@ -4,8 +4,9 @@
    and on 1 thread into one file: the two must hold the same tokens, or fail with the same error. The input as a text
    (one document), with a tokenizer whose added tokens have lstrip, rstrip and single_word, or GPT-2's, Qwen2's, a
    SentencePiece-style one of words or o200k's (by the input's length), cut where added tokens end and where the text
-   between them may be cut, and tokenized on 2 threads into shards: the ids zt_tokenize_special gives the whole text,
-   then the end-of-text. After
+   between them may be cut, and tokenized on 2 threads into shards: the ids zt_tokenize_special gives the whole text
+   (its \r\n and \r as \n), then the end-of-text; or, by the input's length too, those of each line or each paragraph
+   (split here as datasets splits them), each with its end-of-text. After
    each, nothing but the files of a success is left (no .partial). Errors are fine; a crash, a leak, undefined
    behaviour or a difference is not. Built and run by ./build.sh fuzz; seeds: the .jsonl files of tests/ref and
    lines of each kind and fault, written by the target (ZT_FUZZ_SEEDS=DIR, run from the repository root). */
@@ -32,6 +33,16 @@ static int take_file(const char *path, int mask, int32_t *ids, int64_t *n, int64
     snprintf(masks, sizeof masks, "%s.mask", path);
     ZT_ASSERT(remove(path) == 0 && (!mask || remove(masks) == 0));
     return 0;
+}
+
+/* ids[*n, cap) += zt_tokenize_special of s[0, len) and the end-of-text 0 (all counted, the first cap kept) */
+static void reference(zt_tokenizer *tok, const char *s, size_t len, int32_t *ids, int64_t *n, int64_t cap) {
+    static int32_t one[1 << 18];
+    int64_t k = zt_tokenize_special(tok, s, len, one, 1 << 18);
+    ZT_ASSERT(k >= 0 && k < 1 << 18);
+    one[k++] = 0;
+    for (int64_t i = 0; i < k; i++, (*n)++)
+        if (*n < cap) ids[*n] = one[i];
 }
 
 static zt_tokenizer *t, *texts[5]; /* qwen2's with a chat template; for texts, the kinds zt cuts differently */
@@ -121,17 +132,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ZT_ASSERT(r[0] != ZT_OK || (n[0] == n[1] && memcmp(ids[0], ids[1], sizeof(int32_t) * (size_t)ZT__MIN(n[0], 1 << 18)) == 0));
     remove(in);
 
-    /* a text: cut where added tokens end, on 2 threads, the ids of the whole */
+    /* a text: cut where added tokens end, on 2 threads, the ids of the whole; or its lines, or its paragraphs */
     snprintf(in, sizeof in, "%s/in.txt", dir);
     f = fopen(in, "wb");
     ZT_ASSERT(f && fwrite(data, 1, size, f) == size && fclose(f) == 0);
     zt_tokenize_desc d;
     memset(&d, 0, sizeof d);
     d.input = in, d.output = out[1], d.eot = 0, d.special = 1, d.threads = 2, d.shard_size = 7;
-    zt_tokenizer *flags = texts[size % 5]; /* the input's length picks the tokenizer */
-    int64_t want = zt_tokenize_special(flags, (const char *)data, size, ids[0], 1 << 18), files = 0;
-    if (want < 1 << 18) ids[0][want] = 0;
-    want++;
+    d.sample_by = (zt_sample_by)(size / 5 % 3); /* the input's length picks the sampling and the tokenizer */
+    zt_tokenizer *flags = texts[size % 5];
+    static char text[1 << 20];
+    size_t len = 0;
+    if (size > sizeof text) return 0;
+    for (size_t i = 0; i < size && i < sizeof text; i++) /* Python's universal newlines */
+        if (data[i] != '\r') text[len++] = (char)data[i];
+        else if (i + 1 == size || data[i + 1] != '\n') text[len++] = '\n';
+    int64_t want = 0, files = 0;
+    for (size_t a = 0, b; d.sample_by != ZT_SAMPLE_DOCUMENT && a < len; a = b) {
+        size_t end = len; /* a line with its \n; a paragraph before the first \n\n from a, left out when empty */
+        for (b = a; b < len; b++)
+            if (d.sample_by == ZT_SAMPLE_LINE ? text[b] == '\n' : b + 1 < len && text[b] == '\n' && text[b + 1] == '\n') {
+                end = d.sample_by == ZT_SAMPLE_LINE ? b + 1 : b;
+                break;
+            }
+        b = end == len ? len : d.sample_by == ZT_SAMPLE_LINE ? end : end + 2;
+        if (end > a || d.sample_by == ZT_SAMPLE_LINE) reference(flags, text + a, end - a, ids[0], &want, 1 << 18);
+    }
+    if (d.sample_by == ZT_SAMPLE_DOCUMENT) reference(flags, text, len, ids[0], &want, 1 << 18);
     ZT_ASSERT(zt_tokenize_file(flags, &d, &got[1]) == ZT_OK && got[1] == want);
     n[1] = 0;
     for (char path[256];; files++) {
