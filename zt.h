@@ -5613,9 +5613,10 @@ static zt__layer_weights zt__layer_views(const zt_model_config *c, const zt_tens
         w.wq = zt__rows_of(p[ZT__L_QKV_W], 0, q);
         w.wk = zt__rows_of(p[ZT__L_QKV_W], q, kv);
         w.wv = zt__rows_of(p[ZT__L_QKV_W], q + kv, kv);
-        w.bq = zt__rows_of(p[ZT__L_QKV_B], 0, q);
-        w.bk = zt__rows_of(p[ZT__L_QKV_B], q, kv);
-        w.bv = zt__rows_of(p[ZT__L_QKV_B], q + kv, kv);
+        int b = c->qkv_bias; /* GPT-NeoX's attention_bias false: none */
+        w.bq = b ? zt__rows_of(p[ZT__L_QKV_B], 0, q) : zt__none();
+        w.bk = b ? zt__rows_of(p[ZT__L_QKV_B], q, kv) : zt__none();
+        w.bv = b ? zt__rows_of(p[ZT__L_QKV_B], q + kv, kv) : zt__none();
         w.wup = p[ZT__L_UP_W];
         w.bup = p[ZT__L_UP_B];
     } else {

@@ -513,8 +513,10 @@ static void model_check(model_run *r, const char *type, zt_precision prec, const
                   "%s: q_lora_rank %lld, interleaved %d, scale %g, sparse %llx", path, (long long)cfg.q_lora_rank,
                   cfg.rope_interleaved, (double)cfg.attn_scale, (unsigned long long)cfg.sparse[0]);
     if (strncmp(type, "gpt_neox", 8) == 0) /* LayerNorms with biases, each branch its own of the layer's input (but in
-                                              gpt_neox_sequential), every bias, the erf GELU, half of each head rotated */
-        CHECK_MSG(cfg.layernorm && cfg.norm_bias && cfg.plain_mlp && cfg.gelu_erf && cfg.qkv_bias && cfg.out_bias &&
+                                              gpt_neox_sequential), every bias (but the attention's in gpt_neox_nobias),
+                                              the erf GELU, half of each head rotated */
+        CHECK_MSG(cfg.layernorm && cfg.norm_bias && cfg.plain_mlp && cfg.gelu_erf &&
+                  cfg.qkv_bias == !strstr(type, "_nobias") && cfg.out_bias == cfg.qkv_bias &&
                   cfg.mlp_bias && !cfg.head_bias && cfg.rotary_dim == 4 && !cfg.tied_embeddings &&
                   cfg.parallel_block == (strstr(type, "_sequential") ? 0 : 2), "%s: parallel %d, gelu_erf %d, rotary_dim %lld",
                   path, cfg.parallel_block, cfg.gelu_erf, (long long)cfg.rotary_dim);
@@ -850,6 +852,7 @@ TEST(models_minimax_m2_fp32) { model_test("minimax_m2", ZT_PRECISION_FP32); }
 TEST(models_ernie4_5_moe_fp32) { model_test("ernie4_5_moe", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_sequential_fp32) { model_test("gpt_neox_sequential", ZT_PRECISION_FP32); }
 TEST(models_gpt_neox_dropout_fp32) { model_test("gpt_neox_dropout", ZT_PRECISION_FP32); }
+TEST(models_gpt_neox_nobias_fp32) { model_test("gpt_neox_nobias", ZT_PRECISION_FP32); }
 TEST(models_cohere2_fp32) { model_test("cohere2", ZT_PRECISION_FP32); }
 TEST(models_cohere_qk_norm_fp32) { model_test("cohere_qk_norm", ZT_PRECISION_FP32); }
 TEST(models_exaone4_fp32) { model_test("exaone4", ZT_PRECISION_FP32); }

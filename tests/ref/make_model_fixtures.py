@@ -126,6 +126,8 @@ VARIANTS = {"mixtral_balance": ("mixtral", dict(output_router_logits=True, route
             # ... and with its routers' load-balancing loss (over a softmax of the biased logits), far above its 0.001
             "gpt_oss_balance": ("gpt_oss", dict(output_router_logits=True, router_aux_loss_coef=0.1)),
             "gpt_neox_dropout": ("gpt_neox", dict(hidden_dropout=0.2, attention_dropout=0.2)),
+            # GPT-NeoX without the attention's biases (query_key_value's and dense's)
+            "gpt_neox_nobias": ("gpt_neox", dict(attention_bias=False)),
             "starcoder2_dropout": ("starcoder2", dict(embedding_dropout=0.2, residual_dropout=0.2,
                                                       attention_dropout=0.2))}
 # mixtral_jitter's seed: its routers' second and third logits are at least 0.04 apart on the gradient batch (at
@@ -713,7 +715,7 @@ def main():
                                  "minimax_m2", "ernie4_5_moe", "cohere2", "cohere_qk_norm", "deepseek_v3",
                                  "deepseek_v3_plain", "deepseek_v2", "glm4_moe_lite", "dots1",
                                  "hunyuan_v1_dense", "hunyuan_v1_moe", "ministral", "gpt_oss", "gpt_oss_clamped",
-                                 "gpt_oss_balance"]):
+                                 "gpt_oss_balance", "gpt_neox_nobias"]):
         if not only or fixture in only:
             make(fixture, SEEDS.get(fixture, 1000 + i))
 
