@@ -4354,11 +4354,12 @@ static zt_result zt__config_window_needed(const zt__json *j, const char *usual) 
                    "layer_types, or %s); give the window, or name every layer full_attention", j->file, usual);
 }
 
-/* transformers' original_max_position_embeddings for yarn and longrope: the config's own before the rope section's,
-   else max_position_embeddings; Phi-3's config always has its own (4096 unless given), which wins */
-static zt_result zt__rope_original(const zt_model_config *c, const zt__json *j, int t, double *out) {
+/* transformers' original_max_position_embeddings for llama3, yarn and longrope (standardize_rope_params): a single rope
+   takes the config's own before the rope section's (Phi-3's config always has its own, 4096 unless given); a rope of a
+   layer type (per_type: Gemma 3's, OLMo 3's) its section's alone; else max_position_embeddings */
+static zt_result zt__rope_original(const zt_model_config *c, const zt__json *j, int t, int per_type, double *out) {
     zt_result r;
-    int top = zt__json_get(j, 0, "original_max_position_embeddings");
+    int top = per_type ? -1 : zt__json_get(j, 0, "original_max_position_embeddings");
     *out = (double)c->max_positions;
     if (strcmp(c->model_type, "phi3") == 0) *out = 4096;
     else if ((r = zt__json_number(j, zt__json_get(j, t, "original_max_position_embeddings"),
@@ -4392,8 +4393,8 @@ static zt_result zt__rope_pair_factors(const zt__json *j, int t, const char *whe
 
 /* One rope section, t (absent or null: nothing): its type (default, llama3, linear, dynamic, yarn or longrope) into *sc, and its
    rope_theta (where theta is given) and partial_rotary_factor. */
-static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, const char *where, double *theta,
-                                 zt_rope_scaling *sc, double *partial) {
+static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, const char *where, int per_type,
+                                 double *theta, zt_rope_scaling *sc, double *partial) {
     zt_result r = ZT_OK;
     if (t < 0 || zt__json_is_null(j, t)) return ZT_OK;
     char type[32] = "default", key[96];
@@ -4412,11 +4413,12 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
     if (llama3 || linear) {
         double v[4] = {0, 0, 0, 0};
         const char *keys[4] = {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"};
-        for (int k = 0; k < (llama3 ? 4 : 1); k++) {
+        for (int k = 0; k < (llama3 ? 3 : 1); k++) {
             int vt = zt__json_get(j, t, keys[k]);
             if (vt < 0) return zt_fail(ZT_ERROR_INVALID, "%s: %s of type %s needs \"%s\"", j->file, where, type, keys[k]);
             if ((r = zt__json_number(j, vt, keys[k], &v[k]))) return r;
         }
+        if (llama3 && (r = zt__rope_original(c, j, t, per_type, &v[3]))) return r;
         if (linear && !(v[0] > 0 && isfinite(v[0])))
             return zt_fail(ZT_ERROR_INVALID, "%s: %s needs factor > 0, found %g", j->file, where, v[0]);
         if (llama3 && !(v[0] > 0 && v[1] > 0 && v[2] > v[1] && v[3] > 0))
@@ -4437,7 +4439,7 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
             int vt = zt__json_get(j, t, keys[k]);
             if (vt >= 0 && !zt__json_is_null(j, vt) && (r = zt__json_number(j, vt, keys[k], vals[k]))) return r;
         }
-        if ((r = zt__rope_original(c, j, t, &original))) return r;
+        if ((r = zt__rope_original(c, j, t, per_type, &original))) return r;
         if (factor == 0) factor = (double)c->max_positions / original; /* as transformers infers it */
         if (tt >= 0 && zt__json_is_null(j, tt)) truncate = 0; /* a null is false to transformers' "if truncate" */
         else if ((r = zt__json_bool(j, tt, "truncate", &truncate))) return r;
@@ -4460,7 +4462,7 @@ static zt_result zt__config_rope(zt_model_config *c, const zt__json *j, int t, c
         int ft = zt__json_get(j, t, "factor"), at = zt__json_get(j, t, "attention_factor");
         if ((ft >= 0 && !zt__json_is_null(j, ft) && (r = zt__json_number(j, ft, "factor", &factor))) ||
             (at >= 0 && !zt__json_is_null(j, at) && (r = zt__json_number(j, at, "attention_factor", &attention))) ||
-            (r = zt__rope_original(c, j, t, &original)) ||
+            (r = zt__rope_original(c, j, t, per_type, &original)) ||
             (r = zt__rope_pair_factors(j, t, where, "short_factor", pairs, c->rope_short)) ||
             (r = zt__rope_pair_factors(j, t, where, "long_factor", pairs, c->rope_long)))
             return r;
@@ -4771,9 +4773,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         double local = is_olmo3 ? 500000.0 : 10000.0;
         zt_rope_scaling none;
         memset(&none, 0, sizeof none);
-        if ((r = zt__config_rope(c, j, zt__json_get(j, rp, "full_attention"), "rope_parameters.full_attention", &theta,
-                                 &c->rope_scaling, &partial)) ||
-            (r = zt__config_rope(c, j, zt__json_get(j, rp, "sliding_attention"), "rope_parameters.sliding_attention",
+        if ((r = zt__config_rope(c, j, zt__json_get(j, rp, "full_attention"), "rope_parameters.full_attention", 1,
+                                 &theta, &c->rope_scaling, &partial)) ||
+            (r = zt__config_rope(c, j, zt__json_get(j, rp, "sliding_attention"), "rope_parameters.sliding_attention", 1,
                                  &local, &none, &partial)))
             return r;
         if (none.factor > 0)
@@ -4781,7 +4783,7 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
                            "attention layers' rope only (as Gemma 3 and OLMo 3 do)", j->file);
         /* an older rope_scaling beside them goes into the full layers' rope, as their configs update it */
         if (rs >= 0 && !zt__json_is_null(j, rs) && !(j->tok[rs].type == JSMN_OBJECT && j->tok[rs].size == 0) &&
-            (r = zt__config_rope(c, j, rs, "rope_scaling", &theta, &c->rope_scaling, &partial)))
+            (r = zt__config_rope(c, j, rs, "rope_scaling", 1, &theta, &c->rope_scaling, &partial)))
             return r;
         c->local_rope_theta = (float)local;
     } else {
@@ -4789,8 +4791,8 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
            transformers' convert_rope_params_to_dict takes it; Gemma 3 and OLMo 3 add it to the full layers' */
         int replaced = !is_gemma3 && !is_olmo3 && rs >= 0 && !zt__json_is_null(j, rs) &&
                        !(j->tok[rs].type == JSMN_OBJECT && j->tok[rs].size == 0);
-        if ((r = zt__config_rope(c, j, replaced ? -1 : rp, "rope_parameters", &theta, &c->rope_scaling, &partial)) ||
-            (r = zt__config_rope(c, j, rs, "rope_scaling", replaced ? &theta : NULL, &c->rope_scaling, &partial)))
+        if ((r = zt__config_rope(c, j, replaced ? -1 : rp, "rope_parameters", 0, &theta, &c->rope_scaling, &partial)) ||
+            (r = zt__config_rope(c, j, rs, "rope_scaling", 0, replaced ? &theta : NULL, &c->rope_scaling, &partial)))
             return r;
         if (is_gpt_oss && !replaced && (rp < 0 || zt__json_is_null(j, rp)) && (rs < 0 || zt__json_is_null(j, rs)))
             zt__rope_gpt_oss(&c->rope_scaling); /* no rope given: GptOssConfig's */

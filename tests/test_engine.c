@@ -607,6 +607,29 @@ TEST(model_config_errors_name_the_key) {
         CHECK_MSG(phi3.rope_scaling.original_max_positions == (top ? 2048.0f : 4096.0f), "%s: original %g", json,
                   (double)phi3.rope_scaling.original_max_positions);
     }
+    /* llama3's original_max_position_embeddings as transformers' standardize_rope_params takes it: a single rope the
+       config's own before its section's, else max_position_embeddings; a rope of a layer type (Gemma 3) its section's */
+    for (int k = 0; k < 7; k++) { /* LLaMA: the config's and none, both, the section's, neither; Gemma 3 likewise */
+        const char *own = ", \"original_max_position_embeddings\": 8", *with[7] = {"", own, own, "", "", own, ""};
+        static const float want[7] = {64, 64, 8, 32, 32, 8, 32};
+        char json[1024];
+        zt_model_config m;
+        if (k < 4)
+            snprintf(json, sizeof json, "{\"model_type\": \"llama\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                     "\"hidden_size\": 8, \"intermediate_size\": 8, \"max_position_embeddings\": 32, \"vocab_size\": 8, %s"
+                     "\"rope_parameters\": {\"rope_type\": \"llama3\", \"rope_theta\": 100.0, \"factor\": 8.0, "
+                     "\"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0%s}}",
+                     k < 2 ? "\"original_max_position_embeddings\": 64, " : "", with[k]);
+        else
+            snprintf(json, sizeof json, "{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 2, \"num_attention_heads\": "
+                     "2, \"hidden_size\": 8, \"intermediate_size\": 8, \"max_position_embeddings\": 32, \"vocab_size\": 8, "
+                     "\"sliding_window\": 4, %s\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"yarn\", "
+                     "\"rope_theta\": 1e4, \"factor\": 4.0%s}, \"sliding_attention\": {\"rope_type\": \"default\", "
+                     "\"rope_theta\": 1e4}}}", k < 6 ? "\"original_max_position_embeddings\": 64, " : "", with[k]);
+        CHECK_MSG(zt_model_config_parse(&m, json, strlen(json), "config.json") == ZT_OK, "%s", zt_last_error());
+        CHECK_MSG(m.rope_scaling.original_max_positions == want[k], "%s: original %g, want %g", json,
+                  (double)m.rope_scaling.original_max_positions, (double)want[k]);
+    }
     config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
                  "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");
     config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 1.5}", "\"router_jitter_noise\" must be 0 (none) or more, below 1");
