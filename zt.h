@@ -4683,6 +4683,16 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
             (r = zt__json_number(j, zt__json_get(j, 0, "rotary_pct"), "rotary_pct", &partial)))
             return r;
     }
+    /* attention_bias and mlp_bias where transformers' class reads them: Mistral's, Ministral's, Mixtral's, Qwen2's,
+       Qwen2-MoE's, Phi-3's, EXAONE 4's, MiniMax-M2's and ERNIE 4.5's build their projections without either (and
+       StableLM's, Starcoder2's and Phi's from keys of their own); mlp_bias LLaMA's, Granite's, SmolLM3's, Seed-OSS's
+       and DeepSeek-V2's alone */
+    const char *mt = c->model_type;
+    int reads_attention_bias = !(strcmp(mt, "mistral") == 0 || strcmp(mt, "ministral") == 0 || strcmp(mt, "mixtral") == 0 ||
+                                 is_qwen2 || strcmp(mt, "phi3") == 0 || is_exaone4 || is_minimax || is_ernie ||
+                                 is_stablelm || is_starcoder2 || is_phi);
+    int reads_mlp_bias = strcmp(mt, "llama") == 0 || strcmp(mt, "granite") == 0 || is_smollm3 || is_seed ||
+                         strcmp(mt, "deepseek_v2") == 0;
     if ((r = zt__json_int(j, zt__json_get(j, 0, "num_hidden_layers"), "num_hidden_layers", &c->n_layer)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "num_attention_heads"), "num_attention_heads", &c->n_head)) ||
         (r = zt__json_int(j, zt__json_get(j, 0, "hidden_size"), "hidden_size", &c->hidden)) ||
@@ -4693,8 +4703,9 @@ static zt_result zt__config_llama(zt_model_config *c, const zt__json *j) {
         (r = zt__json_number(j, is_neox ? -1 : zt__json_get(j, 0, "rope_theta"), "rope_theta", &theta)) ||
         (r = zt__json_number(j, zt__json_get(j, 0, "initializer_range"), "initializer_range", &std)) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "tie_word_embeddings"), "tie_word_embeddings", &c->tied_embeddings)) ||
-        (r = zt__json_bool(j, zt__json_get(j, 0, "attention_bias"), "attention_bias", &attention_bias)) ||
-        (r = zt__json_bool(j, zt__json_get(j, 0, "mlp_bias"), "mlp_bias", &mlp_bias)) ||
+        (r = zt__json_bool(j, reads_attention_bias ? zt__json_get(j, 0, "attention_bias") : -1, "attention_bias",
+                           &attention_bias)) ||
+        (r = zt__json_bool(j, reads_mlp_bias ? zt__json_get(j, 0, "mlp_bias") : -1, "mlp_bias", &mlp_bias)) ||
         (r = zt__json_bool(j, zt__json_get(j, 0, "use_sliding_window"), "use_sliding_window", &use_window)) ||
         (r = zt__json_string(j, zt__json_get(j, 0, "hidden_act"), "hidden_act", act, sizeof act)))
         return r;

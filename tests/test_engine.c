@@ -630,6 +630,19 @@ TEST(model_config_errors_name_the_key) {
         CHECK_MSG(m.rope_scaling.original_max_positions == want[k], "%s: original %g, want %g", json,
                   (double)m.rope_scaling.original_max_positions, (double)want[k]);
     }
+    /* attention_bias and mlp_bias where transformers' class reads them: Qwen2's q, k and v always have biases and its
+       o_proj and MLP none, Mistral's none, whatever the keys say; LLaMA's mlp_bias is read (and refused) */
+    static const char *const bias_types[2] = {"qwen2", "mistral"};
+    for (int k = 0; k < 2; k++) {
+        char json[512];
+        snprintf(json, sizeof json, "{\"model_type\": \"%s\", \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+                 "\"hidden_size\": 8, \"intermediate_size\": 8, \"max_position_embeddings\": 32, \"vocab_size\": 8, "
+                 "\"attention_bias\": true, \"mlp_bias\": true}", bias_types[k]);
+        zt_model_config b = config_of(json);
+        CHECK_MSG(b.qkv_bias == !k && !b.out_bias && !b.mlp_bias, "%s: biases %d %d %d", bias_types[k], b.qkv_bias,
+                  b.out_bias, b.mlp_bias);
+    }
+    config_error("{\"model_type\": \"llama\", \"mlp_bias\": true}", "\"mlp_bias\" is true");
     config_error("{\"model_type\": \"mixtral\", \"output_router_logits\": true, \"router_aux_loss_coef\": -0.01}",
                  "\"router_aux_loss_coef\" must be 0 or more (at most 1e6), found -0.01");
     config_error("{\"model_type\": \"mixtral\", \"router_jitter_noise\": 1.5}", "\"router_jitter_noise\" must be 0 (none) or more, below 1");
