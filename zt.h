@@ -34,6 +34,11 @@
        zt_backend_destroy(be);
    //<<example
 
+   Training: fill a zt_model_spec (a config.json, one in memory, or blocks of your own) and zt_options
+   (zt_options_default, then zt_options_parse_args for flags), zt_init_options; then for each step
+   zt_forward_backward on each micro-batch (zt_data_next reads them) and zt_step; zt_save and zt_load for
+   checkpoints, zt_export_hf for a Hugging Face directory. examples/minimal.c is that loop in one page.
+
    Contents (each section starts with a grep-able banner, declarations first, then the implementation):
        >>base        version, build options, results and errors, asserts, logging, timer, thread pool
        >>arena       named arenas with a measure mode; stb_ds routed into an arena
@@ -194,7 +199,7 @@ typedef struct zt_arena {
     size_t cap;      /* bytes; SIZE_MAX while measuring */
     size_t used;     /* bytes from base, alignment and red zones included */
     size_t *peak;    /* high-water mark of used, shared by every copy */
-    size_t peak_own;
+    size_t peak_own; /* where *peak points in the arena zt_arena_init made (why an arena must not move) */
     int stream_ordered; /* device memory: reused in stream order, so a reset does not poison it */
 } zt_arena;
 
@@ -428,13 +433,16 @@ ZT_API void zt_moe_route_forward(zt_stream *s, zt_tensor idx, zt_tensor weight, 
                                  int normalize);
 ZT_API void zt_moe_route_backward(zt_stream *s, zt_tensor dlogits, zt_tensor dweight, zt_tensor probs, zt_tensor idx,
                                   int normalize);
-/* The general form (zt_moe_route_forward is its softmax case). With sigmoid: probs = sigmoid(logits) (DeepSeek-V3's
-   and GLM-4.5's routers), each token's choice by probs + bias (E) f32, a fixed per-expert correction
-   (e_score_correction_bias; NULL: none) that does not enter the weights, among the experts of its topk_groups best
-   groups when groups > 1 (E / groups experts each, a group's score the sum of its two best, or with group_max its best
-   alone (DeepSeek-V2's group_limited_greedy); a tie goes to the lower group); weights as above (normalized when
-   normalize) times scale (routed_scaling_factor; 0: 1). Backward through the chosen probabilities alone (the choice
-   has no gradient). Initialise with designated fields or memset. */
+/* The general form (zt_moe_route_forward is its softmax case):
+   - sigmoid: probs = sigmoid(logits), DeepSeek-V3's and GLM-4.5's routers;
+   - bias (E) f32 (e_score_correction_bias; NULL: none): a fixed per-expert correction added to probs for the choice
+     alone, never to the weights;
+   - groups > 1: E / groups experts each, and a token chooses among the experts of its topk_groups best groups; a
+     group's score is the sum of its two best experts, or with group_max its best alone (DeepSeek-V2's
+     group_limited_greedy); a tie goes to the lower group;
+   - weights as above (normalized when normalize), times scale (routed_scaling_factor; 0: 1).
+   Backward goes through the chosen probabilities alone (the choice has no gradient). Initialise with designated
+   fields or memset. */
 #define ZT_MOE_MAX_GROUPS 64
 typedef struct zt_moe_route_params {
     int normalize, sigmoid;
@@ -641,7 +649,8 @@ typedef struct zt_model_config {
                                    "hunyuan_v1_moe", "ministral", "gpt_oss" */
     int64_t n_layer, n_head, n_kv_head, head_dim;
     int64_t hidden, intermediate;
-    int64_t max_positions, vocab, vocab_padded; /* vocab_padded: a multiple of 128, never seen */
+    int64_t max_positions, vocab, vocab_padded; /* vocab_padded: vocab rounded up to a multiple of 128; the rows
+                                                   past vocab are padding, never trained or exported (ZT_PARAM_VOCAB) */
     float norm_eps, rope_theta, init_std;
     zt_rope_scaling rope_scaling; /* rope_type "llama3" (LLaMA-3.1), "linear", "yarn" or "longrope"; factor 0: none */
     int longrope;               /* rope_type "longrope": these factors per pair, the long ones for a batch whose
@@ -659,8 +668,9 @@ typedef struct zt_model_config {
                                    q_layernorm.norms.{h}.weight), the heads back to back */
     int qk_norm_after_rope;     /* the q and k norms read them rotated (Hunyuan's query_layernorm and key_layernorm),
                                    not before the rotation */
-    int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token */
-    int64_t pad_token_id;       /* whose uses add no gradient to its row (GPT-2 has none) */
+    int has_pad_token;          /* the LLaMA family: pad_token_id is the embedding's padding_idx, a token whose uses
+                                   add no gradient to its row (GPT-2 has none) */
+    int64_t pad_token_id;
     int fused;                  /* q, k and v in one qkv_proj, gate and up in one gate_up_proj (Phi-3) */
     int fused_mlp;              /* gate and up in one gate_up_proj, q, k and v apart (GLM) */
     int rope_interleaved;       /* the rope's pairs are 2i and 2i + 1 (GLM, Cohere; zt_rope_scaling.interleaved) */
@@ -749,6 +759,7 @@ typedef struct zt_model_config {
 /* Reads a Hugging Face config.json (or the directory holding one). Keys that change the maths and
    are not implemented are refused by name. Keys left out take transformers' defaults (GPT-2's dropouts: 0.1). */
 ZT_API zt_result zt_model_config_read(zt_model_config *c, const char *path);
+/* zt_model_config_read on len bytes of JSON in memory; name: the file's, for messages */
 ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *json, size_t len, const char *name);
 ZT_API int64_t zt_model_config_params(const zt_model_config *c); /* parameters, real vocabulary */
 
@@ -761,7 +772,9 @@ typedef enum zt_init_kind { ZT_INIT_NORMAL, ZT_INIT_ZEROS, ZT_INIT_ONES } zt_ini
 #define ZT_PARAM_VOCAB 8u  /* dimension 0 is the padded vocabulary: rows past the real vocabulary start
                               at zero, get no gradient and are never exported */
 
-/* Declares a parameter of the block being defined; returns its index in ctx->param. */
+/* Declares a parameter of the block being defined; returns its index in ctx->param. name: unique in the model
+   (zt_init refuses a repeat: checkpoints and exports find parameters by it), NULL only for one of 0 elements;
+   std: ZT_INIT_NORMAL's standard deviation. */
 ZT_API int zt_block_param(zt_block_def *def, const char *name, zt_shape shape, unsigned flags,
                           zt_init_kind init, float std);
 /* Uses parameter `param` of an earlier block `block` here too (tied embeddings); its gradient is
@@ -782,9 +795,9 @@ typedef struct zt_batch {
     int ignore_index;
     float label_smoothing; /* the Trainer's label_smoothing_factor, for the output layer's loss (zt_loss_params) */
     float neftune_alpha;   /* zt_options.neftune_alpha, for the token embeddings in training */
-    uint64_t seed;         /* the step's randomness: a function of the run's seed and the step alone (the same on every
-                              rank and micro-batch, and when a block is recomputed): a block of one's own draws by
-                              (seed, place among the step's rows), its offsets from first_row */
+    uint64_t seed;         /* the step's seed: depends on the run's seed and the step alone, so it is the same on every
+                              rank and micro-batch and when a block is recomputed. A block of your own draws by (seed,
+                              row among the step's rows), taking its rows' offsets from first_row */
     int64_t first_row;     /* this rank's first row among all the step's rows (micro-batch m of rank r: (m world + r) B):
                               randomness by (seed, that row) is the same at any number of ranks and micro-batches */
     int64_t counted;    /* the targets that are not ignore_index: the tokens whose losses count */
@@ -813,7 +826,7 @@ typedef struct zt_block_ctx {
 
 typedef struct zt_block_type {
     const char *name;
-    size_t saved_bytes;
+    size_t saved_bytes; /* bytes of ctx->saved: what forward leaves for backward (minimal.c: a struct of tensors) */
     /* declares the parameters (any number); called more than once at init (the first calls only count them),
        it must declare the same ones each time */
     void (*declare)(zt_block_def *def, const void *config);
@@ -840,8 +853,9 @@ ZT_API const zt_block_type *zt_llama_head_block(void);
 typedef struct zt_engine zt_engine;
 
 typedef struct zt_model_spec {
-    const char *config_path;    /* a Hugging Face config.json or its directory: a built-in model, its weights
-                                   initialised (a directory's model.safetensors: zt_load_hf after zt_init) */
+    const char *config_path;    /* a Hugging Face config.json or its directory: a built-in model; zt_init
+                                   initialises its weights, and zt_load_hf after it loads a directory's
+                                   model.safetensors (zt_hf_has_weights says whether there is one) */
     const zt_model_config *config; /* or a built-in model from a config in memory */
     /* or your own blocks (one of the three, else zt_init says so): */
     int n_blocks;
@@ -954,7 +968,7 @@ typedef struct zt_options {
                                    bf16.check_grad_overflow; fp32 at stages 1-3. 0 (without a config, as torch's
                                    optimizers): applied. fp16 skips such steps whatever this says (its loss scale) */
     int64_t schedule_total;     /* total_num_steps of WarmupDecayLR/WarmupCosineLR; 0 = max_steps */
-    const char *nvme_path;      /* --nvme_path, for an NVMe offload without one */
+    const char *nvme_path;      /* --nvme_path, for an NVMe offload without one (else the environment's ZT_NVME_PATH) */
     uint64_t given;             /* flags the user passed (zt_options_given reads it by name) */
     struct zt_comm *comm;       /* data-parallel ranks (zt_launch): gradients are summed across them in
                                    buckets, and zero_stage splits the state across them; NULL: one process */
@@ -1051,8 +1065,9 @@ typedef struct zt_loss_scaler { float scale; int hysteresis_left; int64_t last_o
 ZT_API zt_loss_scaler zt_loss_scaler_init(const zt_options *o);
 /* after an optimizer step: overflow or not; an error (DeepSpeed's message) when it cannot go lower */
 ZT_API zt_result zt_loss_scaler_update(zt_loss_scaler *s, const zt_options *o, int overflow);
-/* Plans memory, allocates it once and initialises the weights. Settings come from the flags in argv
-   (argv[0], the program, is skipped) and, when ds_config_path is given, a DeepSpeed JSON config. */
+/* Plans memory, allocates it once and initialises the weights, for one process. Settings come from the flags
+   in argv (argv[0], the program, is skipped) and, when ds_config_path is given, a DeepSpeed JSON config. For
+   ranks (zt_launch), set zt_options.comm and call zt_init_options. */
 ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char *ds_config_path,
                          int argc, char **argv);
 /* zt_init with settings made by the caller */
@@ -1159,10 +1174,12 @@ ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model,
 /* one line per category, the total, and the model states beside the ZeRO paper's formula */
 ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out);
 /* The cheapest settings whose plan fits device_bytes per rank (what zt's arenas may take: on a GPU, leave
-   out what the CUDA context and libraries hold, about 1 GiB): ZeRO stage, activation checkpointing,
-   then smaller micro-batches (with more accumulation, so the global batch stays), in that order of
-   cost. Each rejected plan is printed to `log` (when not NULL). *fits receives the chosen options;
-   ZT_ERROR_MEMORY if nothing fits. */
+   out what the CUDA context and libraries hold, about 1 GiB). Without offload first: at each micro-batch that
+   divides the one given, largest first (with more accumulation, so the global batch stays), ZeRO stages 0-2,
+   then those with activation checkpointing, then stage 3 without and with it; only then, from the largest micro-batch again, ZeRO-Offload: a
+   part, then all, of the optimizer's state to host memory, then the parameters too, NVMe where a path is set
+   (zt__fit_order says why that order). Each rejected plan is printed to `log` (when not NULL). *fits receives
+   the chosen options; ZT_ERROR_MEMORY if nothing fits. */
 ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const zt_options *o, int world,
                              size_t device_bytes, FILE *log);
 /* the engine's categories: planned bytes, and in-use peaks as measured so far */
@@ -1205,7 +1222,7 @@ ZT_API zt_result zt_comm_shm_attach(zt_comm **out, int fd, int rank, int world);
    job's ranks are refused), learn each other's addresses and connect. Each rank sends and receives
    (W-1)/W of the data twice per all-reduce, and sums in rank order as the shared segment does, so the
    results are the same bits. A rank that exits closes its connections: the others stop with its number.
-   Waits at most ZT_RDZV_TIMEOUT seconds (default 300) for every rank to join. */
+   Waits at most the environment's ZT_RDZV_TIMEOUT seconds (default 300) for every rank to join. */
 ZT_API zt_result zt_comm_tcp_connect(zt_comm **out, const char *ip, int port, const char *job, int rank, int world);
 ZT_API void zt_comm_destroy(zt_comm *c);
 ZT_API int zt_comm_rank(const zt_comm *c);
@@ -1239,8 +1256,8 @@ ZT_API zt_result zt_barrier(zt_comm *c);
    --main_process_port). With N > 1 this process becomes the launcher: it starts N ranks of the same
    program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
    MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
-   and returns 1 with *exit_code to exit with (ranks still there ZT_KILL_GRACE seconds, default 30, after it
-   ended them are killed). A SIGTERM to the launcher goes on to its ranks, and it waits for them (they may
+   and returns 1 with *exit_code to exit with (ranks still there the environment's ZT_KILL_GRACE seconds,
+   default 30, after it ended them are killed). A SIGTERM to the launcher goes on to its ranks, and it waits for them (they may
    save a checkpoint first, as zt_train --enable_jit_checkpoint does): then
    *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0 or 143, else 1. Ranks that exit 143
    without it (the signal went to them, or to another machine's) are not a failure either: the launcher waits for
@@ -1312,6 +1329,7 @@ typedef struct zt_ds_config {
    world_size: data-parallel ranks; hidden: the model's width, for the "auto" bucket sizes. */
 ZT_API zt_result zt_ds_config_read(zt_ds_config *c, zt_options *o, const char *path, int world_size,
                                    int64_t hidden);
+/* zt_ds_config_read on len bytes of JSON in memory; name: the file's, for messages */
 ZT_API zt_result zt_ds_config_parse(zt_ds_config *c, zt_options *o, const char *json, size_t len,
                                     const char *name, int world_size, int64_t hidden);
 /* The effective configuration as JSON, every key resolved, then the first learning rates. */
@@ -1331,6 +1349,7 @@ typedef struct zt_accelerate_config {
     int zero3_init_flag;
 } zt_accelerate_config;
 ZT_API zt_result zt_accelerate_config_read(zt_accelerate_config *c, const char *path);
+/* zt_accelerate_config_read on len bytes of YAML in memory; name: the file's, for messages */
 ZT_API zt_result zt_accelerate_config_parse(zt_accelerate_config *c, const char *text, size_t len, const char *name);
 /* the DeepSpeed JSON Accelerate would build from the inline deepspeed_config settings, with DeepSpeedPlugin's
    defaults for the rest (stage 2; accumulation and clipping "auto", from the flags), into out (cap bytes); 0 when
@@ -1374,7 +1393,7 @@ ZT_API int64_t zt_data_tokens(const zt_data *d);   /* tokens in all files */
 ZT_API int64_t zt_data_windows(const zt_data *d);  /* windows per epoch, all ranks together */
 /* where reading continues: an epoch and a window index within it (the same on every rank) */
 ZT_API void zt_data_cursor(const zt_data *d, int64_t *epoch, int64_t *index);
-ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index);
+ZT_API void zt_data_seek(zt_data *d, int64_t epoch, int64_t index); /* reads on from there (zt_data_cursor's) */
 
 /* Scalars and texts for TensorBoard: an event file as torch's SummaryWriter writes it (the same records; the
    first names zt as the writer), which `tensorboard --logdir DIR` shows. Each event is one record, written as it
@@ -1516,11 +1535,11 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
    rank instead; at thousands of ranks one writer becomes the bottleneck, and per-rank files are the
    way forward then.) */
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
-/* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model
-   and settings must match the ones saved; data, if given, continues where it was. A checkpoint of
-   another optimizer (AdamW, Lion, Adagrad) is refused with data; without, only its weights are read
-   (for an evaluation, samples or an export) and this engine's optimizer starts from no state, as a new one would
-   (a warning says so). */
+/* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model must
+   match the one saved. With data the run continues where it was: seq_len, the rows a step (ranks x
+   micro_batch x grad_accum, split any way) and the optimizer (AdamW, Lion, Adagrad) must match too. Without
+   data any batch shape loads, and another optimizer's checkpoint gives its weights alone (for an evaluation,
+   samples or an export): this engine's optimizer starts from no state, as a new one would (a warning says so). */
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
 /* the checkpoint zt_load reads for dir, into path (cap bytes): its `latest`, or dir itself when it is one */
 ZT_API zt_result zt_checkpoint_path(const char *dir, char *path, size_t cap);
@@ -1539,7 +1558,7 @@ ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
    its dtype the one written, as save_pretrained has it; its tokenizer files are copied too, and those of another model
    in dir that it has not are removed) and model.safetensors in transformers' names and layout, unpadded, in dtype (f32,
    bf16 or f16); under ZeRO every rank calls it and rank 0 writes. */
-ZT_API int zt_hf_has_weights(const char *dir);
+ZT_API int zt_hf_has_weights(const char *dir); /* 1 when dir holds model.safetensors or its shards' index */
 ZT_API zt_result zt_load_hf(zt_engine *e, const char *dir);
 ZT_API zt_result zt_export_hf(zt_engine *e, const char *dir, zt_dtype dtype);
 
@@ -1584,12 +1603,6 @@ ZT_EXTERN_C_END
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #  include <immintrin.h>
-#endif
-
-#ifdef ZT_STATIC
-#  define ZT__PRIV static __attribute__((unused))
-#else
-#  define ZT__PRIV static
 #endif
 
 #define ZT__MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -4950,10 +4963,10 @@ static zt_result zt__config_dropout(zt_model_config *c, const zt__json *j) {
     return ZT_OK;
 }
 
-ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *text, size_t len, const char *name) {
+ZT_API zt_result zt_model_config_parse(zt_model_config *c, const char *json, size_t len, const char *name) {
     zt_arena a;
     void *mem = zt__setup_arena(&a, "config.json tokens", zt__json_token_bytes(len));
-    zt_result r = zt__model_config_parse(c, text, len, name, &a);
+    zt_result r = zt__model_config_parse(c, json, len, name, &a);
     free(mem);
     return r;
 }
@@ -9355,7 +9368,7 @@ struct zt_engine {
     zt_dtype cdtype;    /* gradients between ranks: f32 in place, or 16-bit through cbuf, a bucket */
     zt_tensor cbuf;
     /* ZeRO-Offload: the optimizer state (and at stage 3 the weight slices) in pinned host memory or
-       NVMe swap files; a host AdamW updates it a unit of elements at a time */
+       NVMe swap files; the host optimizer (zt_optim_step_host) updates it a unit of elements at a time */
     zt_offload_device off_opt, off_param;
     size_t hmem[ZT_MEM_COUNT];       /* pinned host bytes by category */
     int64_t nvme[2], block;          /* bytes of the swap files (0: optimizer state, 1: weights); alignment */
@@ -9375,7 +9388,7 @@ struct zt_engine {
     void *meta_mem;
     zt_arena meta;
     const char *model_path; /* the config.json (or its directory) the model came from, or NULL */
-    int n_params, cap_params;
+    int n_params;
     zt__param *params;
     int *block_first, *block_count, *block_cap; /* each block's slots in `slots`: from first, count of cap */
     size_t counted_slots; /* all blocks' parameters, as the first declaration pass counted them */
@@ -9399,7 +9412,9 @@ struct zt_engine {
     int32_t *h_order;
     /* training state */
     size_t plan_device, plan_pinned; /* what the plan asked of the arenas */
-    int64_t step, sched_step, adam_step, tokens_in_step;
+    int64_t step, sched_step, adam_step, tokens_in_step; /* step: zt_step's calls; sched_step and adam_step: the updates
+                                                           made (a skipped step is none), zt_state.json's names, for
+                                                           every optimizer */
     double loss_sum;
     zt_loss_scaler scaler;
     zt_plateau plateau; /* the metric-following schedules' state */
@@ -9585,6 +9600,7 @@ static const zt__flag zt__flags[] = {
 };
 #define ZT__N_FLAGS (sizeof zt__flags / sizeof zt__flags[0])
 enum { ZT__GIVEN_BF16 = 62, ZT__GIVEN_FP16 = 63 }; /* bits of zt_options.given beyond the table */
+ZT_STATIC_ASSERT(ZT__N_FLAGS <= ZT__GIVEN_BF16, "zt_options.given: a bit a flag, below the two of the precisions");
 
 static int zt__ieq(const char *a, const char *b) { /* ASCII, any case */
     for (; *a && *b; a++, b++)
@@ -11404,7 +11420,6 @@ static zt_result zt__declare(zt_engine *e) {
             return zt_fail(ZT_ERROR_INVALID, "the model's blocks declared %d parameters, and %zu when they were counted "
                            "first: each block's declare must declare the same ones each time", cap_slots, e->counted_slots);
     }
-    e->cap_params = cap_slots;
     e->params = ZT_PUSH(&e->meta, zt__param, ZT__MAX(1, cap_slots));
     e->slots = ZT_PUSH(&e->meta, int, ZT__MAX(1, cap_slots));
     e->groups = ZT_PUSH(&e->meta, zt__group, e->n_blocks);
@@ -11860,8 +11875,7 @@ ZT_API zt_result zt_init(zt_engine **out, const zt_model_spec *model, const char
         if (model->config) hidden = model->config->hidden;
         else if (model->config_path && (r = zt_model_config_read(&mc, model->config_path)) != ZT_OK) return r;
         else if (model->config_path) hidden = mc.hidden;
-        int world = o.comm ? zt_comm_world(o.comm) : 1;
-        if ((r = zt_ds_config_read(&ds, &o, ds_config_path, world, hidden)) != ZT_OK) return r;
+        if ((r = zt_ds_config_read(&ds, &o, ds_config_path, 1, hidden)) != ZT_OK) return r; /* one process */
     }
     return zt_init_options(out, model, &o);
 }

@@ -10,7 +10,7 @@
    Contents:
        checks       every CUDA and cuBLASLt call checked; errors found by kernels, reported at syncs
        dtypes       loads and stores of f32, bf16, f16 and integers by run-time dtype
-       elementwise  copy, cast, fill, scale, add, gelu (tanh and erf), silu, swiglu, rope, AdamW
+       elementwise  copy, cast, fill, scale, add, gelu (tanh and erf), silu, swiglu, rope, the optimizers (AdamW, Lion, Adagrad)
        rows         embeddings, layernorm, rmsnorm, cross-entropy (a block per row); the MoE steps
        columns      bias and norm-weight gradients, sum of squares (fixed order: deterministic)
        gemm         cuBLASLt (bf16/f16/f32, fp32 accumulation, bias epilogue), a SIMT fallback
@@ -19,8 +19,8 @@
 
    Determinism: no kernel uses floating-point atomics; every reduction is split by shape only, so the
    same run gives the same bits. Numerics follow the CPU backend (fp32 arithmetic, one rounding to the
-   output dtype); AdamW uses the same operations without fused multiply-adds, so its f32 results are
-   the CPU's bits. Needs CUDA 12 or newer and a GPU of compute capability 8.0 or newer (A100, RTX 30xx
+   output dtype); the optimizers (AdamW, Lion, Adagrad) use the same operations without fused
+   multiply-adds, so their f32 results are the CPU's bits. Needs CUDA 12 or newer and a GPU of compute capability 8.0 or newer (A100, RTX 30xx
    and later); build.sh compiles for sm_80, sm_86, sm_89, sm_90 and compute_80 PTX. */
 #ifndef ZT_CUDA_CUH
 #define ZT_CUDA_CUH
@@ -358,6 +358,7 @@ __global__ void zt__cu_optim_kernel(zt__cu_optim a) {
         float g = __fmul_rn(zt__cu_ld(a.grad.p, a.grad.t, i), k.grad_scale);
         if (k.kind == ZT_OPTIM_LION) {
             float c = __fadd_rn(__fmul_rn(m, k.beta1), __fmul_rn(g, k.w1));
+            /* + (c - c): a NaN or inf in c passes on to the weight, as zt__lion_sign (zt.h) explains */
             float u = __fadd_rn(c > 0.0f ? -k.step_size : c < 0.0f ? k.step_size : 0.0f, __fsub_rn(c, c));
             w = __fadd_rn(__fmul_rn(w, k.decay), u);
             m = __fadd_rn(__fmul_rn(m, k.beta2), __fmul_rn(g, k.w2));

@@ -18,7 +18,7 @@ typedef struct mlp_saved { zt_tensor h, a; } mlp_saved;
 
 static void mlp_declare(zt_block_def *def, const void *config) {
     const mlp *m = (const mlp *)config;
-    char name[64]; /* checkpoints hold parameters by name: each block's of its own */
+    char name[64]; /* unique in the model: checkpoints and exports find parameters by name */
     int b = zt_block_def_index(def);
     snprintf(name, sizeof name, "layers.%d.mlp.fc1.weight", b);
     zt_block_param(def, name, zt_shape2(m->H, m->C), ZT_PARAM_DECAY, ZT_INIT_NORMAL, 0.02f);
@@ -72,7 +72,8 @@ int main(int argc, char **argv) {
     /* the model: a built-in one from its config.json, or the built-in embedding and head around ours */
     zt_model_config cfg;
     const char *json = "{\"model_type\": \"gpt2\", \"n_layer\": 1, \"n_head\": 1, \"n_embd\": 64, "
-                       "\"n_positions\": 64, \"vocab_size\": 256, \"embd_pdrop\": 0}"; /* GPT-2's default: 0.1 */
+                       "\"n_positions\": 64, \"vocab_size\": 256, \"embd_pdrop\": 0}"; /* no embedding dropout (GPT-2's
+                                                                                        default is 0.1) */
     if (zt_model_config_parse(&cfg, json, strlen(json), "minimal") != ZT_OK) return puts(zt_last_error()), 1;
     mlp m = {64, 256};
     const zt_block_type *blocks[4] = {zt_gpt2_embedding_block(), &MLP, &MLP, zt_gpt2_head_block()};
@@ -93,7 +94,7 @@ int main(int argc, char **argv) {
     if (zt_init_options(&e, &spec, &o) != ZT_OK) return puts(zt_last_error()), 1;
     if (builtin && zt_hf_has_weights(argv[1]) && zt_load_hf(e, argv[1]) != ZT_OK) /* its model.safetensors, if any */
         return puts(zt_last_error()), 1;
-    o = *zt_engine_options(e);
+    o = *zt_engine_options(e); /* the settings the engine resolved (a seq_len of 0 became the model's context) */
     int64_t B = o.micro_batch, T = o.seq_len;
     int32_t *tok = (int32_t *)malloc(sizeof(int32_t) * (size_t)(2 * B * T)), *tgt = tok + B * T;
 
@@ -126,11 +127,14 @@ int main(int argc, char **argv) {
         zt_step_info s = zt_step(e); /* clip, AdamW, schedule */
         if (builtin || s.step % 50 == 0 || s.step == 1) printf("step %lld loss %.9g\n", (long long)s.step, s.loss);
     }
-    int32_t prompt[4] = {'T', 'h', 'e', ' '}, out[4 + 60];
-    zt_generate(e, prompt, 4, out, 60, 0.7f, 20, 0.95f, 1);
-    printf("sample: ");
-    for (int i = 0; i < 64; i++) putchar(out[i] >= 32 && out[i] < 127 ? out[i] : '?');
-    printf("\n");
+    const zt_model_config *mc = zt_engine_model_config(e); /* NULL for blocks of our own: bytes, as our text */
+    if (!mc || mc->vocab == 256) { /* a sample, where token ids are bytes (zt_train --sample shows tokenizers) */
+        int32_t prompt[4] = {'T', 'h', 'e', ' '}, out[4 + 60];
+        if (zt_generate(e, prompt, 4, out, 60, 0.7f, 20, 0.95f, 1) != ZT_OK) return puts(zt_last_error()), 1;
+        printf("sample: ");
+        for (int i = 0; i < 4 + 60; i++) putchar(out[i] >= 32 && out[i] < 127 ? out[i] : '?');
+        printf("\n");
+    }
     zt_data_close(data);
     zt_shutdown(e);
     free(tok);

@@ -724,8 +724,6 @@ static const char *json_value(const char *text, const char *key) {
     return NULL;
 }
 
-/* what a resumed checkpoint's trainer_state.json recorded: the best evaluation (with `tracking`; none, with a
-   word, when there is no file) and total_flos; 0: a malformed one, named */
 /* log_history's entries from a trainer_state.json's text (at v, its '['), into history; 0 when it is no array of
    objects zt_train can carry on */
 static int read_history(const char *v) {
@@ -751,6 +749,8 @@ static int read_history(const char *v) {
     return 1;
 }
 
+/* what a resumed checkpoint's trainer_state.json recorded: the best evaluation (with `tracking`; none, with a
+   word, when there is no file) and total_flos; 0: a malformed one, named */
 static int read_trainer_state(const char *resume, const char *out, best_model *b, int tracking) {
     char checkpoint[4096], path[4200];
     char *text = state_text;
@@ -998,7 +998,6 @@ static double epochs_read(const zt_data *data) {
     return (double)epoch + fmin(done / (double)pass_batches(data), 1.0);
 }
 
-/* an evaluation on --val_data at a step: printed, a line of metrics.jsonl, a point of loss.svg */
 /* --report_to tensorboard: what the Trainer's TensorBoardCallback writes (its tags: train/loss, eval/loss, ...), on
    rank 0, into TENSORBOARD_LOGGING_DIR, --logging_dir or OUTPUT_DIR/runs/MonDD_HH-MM-SS_HOST. A write that fails
    ends it with a warning; training goes on. */
