@@ -10421,9 +10421,11 @@ ZT_API zt_tensor zt_block_temp(zt_block_ctx *ctx, zt_dtype dtype, zt_shape shape
 
 /* ---- offload: NVMe swap files ---- */
 
-/* Each rank keeps its offloaded state in two files (0: optimizer state, 1: parameter slices) in a
-   directory of its own, <nvme_path>/zt-swap-<host>-<pid>, removed at exit (also after zt_fatal); one a
-   killed job left is removed at the next start. I/O goes through threads made at init, a block
+/* Each rank keeps its offloaded state in two files (0: optimizer state, 1: parameter slices) made in a
+   directory of its own, <nvme_path>/zt-swap-<host>-<pid>-<n>, and unlinked with it as soon as they are made: the
+   job reads and writes them through its descriptors, and the space is freed however the process ends (a
+   SIGKILL or a preemption runs no cleanup). A directory a job killed while making its files left is removed
+   at the next start. I/O goes through threads made at init, a block
    (aio.block_size) per request, with O_DIRECT where the file system has it. Each block's checksum is
    kept from its write, so a file truncated or changed under the job is an error, not wrong numbers.
    (Each engine of a process has a directory of its own: the name ends in a count.) */
@@ -10453,7 +10455,7 @@ typedef struct zt__swap {
     char error[600];
 } zt__swap;
 
-static zt__swap *zt__swaps[8]; /* live ones, removed at exit and after zt_fatal */
+static zt__swap *zt__swaps[8]; /* live ones: what a failed start made is removed at exit and after zt_fatal */
 
 static void zt__swap_remove_files(zt__swap *sw) {
     for (int k = 0; k < 2; k++) {
@@ -10662,6 +10664,12 @@ static zt_result zt__swap_open(zt__swap *sw, const char *const paths[2], const c
         if (rc != 0) r = zt_fail(ZT_ERROR_IO, "%s %s: cannot make the %.1f MiB swap file %s: %s", keys[k], paths[k],
                                  (double)bytes[k] / 1048576.0, sw->path[k], strerror(rc));
     }
+    for (int k = 0; k < 2 && r == ZT_OK; k++) /* the names go; the files live on through fd[] */
+        if (sw->path[k][0] && unlink(sw->path[k]) != 0)
+            r = zt_fail(ZT_ERROR_IO, "%s %s: cannot unlink the swap file %s: %s", keys[k], paths[k], sw->path[k],
+                        strerror(errno));
+    for (int k = 0; k < 2 && r == ZT_OK; k++)
+        if (sw->dir[k][0]) rmdir(sw->dir[k]); /* (the second of a shared one finds it gone) */
     for (int i = 0; i < 8; i++)
         if (!zt__swaps[i]) {
             zt__swaps[i] = sw;

@@ -460,15 +460,20 @@ TEST(offload_refuses_bad_swap_paths) {
     CHECK_EQ_INT(swap_dirs_left(), 0);
 }
 
-/* the path of this process's swap file `name`, found in the swap directory */
+/* a path to this process's swap file `name`: the files are unlinked once made, so through the descriptor that
+   holds it (/proc/self/fd/N, whose link names the file it was, "(deleted)") */
 static int swap_file(char *out, size_t cap, const char *name) {
-    DIR *d = opendir(nvme());
+    DIR *d = opendir("/proc/self/fd");
     int found = 0;
-    char mine[32];
-    snprintf(mine, sizeof mine, "-%d-", (int)getpid()); /* zt-swap-<host>-<pid>-<n> */
-    for (struct dirent *de; d && (de = readdir(d)) != NULL && !found;)
-        if (strncmp(de->d_name, "zt-swap-", 8) == 0 && strstr(de->d_name, mine))
-            found = snprintf(out, cap, "%s/%s/%s", nvme(), de->d_name, name) < (int)cap;
+    char want[64], fd[300], target[1024];
+    snprintf(want, sizeof want, "/%s (deleted)", name);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL && !found;) {
+        snprintf(fd, sizeof fd, "/proc/self/fd/%s", de->d_name);
+        ssize_t n = readlink(fd, target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (strstr(target, "/zt-swap-") && strstr(target, want)) found = snprintf(out, cap, "%s", fd) < (int)cap;
+    }
     if (d) closedir(d);
     return found;
 }
@@ -543,6 +548,7 @@ TEST(offload_clears_the_swap_directory_of_a_killed_job) {
 TEST(offload_two_engines_in_one_process) {
     zt_engine *a = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
     CHECK_MSG(a != NULL, "%s", zt_last_error());
+    CHECK_EQ_INT(swap_dirs_left(), 0); /* unlinked once made: nothing for a killed job to leave behind */
     train(a, 0, 1, 0, 1);
     zt_engine *b = make(offload_options(3, 1, ZT_OFFLOAD_NVME, ZT_OFFLOAD_NVME), NULL);
     CHECK_MSG(b != NULL, "%s", zt_last_error());
