@@ -671,7 +671,8 @@ best_model_check() {
     local state=$dir/whole/$(cat $dir/whole/latest 2>/dev/null)/trainer_state.json bad=() said
     local -A broken=(['{"best_metric": NaN}']='"best_metric" should be a finite number or null'
                      ['{"best_metric" : 1.5, "best_global_step": 2.5}']='"best_global_step" should be a step or null'
-                     ['{"best_metric": 1, "best_global_step": 4, "best_model_checkpoint": "x/global_step4junk"}']='"best_model_checkpoint" should be a checkpoint.s path')
+                     ['{"best_metric": 1, "best_global_step": 4, "best_model_checkpoint": "x/global_step4junk"}']='"best_model_checkpoint" should be a checkpoint.s path'
+                     ['{"best_metric": 1.0, "log_hist']='should be a JSON object, from . to .; it is cut short')
     for k in "${!broken[@]}"; do
         echo "$k" >"$state" 2>/dev/null || true
         said=$("${run[@]}" --save_strategy best --metric_for_best_model loss --output_dir $dir/whole --resume $dir/whole 2>&1) &&
@@ -679,7 +680,7 @@ best_model_check() {
         grep -Eq "trainer_state.json: ${broken[$k]}" <<<"$said" || bad+=("$k: $said")
     done
     if [[ ${#bad[@]} -eq 0 ]]; then
-        pass "a malformed trainer_state.json is named on --resume (3 kinds)"
+        pass "a malformed trainer_state.json is named on --resume (4 kinds, one cut short)"
     else
         fail "a malformed trainer_state.json: ${bad[*]}"
     fi

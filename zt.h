@@ -1535,6 +1535,11 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
    rank instead; at thousands of ranks one writer becomes the bottleneck, and per-rank files are the
    way forward then.) */
 ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data);
+/* zt_save, with n files of the caller's written into the checkpoint before it is renamed into place, so that
+   `latest` never names one without them (zt_train's trainer_state.json): each a plain name in the checkpoint's
+   directory and its bytes (rank 0's are written; the other ranks may pass none) */
+typedef struct zt_save_file { const char *name; const void *bytes; size_t size; } zt_save_file;
+ZT_API zt_result zt_save_with(zt_engine *e, const char *dir, const zt_data *data, const zt_save_file *files, int n);
 /* dir: a save directory (its `latest` is followed) or one checkpoint (DIR/global_step{N}). The model must
    match the one saved. With data the run continues where it was: seq_len, the rows a step (ranks x
    micro_batch x grad_accum, split any way) and the optimizer (AdamW, Lion, Adagrad) must match too. Without
@@ -13431,13 +13436,14 @@ static zt_result zt__ckpt_write_state(zt_engine *e, const char *path, const zt_d
     return r;
 }
 
-/* removes a checkpoint directory zt wrote (its two files, the trainer_state.json a trainer such as zt_train keeps
-   beside them, then the directory) */
+/* removes a checkpoint directory zt wrote: its files (zt's two, and those zt_save_with wrote beside them), then
+   the directory */
 static void zt__ckpt_rmdir(const char *path) {
     char f[ZT__PATH];
-    if (zt__path(f, path, ZT__CKPT_TENSORS) == ZT_OK) unlink(f);
-    if (zt__path(f, path, ZT__CKPT_STATE) == ZT_OK) unlink(f);
-    if (zt__path(f, path, "trainer_state.json") == ZT_OK) unlink(f);
+    DIR *d = opendir(path);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && zt__path(f, path, de->d_name) == ZT_OK) unlink(f);
+    if (d) closedir(d);
     rmdir(path);
 }
 
@@ -13475,7 +13481,26 @@ static zt_result zt__between_steps(const zt_engine *e, const char *what) {
                    "holds no accumulated gradients, so call it between steps", what, (long long)e->micro, (long long)e->step + 1);
 }
 
-ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
+ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) { return zt_save_with(e, dir, data, NULL, 0); }
+
+/* a caller's file into the checkpoint being written (dir), synced */
+static zt_result zt__ckpt_write_file(const char *dir, const zt_save_file *f) {
+    char path[ZT__PATH];
+    if (!f->name || !*f->name || strchr(f->name, '/') || !strcmp(f->name, ".") || !strcmp(f->name, "..") ||
+        !strcmp(f->name, ZT__CKPT_TENSORS) || !strcmp(f->name, ZT__CKPT_STATE) || (f->size && !f->bytes))
+        return zt_fail(ZT_ERROR_INVALID, "zt_save_with: \"%s\" is not a name for a file of the checkpoint (a plain name, "
+                       "not zt's own %s or %s, with its bytes)", f->name ? f->name : "(null)", ZT__CKPT_TENSORS, ZT__CKPT_STATE);
+    zt_result r = zt__path(path, dir, f->name);
+    if (r != ZT_OK) return r;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", path, strerror(errno));
+    r = zt__pwrite_all(fd, f->bytes, f->size, 0, path);
+    if (r == ZT_OK && fsync(fd) != 0) r = zt_fail(ZT_ERROR_IO, "cannot sync %s: %s", path, strerror(errno));
+    close(fd);
+    return r;
+}
+
+ZT_API zt_result zt_save_with(zt_engine *e, const char *dir, const zt_data *data, const zt_save_file *files, int n) {
     char tag[64], final[ZT__PATH], tmp[ZT__PATH], file[ZT__PATH], old[ZT__PATH], latest[ZT__PATH];
     zt_result r = zt__between_steps(e, "zt_save");
     if (r != ZT_OK) return r;
@@ -13493,8 +13518,10 @@ ZT_API zt_result zt_save(zt_engine *e, const char *dir, const zt_data *data) {
     zt__ckpt_rmdir(tmp); /* what a killed save left */
     if (mkdir(tmp, 0755) != 0) return zt_fail(ZT_ERROR_IO, "cannot create %s: %s", tmp, strerror(errno));
     if ((r = zt__path(file, tmp, ZT__CKPT_TENSORS)) == ZT_OK && (r = zt__ckpt_write_tensors(e, file)) == ZT_OK &&
-        (r = zt__path(file, tmp, ZT__CKPT_STATE)) == ZT_OK && (r = zt__ckpt_write_state(e, file, data)) == ZT_OK)
-        r = zt__fsync_path(tmp);
+        (r = zt__path(file, tmp, ZT__CKPT_STATE)) == ZT_OK && (r = zt__ckpt_write_state(e, file, data)) == ZT_OK) {
+        for (int i = 0; i < n && r == ZT_OK; i++) r = zt__ckpt_write_file(tmp, &files[i]);
+        if (r == ZT_OK) r = zt__fsync_path(tmp);
+    }
     if (r != ZT_OK) return zt__ckpt_rmdir(tmp), r; /* a full disk: nothing half written stays */
     struct stat fs;
     if (stat(final, &fs) == 0) zt__ckpt_rmdir(old); /* a killed save's, older than final (alone, it is the copy

@@ -540,20 +540,61 @@ static float train_curve[MAX_POINTS][2], val_curve[MAX_POINTS][2];
 static int n_train, n_val;
 static char line[1 << 12], svg[1 << 20];
 
+/* a whole file, or a line appended to one, so that a failure (a full disk) loses nothing written before: a whole file
+   goes to NAME.tmp and is renamed over the old one when it is all there; a line cut short is cut off again. A file
+   that cannot be written is said once (a full disk would say it every step); training goes on. */
 static void write_file(const char *dir, const char *name, const char *text, size_t n, int append) {
-    static int warned; /* once: a full disk would say it every step */
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    static char warned[8][32]; /* the files said so far */
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name), snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    errno = 0;
+    int fd = open(append ? path : tmp, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    off_t end = fd >= 0 && append ? lseek(fd, 0, SEEK_END) : 0;
     while (fd >= 0 && n > 0) {
         ssize_t w = write(fd, text, n);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) break;
         text += w, n -= (size_t)w;
     }
-    if ((fd < 0 || n > 0) && !warned++)
-        fprintf(stderr, "zt_train: warning: cannot write %s: %s (training goes on)\n", path, strerror(errno));
+    int err = fd < 0 || n > 0 ? (errno ? errno : ENOSPC) : 0;
+    if (fd >= 0 && err && append && ftruncate(fd, end) != 0) err = errno; /* no half line */
     if (fd >= 0) close(fd);
+    if (!append && !err && rename(tmp, path) != 0) err = errno;
+    if (!append && err) unlink(tmp);
+    int said = 0;
+    for (int k = 0; k < 8 && warned[k][0] && !said; k++) said = strcmp(warned[k], name) == 0;
+    if (err && !said) {
+        for (int k = 0; k < 8; k++)
+            if (!warned[k][0]) {
+                snprintf(warned[k], sizeof warned[k], "%s", name);
+                break;
+            }
+        fprintf(stderr, "zt_train: warning: cannot write %s: %s (training goes on; what it held before is kept)\n", path,
+                strerror(err));
+    }
+}
+
+/* --resume from the checkpoint of `step`: the lines of OUT/metrics.jsonl past it (a run stopped after logging them,
+   before its next save) go, as trainer_state.json's log_history has none of them: each step is logged once */
+static void trim_metrics(const char *out, int64_t step) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    FILE *f = fopen(path, "rb");
+    long size = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *text = size > 0 && fseek(f, 0, SEEK_SET) == 0 ? (char *)malloc((size_t)size + 1) : NULL;
+    size_t n = text ? fread(text, 1, (size_t)size, f) : 0, kept = 0;
+    if (f) fclose(f);
+    if (!text) return;
+    text[n] = 0;
+    for (size_t at = 0; at < n;) { /* each line: kept unless it is a step's past `step` */
+        char *nl = memchr(text + at, '\n', n - at);
+        size_t len = nl ? (size_t)(nl - (text + at)) + 1 : n - at;
+        long long s = 0;
+        if (sscanf(text + at, "{\"step\": %lld", &s) != 1 || s <= step) memmove(text + kept, text + at, len), kept += len;
+        at += len;
+    }
+    if (kept < n) write_file(out, "metrics.jsonl", text, kept, 0);
+    free(text);
 }
 
 /* The best evaluation so far, as the Trainer keeps it: best_metric, best_global_step (where it was measured) and
@@ -671,10 +712,10 @@ static const char *jnum(double v, int digits, char *buf) {
     return buf;
 }
 
-/* trainer_state.json of the checkpoint at `step`, written whole beside it (a temporary in --output_dir, then
-   renamed into the checkpoint); 0 when it cannot be written (message printed). The path is JSON-escaped. */
-static int write_trainer_state(const char *out, int64_t step, const best_model *b, int in_checkpoint) {
-    char metric[40] = "null", best_step[24] = "null", checkpoint[8400] = "null", tmp[4200], path[4200];
+/* trainer_state.json at `step` into state_text: its bytes, or -1 when it does not fit (message printed). The path is
+   JSON-escaped. */
+static int trainer_state(const char *out, int64_t step, const best_model *b) {
+    char metric[40] = "null", best_step[24] = "null", checkpoint[8400] = "null";
     if (isfinite(b->metric)) snprintf(metric, sizeof metric, "%.17g", b->metric);
     if (b->step >= 0) snprintf(best_step, sizeof best_step, "%lld", (long long)b->step);
     if (b->checkpoint >= 0) {
@@ -700,14 +741,22 @@ static int write_trainer_state(const char *out, int64_t step, const best_model *
                      (long long)run_state.eval_steps, (long long)step, (long long)run_state.logging_steps,
                      (long long)run_state.max_steps, (long long)run_state.epochs, (long long)run_state.save_steps,
                      zt_float_repr(flos_total, flos, sizeof flos), (long long)run_state.batch, history);
-    snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out);
-    if (in_checkpoint) snprintf(path, sizeof path, "%s/global_step%lld/trainer_state.json", out, (long long)step);
-    else snprintf(path, sizeof path, "%s/trainer_state.json", out); /* run_clm's trainer.save_state() at the end */
-    int fd = n < (int)sizeof state_text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    int ok = fd >= 0 && write(fd, text, (size_t)n) == n && fsync(fd) == 0;
+    if (n >= (int)sizeof state_text) fprintf(stderr, "zt_train: trainer_state.json of step %lld is too long\n", (long long)step);
+    return n < (int)sizeof state_text ? n : -1;
+}
+
+/* run_clm's trainer.save_state() at the end: OUT/trainer_state.json, written whole (a temporary, then renamed); 0 when
+   it cannot be written (message printed) */
+static int write_trainer_state(const char *out, int64_t step, const best_model *b) {
+    char tmp[4200], path[4200];
+    int n = trainer_state(out, step, b);
+    if (n < 0) return 0;
+    snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out), snprintf(path, sizeof path, "%s/trainer_state.json", out);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int ok = fd >= 0 && write(fd, state_text, (size_t)n) == n && fsync(fd) == 0;
     if (fd >= 0) close(fd);
     ok = ok && rename(tmp, path) == 0;
-    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, n < (int)sizeof state_text ? strerror(errno) : "too long");
+    if (!ok) fprintf(stderr, "zt_train: cannot write %s: %s\n", path, strerror(errno)), unlink(tmp);
     return ok;
 }
 
@@ -769,6 +818,11 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
     fclose(f);
     text[n] = 0;
     if (longer) return fprintf(stderr, "zt_train: %s is longer than the %zu bytes a trainer state takes\n", path, n), 0;
+    size_t end = n;
+    while (end > 0 && isspace((unsigned char)text[end - 1])) end--;
+    if (text[strspn(text, " \t\r\n")] != '{' || end == 0 || text[end - 1] != '}')
+        return fprintf(stderr, "zt_train: %s should be a JSON object, from { to }; it is cut short or is something else\n",
+                       path), 0;
     if (!read_history(json_value(text, "log_history")))
         return fprintf(stderr, "zt_train: %s: \"log_history\" should be a list of logs (JSON objects) within %zu bytes\n", path,
                        sizeof history), 0;
@@ -810,9 +864,17 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
     return 1;
 }
 
-/* a checkpoint was written at `step`: it may be the best one; --save_total_limit removes the oldest beyond the
-   limit, except the newest (for --resume) and the best */
-static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t *saved, int64_t *n_saved, int64_t cap) {
+/* the checkpoint of `step` (every rank takes part; rank 0 writes), its trainer_state.json inside it before it is
+   renamed into place, so that `latest` never names one without it; it may be the best one; --save_total_limit
+   removes the oldest beyond the limit, except the newest (for --resume) and the best. 0: failed, message printed */
+static int save_checkpoint(zt_engine *e, const args *a, zt_data *data, int64_t step, best_model *b, int64_t *saved,
+                           int64_t *n_saved, int64_t cap) {
+    store_flos(e);
+    if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
+    int n = rank == 0 ? trainer_state(a->output_dir, step, b) : 0;
+    zt_save_file state = {"trainer_state.json", state_text, (size_t)(n > 0 ? n : 0)};
+    if (n < 0) return 0;
+    if (zt_save_with(e, a->output_dir, data, &state, rank == 0) != ZT_OK) return fail("saving"), 0;
     int64_t kept = 0; /* an earlier run's checkpoint of this step is replaced: it leaves the list */
     for (int64_t i = 0; i < *n_saved; i++)
         if (saved[i] != step) saved[kept++] = saved[i];
@@ -820,8 +882,6 @@ static int saved_checkpoint(const args *a, int64_t step, best_model *b, int64_t 
     if (*n_saved == cap) /* without a limit, where only the newest matters */
         memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--*n_saved);
     saved[(*n_saved)++] = step;
-    if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
-    if (rank == 0 && !write_trainer_state(a->output_dir, step, b, 1)) return 0;
     int64_t keep = a->save_total_limit;
     if (keep <= 0) return 1;
     if (b->checkpoint >= 0 && b->checkpoint != step && keep < 2) keep = 2;
@@ -1438,6 +1498,7 @@ int main(int argc, char **argv) {
         char metrics[4200];
         snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", a.output_dir);
         if (a.overwrite == 1 && !*a.resume && rank == 0) unlink(metrics); /* a new run's log */
+        if (*a.resume && rank == 0) trim_metrics(a.output_dir, zt_engine_step(e));
         if (report_tb && rank == 0 && !tb_open(&a)) return 1;
         if (report_tb && rank == 0) tb_texts(&ds, &o, config_json);
         double tb_loss = 0.0, run_loss = 0.0; /* losses since the last logged step, and of this run */
@@ -1558,11 +1619,9 @@ int main(int argc, char **argv) {
             int save = strcmp(a.save_strategy, "epoch") == 0 ? epoch_end
                      : strcmp(a.save_strategy, "best") == 0 ? improved
                      : strcmp(a.save_strategy, "steps") == 0 && a.save_steps > 0 && s.step % a.save_steps == 0;
-            if (save) { /* every rank takes part; rank 0 writes */
-                if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
+            if (save) {
+                if (!save_checkpoint(e, &a, data, s.step, &best, saved, &n_saved, cap)) return 1;
                 last_saved = s.step;
-                store_flos(e);
-                if (!saved_checkpoint(&a, s.step, &best, saved, &n_saved, cap)) return 1;
                 if (rank == 0) write_svg(a.output_dir);
             }
             /* after the step's evaluation (it moves the best model and the plateau schedules), so that --resume
@@ -1581,9 +1640,7 @@ int main(int argc, char **argv) {
            earlier run left is replaced: it holds that run's weights); after a SIGTERM whatever the strategy */
         int saving = stopped || (strcmp(a.save_strategy, "no") != 0 && strcmp(a.save_strategy, "best") != 0);
         if (saving && last_saved != zt_engine_step(e) && (stopped || zt_engine_step(e) > first_step)) {
-            if (zt_save(e, a.output_dir, data) != ZT_OK) return fail("saving");
-            store_flos(e);
-            if (!saved_checkpoint(&a, zt_engine_step(e), &best, saved, &n_saved, cap)) return 1;
+            if (!save_checkpoint(e, &a, data, zt_engine_step(e), &best, saved, &n_saved, cap)) return 1;
         }
         free(saved);
         if (stopped)
@@ -1618,7 +1675,7 @@ int main(int argc, char **argv) {
                         "\"train_samples_per_second\": %s, \"train_steps_per_second\": %s}", py(epoch, f[0]), (long long)at,
                         py(flos_total, f[1]), py(loss, f[2]), py(m[3].v, f[3]), py(m[5].v, f[4]), py(m[6].v, f[5]));
             run_state.epoch = epoch;
-            if (rank == 0 && !write_trainer_state(a.output_dir, at, &best, 0)) return 1;
+            if (rank == 0 && !write_trainer_state(a.output_dir, at, &best)) return 1;
         }
         zt_events_close(&tb);
         int64_t last_step = zt_engine_step(e); /* the Trainer's global_step, whichever weights are loaded below */

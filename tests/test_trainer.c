@@ -445,6 +445,38 @@ TEST(checkpoint_of_another_optimizer) {
     zt_shutdown(e);
 }
 
+/* zt_save_with: the caller's files are inside the checkpoint when `latest` names it; a bad name is refused and leaves
+   the checkpoints there as they were; zt_remove_checkpoint takes the whole directory */
+TEST(checkpoint_save_with_files_of_the_callers) {
+    char dir[256], f[400];
+    temp_dir(dir, sizeof dir, "ckpt_with");
+    zt_engine *e = tiny_engine(1, 8, -1, ZT_PRECISION_FP32);
+    int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    zt_forward_backward(e, tok, NULL, NULL, 1);
+    zt_step(e);
+    zt_save_file files[2] = {{"trainer_state.json", "{\"global_step\": 1}\n", 19}, {"notes.txt", "", 0}};
+    CHECK_MSG(zt_save_with(e, dir, NULL, files, 2) == ZT_OK, "%s", zt_last_error());
+    snprintf(f, sizeof f, "%s/global_step1/trainer_state.json", dir);
+    size_t n = 0;
+    char *got = test_slurp(f, &n);
+    CHECK(got && n == 19 && memcmp(got, files[0].bytes, 19) == 0);
+    free(got);
+    static const char *const bad[4] = {"../x", "", "zt_state.json", "."};
+    for (int k = 0; k < 4; k++) {
+        zt_save_file one = {bad[k], "x", 1};
+        CHECK(zt_save_with(e, dir, NULL, &one, 1) == ZT_ERROR_INVALID);
+        CHECK_STR_CONTAINS(zt_last_error(), "is not a name for a file of the checkpoint");
+        snprintf(f, sizeof f, "%s/global_step1.tmp", dir);
+        CHECK(access(f, F_OK) != 0);
+        snprintf(f, sizeof f, "%s/global_step1/trainer_state.json", dir); /* the good one, untouched */
+        CHECK(access(f, F_OK) == 0);
+    }
+    CHECK(zt_remove_checkpoint(dir, 1) == ZT_OK);
+    snprintf(f, sizeof f, "%s/global_step1", dir);
+    CHECK(access(f, F_OK) != 0);
+    zt_shutdown(e);
+}
+
 TEST(checkpoint_errors_are_clear_and_harmless) {
     char dir[256], f[400];
     temp_dir(dir, sizeof dir, "ckpt_errors");
