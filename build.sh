@@ -672,7 +672,7 @@ best_model_check() {
     local -A broken=(['{"best_metric": NaN}']='"best_metric" should be a finite number or null'
                      ['{"best_metric" : 1.5, "best_global_step": 2.5}']='"best_global_step" should be a step or null'
                      ['{"best_metric": 1, "best_global_step": 4, "best_model_checkpoint": "x/global_step4junk"}']='"best_model_checkpoint" should be a checkpoint.s path'
-                     ['{"best_metric": 1.0, "log_hist']='should be a JSON object, from . to .; it is cut short')
+                     ['{"best_metric": 1.0, "log_hist']='a trainer state should be a JSON object, from . to .; this one is cut short')
     for k in "${!broken[@]}"; do
         echo "$k" >"$state" 2>/dev/null || true
         said=$("${run[@]}" --save_strategy best --metric_for_best_model loss --output_dir $dir/whole --resume $dir/whole 2>&1) &&

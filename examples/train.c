@@ -587,7 +587,7 @@ static void trim_metrics(const char *out, int64_t step) {
     if (!text) return;
     text[n] = 0;
     for (size_t at = 0; at < n;) { /* each line: kept unless it is a step's past `step` */
-        char *nl = memchr(text + at, '\n', n - at);
+        char *nl = (char *)memchr(text + at, '\n', n - at);
         size_t len = nl ? (size_t)(nl - (text + at)) + 1 : n - at;
         long long s = 0;
         if (sscanf(text + at, "{\"step\": %lld", &s) != 1 || s <= step) memmove(text + kept, text + at, len), kept += len;
@@ -821,8 +821,8 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
     size_t end = n;
     while (end > 0 && isspace((unsigned char)text[end - 1])) end--;
     if (text[strspn(text, " \t\r\n")] != '{' || end == 0 || text[end - 1] != '}')
-        return fprintf(stderr, "zt_train: %s should be a JSON object, from { to }; it is cut short or is something else\n",
-                       path), 0;
+        return fprintf(stderr, "zt_train: %s: a trainer state should be a JSON object, from { to }; this one is cut short "
+                       "or is something else\n", path), 0;
     if (!read_history(json_value(text, "log_history")))
         return fprintf(stderr, "zt_train: %s: \"log_history\" should be a list of logs (JSON objects) within %zu bytes\n", path,
                        sizeof history), 0;
