@@ -667,6 +667,15 @@ best_model_check() {
     else
         fail "--load_best_model_at_end: best saved step '$k', checkpoints '$got', its loss '$best_loss', the export's '$exported'"
     fi
+    # resumed into another --output_dir: the best checkpoint is the recorded one, where it is, as the Trainer keeps it
+    out=$("${run[@]}" --save_steps 8 --max_steps 44 --load_best_model_at_end --output_dir $dir/elsewhere \
+          --resume $dir/load 2>&1) || true
+    if grep -q "^loading the best checkpoint, $dir/load/global_step$k (eval_loss $best_loss)" <<<"$out"; then
+        pass "resumed into another --output_dir, --load_best_model_at_end loads the recorded best, $dir/load/global_step$k"
+    else
+        fail "resumed into another --output_dir, the best checkpoint $dir/load/global_step$k was not loaded:"
+        tail -n 5 <<<"$out" | sed 's/^/    /'
+    fi
     # a malformed trainer_state.json in the newest checkpoint: named, key by key, and nothing trains
     local state=$dir/whole/$(cat $dir/whole/latest 2>/dev/null)/trainer_state.json bad=() said
     local -A broken=(['{"best_metric": NaN}']='"best_metric" should be a finite number or null'

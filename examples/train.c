@@ -599,8 +599,19 @@ static void trim_metrics(const char *out, int64_t step) {
 
 /* The best evaluation so far, as the Trainer keeps it: best_metric, best_global_step (where it was measured) and
    best_model_checkpoint (the checkpoint saved there, which --save_total_limit keeps and --load_best_model_at_end
-   loads). It rides in trainer_state.json beside each checkpoint's tensors, so --resume carries it on. */
-typedef struct best_model { double metric; int64_t step, checkpoint; } best_model; /* -1: none yet */
+   loads). It rides in trainer_state.json beside each checkpoint's tensors, so --resume carries it on: the checkpoint by
+   its path, as the Trainer keeps it, so that a run resumed into another --output_dir still has it. */
+typedef struct best_model {
+    double metric;
+    int64_t step, checkpoint; /* -1: none yet; checkpoint: the step of the one at path */
+    char path[4200];
+} best_model;
+
+/* whether two paths name one directory */
+static int same_dir(const char *x, const char *y) {
+    struct stat a, b;
+    return stat(x, &a) == 0 && stat(y, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 
 /* The Trainer's total_flos: each micro-batch's floating_point_ops (6 x its tokens x the parameters outside the
    embeddings) summed on each rank, then across the ranks at each save and at the end (store_flos), carried in
@@ -714,19 +725,19 @@ static const char *jnum(double v, int digits, char *buf) {
 
 /* trainer_state.json at `step` into state_text: its bytes, or -1 when it does not fit (message printed). The path is
    JSON-escaped. */
-static int trainer_state(const char *out, int64_t step, const best_model *b) {
+static int trainer_state(int64_t step, const best_model *b) {
     char metric[40] = "null", best_step[24] = "null", checkpoint[8400] = "null";
     if (isfinite(b->metric)) snprintf(metric, sizeof metric, "%.17g", b->metric);
     if (b->step >= 0) snprintf(best_step, sizeof best_step, "%lld", (long long)b->step);
     if (b->checkpoint >= 0) {
         char *w = checkpoint;
         *w++ = '"';
-        for (const char *c = out; *c && w < checkpoint + sizeof checkpoint - 64; c++) {
+        for (const char *c = b->path; *c && w < checkpoint + sizeof checkpoint - 8; c++) {
             if (*c == '"' || *c == '\\') *w++ = '\\', *w++ = *c;
             else if ((unsigned char)*c < 0x20) w += sprintf(w, "\\u%04x", (unsigned char)*c);
             else *w++ = *c;
         }
-        snprintf(w, (size_t)(checkpoint + sizeof checkpoint - w), "/global_step%lld\"", (long long)b->checkpoint);
+        snprintf(w, (size_t)(checkpoint + sizeof checkpoint - w), "\"");
     }
     char flos[40], epoch[40];
     char *text = state_text;
@@ -749,7 +760,7 @@ static int trainer_state(const char *out, int64_t step, const best_model *b) {
    it cannot be written (message printed) */
 static int write_trainer_state(const char *out, int64_t step, const best_model *b) {
     char tmp[4200], path[4200];
-    int n = trainer_state(out, step, b);
+    int n = trainer_state(step, b);
     if (n < 0) return 0;
     snprintf(tmp, sizeof tmp, "%s/trainer_state.json.tmp", out), snprintf(path, sizeof path, "%s/trainer_state.json", out);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -800,7 +811,7 @@ static int read_history(const char *v) {
 
 /* what a resumed checkpoint's trainer_state.json recorded: the best evaluation (with `tracking`; none, with a
    word, when there is no file) and total_flos; 0: a malformed one, named */
-static int read_trainer_state(const char *resume, const char *out, best_model *b, int tracking) {
+static int read_trainer_state(const char *resume, best_model *b, int tracking) {
     char checkpoint[4096], path[4200];
     char *text = state_text;
     if (zt_checkpoint_path(resume, checkpoint, sizeof checkpoint) != ZT_OK) { /* the one zt_load reads */
@@ -840,12 +851,21 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
         if (ok && strncmp(v, "null", 4) == 0 && !isalnum((unsigned char)v[4])) continue;
         if (ok && k == 0) b->metric = strtod(v, &end), ok = end != v && isfinite(b->metric);
         if (ok && k == 1) b->step = strtoll(v, &end, 10), ok = end != v && b->step >= 0 && !strchr(".eE", *end);
-        if (ok && k == 2) { /* "DIR/global_stepN": its step; the directory is --output_dir's */
-            const char *close = *v == '"' ? strchr(v + 1, '"') : NULL, *at = NULL;
-            for (const char *c = v; close && (c = strstr(c + 1, "/global_step")) != NULL && c < close;) at = c;
+        if (ok && k == 2) { /* "DIR/global_stepN" (JSON-escaped as written above): the path and its step */
+            size_t w = 0;
+            const char *c = *v == '"' ? v + 1 : NULL;
+            for (unsigned u; c && *c && *c != '"' && w + 1 < sizeof b->path; c++) {
+                if (*c != '\\') b->path[w++] = *c;
+                else if (c[1] == 'u' && sscanf(c + 2, "%4x", &u) == 1 && u > 0 && u < 0x20) b->path[w++] = (char)u, c += 5;
+                else if (c[1] == '"' || c[1] == '\\' || c[1] == '/') b->path[w++] = *++c;
+                else c = NULL;
+            }
+            b->path[w] = 0;
+            const char *at = strstr(b->path, "/global_step"), *next;
+            while (at && (next = strstr(at + 1, "/global_step")) != NULL) at = next;
             long long ck = -1;
             int len = 0;
-            ok = at && sscanf(at, "/global_step%lld%n", &ck, &len) == 1 && ck >= 0 && at + len == close;
+            ok = c && *c == '"' && at && sscanf(at, "/global_step%lld%n", &ck, &len) == 1 && ck >= 0 && at[len] == 0;
             b->checkpoint = ok ? ck : -1;
         }
         if (!ok) {
@@ -854,12 +874,10 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
             return 0;
         }
     }
-    char dir[4400];
-    struct stat st;
-    snprintf(dir, sizeof dir, "%s/global_step%lld", out, (long long)b->checkpoint);
-    if (b->checkpoint >= 0 && stat(dir, &st) != 0) { /* the Trainer forgets it too */
-        printf("the best checkpoint recorded in %s, %s, is gone; the best is kept from here on\n", path, dir);
-        b->checkpoint = -1;
+    struct stat st; /* the Trainer's rule: a recorded checkpoint that is no directory any more is forgotten */
+    if (b->checkpoint >= 0 && (stat(b->path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        printf("the best checkpoint recorded in %s, %s, is gone; the best is kept from here on\n", path, b->path);
+        b->checkpoint = -1, b->path[0] = 0;
     }
     return 1;
 }
@@ -870,8 +888,9 @@ static int read_trainer_state(const char *resume, const char *out, best_model *b
 static int save_checkpoint(zt_engine *e, const args *a, zt_data *data, int64_t step, best_model *b, int64_t *saved,
                            int64_t *n_saved, int64_t cap) {
     store_flos(e);
-    if (*a->metric_for_best_model && step == b->step) b->checkpoint = step;
-    int n = rank == 0 ? trainer_state(a->output_dir, step, b) : 0;
+    if (*a->metric_for_best_model && step == b->step)
+        b->checkpoint = step, snprintf(b->path, sizeof b->path, "%s/global_step%lld", a->output_dir, (long long)step);
+    int n = rank == 0 ? trainer_state(step, b) : 0;
     zt_save_file state = {"trainer_state.json", state_text, (size_t)(n > 0 ? n : 0)};
     if (n < 0) return 0;
     if (zt_save_with(e, a->output_dir, data, &state, rank == 0) != ZT_OK) return fail("saving"), 0;
@@ -882,11 +901,14 @@ static int save_checkpoint(zt_engine *e, const args *a, zt_data *data, int64_t s
     if (*n_saved == cap) /* without a limit, where only the newest matters */
         memmove(saved, saved + 1, sizeof(int64_t) * (size_t)--*n_saved);
     saved[(*n_saved)++] = step;
-    int64_t keep = a->save_total_limit;
+    int64_t keep = a->save_total_limit, best = -1; /* the best, where it is one of --output_dir's */
+    char here[4200];
+    snprintf(here, sizeof here, "%s/global_step%lld", a->output_dir, (long long)b->checkpoint);
+    if (b->checkpoint >= 0 && same_dir(here, b->path)) best = b->checkpoint;
     if (keep <= 0) return 1;
-    if (b->checkpoint >= 0 && b->checkpoint != step && keep < 2) keep = 2;
+    if (best >= 0 && best != step && keep < 2) keep = 2;
     for (int64_t i = 0; i < *n_saved && *n_saved > keep;) {
-        if (saved[i] == step || saved[i] == b->checkpoint) { i++; continue; }
+        if (saved[i] == step || saved[i] == best) { i++; continue; }
         if (rank == 0) zt_remove_checkpoint(a->output_dir, saved[i]);
         memmove(saved + i, saved + i + 1, sizeof(int64_t) * (size_t)(--*n_saved - i));
     }
@@ -1522,12 +1544,12 @@ int main(int argc, char **argv) {
         cap = n_saved + a.save_total_limit + 4;
         if (!(saved = (int64_t *)realloc(saved, sizeof(int64_t) * (size_t)cap)))
             return fprintf(stderr, "zt_train: out of memory listing %s\n", a.output_dir), 1;
-        best_model best = {a.greater_is_better ? -INFINITY : INFINITY, -1, -1};
+        best_model best = {a.greater_is_better ? -INFINITY : INFINITY, -1, -1, ""};
         int64_t per_pass = (pass_batches(data) + o.grad_accum - 1) / o.grad_accum; /* the state's settings */
         run_state.max_steps = o.max_steps, run_state.batch = o.micro_batch, run_state.save_steps = a.save_steps;
         run_state.logging_steps = a.logging_steps, run_state.eval_steps = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
         run_state.epochs = (o.max_steps + per_pass - 1) / per_pass, run_state.epoch = epochs_read(data);
-        if (*a.resume && !read_trainer_state(a.resume, a.output_dir, &best, *a.metric_for_best_model != 0)) return 2;
+        if (*a.resume && !read_trainer_state(a.resume, &best, *a.metric_for_best_model != 0)) return 2;
         if (!(flos_all = (double *)calloc((size_t)world, sizeof(double))))
             return fprintf(stderr, "zt_train: out of memory\n"), 1;
         /* ZT_TRAIN_TEST_KILL=RANK:STEP kills that rank in that step (the launcher's failure tests) */
@@ -1681,10 +1703,8 @@ int main(int argc, char **argv) {
         int64_t last_step = zt_engine_step(e); /* the Trainer's global_step, whichever weights are loaded below */
         if (stopped) a.export_dir = "", a.sample = 0; /* the run goes on after --resume: nothing half trained out */
         else if (a.load_best_model_at_end && best.checkpoint >= 0) { /* before --export and --sample */
-            char path[4200];
-            snprintf(path, sizeof path, "%s/global_step%lld", a.output_dir, (long long)best.checkpoint);
-            printf("loading the best checkpoint, %s (eval_loss %.6f)\n", path, best.metric);
-            if (zt_load(e, path, NULL) != ZT_OK) return fail(NULL);
+            printf("loading the best checkpoint, %s (eval_loss %.6f)\n", best.path, best.metric);
+            if (zt_load(e, best.path, NULL) != ZT_OK) return fail(NULL);
         }
         if (a.do_eval && val && !stopped) { /* run_clm's do_eval: the model trained (or the best), on --val_data */
             double v = report_eval(e, &a, val, &evalbuf, last_step, epochs_read(data), speed);
