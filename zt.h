@@ -21593,6 +21593,36 @@ typedef struct zt__operand { const void *data; zt_dtype dtype; int64_t si, sk; }
 
 /* rows [i0, i0+mc) x k [k0, k0+kc) of op(X) into panels of `panel` rows: dst[p][k][r], zero-padded.
    Whichever of the two strides is 1 decides the loop order, so that reads are contiguous. */
+#if defined(__AVX__)
+/* an 8 x 8 block: dst row k (stride ldd) = column k of the 8 rows of src (stride ld); `rows` of them are real
+   (the rest read as zeros), and the last row of dst keeps its lanes past `rows` as they were */
+static void zt__transpose8(const float *src, int64_t ld, int rows, float *dst, int64_t ldd, int last) {
+    __m256 r[8];
+    for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(src + i * ld) : _mm256_setzero_ps();
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    __m256 o[8];
+    o[0] = _mm256_permute2f128_ps(u0, u4, 0x20), o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    o[2] = _mm256_permute2f128_ps(u2, u6, 0x20), o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    o[4] = _mm256_permute2f128_ps(u0, u4, 0x31), o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    o[6] = _mm256_permute2f128_ps(u2, u6, 0x31), o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+    if (rows == 8 || !last) { /* rows < 8: each store's spare lanes are overwritten by the next one */
+        for (int i = 0; i < 8; i++) _mm256_storeu_ps(dst + i * ldd, o[i]);
+    } else {
+        float tmp[8];
+        for (int i = 0; i < 7; i++) _mm256_storeu_ps(dst + i * ldd, o[i]);
+        _mm256_storeu_ps(tmp, o[7]);
+        memcpy(dst + 7 * ldd, tmp, sizeof(float) * (size_t)rows);
+    }
+}
+#endif
+
 static void zt__pack(float *dst, zt__operand x, int64_t i0, int64_t mc, int64_t rows, int64_t k0,
                      int64_t kc, int panel) {
     for (int64_t p = 0; p < mc; p += panel) {
@@ -21600,6 +21630,28 @@ static void zt__pack(float *dst, zt__operand x, int64_t i0, int64_t mc, int64_t 
         int live = (int)ZT__MIN((int64_t)panel, ZT__MIN(mc - p, rows - (i0 + p)));
         if (live < 0) live = 0;
         const int64_t base = (i0 + p) * x.si + k0 * x.sk;
+        if (x.si == 1 && x.dtype == ZT_F32 && live == panel) { /* whole panels: copies of a fixed size */
+            const float *src = (const float *)x.data + base;
+            if (panel == ZT__MR)
+                for (int64_t k = 0; k < kc; k++) memcpy(d + k * ZT__MR, src + k * x.sk, sizeof(float) * ZT__MR);
+            else
+                for (int64_t k = 0; k < kc; k++) memcpy(d + k * ZT__NR, src + k * x.sk, sizeof(float) * ZT__NR);
+            continue;
+        }
+#if defined(__AVX__)
+        /* rows contiguous over k: 8 x 8 blocks transposed in registers (panels of 6 rows: 6 of the 8 lanes) */
+        if (x.sk == 1 && x.si != 1 && x.dtype == ZT_F32 && live == panel && (panel % 8 == 0 || panel == 6)) {
+            const float *src = (const float *)x.data + base;
+            int64_t k = 0;
+            for (; k + 8 <= kc; k += 8)
+                for (int r = 0; r < panel; r += 8)
+                    zt__transpose8(src + r * x.si + k, x.si, ZT__MIN(8, panel - r), d + k * panel + r, panel,
+                                   k + 8 == kc);
+            for (; k < kc; k++)
+                for (int r = 0; r < panel; r++) d[k * panel + r] = src[r * x.si + k];
+            continue;
+        }
+#endif
         if (x.si == 1) { /* a panel's rows are adjacent for each k: copy `live` at a time */
             for (int64_t k = 0; k < kc; k++) {
                 float *dk = d + k * panel;
