@@ -670,8 +670,9 @@ best_model_check() {
     # resumed into another --output_dir: the best checkpoint is the recorded one, where it is, as the Trainer keeps it
     out=$("${run[@]}" --save_steps 8 --max_steps 44 --load_best_model_at_end --output_dir $dir/elsewhere \
           --resume $dir/load 2>&1) || true
-    if grep -q "^loading the best checkpoint, $dir/load/global_step$k (eval_loss $best_loss)" <<<"$out"; then
-        pass "resumed into another --output_dir, --load_best_model_at_end loads the recorded best, $dir/load/global_step$k"
+    if grep -q "^loading the best checkpoint, $dir/load/global_step$k (eval_loss $best_loss)" <<<"$out" &&
+        grep -q "was trained with other settings: max_steps 40 -> 44; this run's apply from step 41 on$" <<<"$out"; then
+        pass "resumed into another --output_dir, --load_best_model_at_end loads the recorded best, $dir/load/global_step$k (and the new --max_steps is said)"
     else
         fail "resumed into another --output_dir, the best checkpoint $dir/load/global_step$k was not loaded:"
         tail -n 5 <<<"$out" | sed 's/^/    /'

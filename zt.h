@@ -13719,6 +13719,24 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     if (r == ZT_OK && zt__metric_schedule(e->opt.schedule)) r = zt__ckpt_read_plateau(&j, zt__json_get(&j, 0, "lr_plateau"), &plateau);
     int64_t saved_T = e->T, saved_B = e->opt.micro_batch, saved_gas = e->opt.grad_accum;
     char saved_opt[16] = "AdamW"; /* absent: a checkpoint of zt before its other optimizers */
+    char changed[512] = "";       /* the settings a resumed run changes, said below */
+    int optimizer_changed = 0;
+    if (r == ZT_OK && data) {
+        int set = zt__json_get(&j, 0, "settings"), bt = zt__json_get(&j, set, "betas");
+        const zt_options *o = &e->opt;
+        const char *keys[7] = {"learning_rate", "weight_decay", "betas", "betas", "eps", "warmup_steps", "max_steps"};
+        double now[7] = {o->lr, o->weight_decay, o->beta1, o->beta2, o->optimizer == ZT_OPTIM_ADAGRAD ? o->adagrad_eps : o->eps,
+                         (double)o->warmup_steps, (double)o->max_steps};
+        for (int k = 0, n = 0; k < 7; k++) {
+            int t = k == 2 || k == 3 ? (bt >= 0 && j.tok[bt].type == JSMN_ARRAY && j.tok[bt].size == 2 ? bt + k - 1 : -1)
+                                     : zt__json_get(&j, set, keys[k]);
+            double was = now[k];
+            if (t < 0 || zt__json_number(&j, t, keys[k], &was) != ZT_OK || (float)was == (float)now[k]) continue;
+            if (k < 5) optimizer_changed = 1;
+            n += snprintf(changed + n, sizeof changed - (size_t)n, "%s%s %g -> %g", n ? ", " : "", keys[k], was, now[k]);
+            if (n >= (int)sizeof changed) break;
+        }
+    }
     if (r == ZT_OK) {
         int set = zt__json_get(&j, 0, "settings");
         int ot = zt__json_get(&j, set, "optimizer");
@@ -13774,6 +13792,10 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     e->scaler.iter = iter;
     e->plateau = plateau;
     if (data) zt_data_seek(data, epoch, index);
+    if (changed[0] && e->rank == 0)
+        zt_log(ZT_LOG_WARN, "%s was trained with other settings: %s; this run's apply from step %lld on%s", path, changed,
+               (long long)step + 1, optimizer_changed ? " (the Trainer would keep the checkpoint's learning rate, weight "
+               "decay, betas and eps: its optimizer's saved state holds them)" : "");
     return ZT_OK;
 }
 
