@@ -1672,13 +1672,13 @@ int main(int argc, char **argv) {
         int64_t steps = zt_engine_step(e) - first_step; /* the Trainer's summary at the end of training */
         double runtime = (double)(zt_time_ns() - started) / 1e9;
         store_flos(e);
-        if (steps > 0 && runtime > 0) {
+        if (runtime > 0) { /* a resumed run with no step left writes them too, as the Trainer's (its loss 0) */
             int64_t at = zt_engine_step(e);
             /* the Trainer's train samples: by epochs, the set's rows times the epochs (for the share of the steps this run
                took); by --max_steps, the steps times the rows of a full step */
             double samples = epoch_based ? (double)zt_data_windows(data) * a.num_train_epochs * (double)steps / (double)o.max_steps
                                          : (double)(steps * B * o.grad_accum * world);
-            double loss = run_loss / (double)steps, epoch = epochs_read(data);
+            double loss = steps > 0 ? run_loss / (double)steps : 0.0, epoch = epochs_read(data);
             /* run_clm's train metrics: train_samples is the training set's rows */
             const metric m[7] = {{"epoch", epoch, 0}, {"total_flos", flos_total, 0}, {"train_loss", loss, 0},
                                  {"train_runtime", round_to(runtime, 4), 0},
