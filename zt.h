@@ -13620,11 +13620,13 @@ static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path, int weigh
                     count = v >= 0 && count <= INT64_MAX / (v ? v : 1) ? count * v : -1;
                     same = same && v == want.d[d];
                 }
-            if (strcmp(dtype, "F32") != 0 || count != n || b0 < 0 || b1 - b0 != n * 4 || (uint64_t)b1 > data_bytes)
+            int sound = strcmp(dtype, "F32") == 0 && count >= 0 && b0 >= 0 && count <= INT64_MAX / 4 &&
+                        b1 - b0 == count * 4 && (uint64_t)b1 <= data_bytes; /* a tensor as zt writes them, of some shape */
+            if (!sound)
                 r = zt_fail(ZT_ERROR_FORMAT, "%s: tensor \"%s\" should be F32 with %lld elements inside the file; found "
                             "dtype \"%s\", %lld elements, bytes [%lld, %lld) of %llu", path, key, (long long)n, dtype,
                             (long long)count, (long long)b0, (long long)b1, (unsigned long long)data_bytes);
-            else if (!same) {
+            else if (!same || count != n) {
                 char dims[96] = "";
                 for (int d = 0; d < want.ndim; d++)
                     snprintf(dims + strlen(dims), sizeof dims - strlen(dims), d ? ", %lld" : "%lld", (long long)want.d[d]);
