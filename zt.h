@@ -7453,15 +7453,15 @@ static zt_result zt__rdzv_serve(const char *ip, int port, uint64_t token, int wo
         close(tcp), close(un);
         return r;
     }
-    const char *limit = getenv("ZT_RDZV_TIMEOUT");
-    int timeout_ms = ZT__MIN(ZT__MAX(limit ? atoi(limit) : 300, 1), 86400) * 1000;
+    int timeout_ms = zt__rdzv_seconds() * 1000;
     uint64_t start = zt_time_ns();
     zt_result r = ZT_OK;
     for (int joined = 0; joined < expect && r == ZT_OK;) {
         int left = timeout_ms - (int)((zt_time_ns() - start) / 1000000);
         if (left <= 0 || !zt__wait_readable(tcp, left)) {
-            r = zt_fail(ZT_ERROR_IO, "%d of %d machines or ranks joined the rendezvous at %s:%d within %d s", joined,
-                        expect, ip, port, timeout_ms / 1000);
+            r = zt_fail(ZT_ERROR_IO, "%d of the %d other ranks joined the rendezvous at %s:%d within %d s (ZT_RDZV_TIMEOUT): "
+                        "start all %d, with the MASTER_ADDR and MASTER_PORT of this one", joined, expect, ip, port,
+                        timeout_ms / 1000, world);
             break;
         }
         int c = accept(tcp, NULL, NULL);
@@ -7563,7 +7563,12 @@ static int zt__external_rank(int *argc, char **argv, int *rank, int *world, int 
         if (strncmp(argv[i], "--local_rank", 12) == 0) zt__drop_arg(argc, argv, i, argv[i][12] != '=');
         else i++;
     }
-    if (!r || !w) return 0;
+    if (!r || !w) {
+        if (!getenv("RANK") != !getenv("WORLD_SIZE"))
+            zt_log(ZT_LOG_WARN, "%s is set and %s is not: this process trains alone (a rank of a job needs both, as "
+                   "torchrun sets them)", getenv("RANK") ? "RANK" : "WORLD_SIZE", getenv("RANK") ? "WORLD_SIZE" : "RANK");
+        return 0;
+    }
     const char *rank_name = strcmp(*from, "WORLD_SIZE") == 0 ? "RANK" : strcmp(*from, "SLURM_NTASKS") == 0
                           ? "SLURM_PROCID" : "OMPI_COMM_WORLD_RANK";
     if (!zt__launch_int(*from, w, 1, ZT__COMM_MAX_RANKS, world) || !zt__launch_int(rank_name, r, 0, *world - 1, rank))
@@ -7645,6 +7650,9 @@ ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code) {
     *exit_code = 0;
     *comm = NULL;
     if (getenv("MASTER_PORT")) ok = zt__launch_int("MASTER_PORT", getenv("MASTER_PORT"), 1, 65535, &port);
+    static const char *const seconds[2] = {"ZT_RDZV_TIMEOUT", "ZT_KILL_GRACE"}; /* read with atoi where used */
+    for (int k = 0, v; k < 2 && ok; k++)
+        if (getenv(seconds[k])) ok = zt__launch_int(seconds[k], getenv(seconds[k]), 1, 86400, &v);
     for (int i = 1; i < *argc && ok;) {
         const char *a = argv[i];
         size_t len = strcspn(a, "=");
