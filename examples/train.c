@@ -495,6 +495,9 @@ static int make_dirs(const char *path) {
    metrics in, unless --resume continues that run or --overwrite_output_dir writes over it (the Transformers scripts
    refuse a used output_dir so); 0 with a message */
 static int output_dir_ok(const args *a) {
+    if (strlen(a->output_dir) + 256 >= 4096) /* the deepest file below it: TensorBoard's, a checkpoint's in its .tmp */
+        return fprintf(stderr, "zt_train: --output_dir is %zu bytes long; zt_train writes files up to 256 bytes below it, "
+                       "and a path holds at most 4095\n", strlen(a->output_dir)), 0;
     struct stat st;
     if (stat(a->output_dir, &st) != 0) return 1; /* made when training starts */
     if (!S_ISDIR(st.st_mode)) return fprintf(stderr, "zt_train: --output_dir %s is a file, not a directory\n", a->output_dir), 0;
