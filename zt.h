@@ -12541,6 +12541,64 @@ struct zt_data {
     int64_t epoch, cursor;  /* the next window index of this epoch (all ranks) */
 };
 
+/* Files zt maps (token data, masks, checkpoints, safetensors, texts to tokenize). One cut short under the running
+   job (rewritten in place, truncated) faults with SIGBUS where its pages are gone: the handler names the file and
+   ends the process (exit 1), where it would die of "Bus error" naming nothing; a fault elsewhere goes on to the
+   handler there was before. */
+#define ZT__MAPPED 64
+static struct { const uint8_t *volatile p; size_t n; char path[256]; } zt__mapped[ZT__MAPPED];
+static pthread_mutex_t zt__mapped_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sigaction zt__sigbus_old;
+
+static void zt__sigbus(int sig, siginfo_t *info, void *ctx) {
+    const uint8_t *at = (const uint8_t *)info->si_addr;
+    for (int i = 0; i < ZT__MAPPED; i++) {
+        const uint8_t *p = zt__mapped[i].p;
+        if (!p || at < p || at >= p + zt__mapped[i].n) continue;
+        static const char a[] = "zt: fatal: ", b[] = " changed under the running job: it is shorter than when it was "
+                                                     "opened (rewritten or truncated in place; write a new file and "
+                                                     "rename it over the old)\n";
+        ssize_t w = write(2, a, sizeof a - 1);
+        w = write(2, zt__mapped[i].path, strnlen(zt__mapped[i].path, sizeof zt__mapped[i].path));
+        w = write(2, b, sizeof b - 1);
+        (void)w;
+        _exit(1);
+    }
+    sigaction(SIGBUS, &zt__sigbus_old, NULL); /* not ours: returning faults again, into the handler before */
+    (void)sig, (void)ctx;
+}
+
+static void zt__mapped_add(const char *path, const uint8_t *p, size_t n) {
+    pthread_mutex_lock(&zt__mapped_mu);
+    static int installed;
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = zt__sigbus;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        installed = sigaction(SIGBUS, &sa, &zt__sigbus_old) == 0;
+    }
+    for (int i = 0; i < ZT__MAPPED; i++)
+        if (!zt__mapped[i].p) {
+            snprintf(zt__mapped[i].path, sizeof zt__mapped[i].path, "%s", path);
+            zt__mapped[i].n = n;
+            zt__mapped[i].p = p;
+            break;
+        }
+    pthread_mutex_unlock(&zt__mapped_mu);
+}
+
+/* unmaps what zt__map mapped */
+static void zt__unmap(const uint8_t *p, size_t n) {
+    if (!p) return;
+    pthread_mutex_lock(&zt__mapped_mu);
+    for (int i = 0; i < ZT__MAPPED; i++)
+        if (zt__mapped[i].p == p) zt__mapped[i].p = NULL;
+    pthread_mutex_unlock(&zt__mapped_mu);
+    munmap((void *)(uintptr_t)p, n);
+}
+
 static zt_result zt__map(const char *path, const uint8_t **map, size_t *bytes) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return zt_fail(ZT_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
@@ -12558,6 +12616,7 @@ static zt_result zt__map(const char *path, const uint8_t **map, size_t *bytes) {
             return zt_fail(ZT_ERROR_IO, "cannot map %s: %s", path, strerror(errno));
         }
         *map = (const uint8_t *)m;
+        zt__mapped_add(path, *map, *bytes);
     }
     close(fd);
     return ZT_OK;
@@ -12646,8 +12705,8 @@ static zt_result zt__expand(const char *list, glob_t *g) {
 ZT_API void zt_data_close(zt_data *d) {
     if (!d) return;
     for (int i = 0; i < d->n_files; i++) {
-        if (d->files[i].map) munmap((void *)(uintptr_t)d->files[i].map, d->files[i].map_bytes);
-        if (d->files[i].mask) munmap((void *)(uintptr_t)d->files[i].mask, d->files[i].mask_bytes);
+        zt__unmap(d->files[i].map, d->files[i].map_bytes);
+        zt__unmap(d->files[i].mask, d->files[i].mask_bytes);
     }
     free(d->files);
     free(d);
@@ -13659,7 +13718,7 @@ static zt_result zt__ckpt_read_tensors(zt_engine *e, const char *path, int weigh
     }
 done:
     free(mem);
-    if (map) munmap((void *)(uintptr_t)map, bytes);
+    zt__unmap(map, bytes);
     return r;
 }
 
@@ -13843,7 +13902,7 @@ typedef struct zt__st {
 
 static void zt__st_close(zt__st *st) {
     for (int f = 0; f < st->n_files; f++)
-        if (st->map[f]) munmap((void *)(uintptr_t)st->map[f], st->bytes[f]);
+        zt__unmap(st->map[f], st->bytes[f]);
     for (int f = 0; f <= ZT__ST_FILES; f++) free(st->mem[f]);
     free(st->e);
     memset(st, 0, sizeof *st);
@@ -21039,7 +21098,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     R.d = d, R.text = (const char *)map, R.bytes = bytes, R.dot_json = dot_json, R.jsonl = jsonl;
     if (!jsonl && bytes && memchr(map, '\r', bytes)) { /* \r\n and \r as \n, as Python's universal newlines read them */
         if (!(R.newlines = (char *)malloc(bytes))) {
-            munmap((void *)(uintptr_t)map, bytes);
+            zt__unmap(map, bytes);
             return zt_fail(ZT_ERROR_MEMORY, "out of memory for %s with \\r line ends", d->input);
         }
         size_t m = 0;
@@ -21053,7 +21112,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     size_t lead = bom; /* .json: JSON Lines too (what datasets' to_json writes), not an array */
     while (R.jsonl && lead < bytes && strchr(" \t\r\n", R.text[lead])) lead++;
     if (R.jsonl && lead < bytes && R.text[lead] == '[') {
-        munmap((void *)(uintptr_t)map, bytes);
+        zt__unmap(map, bytes);
         return zt_fail(ZT_ERROR_FORMAT, "%s is a JSON array; zt_tokenize reads JSON Lines, one object a line (what "
                        "datasets' to_json writes; jq -c '.[]' turns an array into them)", d->input);
     }
@@ -21120,7 +21179,7 @@ ZT_API zt_result zt_tokenize_file(zt_tokenizer *t, const zt_tokenize_desc *d, in
     }
     for (int k = 0; R.jobs && k < n_jobs; k++) free(R.jobs[k].out.ids), free(R.jobs[k].out.mask);
     free(R.th), free(R.jobs), free(R.newlines);
-    if (map) munmap((void *)(uintptr_t)map, bytes);
+    zt__unmap(map, bytes);
     return r;
 }
 

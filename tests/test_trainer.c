@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 /* a fresh directory under /tmp for one test */
 static void temp_dir(char *path, size_t size, const char *name) {
@@ -387,6 +388,31 @@ static zt_data *little_data(const char *dir, int64_t T) {
     d.vocab = 61;
     zt_data *data = NULL;
     return zt_data_open(&data, &d) == ZT_OK ? data : NULL;
+}
+
+/* a token file cut short under the running job (SIGBUS on its mapped pages): the process ends naming it, exit 1 */
+TEST(data_file_cut_under_the_job_is_named) {
+    char dir[256], f[400], err[400];
+    temp_dir(dir, sizeof dir, "data_cut");
+    snprintf(f, sizeof f, "%s/data.bin", dir), snprintf(err, sizeof err, "%s/err.txt", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        zt_data *data = little_data(dir, 8);
+        int32_t tok[8], tgt[8];
+        if (!data || truncate(f, 0) != 0) _exit(3);
+        for (int k = 0; k < 100; k++) zt_data_next(data, tok, tgt, -100);
+        _exit(0); /* not reached */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    size_t n = 0;
+    char *said = test_slurp(err, &n);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
+    CHECK_STR_CONTAINS(said, "data.bin changed under the running job: it is shorter than when it was opened");
+    free(said);
+    remove(err), remove(f), rmdir(dir);
 }
 
 /* a checkpoint of one optimizer holds its state (Lion's exp_avg, not AdamW's two moments): a run of another that
