@@ -1330,6 +1330,98 @@ static int64_t data_windows(const args *a, const zt_model_config *mc, int64_t T,
     return n;
 }
 
+/* --sample N after training: N tokens on from --prompt (through the model's tokenizer.json where it has one: text in,
+   text out; else bytes for a byte-level model, or token ids), or with --chat a reply to one user message as the chat
+   template frames it. The model's generation settings stand as generate() takes them: a sample ends at an end of
+   sequence (generation_config.json's eos_token_id, else config.json's; for --chat the tokenizer's eos_token too), and
+   generation_config.json's do_sample, temperature, top_k and top_p where no flag is given. 0, or an exit code with its
+   message printed. */
+static int sample(zt_engine *e, args *a, const char *model_dir, const char *tok_path, int64_t vocab, int64_t seq_len,
+                  uint64_t seed) {
+    zt_tokenizer *tokenizer = NULL;
+    if (access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
+    if (a->chat[0] && !tokenizer)
+        return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): %s has none\n",
+                       model_dir), 2;
+    zt_generation_config gen;
+    zt_generation_config_read(&gen, model_dir);
+    int32_t stop[65]; /* generation_config's eos ids (at most 64) and --chat's eos_token */
+    int n_stop = gen.n_eos, byte_level = !tokenizer && vocab == 256;
+    memcpy(stop, gen.eos, sizeof(int32_t) * (size_t)n_stop);
+    if (tokenizer && a->chat[0]) {
+        const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
+        int32_t id = eos ? zt_tokenizer_id(tokenizer, eos) : -1;
+        if (id >= 0) stop[n_stop++] = id;
+    }
+    if (gen.found && !a->sampling_given) {
+        a->temperature = gen.do_sample ? gen.temperature : 0.0, a->top_k = gen.top_k, a->top_p = gen.top_p;
+        if (rank == 0)
+            printf("sampling as %s/generation_config.json says: %s\n", model_dir,
+                   gen.do_sample ? "do_sample" : "greedy (do_sample false)");
+    }
+    /* the prompt's ids: through the chat template; as tokenizer(prompt) gives them (LLaMA's and Gemma's BOS before);
+       its bytes; or ids separated by spaces */
+    char *json = NULL;
+    size_t json_len = 0, plen = strlen(a->prompt);
+    int64_t np = 0, n_out = 0, room = (int64_t)plen;
+    if (tokenizer && a->chat[0]) {
+        size_t cl = strlen(a->chat);
+        char *w = json = (char *)malloc(6 * cl + 128);
+        if (!json) return fprintf(stderr, "zt_train: out of memory for --chat\n"), 1;
+        w += sprintf(w, "{\"messages\": [{\"role\": \"user\", \"content\": \"");
+        for (size_t i = 0; i < cl; i++) {
+            unsigned char ch = (unsigned char)a->chat[i];
+            if (ch == '"' || ch == '\\') *w++ = '\\', *w++ = (char)ch;
+            else if (ch < 0x20) w += sprintf(w, "\\u%04x", ch);
+            else *w++ = (char)ch;
+        }
+        w += sprintf(w, "\"}], \"add_generation_prompt\": true}");
+        json_len = (size_t)(w - json);
+        if (zt_tokenize_chat(tokenizer, json, json_len, NULL, NULL, 0, &room) != ZT_OK) return fail(NULL);
+    } else if (tokenizer) {
+        room = zt_tokenize_special(tokenizer, a->prompt, plen, NULL, 0);
+    }
+    int32_t *out = (int32_t *)calloc((size_t)(room + a->sample + 2), sizeof(int32_t));
+    if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a->sample), 1;
+    if (json && zt_tokenize_chat(tokenizer, json, json_len, out, NULL, room, &np) != ZT_OK) return fail(NULL);
+    free(json);
+    if (tokenizer && !a->chat[0]) np = zt_tokenize_special(tokenizer, a->prompt, plen, out, room);
+    if (byte_level)
+        for (size_t i = 0; i < plen; i++) out[np++] = (unsigned char)a->prompt[i];
+    else if (!tokenizer)
+        for (char *p = (char *)a->prompt, *end; *p; p = end) {
+            long v = strtol(p, &end, 10);
+            if (end == p) break;
+            out[np++] = (int32_t)v;
+        }
+    if (np == 0) out[np++] = 0;
+    window_note(np, a->sample, seq_len);
+    if (zt_generate_until(e, out, np, out, a->sample, (float)a->temperature, (int)a->top_k, (float)a->top_p, seed,
+                          byte_level ? NULL : stop, byte_level ? 0 : n_stop, &n_out) != ZT_OK)
+        return fail("sampling");
+    if (tokenizer) { /* a reply without its end of turn, or the whole sample */
+        int64_t from = a->chat[0] ? np : 0, n = n_out - from, ended = 0;
+        for (int k = 0; a->chat[0] && k < n_stop; k++) ended |= n > 0 && out[n_out - 1] == stop[k];
+        n -= ended;
+        size_t bytes = zt_detokenize(tokenizer, out + from, n, NULL, 0);
+        char *text = (char *)malloc(bytes + 1);
+        if (!text) return fprintf(stderr, "zt_train: out of memory for the sample's text\n"), 1;
+        zt_detokenize(tokenizer, out + from, n, text, bytes + 1);
+        printf("%s:\n%s\n", a->chat[0] ? "reply" : "sample", text);
+        free(text);
+    } else {
+        printf("sample:\n");
+        for (int64_t i = 0; i < n_out; i++) {
+            if (byte_level) putchar(out[i] >= 32 || out[i] == '\n' ? out[i] : '?');
+            else printf("%d ", out[i]);
+        }
+        printf("\n");
+    }
+    free(out);
+    zt_tokenizer_free(tokenizer);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     zt_accelerate_config ac;
     int have_ac = 0;
@@ -1720,101 +1812,8 @@ int main(int argc, char **argv) {
     }
     int exported = *a.export_dir ? export_model(e, &a, &o) : 0;
     if (exported) return exported;
-    zt_tokenizer *tokenizer = NULL; /* the model's tokenizer.json, when it has one: text in, text out */
-    if (a.sample > 0 && access(tok_path, R_OK) == 0 && zt_tokenizer_load(&tokenizer, tok_path) != ZT_OK) return fail(NULL);
-    /* the model's generation settings, as generate() takes them: a sample ends at an end of sequence
-       (generation_config.json's eos_token_id, else config.json's; for --chat the tokenizer's eos_token too), and
-       generation_config.json's do_sample, temperature, top_k and top_p stand where no flag is given */
-    zt_generation_config gen;
-    zt_generation_config_read(&gen, model_dir);
-    int32_t stop[65];
-    int n_stop = gen.n_eos;
-    memcpy(stop, gen.eos, sizeof(int32_t) * (size_t)n_stop);
-    if (a.sample > 0 && tokenizer && a.chat[0]) {
-        const char *eos = zt_tokenizer_special(tokenizer, "eos_token");
-        int32_t id = eos ? zt_tokenizer_id(tokenizer, eos) : -1;
-        if (id >= 0) stop[n_stop++] = id;
-    }
-    if (gen.found && !a.sampling_given) {
-        a.temperature = gen.do_sample ? gen.temperature : 0.0, a.top_k = gen.top_k, a.top_p = gen.top_p;
-        if (a.sample > 0 && rank == 0)
-            printf("sampling as %s/generation_config.json says: %s\n", model_dir,
-                   gen.do_sample ? "do_sample" : "greedy (do_sample false)");
-    }
-    int64_t n_out = 0;
-    if (a.sample > 0 && a.chat[0] && !tokenizer)
-        return fprintf(stderr, "zt_train: --chat needs the model's tokenizer.json (and a chat template): %s has none\n", model_dir), 2;
-    if (a.sample > 0 && tokenizer && a.chat[0]) { /* a reply to one user message, as the chat template frames it */
-        size_t cl = strlen(a.chat);
-        char *json = (char *)malloc(6 * cl + 128), *w = json;
-        w += sprintf(w, "{\"messages\": [{\"role\": \"user\", \"content\": \"");
-        for (size_t i = 0; i < cl; i++) {
-            unsigned char ch = (unsigned char)a.chat[i];
-            if (ch == '"' || ch == '\\') *w++ = '\\', *w++ = (char)ch;
-            else if (ch < 0x20) w += sprintf(w, "\\u%04x", ch);
-            else *w++ = (char)ch;
-        }
-        w += sprintf(w, "\"}], \"add_generation_prompt\": true}");
-        int64_t np = 0;
-        if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), NULL, NULL, 0, &np) != ZT_OK) return fail(NULL);
-        int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
-        if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
-        if (zt_tokenize_chat(tokenizer, json, (size_t)(w - json), out, NULL, np, &np) != ZT_OK) return fail(NULL);
-        free(json);
-        window_note(np, a.sample, o.seq_len);
-        if (zt_generate_until(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed, stop,
-                              n_stop, &n_out) != ZT_OK)
-            return fail("sampling");
-        int64_t reply = n_out - np, ended = 0; /* without its end of turn */
-        for (int k = 0; k < n_stop; k++) ended |= reply > 0 && out[n_out - 1] == stop[k];
-        reply -= ended;
-        size_t n = zt_detokenize(tokenizer, out + np, reply, NULL, 0);
-        char *text = (char *)malloc(n + 1);
-        zt_detokenize(tokenizer, out + np, reply, text, n + 1);
-        printf("reply:\n%s\n", text);
-        free(text), free(out);
-    } else if (a.sample > 0 && tokenizer) { /* the prompt as tokenizer(prompt) gives it: LLaMA's and Gemma's BOS before */
-        int64_t plen = (int64_t)strlen(a.prompt), np = zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, NULL, 0);
-        int32_t *out = (int32_t *)calloc((size_t)(np + a.sample + 2), sizeof(int32_t));
-        if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
-        zt_tokenize_special(tokenizer, a.prompt, (size_t)plen, out, np);
-        if (np == 0) out[np++] = 0;
-        window_note(np, a.sample, o.seq_len);
-        if (zt_generate_until(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed, stop,
-                              n_stop, &n_out) != ZT_OK)
-            return fail("sampling");
-        size_t n = zt_detokenize(tokenizer, out, n_out, NULL, 0);
-        char *text = (char *)malloc(n + 1);
-        zt_detokenize(tokenizer, out, n_out, text, n + 1);
-        printf("sample:\n%s\n", text);
-        free(text), free(out);
-    } else if (a.sample > 0) {
-        int byte_level = mc->vocab == 256;
-        int64_t np = 0, plen = (int64_t)strlen(a.prompt);
-        int32_t *out = (int32_t *)calloc((size_t)(plen + a.sample + 2), sizeof(int32_t));
-        if (!out) return fprintf(stderr, "zt_train: out of memory for --sample %lld tokens\n", (long long)a.sample), 1;
-        if (byte_level)
-            for (int64_t i = 0; i < plen; i++) out[np++] = (unsigned char)a.prompt[i];
-        else
-            for (char *p = (char *)a.prompt, *end; *p; p = end) { /* token ids, separated by spaces */
-                long v = strtol(p, &end, 10);
-                if (end == p) break;
-                out[np++] = (int32_t)v;
-            }
-        if (np == 0) out[np++] = 0;
-        window_note(np, a.sample, o.seq_len);
-        if (zt_generate_until(e, out, np, out, a.sample, (float)a.temperature, (int)a.top_k, (float)a.top_p, o.seed,
-                              byte_level ? NULL : stop, byte_level ? 0 : n_stop, &n_out) != ZT_OK)
-            return fail("sampling");
-        printf("sample:\n");
-        for (int64_t i = 0; i < n_out; i++) {
-            if (byte_level) putchar(out[i] >= 32 || out[i] == '\n' ? out[i] : '?');
-            else printf("%d ", out[i]);
-        }
-        printf("\n");
-        free(out);
-    }
-    zt_tokenizer_free(tokenizer);
+    int sampled = a.sample > 0 ? sample(e, &a, model_dir, tok_path, mc ? mc->vocab : 0, o.seq_len, o.seed) : 0;
+    if (sampled) return sampled;
     zt_data_close(data);
     zt_data_close(val);
     zt_shutdown(e);
