@@ -22686,6 +22686,102 @@ static void zt__att_rows(float *dst, zt_tensor x, int64_t b, int64_t h, int64_t 
     for (int64_t i = 0; i < n; i++) zt__to_f32(dst + i * HD, x.data, x.dtype, ((b * T + t0 + i) * H + h) * HD, HD);
 }
 
+/* the same rows where they are: in place, *ld apart, when x is f32; else converted into dst, HD apart */
+static const float *zt__att_view(float *dst, int64_t *ld, zt_tensor x, int64_t b, int64_t h, int64_t t0, int64_t n) {
+    int64_t T = x.shape.d[1], H = x.shape.d[2], HD = x.shape.d[3];
+    *ld = x.dtype == ZT_F32 ? H * HD : HD;
+    if (x.dtype == ZT_F32) return (const float *)x.data + ((b * T + t0) * H + h) * HD;
+    zt__att_rows(dst, x, b, h, t0, n);
+    return dst;
+}
+
+/* zt__lanes of eight vectors at once, each added up in the same order */
+static void zt__lanes8(float *r, const zt__v8 *v) {
+#if defined(__AVX__)
+    __m256 h0 = _mm256_hadd_ps((__m256)v[0], (__m256)v[1]), h1 = _mm256_hadd_ps((__m256)v[2], (__m256)v[3]);
+    __m256 h2 = _mm256_hadd_ps((__m256)v[4], (__m256)v[5]), h3 = _mm256_hadd_ps((__m256)v[6], (__m256)v[7]);
+    __m256 g0 = _mm256_hadd_ps(h0, h1), g1 = _mm256_hadd_ps(h2, h3); /* lanes 0-3 summed in the low half, 4-7 high */
+    _mm256_storeu_ps(r, _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31)));
+#else
+    for (int u = 0; u < 8; u++) r[u] = zt__lanes(&v[u]);
+#endif
+}
+
+/* s[i * ZT__ATT_KB + j] = zt__dot(a + i HD, b + j ldb, HD) for rows i < na and keys j in [lo[i], hi[i]) (and some
+   beside them): two rows by four keys at a time share their loads, each dot summed as zt__dot sums it */
+static void zt__att_dots(float *s, const float *a, int64_t na, const float *b, int64_t ldb, const int64_t *lo,
+                         const int64_t *hi, int64_t HD) {
+    int64_t n8 = HD - HD % 8;
+    for (int64_t i = 0; i < na; i += 2) {
+        int two = i + 1 < na;
+        int64_t j0 = lo[i], j1 = hi[i];
+        if (two && lo[i + 1] < hi[i + 1]) {
+            j0 = j0 < j1 ? ZT__MIN(j0, lo[i + 1]) : lo[i + 1];
+            j1 = ZT__MAX(j1, hi[i + 1]);
+        }
+        const float *a0 = a + i * HD, *a1 = two ? a0 + HD : a0;
+        float *s0 = s + i * ZT__ATT_KB, *s1 = two ? s0 + ZT__ATT_KB : s0;
+        int64_t j = j0;
+        for (; j + 4 <= j1; j += 4) {
+            const float *b0 = b + j * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+            zt__v8 acc[8] = {{0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}}, x0, x1, y0, y1, y2, y3;
+            for (int64_t c = 0; c < n8; c += 8) {
+                memcpy(&x0, a0 + c, sizeof x0), memcpy(&x1, a1 + c, sizeof x1);
+                memcpy(&y0, b0 + c, sizeof y0), memcpy(&y1, b1 + c, sizeof y1);
+                memcpy(&y2, b2 + c, sizeof y2), memcpy(&y3, b3 + c, sizeof y3);
+                acc[0] += x0 * y0, acc[1] += x0 * y1, acc[2] += x0 * y2, acc[3] += x0 * y3;
+                acc[4] += x1 * y0, acc[5] += x1 * y1, acc[6] += x1 * y2, acc[7] += x1 * y3;
+            }
+            float r[8];
+            zt__lanes8(r, acc);
+            for (int64_t c = n8; c < HD; c++) {
+                r[0] += a0[c] * b0[c], r[1] += a0[c] * b1[c], r[2] += a0[c] * b2[c], r[3] += a0[c] * b3[c];
+                r[4] += a1[c] * b0[c], r[5] += a1[c] * b1[c], r[6] += a1[c] * b2[c], r[7] += a1[c] * b3[c];
+            }
+            for (int u = 0; u < 4; u++) s0[j + u] = r[u], s1[j + u] = r[4 + u]; /* one row: s1 is s0, same dots */
+        }
+        for (; j < j1; j++) {
+            s0[j] = zt__dot(a0, b + j * ldb, HD);
+            if (two) s1[j] = zt__dot(a1, b + j * ldb, HD);
+        }
+    }
+}
+
+/* y[c] += w[j ldw] x[j ldx + c] for j < n in order, for each c < HD: zt__axpy's products and sums, y held in
+   registers while the rows of x go by */
+static void zt__att_accum(float *y, const float *w, int64_t ldw, const float *x, int64_t ldx, int64_t n, int64_t HD) {
+    int64_t c = 0;
+    for (; c + 64 <= HD; c += 64) {
+        zt__v8 y0, y1, y2, y3, y4, y5, y6, y7, x0, x1, x2, x3, x4, x5, x6, x7;
+        memcpy(&y0, y + c, sizeof y0), memcpy(&y1, y + c + 8, sizeof y1), memcpy(&y2, y + c + 16, sizeof y2);
+        memcpy(&y3, y + c + 24, sizeof y3), memcpy(&y4, y + c + 32, sizeof y4), memcpy(&y5, y + c + 40, sizeof y5);
+        memcpy(&y6, y + c + 48, sizeof y6), memcpy(&y7, y + c + 56, sizeof y7);
+        for (int64_t j = 0; j < n; j++) {
+            const float *xj = x + j * ldx + c;
+            float a = w[j * ldw];
+            memcpy(&x0, xj, sizeof x0), memcpy(&x1, xj + 8, sizeof x1), memcpy(&x2, xj + 16, sizeof x2);
+            memcpy(&x3, xj + 24, sizeof x3), memcpy(&x4, xj + 32, sizeof x4), memcpy(&x5, xj + 40, sizeof x5);
+            memcpy(&x6, xj + 48, sizeof x6), memcpy(&x7, xj + 56, sizeof x7);
+            y0 += a * x0, y1 += a * x1, y2 += a * x2, y3 += a * x3;
+            y4 += a * x4, y5 += a * x5, y6 += a * x6, y7 += a * x7;
+        }
+        memcpy(y + c, &y0, sizeof y0), memcpy(y + c + 8, &y1, sizeof y1), memcpy(y + c + 16, &y2, sizeof y2);
+        memcpy(y + c + 24, &y3, sizeof y3), memcpy(y + c + 32, &y4, sizeof y4), memcpy(y + c + 40, &y5, sizeof y5);
+        memcpy(y + c + 48, &y6, sizeof y6), memcpy(y + c + 56, &y7, sizeof y7);
+    }
+    for (; c + 8 <= HD; c += 8) {
+        zt__v8 y0, x0;
+        memcpy(&y0, y + c, sizeof y0);
+        for (int64_t j = 0; j < n; j++) {
+            memcpy(&x0, x + j * ldx + c, sizeof x0);
+            y0 += w[j * ldw] * x0;
+        }
+        memcpy(y + c, &y0, sizeof y0);
+    }
+    for (; c < HD; c++)
+        for (int64_t j = 0; j < n; j++) y[c] += w[j * ldw] * x[j * ldx + c];
+}
+
 static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
     zt__job *job = (zt__job *)ctx;
     const zt__args_attention *a = &job->op->attention;
@@ -22693,9 +22789,10 @@ static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
     int64_t qblocks = ZT__CDIV(d.T, ZT__ATT_QB), HD = d.HD;
     int64_t b = task / (d.NH * qblocks), h = (task / qblocks) % d.NH, t0 = (task % qblocks) * ZT__ATT_QB;
     int64_t nq = ZT__MIN(ZT__ATT_QB, d.T - t0), kvh = h / d.group;
-    float *q = job->cpu->scratch[thread], *acc = q + ZT__ATT_QB * HD, *k = acc + ZT__ATT_QB * HD;
-    float *v = k + ZT__ATT_KB * HD, *s = v + ZT__ATT_KB * HD, *mx = s + ZT__ATT_KB, *l = mx + ZT__ATT_QB;
-    int64_t start[ZT__ATT_QB], kmin = t0;
+    float *q = job->cpu->scratch[thread], *acc = q + ZT__ATT_QB * HD, *kbuf = acc + ZT__ATT_QB * HD;
+    float *vbuf = kbuf + ZT__ATT_KB * HD, *s = vbuf + ZT__ATT_KB * HD, *mx = s + ZT__ATT_QB * ZT__ATT_KB;
+    float *l = mx + ZT__ATT_QB;
+    int64_t start[ZT__ATT_QB], lo[ZT__ATT_QB], hi[ZT__ATT_QB], kmin = t0, ldk;
     zt__att_rows(q, a->q, b, h, t0, nq);
     for (int64_t i = 0; i < nq; i++) {
         start[i] = zt__att_start(a, b, d.T, t0 + i);
@@ -22706,24 +22803,27 @@ static void zt__att_fwd_task(void *ctx, int64_t task, int thread) {
     }
     for (int64_t k0 = kmin - kmin % ZT__ATT_KB; k0 < t0 + nq; k0 += ZT__ATT_KB) {
         int64_t nk = ZT__MIN(ZT__ATT_KB, t0 + nq - k0);
-        zt__att_rows(k, a->k, b, kvh, k0, nk);
-        zt__att_rows(v, a->v, b, kvh, k0, nk);
+        const float *k = zt__att_view(kbuf, &ldk, a->k, b, kvh, k0, nk);
+        const float *v = vbuf; /* copied: its rows are read again for every query */
+        zt__att_rows(vbuf, a->v, b, kvh, k0, nk);
+        for (int64_t i = 0; i < nq; i++) /* the tile's keys query i sees, from the tile's first */
+            lo[i] = ZT__MAX(k0, start[i]) - k0, hi[i] = ZT__MIN(k0 + nk, t0 + i + 1) - k0;
+        zt__att_dots(s, q, nq, k, ldk, lo, hi, HD);
         for (int64_t i = 0; i < nq; i++) {
-            int64_t j0 = ZT__MAX(k0, start[i]), j1 = ZT__MIN(k0 + nk, t0 + i + 1);
-            if (j0 >= j1) continue;
-            float m = mx[i];
-            for (int64_t j = j0; j < j1; j++) {
-                s[j - k0] = zt__att_score(&d, zt__dot(q + i * HD, k + (j - k0) * HD, HD));
-                m = ZT__MAX(m, s[j - k0]);
+            if (lo[i] >= hi[i]) continue;
+            float m = mx[i], *si = s + i * ZT__ATT_KB;
+            for (int64_t j = lo[i]; j < hi[i]; j++) {
+                si[j] = zt__att_score(&d, si[j]);
+                m = ZT__MAX(m, si[j]);
             }
             float corr = expf(mx[i] - m), sum = 0.0f;
             float *o = acc + i * HD;
             for (int64_t c = 0; c < HD; c++) o[c] *= corr;
-            for (int64_t j = j0; j < j1; j++) {
-                float p = expf(s[j - k0] - m);
-                sum += p;
-                zt__axpy(o, p * zt__att_drop(&d, b, h, t0 + i, j), v + (j - k0) * HD, HD); /* after the sum: lse's */
-            }
+            for (int64_t j = lo[i]; j < hi[i]; j++) si[j] = expf(si[j] - m); /* no sum across the calls */
+            for (int64_t j = lo[i]; j < hi[i]; j++) sum += si[j];
+            for (int64_t j = lo[i]; j < hi[i] && d.drop > 0; j++) /* after the sum: lse's */
+                si[j] *= zt__att_drop(&d, b, h, t0 + i, k0 + j);
+            zt__att_accum(o, si + lo[i], 1, v + lo[i] * HD, HD, hi[i] - lo[i], HD);
             l[i] = l[i] * corr + sum;
             mx[i] = m;
         }
@@ -22836,6 +22936,81 @@ static void zt__att_dkv_task(void *ctx, int64_t task, int thread) {
     }
     for (int64_t j = 0; j < nk; j++) {
         int64_t off = ((b * d.T + k0 + j) * d.NKV + kvh) * HD;
+        zt__from_f32(a->dk.data, a->dk.dtype, off, dk + j * HD, HD);
+        zt__from_f32(a->dv.data, a->dv.dtype, off, dv + j * HD, HD);
+    }
+}
+
+/* scratch floats of zt__att_bwd_task: a kv head's keys, values and their gradients whole, a block of queries */
+static int64_t zt__att_bwd_need(int64_t T, int64_t HD) {
+    return 4 * T * HD + (3 * ZT__ATT_QB + 1) * HD + 2 * ZT__ATT_QB * ZT__ATT_KB;
+}
+
+/* dq, dk and dv of one kv head of one batch row together, each score and probability computed once for all three:
+   heads in order, then blocks of queries, then tiles of keys, so that dq_i sums over j in order and dk_j, dv_j over
+   (h, i) in order, as zt__att_dq_task and zt__att_dkv_task sum them */
+static void zt__att_bwd_task(void *ctx, int64_t task, int thread) {
+    zt__job *job = (zt__job *)ctx;
+    const zt__args_attention *a = &job->op->attention;
+    zt__att_dims d = zt__att_dims_of(a);
+    int64_t T = d.T, HD = d.HD, b = task / d.NKV, kvh = task % d.NKV;
+    float *k = job->cpu->scratch[thread], *v = k + T * HD, *dk = v + T * HD, *dv = dk + T * HD;
+    float *q = dv + T * HD, *dO = q + ZT__ATT_QB * HD, *dq = dO + ZT__ATT_QB * HD, *o = dq + ZT__ATT_QB * HD;
+    float *P = o + HD, *G = P + ZT__ATT_QB * ZT__ATT_KB; /* dots, then p z and ds scale */
+    float D[ZT__ATT_QB], lse[ZT__ATT_QB];
+    int64_t start[ZT__ATT_QB], lo[ZT__ATT_QB], hi[ZT__ATT_QB];
+    zt__att_rows(k, a->k, b, kvh, 0, T);
+    zt__att_rows(v, a->v, b, kvh, 0, T);
+    zt__att_rows(dk, a->dk, b, kvh, 0, T);
+    zt__att_rows(dv, a->dv, b, kvh, 0, T);
+    for (int64_t h = kvh * d.group; h < (kvh + 1) * d.group; h++)
+        for (int64_t t0 = 0; t0 < T; t0 += ZT__ATT_QB) {
+            int64_t nq = ZT__MIN(ZT__ATT_QB, T - t0), kmin = t0;
+            zt__att_rows(q, a->q, b, h, t0, nq);
+            zt__att_rows(dO, a->dout, b, h, t0, nq);
+            zt__att_rows(dq, a->dq, b, h, t0, nq);
+            for (int64_t i = 0; i < nq; i++) {
+                zt__att_rows(o, a->out, b, h, t0 + i, 1);
+                D[i] = zt__dot(dO + i * HD, o, HD);
+                lse[i] = ((const float *)a->lse.data)[(b * d.NH + h) * T + t0 + i];
+                start[i] = zt__att_start(a, b, T, t0 + i);
+                kmin = ZT__MIN(kmin, start[i]);
+            }
+            for (int64_t k0 = kmin - kmin % ZT__ATT_KB; k0 < t0 + nq; k0 += ZT__ATT_KB) {
+                int64_t nk = ZT__MIN(ZT__ATT_KB, t0 + nq - k0);
+                const float *kt = k + k0 * HD, *vt = v + k0 * HD;
+                for (int64_t i = 0; i < nq; i++)
+                    lo[i] = ZT__MAX(k0, start[i]) - k0, hi[i] = ZT__MIN(k0 + nk, t0 + i + 1) - k0;
+                zt__att_dots(P, q, nq, kt, HD, lo, hi, HD);
+                zt__att_dots(G, dO, nq, vt, HD, lo, hi, HD);
+                for (int64_t i = 0; i < nq; i++)
+                    for (int64_t j = lo[i]; j < hi[i]; j++) {
+                        float *pij = P + i * ZT__ATT_KB + j, *gij = G + i * ZT__ATT_KB + j;
+                        float sc = zt__att_score(&d, *pij), p = expf(sc - lse[i]);
+                        float z = zt__att_drop(&d, b, h, t0 + i, k0 + j);
+                        float ds = p * (z * *gij - D[i]) * zt__att_cap_grad(&d, sc);
+                        *pij = p * z, *gij = ds * d.scale;
+                    }
+                for (int64_t i = 0; i < nq; i++)
+                    if (lo[i] < hi[i])
+                        zt__att_accum(dq + i * HD, G + i * ZT__ATT_KB + lo[i], 1, kt + lo[i] * HD, HD, hi[i] - lo[i], HD);
+                for (int64_t j = 0; j < nk; j++) /* each run of queries that sees key j, in order */
+                    for (int64_t i = 0, i1; i < nq; i = i1) {
+                        if (j < lo[i] || j >= hi[i]) {
+                            i1 = i + 1;
+                            continue;
+                        }
+                        for (i1 = i + 1; i1 < nq && j >= lo[i1] && j < hi[i1]; i1++) {}
+                        const float *pj = P + i * ZT__ATT_KB + j, *gj = G + i * ZT__ATT_KB + j;
+                        zt__att_accum(dv + (k0 + j) * HD, pj, ZT__ATT_KB, dO + i * HD, HD, i1 - i, HD);
+                        zt__att_accum(dk + (k0 + j) * HD, gj, ZT__ATT_KB, q + i * HD, HD, i1 - i, HD);
+                    }
+            }
+            for (int64_t i = 0; i < nq; i++)
+                zt__from_f32(a->dq.data, a->dq.dtype, ((b * T + t0 + i) * d.NH + h) * HD, dq + i * HD, HD);
+        }
+    for (int64_t j = 0; j < T; j++) {
+        int64_t off = ((b * T + j) * d.NKV + kvh) * HD;
         zt__from_f32(a->dk.data, a->dk.dtype, off, dk + j * HD, HD);
         zt__from_f32(a->dv.data, a->dv.dtype, off, dv + j * HD, HD);
     }
@@ -22958,7 +23133,8 @@ static int64_t zt__cpu_scratch_need(const zt__op *op) {
     case ZT__OP_HEAD_COLS_FWD:
     case ZT__OP_HEAD_COLS_BWD: return 2 * op->cols.D;
     case ZT__OP_ATTENTION_FWD:
-    case ZT__OP_ATTENTION_BWD: return (3 * ZT__ATT_QB + 5 * ZT__ATT_KB + 3) * zt_cols(op->attention.q);
+    case ZT__OP_ATTENTION_BWD:
+        return (3 * ZT__ATT_QB + 5 * ZT__ATT_KB + 3) * zt_cols(op->attention.q) + ZT__ATT_QB * ZT__ATT_KB;
     default: return 0;
     }
 }
@@ -23088,13 +23264,18 @@ static void zt__cpu_exec(zt__cpu *cpu, const zt__op *op) {
     case ZT__OP_ATTENTION_BWD: {
         zt__att_dims d = zt__att_dims_of(&op->attention);
         int64_t q_tasks = d.B * d.NH * ZT__CDIV(d.T, ZT__ATT_QB);
+        int threads = zt_pool_threads(cpu->pool);
         if (op->kind == ZT__OP_ATTENTION_FWD) {
             zt__cpu_run(cpu, op, q_tasks, 0, NULL, zt__att_fwd_task);
+            return;
+        }
+        if (zt__att_bwd_need(d.T, d.HD) <= ZT__CPU_SCRATCH_FLOATS && (d.B * d.NKV >= 2 * threads || threads == 1)) {
+            zt__cpu_run(cpu, op, d.B * d.NKV, 0, NULL, zt__att_bwd_task); /* enough kv heads to share; the same bits */
         } else {
             zt__cpu_run(cpu, op, q_tasks, 0, NULL, zt__att_dq_task);
             zt__cpu_run(cpu, op, d.B * d.NKV * ZT__CDIV(d.T, ZT__ATT_KB), 0, NULL, zt__att_dkv_task);
-            if (zt__present(op->attention.dsinks)) zt__cpu_run(cpu, op, d.NH, 0, NULL, zt__att_dsink_task);
         }
+        if (zt__present(op->attention.dsinks)) zt__cpu_run(cpu, op, d.NH, 0, NULL, zt__att_dsink_task);
         return;
     }
     case ZT__OP_CROSSENTROPY: {
