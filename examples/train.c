@@ -364,6 +364,14 @@ static double every_n_layers(const char *json) {
     return end == k + 1 ? -1 : n;
 }
 
+
+/* --export_dtype's names: 1 and *dt, or 0 for another */
+static int export_dtype(const char *s, zt_dtype *dt) {
+    if (strcmp(s, "f32") == 0 || strcmp(s, "fp32") == 0) return (*dt = ZT_F32), 1;
+    if (strcmp(s, "bf16") == 0) return (*dt = ZT_BF16), 1;
+    if (strcmp(s, "f16") == 0 || strcmp(s, "fp16") == 0) return (*dt = ZT_F16), 1;
+    return 0;
+}
 static int trainer_flags(args *a) {
     const char *why = a->save_only_model ? "--save_only_model: zt's checkpoints hold the optimizer's state too, so that "
                                            "--resume continues bit for bit"
@@ -408,8 +416,8 @@ static int trainer_flags(args *a) {
         if (!(range[i].v >= range[i].lo && range[i].v <= range[i].hi))
             return fprintf(stderr, "zt_train: --%s is %.10g; it takes %s%.10g to %.10g\n", range[i].name, range[i].v,
                            range[i].lo == 1e-9 ? "more than " : "", range[i].lo == 1e-9 ? 0.0 : range[i].lo, range[i].hi), 0;
-    if (*a->export_dtype && strcmp(a->export_dtype, "f32") && strcmp(a->export_dtype, "fp32") &&
-        strcmp(a->export_dtype, "bf16") && strcmp(a->export_dtype, "f16") && strcmp(a->export_dtype, "fp16"))
+    zt_dtype dt;
+    if (*a->export_dtype && !export_dtype(a->export_dtype, &dt))
         return fprintf(stderr, "zt_train: --export_dtype is f32, bf16 or f16, not \"%s\"\n", a->export_dtype), 0;
     if (a->bf16_eval && a->fp16_eval) return fprintf(stderr, "zt_train: --bf16_full_eval and --fp16_full_eval: one of them\n"), 0;
     a->full_eval = a->bf16_eval ? 1 : a->fp16_eval ? 2 : 0;
@@ -589,9 +597,10 @@ static void trim_metrics(const char *out, int64_t step) {
     if (f) fclose(f);
     if (!text) return;
     text[n] = 0;
-    for (size_t at = 0; at < n;) { /* each line: kept unless it is a step's past `step` */
+    for (size_t at = 0; at < n;) { /* each line: kept unless it is a step's past `step`, or cut short (no newline) */
         char *nl = (char *)memchr(text + at, '\n', n - at);
-        size_t len = nl ? (size_t)(nl - (text + at)) + 1 : n - at;
+        if (!nl) break;
+        size_t len = (size_t)(nl - (text + at)) + 1;
         long long s = 0;
         if (sscanf(text + at, "{\"step\": %lld", &s) != 1 || s <= step) memmove(text + kept, text + at, len), kept += len;
         at += len;
@@ -812,6 +821,55 @@ static int read_history(const char *v) {
     return 1;
 }
 
+/* four hex digits at s into *u; 0 when they are not */
+static int hex4(const char *s, unsigned long *u) {
+    *u = 0;
+    for (int i = 0; i < 4; i++) {
+        int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return 0;
+        *u = *u * 16 + (unsigned long)d;
+    }
+    return 1;
+}
+
+/* a JSON string at v (its opening quote) into out (cap bytes), its escapes decoded (\uXXXX as UTF-8, a surrogate pair
+   as one character); 0 when it is not one, does not fit, or holds a NUL */
+static int json_string(const char *v, char *out, size_t cap) {
+    static const char names[] = "\"\\/bfnrt", chars[] = "\"\\/\b\f\n\r\t";
+    size_t w = 0;
+    if (*v++ != '"') return 0;
+    for (; *v && *v != '"'; v++) {
+        unsigned long u, lo;
+        const char *e = v[0] == '\\' && v[1] ? strchr(names, v[1]) : NULL;
+        if (w + 5 > cap) return 0;
+        if (*v != '\\') { /* a byte as it is (UTF-8 passes through) */
+            out[w++] = *v;
+            continue;
+        }
+        if (e) {
+            out[w++] = chars[e - names], v++;
+            continue;
+        }
+        if (v[1] != 'u' || !hex4(v + 2, &u)) return 0;
+        v += 5;
+        if (u >= 0xd800 && u < 0xdc00 && v[1] == '\\' && v[2] == 'u' && hex4(v + 3, &lo) && lo >= 0xdc00 && lo < 0xe000)
+            u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00), v += 6;
+        if (u == 0 || (u >= 0xd800 && u < 0xe000)) return 0; /* a NUL, a lone surrogate */
+        if (u < 0x80) {
+            out[w++] = (char)u;
+        } else if (u < 0x800) {
+            out[w++] = (char)(0xc0 | u >> 6), out[w++] = (char)(0x80 | (u & 63));
+        } else if (u < 0x10000) {
+            out[w++] = (char)(0xe0 | u >> 12), out[w++] = (char)(0x80 | (u >> 6 & 63)), out[w++] = (char)(0x80 | (u & 63));
+        } else {
+            out[w++] = (char)(0xf0 | u >> 18), out[w++] = (char)(0x80 | (u >> 12 & 63));
+            out[w++] = (char)(0x80 | (u >> 6 & 63)), out[w++] = (char)(0x80 | (u & 63));
+        }
+    }
+    out[w] = 0;
+    return *v == '"';
+}
+
 /* what a resumed checkpoint's trainer_state.json recorded: the best evaluation (with `tracking`; none, with a
    word, when there is no file) and total_flos; 0: a malformed one, named */
 static int read_trainer_state(const char *resume, best_model *b, int tracking) {
@@ -854,21 +912,13 @@ static int read_trainer_state(const char *resume, best_model *b, int tracking) {
         if (ok && strncmp(v, "null", 4) == 0 && !isalnum((unsigned char)v[4])) continue;
         if (ok && k == 0) b->metric = strtod(v, &end), ok = end != v && isfinite(b->metric);
         if (ok && k == 1) b->step = strtoll(v, &end, 10), ok = end != v && b->step >= 0 && !strchr(".eE", *end);
-        if (ok && k == 2) { /* "DIR/global_stepN" (JSON-escaped as written above): the path and its step */
-            size_t w = 0;
-            const char *c = *v == '"' ? v + 1 : NULL;
-            for (unsigned u; c && *c && *c != '"' && w + 1 < sizeof b->path; c++) {
-                if (*c != '\\') b->path[w++] = *c;
-                else if (c[1] == 'u' && sscanf(c + 2, "%4x", &u) == 1 && u > 0 && u < 0x20) b->path[w++] = (char)u, c += 5;
-                else if (c[1] == '"' || c[1] == '\\' || c[1] == '/') b->path[w++] = *++c;
-                else c = NULL;
-            }
-            b->path[w] = 0;
+        if (ok && k == 2) { /* "DIR/global_stepN", a JSON string: the path and its step */
+            ok = json_string(v, b->path, sizeof b->path);
             const char *at = strstr(b->path, "/global_step"), *next;
             while (at && (next = strstr(at + 1, "/global_step")) != NULL) at = next;
             long long ck = -1;
             int len = 0;
-            ok = c && *c == '"' && at && sscanf(at, "/global_step%lld%n", &ck, &len) == 1 && ck >= 0 && at[len] == 0;
+            ok = ok && at && sscanf(at, "/global_step%lld%n", &ck, &len) == 1 && ck >= 0 && at[len] == 0;
             b->checkpoint = ok ? ck : -1;
         }
         if (!ok) {
@@ -1190,12 +1240,7 @@ static int stop_requested(zt_engine *e, double *sums) {
 /* --export: the model as a Hugging Face directory, in --export_dtype or the training precision's; the exit status */
 static int export_model(zt_engine *e, const args *a, const zt_options *o) {
     zt_dtype dt = o->precision == ZT_PRECISION_BF16 ? ZT_BF16 : o->precision == ZT_PRECISION_FP16 ? ZT_F16 : ZT_F32;
-    if (*a->export_dtype) {
-        if (strcmp(a->export_dtype, "f32") == 0 || strcmp(a->export_dtype, "fp32") == 0) dt = ZT_F32;
-        else if (strcmp(a->export_dtype, "bf16") == 0) dt = ZT_BF16;
-        else if (strcmp(a->export_dtype, "f16") == 0 || strcmp(a->export_dtype, "fp16") == 0) dt = ZT_F16;
-        else return fprintf(stderr, "zt_train: --export_dtype is f32, bf16 or f16, not \"%s\"\n", a->export_dtype), 2;
-    }
+    if (*a->export_dtype) export_dtype(a->export_dtype, &dt); /* checked with the other flags */
     if (zt_export_hf(e, a->export_dir, dt) != ZT_OK) return fail("exporting");
     printf("exported %s/model.safetensors (%s)\n", a->export_dir, zt_dtype_name(dt));
     return 0;
