@@ -1548,7 +1548,8 @@ ZT_API zt_result zt_save_with(zt_engine *e, const char *dir, const zt_data *data
 ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data);
 /* the checkpoint zt_load reads for dir, into path (cap bytes): its `latest`, or dir itself when it is one */
 ZT_API zt_result zt_checkpoint_path(const char *dir, char *path, size_t cap);
-/* removes DIR/global_step{step} (for --save_total_limit): zt's files and a trainer_state.json beside them */
+/* removes DIR/global_step{step} (for --save_total_limit): every file in it (zt's and those zt_save_with wrote), then
+   the directory (which stays if something else is in it) */
 ZT_API zt_result zt_remove_checkpoint(const char *dir, int64_t step);
 ZT_API int64_t zt_engine_step(const zt_engine *e); /* optimizer steps taken */
 
@@ -7198,9 +7199,14 @@ typedef struct zt__tcp_hello { uint64_t magic, token; int32_t world, rank, port,
 typedef struct zt__tcp_reply { int32_t status, pad; char why[248]; } zt__tcp_reply;
 typedef struct zt__tcp_peer { uint32_t ip; int32_t port; } zt__tcp_peer;
 
+/* ZT_RDZV_TIMEOUT: whole seconds from 1 to 86400 (zt_launch refuses others by name; here 300, said) */
 static int zt__rdzv_seconds(void) {
     const char *limit = getenv("ZT_RDZV_TIMEOUT");
-    return ZT__MIN(ZT__MAX(limit ? atoi(limit) : 300, 1), 86400);
+    char *end = NULL;
+    long v = limit ? strtol(limit, &end, 10) : 300;
+    if (!limit || (*limit && !*end && v >= 1 && v <= 86400)) return (int)v;
+    zt_log(ZT_LOG_WARN, "ZT_RDZV_TIMEOUT is \"%s\", not whole seconds from 1 to 86400: 300 it is", limit);
+    return 300;
 }
 
 /* a listening socket on every address of this host at `port` (0: any free one), or -1 */
@@ -10520,8 +10526,8 @@ static void zt__swap_do(zt__swap *sw, const zt__io_req *r) {
                              : pread(sw->fd[r->file], r->buf + done, (size_t)(r->bytes - done), (off_t)(r->at + done));
         if (n < 0 && errno == EINTR) continue;
         pthread_mutex_lock(&sw->mu);
-        if (n < 0) zt__swap_fail(sw, "cannot %s the swap file %s at byte %lld: %s", r->write ? "write" : "read", path,
-                                 (long long)(r->at + done), strerror(errno));
+        if (n < 0) zt__swap_fail(sw, "cannot %s the swap file %s (unlinked when made) at byte %lld: %s",
+                                 r->write ? "write" : "read", path, (long long)(r->at + done), strerror(errno));
         else if (n == 0) zt__swap_fail(sw, "the swap file %s ends at byte %lld, before the %lld bytes zt wrote there: it "
                                       "was truncated under the running job", path, (long long)(r->at + done),
                                       (long long)(r->at + r->bytes));
@@ -12543,34 +12549,36 @@ struct zt_data {
 
 /* Files zt maps (token data, masks, checkpoints, safetensors, texts to tokenize). One cut short under the running
    job (rewritten in place, truncated) faults with SIGBUS where its pages are gone: the handler names the file and
-   ends the process (exit 1), where it would die of "Bus error" naming nothing; a fault elsewhere goes on to the
-   handler there was before. */
-#define ZT__MAPPED 64
-static struct { const uint8_t *volatile p; size_t n; char path[256]; } zt__mapped[ZT__MAPPED];
+   ends the process (exit 1), where it would die of "Bus error" naming nothing. A fault elsewhere, or a SIGBUS another
+   process sent, goes on to the handler there was before. A slot is taken by each mapping while it lives (the first
+   ZT__MAPPED at once; a warning says when more go unnamed). */
+#define ZT__MAPPED 4096
+static struct { const uint8_t *p; size_t n; char *path; } zt__mapped[ZT__MAPPED];
 static pthread_mutex_t zt__mapped_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction zt__sigbus_old;
 
 static void zt__sigbus(int sig, siginfo_t *info, void *ctx) {
     const uint8_t *at = (const uint8_t *)info->si_addr;
-    for (int i = 0; i < ZT__MAPPED; i++) {
-        const uint8_t *p = zt__mapped[i].p;
+    for (int i = 0; i < ZT__MAPPED && info->si_code > 0; i++) { /* si_code > 0: the kernel's, at an address */
+        const uint8_t *p = __atomic_load_n(&zt__mapped[i].p, __ATOMIC_ACQUIRE);
         if (!p || at < p || at >= p + zt__mapped[i].n) continue;
-        static const char a[] = "zt: fatal: ", b[] = " changed under the running job: it is shorter than when it was "
-                                                     "opened (rewritten or truncated in place; write a new file and "
-                                                     "rename it over the old)\n";
+        static const char a[] = "zt: fatal: cannot read ", b[] = ": it was cut short under the running job (rewritten or "
+                                                                  "truncated in place: write a new file and rename it over "
+                                                                  "the old), or an I/O error\n";
         ssize_t w = write(2, a, sizeof a - 1);
-        w = write(2, zt__mapped[i].path, strnlen(zt__mapped[i].path, sizeof zt__mapped[i].path));
+        w = write(2, zt__mapped[i].path, strlen(zt__mapped[i].path));
         w = write(2, b, sizeof b - 1);
         (void)w;
         _exit(1);
     }
-    sigaction(SIGBUS, &zt__sigbus_old, NULL); /* not ours: returning faults again, into the handler before */
-    (void)sig, (void)ctx;
+    sigaction(SIGBUS, &zt__sigbus_old, NULL); /* not ours: to the handler before, at once or as the fault repeats */
+    if (info->si_code <= 0) raise(sig);
+    (void)ctx;
 }
 
 static void zt__mapped_add(const char *path, const uint8_t *p, size_t n) {
     pthread_mutex_lock(&zt__mapped_mu);
-    static int installed;
+    static int installed, full;
     if (!installed) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
@@ -12579,22 +12587,26 @@ static void zt__mapped_add(const char *path, const uint8_t *p, size_t n) {
         sigemptyset(&sa.sa_mask);
         installed = sigaction(SIGBUS, &sa, &zt__sigbus_old) == 0;
     }
-    for (int i = 0; i < ZT__MAPPED; i++)
-        if (!zt__mapped[i].p) {
-            snprintf(zt__mapped[i].path, sizeof zt__mapped[i].path, "%s", path);
-            zt__mapped[i].n = n;
-            zt__mapped[i].p = p;
-            break;
-        }
+    int i = 0;
+    while (i < ZT__MAPPED && zt__mapped[i].p) i++;
+    char *name = i < ZT__MAPPED ? strdup(path) : NULL; /* setup time */
+    if (name) {
+        free(zt__mapped[i].path);
+        zt__mapped[i].path = name, zt__mapped[i].n = n;
+        __atomic_store_n(&zt__mapped[i].p, p, __ATOMIC_RELEASE);
+    } else if (!full++) {
+        zt_log(ZT_LOG_WARN, "%s and the files mapped after it are past the %d zt names when one is cut short under the "
+               "job", path, ZT__MAPPED);
+    }
     pthread_mutex_unlock(&zt__mapped_mu);
 }
 
-/* unmaps what zt__map mapped */
+/* unmaps what zt__map mapped (the slot's name stays for the next mapping to replace: the handler may be reading it) */
 static void zt__unmap(const uint8_t *p, size_t n) {
     if (!p) return;
     pthread_mutex_lock(&zt__mapped_mu);
     for (int i = 0; i < ZT__MAPPED; i++)
-        if (zt__mapped[i].p == p) zt__mapped[i].p = NULL;
+        if (zt__mapped[i].p == p) __atomic_store_n(&zt__mapped[i].p, (const uint8_t *)NULL, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&zt__mapped_mu);
     munmap((void *)(uintptr_t)p, n);
 }
