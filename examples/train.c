@@ -364,7 +364,6 @@ static double every_n_layers(const char *json) {
     return end == k + 1 ? -1 : n;
 }
 
-
 /* --export_dtype's names: 1 and *dt, or 0 for another */
 static int export_dtype(const char *s, zt_dtype *dt) {
     if (strcmp(s, "f32") == 0 || strcmp(s, "fp32") == 0) return (*dt = ZT_F32), 1;
@@ -372,6 +371,7 @@ static int export_dtype(const char *s, zt_dtype *dt) {
     if (strcmp(s, "f16") == 0 || strcmp(s, "fp16") == 0) return (*dt = ZT_F16), 1;
     return 0;
 }
+
 static int trainer_flags(args *a) {
     const char *why = a->save_only_model ? "--save_only_model: zt's checkpoints hold the optimizer's state too, so that "
                                            "--resume continues bit for bit"
@@ -825,7 +825,8 @@ static int read_history(const char *v) {
 static int hex4(const char *s, unsigned long *u) {
     *u = 0;
     for (int i = 0; i < 4; i++) {
-        int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int c = s[i], d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
         if (d < 0) return 0;
         *u = *u * 16 + (unsigned long)d;
     }
