@@ -1173,13 +1173,13 @@ typedef struct zt_memory_plan {
 ZT_API zt_result zt_plan_memory(zt_memory_plan *out, const zt_model_spec *model, const zt_options *o, int world);
 /* one line per category, the total, and the model states beside the ZeRO paper's formula */
 ZT_API void zt_memory_plan_print(const zt_memory_plan *p, FILE *out);
-/* The cheapest settings whose plan fits device_bytes per rank (what zt's arenas may take: on a GPU, leave
-   out what the CUDA context and libraries hold, about 1 GiB). Without offload first: at each micro-batch that
-   divides the one given, largest first (with more accumulation, so the global batch stays), ZeRO stages 0-2,
-   then those with activation checkpointing, then stage 3 without and with it; only then, from the largest micro-batch again, ZeRO-Offload: a
-   part, then all, of the optimizer's state to host memory, then the parameters too, NVMe where a path is set
-   (zt__fit_order says why that order). Each rejected plan is printed to `log` (when not NULL). *fits receives
-   the chosen options; ZT_ERROR_MEMORY if nothing fits. */
+/* The cheapest settings whose plan fits device_bytes per rank (what zt's arenas may take: on a GPU, leave out what the
+   CUDA context and libraries hold, about 1 GiB). Without offload first: at each micro-batch that divides the one given,
+   largest first (with more accumulation, so the global batch stays), ZeRO stages 0-2, then those with activation
+   checkpointing, then stage 3 without and with it; only then, from the largest micro-batch again, ZeRO-Offload: a part,
+   then all, of the optimizer's state to host memory, then the parameters too, NVMe where a path is set (zt__fit_order
+   says why that order). Each rejected plan is printed to `log` (when not NULL). *fits receives the chosen options;
+   ZT_ERROR_MEMORY if nothing fits. */
 ZT_API zt_result zt_plan_fit(zt_options *fits, const zt_model_spec *model, const zt_options *o, int world,
                              size_t device_bytes, FILE *log);
 /* the engine's categories: planned bytes, and in-use peaks as measured so far */
@@ -1251,25 +1251,28 @@ ZT_API void zt_broadcast(zt_stream *s, zt_comm *c, zt_tensor buf, int root);
 /* host-side: every rank has reached this point (their streams are not waited for) */
 ZT_API zt_result zt_barrier(zt_comm *c);
 
-/* Accelerate-style launching; call it first in main, before any thread exists. It takes Accelerate's
-   flags out of argv (--num_processes N, the total; --num_machines, --machine_rank, --main_process_ip,
-   --main_process_port). With N > 1 this process becomes the launcher: it starts N ranks of the same
-   program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and
-   MASTER_PORT set as torchrun sets them), waits, ends the others when one fails, reports which and how,
-   and returns 1 with *exit_code to exit with (ranks still there the environment's ZT_KILL_GRACE seconds,
-   default 30, after it ended them are killed). A SIGTERM to the launcher goes on to its ranks, and it waits for them (they may
-   save a checkpoint first, as zt_train --enable_jit_checkpoint does): then
-   *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0 or 143, else 1. Ranks that exit 143
-   without it (the signal went to them, or to another machine's) are not a failure either: the launcher waits for
-   the others and exits 143. In a rank, or with N <= 1, it returns 0 and *comm is the
-   communicator (single-rank for one process). With --num_machines M > 1 each machine's launcher starts
-   its N / M ranks, which meet over TCP at rank 0 (zt_comm_tcp_connect), listening on machine 0 at
-   --main_process_ip:--main_process_port; a job token (ZT_JOB_TOKEN, --rdzv_id, or a hash of the
-   arguments and world size) keeps other jobs out. A process started by torchrun, the deepspeed launcher,
-   mpirun or srun takes its rank from their variables and joins at MASTER_PORT + 1 (MASTER_PORT is
-   theirs): over TCP when the job spans nodes (LOCAL_WORLD_SIZE, LOCAL_SIZE or OMPI_COMM_WORLD_LOCAL_SIZE
-   below the world, SLURM_NNODES > 1; ZT_COMM=tcp or shm decides instead), else through a shared segment
-   rank 0 makes and hands over a Unix socket. One machine's ranks share a segment. */
+/* Accelerate-style launching; call it first in main, before any thread exists. Returns 1 in a launcher process (exit
+   with *exit_code); 0 in a rank, or with N <= 1, *comm its communicator (single-rank for one process).
+
+   It takes Accelerate's flags out of argv (--num_processes N, the total; --num_machines, --machine_rank,
+   --main_process_ip, --main_process_port). With N > 1 this process becomes the launcher: it starts N ranks of the
+   same program (re-executed, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set as
+   torchrun sets them), waits, ends the others when one fails and reports which and how; ranks still there the
+   environment's ZT_KILL_GRACE seconds (default 30) after it ended them are killed.
+
+   A SIGTERM to the launcher goes on to its ranks, and it waits for them (they may save a checkpoint first, as
+   zt_train --enable_jit_checkpoint does): then *exit_code is 143 (128 + SIGTERM) when each stopped by it or exited 0
+   or 143, else 1. Ranks that exit 143 without it (the signal went to them, or to another machine's) are not a
+   failure either: the launcher waits for the others and exits 143.
+
+   With --num_machines M > 1 each machine's launcher starts its N / M ranks, which meet over TCP at rank 0
+   (zt_comm_tcp_connect), listening on machine 0 at --main_process_ip:--main_process_port; a job token (ZT_JOB_TOKEN,
+   --rdzv_id, or a hash of the arguments and world size) keeps other jobs out.
+
+   A process started by torchrun, the deepspeed launcher, mpirun or srun takes its rank from their variables and
+   joins at MASTER_PORT + 1 (MASTER_PORT is theirs): over TCP when the job spans nodes (LOCAL_WORLD_SIZE, LOCAL_SIZE
+   or OMPI_COMM_WORLD_LOCAL_SIZE below the world, SLURM_NNODES > 1; ZT_COMM=tcp or shm decides instead), else through
+   a shared segment rank 0 makes and hands over a Unix socket. One machine's ranks share a segment. */
 ZT_API int zt_launch(int *argc, char **argv, zt_comm **comm, int *exit_code);
 
 /* >>config ===================================================================================== */
@@ -1481,21 +1484,21 @@ ZT_API zt_result zt_tokenize_chat(zt_tokenizer *t, const char *json, size_t n, i
                                   int64_t *count);
 
 /* A token file for training from text or JSON Lines. Text (any name but *.jsonl and *.json): the whole file is one
-   document, or each line or paragraph one (sample_by, datasets' text loader's choices), its line ends \r\n and \r
-   read as \n, as Python reads a text file. JSON Lines (*.jsonl, *.json): one object a line, with a mask file beside the tokens (one byte a token, 0 = not a
-   target): a "messages" line goes through the chat template (zt_tokenize_chat); a line with a prompt has the prompt's
-   tokens kept out of the loss and its response's learned; else its "text" is a document, learned whole (pretraining
-   sets: FineWeb's, RedPajama's), unless prompt_key or response_key is given: then every line needs them. With special,
-   each document (or prompt and response) has the post-processor's special tokens around it, as zt_tokenize_special. eot
-   (-1: none) ends each document and is learned; with it, a conversation the template rewrites is unrolled: each
-   assistant turn an example of its own, the conversation up to it with only that turn learned, eot after each. The
-   output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32 otherwise), what zt_train --data and --mask
-   read, written as the tokens come under NAME.partial names, synced and renamed when the last token is in: a failure
-   (but that of a rename) leaves the files that were there before; a mask file an earlier run left where this one writes
-   none is removed.
-   The work goes in tasks of about 1 MiB on threads, the files the same at any number: JSON Lines a batch of lines
-   each; a text cut where its added tokens end (the text between them is tokenized alone anyway) and where the
-   tokenizer's rules allow inside the text between them (zt__tok_cut_ok), or held whole where neither comes. */
+   document, or each line or paragraph one (sample_by, datasets' text loader's choices), its line ends \r\n and \r read
+   as \n, as Python reads a text file. JSON Lines (*.jsonl, *.json): one object a line, with a mask file beside the
+   tokens (one byte a token, 0 = not a target): a "messages" line goes through the chat template (zt_tokenize_chat); a
+   line with a prompt has the prompt's tokens kept out of the loss and its response's learned; else its "text" is a
+   document, learned whole (pretraining sets: FineWeb's, RedPajama's), unless prompt_key or response_key is given: then
+   every line needs them. With special, each document (or prompt and response) has the post-processor's special tokens
+   around it, as zt_tokenize_special. eot (-1: none) ends each document and is learned; with it, a conversation the
+   template rewrites is unrolled: each assistant turn an example of its own, the conversation up to it with only that
+   turn learned, eot after each. The output is llm.c's format (v1 uint16 when the vocabulary fits, v7 uint32 otherwise),
+   what zt_train --data and --mask read, written as the tokens come under NAME.partial names, synced and renamed when
+   the last token is in: a failure (but that of a rename) leaves the files that were there before; a mask file an
+   earlier run left where this one writes none is removed. The work goes in tasks of about 1 MiB on threads, the files
+   the same at any number: JSON Lines, and a text's lines or paragraphs, a batch of whole ones each; one document cut where its added tokens end (the text between
+   them is tokenized alone anyway) and where the tokenizer's rules allow inside the text between them (zt__tok_cut_ok),
+   or held whole where neither comes. */
 typedef enum zt_sample_by {
     ZT_SAMPLE_DOCUMENT,  /* the whole text one document (llm.c's preparation scripts) */
     ZT_SAMPLE_LINE,      /* each line one, its \n kept: what run_clm.py's --train_file x.txt tokenizes (datasets' text
