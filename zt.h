@@ -7202,14 +7202,14 @@ typedef struct zt__tcp_hello { uint64_t magic, token; int32_t world, rank, port,
 typedef struct zt__tcp_reply { int32_t status, pad; char why[248]; } zt__tcp_reply;
 typedef struct zt__tcp_peer { uint32_t ip; int32_t port; } zt__tcp_peer;
 
-/* ZT_RDZV_TIMEOUT: whole seconds from 1 to 86400 (zt_launch refuses others by name; here 300, said) */
+static int zt__launch_int(const char *name, const char *v, long lo, long hi, int *out);
+
+/* ZT_RDZV_TIMEOUT: whole seconds from 1 to 86400 (zt_launch refuses others; here they are said, and 300 taken) */
 static int zt__rdzv_seconds(void) {
     const char *limit = getenv("ZT_RDZV_TIMEOUT");
-    char *end = NULL;
-    long v = limit ? strtol(limit, &end, 10) : 300;
-    if (!limit || (*limit && !*end && v >= 1 && v <= 86400)) return (int)v;
-    zt_log(ZT_LOG_WARN, "ZT_RDZV_TIMEOUT is \"%s\", not whole seconds from 1 to 86400: 300 it is", limit);
-    return 300;
+    int v = 300;
+    if (limit && !zt__launch_int("ZT_RDZV_TIMEOUT", limit, 1, 86400, &v)) v = 300;
+    return v;
 }
 
 /* a listening socket on every address of this host at `port` (0: any free one), or -1 */
@@ -7557,8 +7557,6 @@ static zt_result zt__rdzv_join(const char *ip, int port, uint64_t token, int wor
     memcpy(segment, CMSG_DATA(cm), sizeof *segment);
     return ZT_OK;
 }
-
-static int zt__launch_int(const char *name, const char *v, long lo, long hi, int *out);
 
 /* a rank started by torchrun, the deepspeed launcher, mpirun or srun: its rank and world from there, and
    whether the job spans hosts (fewer ranks on this one than in all; ZT_COMM=tcp or shm says so instead);
@@ -13805,13 +13803,19 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
     char saved_opt[16] = "AdamW"; /* absent: a checkpoint of zt before its other optimizers */
     char changed[512] = "";       /* the settings a resumed run changes, said below */
     int optimizer_changed = 0;
-    if (r == ZT_OK && data) {
+    if (r == ZT_OK) {
         int set = zt__json_get(&j, 0, "settings"), bt = zt__json_get(&j, set, "betas");
+        int ot = zt__json_get(&j, set, "optimizer");
+        if (ot >= 0) r = zt__json_string(&j, ot, "settings.optimizer", saved_opt, sizeof saved_opt);
+        zt__json_int(&j, zt__json_get(&j, set, "seq_len"), "settings.seq_len", &saved_T);
+        zt__json_int(&j, zt__json_get(&j, set, "micro_batch"), "settings.micro_batch", &saved_B);
+        zt__json_int(&j, zt__json_get(&j, set, "gradient_accumulation_steps"), "settings.gradient_accumulation_steps", &saved_gas);
+        /* a resumed run (data): the training settings it changes */
         const zt_options *o = &e->opt;
         const char *keys[7] = {"learning_rate", "weight_decay", "betas", "betas", "eps", "warmup_steps", "max_steps"};
         double now[7] = {o->lr, o->weight_decay, o->beta1, o->beta2, o->optimizer == ZT_OPTIM_ADAGRAD ? o->adagrad_eps : o->eps,
                          (double)o->warmup_steps, (double)o->max_steps};
-        for (int k = 0, n = 0; k < 7; k++) {
+        for (int k = 0, n = 0; data && k < 7; k++) {
             int t = k == 2 || k == 3 ? (bt >= 0 && j.tok[bt].type == JSMN_ARRAY && j.tok[bt].size == 2 ? bt + k - 1 : -1)
                                      : zt__json_get(&j, set, keys[k]);
             double was = now[k];
@@ -13820,14 +13824,6 @@ ZT_API zt_result zt_load(zt_engine *e, const char *dir, zt_data *data) {
             n += snprintf(changed + n, sizeof changed - (size_t)n, "%s%s %g -> %g", n ? ", " : "", keys[k], was, now[k]);
             if (n >= (int)sizeof changed) break;
         }
-    }
-    if (r == ZT_OK) {
-        int set = zt__json_get(&j, 0, "settings");
-        int ot = zt__json_get(&j, set, "optimizer");
-        if (ot >= 0) r = zt__json_string(&j, ot, "settings.optimizer", saved_opt, sizeof saved_opt);
-        zt__json_int(&j, zt__json_get(&j, set, "seq_len"), "settings.seq_len", &saved_T);
-        zt__json_int(&j, zt__json_get(&j, set, "micro_batch"), "settings.micro_batch", &saved_B);
-        zt__json_int(&j, zt__json_get(&j, set, "gradient_accumulation_steps"), "settings.gradient_accumulation_steps", &saved_gas);
     }
     free(mem);
     if (r != ZT_OK) return r;
